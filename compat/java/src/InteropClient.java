@@ -1,0 +1,404 @@
+// Interop driver for the Apache Kafka Java client (kafka-clients 4.x).
+//
+// Used by tests/interop/test_java_clients.py. Built by scripts/test with plain javac:
+//   javac -cp 'compat/java/lib/*' -d compat/java/target compat/java/src/InteropClient.java
+// Run:
+//   java -cp 'compat/java/target:compat/java/lib/*' InteropClient <command> [--option value]...
+//
+// Commands
+//   create-topic      --bootstrap B --topic T --partitions P
+//   produce           --bootstrap B --topic T --count N [--partitions P] [--compression C]
+//                     [--acks A] [--base-ts MS] [--start I] [--linger-ms L] [--batch-size S]
+//                     Producer config is the client default apart from the options given
+//                     (idempotence stays ON, as in every stock kafka-clients >= 3).
+//   consume           --bootstrap B --topic T --count N [--group G] [--partition P --offset O]
+//                     [--timeout-ms MS]
+//                     Prints one JSON line per record, then exits once N records were read.
+//   offsets-for-times --bootstrap B --topic T --query P:TS[,P:TS...]
+//                     Prints one JSON line per query: {"p":..,"ts":..,"offset":..,"rts":..}
+//   list-offsets      --bootstrap B --topic T --spec earliest|latest|max-timestamp|TS
+//                     Uses the Admin API; one JSON line per partition.
+//
+// Record content is a pure function of the record index i (and the base timestamp),
+// mirrored in tests/interop/records.py:
+//   partition = i % P
+//   key       = "key-<i>"                      (UTF-8)
+//   value     = "value-<i>-" + "abcdefghij" * (i % 7)
+//   headers   = [("idx", "<i>"), ("bin", [i & 0xff, (i >> 8) & 0xff, 0])]
+//   timestamp = base + i   (CreateTime)
+//
+// JSON output: bytes are base64 (standard alphabet), null stays null.
+
+import java.io.BufferedWriter;
+import java.io.OutputStreamWriter;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.PartitionInfo;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public final class InteropClient {
+
+    private static final Base64.Encoder B64 = Base64.getEncoder();
+
+    public static void main(String[] argv) throws Exception {
+        if (argv.length < 1) {
+            usage("missing command");
+        }
+        String cmd = argv[0];
+        Map<String, String> opts = parseOptions(argv);
+        int rc;
+        switch (cmd) {
+            case "create-topic":
+                rc = createTopic(opts);
+                break;
+            case "produce":
+                rc = produce(opts);
+                break;
+            case "consume":
+                rc = consume(opts);
+                break;
+            case "offsets-for-times":
+                rc = offsetsForTimes(opts);
+                break;
+            case "list-offsets":
+                rc = listOffsets(opts);
+                break;
+            default:
+                usage("unknown command " + cmd);
+                rc = 2;
+        }
+        System.out.flush();
+        System.exit(rc);
+    }
+
+    // ------------------------------------------------------------------ records
+
+    static byte[] key(long i) {
+        return ("key-" + i).getBytes(StandardCharsets.UTF_8);
+    }
+
+    static byte[] value(long i) {
+        StringBuilder sb = new StringBuilder("value-").append(i).append('-');
+        for (int r = 0; r < (int) (i % 7); r++) {
+            sb.append("abcdefghij");
+        }
+        return sb.toString().getBytes(StandardCharsets.UTF_8);
+    }
+
+    static List<Header> headers(long i) {
+        List<Header> hs = new ArrayList<>(2);
+        hs.add(new RecordHeader("idx", Long.toString(i).getBytes(StandardCharsets.UTF_8)));
+        hs.add(new RecordHeader("bin", new byte[] {(byte) (i & 0xff), (byte) ((i >> 8) & 0xff), 0}));
+        return hs;
+    }
+
+    // ------------------------------------------------------------------ commands
+
+    static int createTopic(Map<String, String> o) throws Exception {
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        try (Admin admin = Admin.create(p)) {
+            NewTopic nt = new NewTopic(req(o, "topic"), Integer.parseInt(req(o, "partitions")), (short) 1);
+            admin.createTopics(Collections.singleton(nt)).all().get(60, TimeUnit.SECONDS);
+        }
+        System.out.println("{\"created\":" + jstr(req(o, "topic")) + "}");
+        return 0;
+    }
+
+    static int produce(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        long count = Long.parseLong(req(o, "count"));
+        long start = Long.parseLong(o.getOrDefault("start", "0"));
+        int partitions = Integer.parseInt(o.getOrDefault("partitions", "1"));
+        long base = Long.parseLong(o.getOrDefault("base-ts", "0"));
+
+        Properties p = new Properties();
+        p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        // Only set what the caller asked for: everything else stays the client's default.
+        if (o.containsKey("compression")) {
+            p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, o.get("compression"));
+        }
+        if (o.containsKey("acks")) {
+            p.put(ProducerConfig.ACKS_CONFIG, o.get("acks"));
+        }
+        if (o.containsKey("linger-ms")) {
+            p.put(ProducerConfig.LINGER_MS_CONFIG, o.get("linger-ms"));
+        }
+        if (o.containsKey("batch-size")) {
+            p.put(ProducerConfig.BATCH_SIZE_CONFIG, o.get("batch-size"));
+        }
+
+        Map<Integer, Long> firstOffset = new HashMap<>();
+        Map<Integer, Long> lastOffset = new HashMap<>();
+        long acked = 0;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p)) {
+            List<Future<RecordMetadata>> pending = new ArrayList<>();
+            for (long i = start; i < start + count; i++) {
+                int part = (int) (i % partitions);
+                ProducerRecord<byte[], byte[]> rec =
+                    new ProducerRecord<>(topic, part, base + i, key(i), value(i), headers(i));
+                pending.add(producer.send(rec));
+                if (pending.size() >= 10000) {
+                    acked += drain(pending, firstOffset, lastOffset);
+                }
+            }
+            producer.flush();
+            acked += drain(pending, firstOffset, lastOffset);
+        }
+        StringBuilder sb = new StringBuilder("{\"acked\":").append(acked).append(",\"partitions\":{");
+        boolean first = true;
+        for (Map.Entry<Integer, Long> e : firstOffset.entrySet()) {
+            if (!first) {
+                sb.append(',');
+            }
+            first = false;
+            sb.append('"').append(e.getKey()).append("\":[").append(e.getValue()).append(',')
+                .append(lastOffset.get(e.getKey())).append(']');
+        }
+        sb.append("}}");
+        System.out.println(sb);
+        return acked == count ? 0 : 1;
+    }
+
+    private static long drain(List<Future<RecordMetadata>> pending, Map<Integer, Long> firstOffset,
+                              Map<Integer, Long> lastOffset) throws Exception {
+        long n = 0;
+        for (Future<RecordMetadata> f : pending) {
+            RecordMetadata md = f.get(120, TimeUnit.SECONDS);
+            firstOffset.merge(md.partition(), md.offset(), Math::min);
+            lastOffset.merge(md.partition(), md.offset(), Math::max);
+            n++;
+        }
+        pending.clear();
+        return n;
+    }
+
+    static int consume(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        long count = Long.parseLong(req(o, "count"));
+        long timeoutMs = Long.parseLong(o.getOrDefault("timeout-ms", "60000"));
+        String group = o.get("group");
+
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        if (group != null) {
+            p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        } else {
+            p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        }
+
+        BufferedWriter out = new BufferedWriter(
+            new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
+        long seen = 0;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            if (group != null) {
+                consumer.subscribe(Collections.singletonList(topic));
+            } else {
+                List<TopicPartition> tps = new ArrayList<>();
+                if (o.containsKey("partition")) {
+                    tps.add(new TopicPartition(topic, Integer.parseInt(o.get("partition"))));
+                } else {
+                    List<PartitionInfo> infos = consumer.partitionsFor(topic, Duration.ofSeconds(30));
+                    for (PartitionInfo pi : infos) {
+                        tps.add(new TopicPartition(topic, pi.partition()));
+                    }
+                }
+                consumer.assign(tps);
+                if (o.containsKey("offset")) {
+                    long off = Long.parseLong(o.get("offset"));
+                    for (TopicPartition tp : tps) {
+                        consumer.seek(tp, off);
+                    }
+                } else {
+                    consumer.seekToBeginning(tps);
+                }
+            }
+            long deadline = System.currentTimeMillis() + timeoutMs;
+            while (seen < count && System.currentTimeMillis() < deadline) {
+                ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(500));
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    if (seen >= count) {
+                        break;
+                    }
+                    writeRecord(out, r);
+                    seen++;
+                }
+            }
+            if (group != null && seen > 0) {
+                consumer.commitSync(Duration.ofSeconds(30));
+            }
+        }
+        out.flush();
+        if (seen < count) {
+            System.err.println("consume: timed out after " + seen + " of " + count + " records");
+            return 3;
+        }
+        return 0;
+    }
+
+    private static void writeRecord(BufferedWriter out, ConsumerRecord<byte[], byte[]> r) throws Exception {
+        StringBuilder sb = new StringBuilder(192);
+        sb.append("{\"p\":").append(r.partition())
+            .append(",\"o\":").append(r.offset())
+            .append(",\"ts\":").append(r.timestamp())
+            .append(",\"tt\":").append(jstr(r.timestampType().name))
+            .append(",\"k\":").append(b64(r.key()))
+            .append(",\"v\":").append(b64(r.value()))
+            .append(",\"h\":[");
+        boolean first = true;
+        for (Header h : r.headers()) {
+            if (!first) {
+                sb.append(',');
+            }
+            first = false;
+            sb.append('[').append(jstr(h.key())).append(',').append(b64(h.value())).append(']');
+        }
+        sb.append("]}\n");
+        out.write(sb.toString());
+    }
+
+    static int offsetsForTimes(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        Map<TopicPartition, Long> query = new HashMap<>();
+        List<TopicPartition> order = new ArrayList<>();
+        List<Long> tsOrder = new ArrayList<>();
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            // One ListOffsets round per query so that several timestamps per partition work.
+            for (String q : req(o, "query").split(",")) {
+                String[] pt = q.split(":");
+                TopicPartition tp = new TopicPartition(topic, Integer.parseInt(pt[0]));
+                long ts = Long.parseLong(pt[1]);
+                Map<TopicPartition, OffsetAndTimestamp> res =
+                    consumer.offsetsForTimes(Collections.singletonMap(tp, ts), Duration.ofSeconds(30));
+                OffsetAndTimestamp oat = res.get(tp);
+                System.out.println("{\"p\":" + tp.partition() + ",\"ts\":" + ts + ",\"offset\":"
+                    + (oat == null ? "null" : Long.toString(oat.offset())) + ",\"rts\":"
+                    + (oat == null ? "null" : Long.toString(oat.timestamp())) + "}");
+            }
+        }
+        return 0;
+    }
+
+    static int listOffsets(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        String spec = req(o, "spec");
+        OffsetSpec os;
+        switch (spec) {
+            case "earliest":
+                os = OffsetSpec.earliest();
+                break;
+            case "latest":
+                os = OffsetSpec.latest();
+                break;
+            case "max-timestamp":
+                os = OffsetSpec.maxTimestamp();
+                break;
+            default:
+                os = OffsetSpec.forTimestamp(Long.parseLong(spec));
+        }
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        try (Admin admin = Admin.create(p)) {
+            int n = admin.describeTopics(Collections.singleton(topic)).allTopicNames()
+                .get(30, TimeUnit.SECONDS).get(topic).partitions().size();
+            Map<TopicPartition, OffsetSpec> q = new HashMap<>();
+            for (int i = 0; i < n; i++) {
+                q.put(new TopicPartition(topic, i), os);
+            }
+            Map<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> res =
+                admin.listOffsets(q).all().get(30, TimeUnit.SECONDS);
+            for (int i = 0; i < n; i++) {
+                ListOffsetsResult.ListOffsetsResultInfo info = res.get(new TopicPartition(topic, i));
+                System.out.println("{\"p\":" + i + ",\"offset\":" + info.offset() + ",\"rts\":"
+                    + info.timestamp() + "}");
+            }
+        }
+        return 0;
+    }
+
+    // ------------------------------------------------------------------ helpers
+
+    private static String b64(byte[] b) {
+        return b == null ? "null" : "\"" + B64.encodeToString(b) + "\"";
+    }
+
+    private static String jstr(String s) {
+        StringBuilder sb = new StringBuilder(s.length() + 2).append('"');
+        for (char c : s.toCharArray()) {
+            if (c == '"' || c == '\\') {
+                sb.append('\\').append(c);
+            } else if (c < 0x20) {
+                sb.append(String.format("\\u%04x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        return sb.append('"').toString();
+    }
+
+    private static Map<String, String> parseOptions(String[] argv) {
+        Map<String, String> m = new HashMap<>();
+        for (int i = 1; i < argv.length; i++) {
+            String a = argv[i];
+            if (!a.startsWith("--") || i + 1 >= argv.length) {
+                usage("bad argument " + a);
+            }
+            m.put(a.substring(2), argv[++i]);
+        }
+        return m;
+    }
+
+    private static String req(Map<String, String> o, String name) {
+        String v = o.get(name);
+        if (v == null) {
+            usage("missing --" + name);
+        }
+        return v;
+    }
+
+    private static void usage(String msg) {
+        System.err.println("InteropClient: " + msg);
+        System.err.println("usage: InteropClient create-topic|produce|consume|offsets-for-times|list-offsets"
+            + " --bootstrap HOST:PORT --topic T [options]  (see the header of InteropClient.java)");
+        System.exit(2);
+    }
+}

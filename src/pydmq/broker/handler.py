@@ -1,0 +1,57 @@
+"""What a request handler is: its API key, version range and the callable that serves it.
+
+Handlers are registered through ``pydmq_register_api_handlers``; the ApiVersions response is
+derived from these registrations, so nothing is advertised that has no handler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pydmq.broker.server import Broker
+
+__all__ = ["ApiHandlerSpec", "RawResponse", "RequestContext", "Handler", "HandlerResult"]
+
+
+@dataclass(slots=True)
+class RequestContext:
+    """Who sent a request and how: one per request, built by the connection driver."""
+
+    broker: Broker
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    client_port: int
+    listener: str
+    connection_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class RawResponse:
+    """A response body already encoded as buffers (hot paths like Fetch skip the codec).
+
+    ``buffers`` exclude the response header and size prefix; the driver adds them.
+    """
+
+    buffers: Sequence[bytes | bytearray | memoryview]
+    size: int
+
+
+HandlerResult = Any  # a generated response message, a RawResponse, or None (acks=0: no reply)
+Handler = Callable[[RequestContext, Any], "HandlerResult | Awaitable[HandlerResult]"]
+
+
+@dataclass(frozen=True, slots=True)
+class ApiHandlerSpec:
+    """One API key's handler and the version range it serves (and therefore advertises)."""
+
+    api_key: int
+    min_version: int
+    max_version: int
+    handle: Handler
+    name: str = ""

@@ -1,0 +1,70 @@
+"""ApiVersions (key 18), v0–v4.
+
+Derived from the registered handlers: every key is advertised with exactly the version range
+its handler declares. v3+ requests carry the client's software name/version (validated like
+Kafka: INVALID_REQUEST when they are not ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``).
+An unsupported request version gets UNSUPPORTED_VERSION (35) in a v0 body (see dispatcher);
+v3+ responses list the supported features (``metadata.version``; from v4 also features whose
+minimum is 0, per KAFKA-17011) and ``metadata.version`` as finalized.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.api_versions import (
+    ApiVersion,
+    ApiVersionsRequest,
+    ApiVersionsResponse,
+    FinalizedFeatureKey,
+    SupportedFeatureKey,
+)
+
+__all__ = ["HANDLER", "unsupported_version_response"]
+
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+# metadata.version levels: 3.3-IV3 = 7 ... 4.0-IV3 = 25; we behave like 4.0.
+METADATA_VERSION = 25
+
+
+def _api_keys(ctx_broker: object) -> list[ApiVersion]:
+    from pydmq.broker.server import Broker
+
+    assert isinstance(ctx_broker, Broker)
+    return [
+        ApiVersion(api_key=spec.api_key, min_version=spec.min_version, max_version=spec.max_version)
+        for spec in sorted(ctx_broker.dispatcher.handlers.values(), key=lambda s: s.api_key)
+    ]
+
+
+def unsupported_version_response(broker: object) -> ApiVersionsResponse:
+    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
+
+
+def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+    if ctx.api_version >= 3 and not (
+        _SOFTWARE.match(request.client_software_name or "")
+        and _SOFTWARE.match(request.client_software_version or "")
+    ):
+        return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
+    response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker))
+    if ctx.api_version >= 3:
+        features = [SupportedFeatureKey(name="metadata.version", min_version=1, max_version=METADATA_VERSION)]
+        if ctx.api_version >= 4:
+            # KAFKA-17011: a minimum of 0 is only safe to send from v4 on.
+            features.append(SupportedFeatureKey(name="group.version", min_version=0, max_version=0))
+        response.supported_features = features
+        response.finalized_features_epoch = 0
+        response.finalized_features = [
+            FinalizedFeatureKey(
+                name="metadata.version",
+                min_version_level=METADATA_VERSION,
+                max_version_level=METADATA_VERSION,
+            )
+        ]
+    return response
+
+
+HANDLER = ApiHandlerSpec(18, 0, 4, handle, "ApiVersions")

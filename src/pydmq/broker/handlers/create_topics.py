@@ -1,0 +1,84 @@
+"""CreateTopics (key 19), v2–v7.
+
+Validation as Kafka: legal names, no '.'/'_' collisions, partitions and replication factor
+(-1 = broker default; more replicas than live brokers -> INVALID_REPLICATION_FACTOR), manual
+assignments, known and valid configs (INVALID_CONFIG). ``validate_only`` checks without
+creating. From v5 the result carries the partition count, replication factor and every config
+with its value and source; topic ids from v7. Duplicate names in one request -> INVALID_REQUEST
+for each duplicate.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.topic_ops import TopicError
+from pydmq.config.topic import TopicConfig
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.create_topics import (
+    CreatableTopicConfigs,
+    CreatableTopicResult,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+)
+
+__all__ = ["HANDLER", "CONFIG_SOURCES"]
+
+CONFIG_SOURCES = {
+    "UNKNOWN": 0,
+    "DYNAMIC_TOPIC_CONFIG": 1,
+    "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
+    "DYNAMIC_BROKER_CONFIG": 2,
+    "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
+    "STATIC_BROKER_CONFIG": 4,
+    "DEFAULT_CONFIG": 5,
+}
+
+
+def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    broker = ctx.broker
+    response = CreateTopicsResponse()
+    counts = collections.Counter(t.name for t in request.topics)
+    for topic in request.topics:
+        result = CreatableTopicResult(
+            name=topic.name, error_code=ErrorCode.NONE, num_partitions=-1, replication_factor=-1,
+        )
+        response.topics.append(result)
+        if counts[topic.name] > 1:
+            result.error_code = ErrorCode.INVALID_REQUEST
+            result.error_message = f"Duplicate topic name {topic.name} in the request."
+            continue
+        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
+        configs = {c.name: c.value for c in topic.configs}
+        try:
+            created = broker.topic_ops.create_topic(
+                topic.name, topic.num_partitions, topic.replication_factor, configs,
+                assignments, request.validate_only,
+            )
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+            if ctx.api_version >= 5:
+                result.configs = None
+            continue
+        result.topic_id = created.topic_id
+        result.num_partitions = len(created.partitions)
+        result.replication_factor = len(created.partitions[0].replicas)
+        if ctx.api_version >= 5:
+            effective = TopicConfig(broker.config, created.configs)
+            result.configs = []
+            for definition in TopicConfig.definitions():
+                result.configs.append(
+                    CreatableTopicConfigs(
+                        name=definition.name,
+                        value=definition.render(effective.get(definition.name)),
+                        read_only=definition.read_only,
+                        config_source=CONFIG_SOURCES[effective.source_of(definition.name)],
+                        is_sensitive=definition.sensitive,
+                    )
+                )
+    return response
+
+
+HANDLER = ApiHandlerSpec(19, 2, 7, handle, "CreateTopics")

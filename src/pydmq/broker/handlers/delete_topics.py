@@ -1,0 +1,51 @@
+"""DeleteTopics (key 20), v1–v6.
+
+By name (all versions) or by topic id (v6+; UNKNOWN_TOPIC_ID). Unknown names get
+UNKNOWN_TOPIC_OR_PARTITION; ``delete.topic.enable=false`` gives TOPIC_DELETION_DISABLED.
+Deleting removes the partitions' logs and their fetch-session entries.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.topic_ops import TopicError
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.delete_topics import (
+    DeletableTopicResult,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
+)
+
+__all__ = ["HANDLER"]
+
+
+def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    broker = ctx.broker
+    response = DeleteTopicsResponse()
+    wanted: list[tuple[str | None, object]] = []
+    if ctx.api_version >= 6:
+        wanted = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        wanted = [(name, None) for name in request.topic_names]
+    for name, topic_id in wanted:
+        result = DeletableTopicResult(name=name, error_code=ErrorCode.NONE)
+        response.responses.append(result)
+        if name is None:
+            info = broker.topics.by_id(topic_id) if topic_id is not None else None  # type: ignore[arg-type]
+            if info is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                result.topic_id = topic_id  # type: ignore[assignment]
+                continue
+            name = info.name
+            result.name = name
+        try:
+            deleted = broker.topic_ops.delete_topic(name)
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+            continue
+        result.topic_id = deleted.topic_id
+    return response
+
+
+HANDLER = ApiHandlerSpec(20, 1, 6, handle, "DeleteTopics")

@@ -1,0 +1,275 @@
+"""Fetch (key 1), v4–v17.
+
+Long poll: when fewer than ``min_bytes`` are available the request waits up to ``max_wait``
+and is woken by appends to any partition it reads. Fetch sessions (KIP-227) from v7: see
+:mod:`pydmq.broker.fetch_session`; incremental responses carry only partitions whose data,
+error, high watermark, last stable offset or log start offset changed. Topic ids instead of
+names from v13 (UNKNOWN_TOPIC_ID). A fetch offset inside a batch returns that whole batch.
+``current_leader_epoch`` (v9+) is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
+The first partition with data gets at least one whole batch even above the byte limits
+(KIP-74). read_committed reads up to the last stable offset (= high watermark until
+transactions exist). Fetch v18 (KIP-1166) is not advertised: Kafka 4.0/4.1 stop at v17.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from pydmq.broker.fetch_session import (
+    FINAL_EPOCH,
+    INITIAL_EPOCH,
+    CachedPartition,
+    FetchSession,
+    SessionError,
+)
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.server import Broker
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.fetch import (
+    FetchableTopicResponse,
+    FetchRequest,
+    FetchResponse,
+    PartitionData,
+)
+from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
+
+__all__ = ["HANDLER"]
+
+_ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(slots=True)
+class _Target:
+    """One partition to read in this fetch, with the session entry that tracks it (if any)."""
+
+    topic: str
+    topic_id: uuid.UUID
+    partition: int
+    fetch_offset: int
+    partition_max_bytes: int
+    current_leader_epoch: int
+    cached: CachedPartition | None
+    unknown_error: int = ErrorCode.NONE
+
+
+def _resolve_topics(broker: Broker, request: FetchRequest, version: int) -> list[_Target]:
+    targets: list[_Target] = []
+    for topic in request.topics:
+        if version >= 13:
+            info = broker.topics.by_id(topic.topic_id)
+            name = info.name if info is not None else ""
+            error = ErrorCode.NONE if info is not None else ErrorCode.UNKNOWN_TOPIC_ID
+            topic_id = topic.topic_id
+        else:
+            info = broker.topics.get(topic.topic)
+            name = topic.topic
+            error = ErrorCode.NONE
+            topic_id = info.topic_id if info is not None else _ZERO_UUID
+        for p in topic.partitions:
+            targets.append(
+                _Target(
+                    name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
+                    p.current_leader_epoch, None, error,
+                )
+            )
+    return targets
+
+
+def _apply_to_session(
+    session: FetchSession, targets: Iterable[_Target], request: FetchRequest, broker: Broker,
+    version: int,
+) -> list[_Target]:
+    for target in targets:
+        key = (target.topic if version < 13 else str(target.topic_id), target.partition)
+        cached = session.partitions.get(key)
+        if cached is None:
+            cached = CachedPartition(
+                target.topic, target.topic_id, target.partition, target.fetch_offset,
+                target.partition_max_bytes, target.current_leader_epoch, -1, -1,
+            )
+            session.partitions[key] = cached
+        else:
+            cached.fetch_offset = target.fetch_offset
+            cached.partition_max_bytes = target.partition_max_bytes
+            cached.current_leader_epoch = target.current_leader_epoch
+    for forgotten in request.forgotten_topics_data:
+        if version >= 13:
+            name = str(forgotten.topic_id)
+        else:
+            name = forgotten.topic
+        for index in forgotten.partitions:
+            session.partitions.pop((name, index), None)
+    result: list[_Target] = []
+    for cached in session.partitions.values():
+        error = ErrorCode.NONE
+        if version >= 13 and broker.topics.by_id(cached.topic_id) is None:
+            error = ErrorCode.UNKNOWN_TOPIC_ID
+        result.append(
+            _Target(
+                cached.topic, cached.topic_id, cached.partition, cached.fetch_offset,
+                cached.partition_max_bytes, cached.current_leader_epoch, cached, error,
+            )
+        )
+    return result
+
+
+class _FetchPlan:
+    """What one Fetch request reads; ``read()`` may run again after a long-poll wake-up."""
+
+    def __init__(
+        self, ctx: RequestContext, request: FetchRequest, targets: list[_Target],
+        session_id: int, incremental: bool,
+    ) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.targets = targets
+        self.session_id = session_id
+        self.incremental = incremental
+
+    def partitions(self) -> list[TopicPartition]:
+        return [TopicPartition(t.topic, t.partition) for t in self.targets if t.topic]
+
+    def read(self) -> tuple[list[tuple[_Target, PartitionData]], int, bool]:
+        broker = self.ctx.broker
+        version = self.ctx.api_version
+        request = self.request
+        remaining = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
+        total = 0
+        has_error = False
+        results: list[tuple[_Target, PartitionData]] = []
+        read_committed = request.isolation_level == 1
+        for target in self.targets:
+            data = PartitionData(
+                partition_index=target.partition,
+                error_code=ErrorCode.NONE,
+                high_watermark=-1,
+                last_stable_offset=-1,
+                log_start_offset=-1,
+                preferred_read_replica=-1,
+                aborted_transactions=[] if read_committed else None,
+                records=None,
+            )
+            results.append((target, data))
+            if target.unknown_error:
+                data.error_code = target.unknown_error
+                has_error = True
+                continue
+            partition = broker.replica_manager.get(TopicPartition(target.topic, target.partition))
+            if partition is None:
+                data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                has_error = True
+                continue
+            log = partition.log
+            data.high_watermark = log.high_watermark
+            data.last_stable_offset = log.high_watermark
+            data.log_start_offset = log.log_start_offset
+            epoch = target.current_leader_epoch
+            if version >= 9 and epoch >= 0 and epoch != partition.leader_epoch:
+                data.error_code = (
+                    ErrorCode.FENCED_LEADER_EPOCH
+                    if epoch < partition.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH
+                )
+                has_error = True
+                continue
+            limit = min(target.partition_max_bytes, remaining)
+            try:
+                info = partition.read(
+                    target.fetch_offset, limit, min_one_batch=total == 0,
+                    to_high_watermark=True,
+                )
+            except OffsetOutOfRangeError:
+                data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                has_error = True
+                continue
+            if info.size:
+                data.records = b"".join(info.buffers) if len(info.buffers) != 1 else info.buffers[0]
+                total += info.size
+                remaining = max(0, remaining - info.size)
+            else:
+                data.records = b""
+        return results, total, has_error
+
+    def respond(self, results: list[tuple[_Target, PartitionData]]) -> FetchResponse:
+        response = FetchResponse(error_code=ErrorCode.NONE, session_id=self.session_id)
+        by_topic: dict[tuple[str, uuid.UUID], FetchableTopicResponse] = {}
+        for target, data in results:
+            cached = target.cached
+            if cached is not None:
+                changed = cached.maybe_update_response(
+                    data.high_watermark, data.last_stable_offset, data.log_start_offset
+                )
+                if self.incremental and not (
+                    changed or data.error_code or (data.records is not None and len(data.records))
+                ):
+                    continue
+            key = (target.topic, target.topic_id)
+            topic_response = by_topic.get(key)
+            if topic_response is None:
+                topic_response = FetchableTopicResponse(topic=target.topic, topic_id=target.topic_id)
+                by_topic[key] = topic_response
+                response.responses.append(topic_response)
+            topic_response.partitions.append(data)
+        return response
+
+
+def handle(ctx: RequestContext, request: FetchRequest) -> object:
+    broker = ctx.broker
+    version = ctx.api_version
+    targets = _resolve_topics(broker, request, version)
+    session_id = 0
+    incremental = False
+    if version >= 7:
+        sid, epoch = request.session_id, request.session_epoch
+        if epoch in (FINAL_EPOCH, INITIAL_EPOCH):
+            if sid != 0:
+                broker.fetch_sessions.remove(sid)
+            if epoch == INITIAL_EPOCH:
+                session = broker.fetch_sessions.create()
+                if session is not None:
+                    session_id = session.session_id
+                    targets = _apply_to_session(session, targets, request, broker, version)
+        else:
+            try:
+                session = broker.fetch_sessions.get(sid, epoch)
+            except SessionError as exc:
+                return FetchResponse(error_code=exc.error_code, session_id=0)
+            session.next_epoch()
+            session_id = sid
+            incremental = True
+            targets = _apply_to_session(session, targets, request, broker, version)
+    plan = _FetchPlan(ctx, request, targets, session_id, incremental)
+    results, total, has_error = plan.read()
+    if total >= request.min_bytes or request.max_wait <= 0 or has_error or not targets:
+        return plan.respond(results)
+    return _long_poll(plan, request.max_wait / 1000.0)
+
+
+async def _long_poll(plan: _FetchPlan, max_wait_s: float) -> FetchResponse:
+    purgatory = plan.ctx.broker.replica_manager.fetch_purgatory
+    deadline = time.monotonic() + max_wait_s
+    watched = plan.partitions()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        waiter = purgatory.watch(watched)
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            break
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+        results, total, has_error = plan.read()
+        if total >= plan.request.min_bytes or has_error:
+            return plan.respond(results)
+    results, _, _ = plan.read()
+    return plan.respond(results)
+
+
+HANDLER = ApiHandlerSpec(1, 4, 17, handle, "Fetch")

@@ -1,0 +1,92 @@
+"""ListOffsets (key 2), v1–v10.
+
+Timestamps: -1 latest (the high watermark = log end on one node; the last stable offset for
+read_committed), -2 earliest (log start offset), -3 max timestamp (v7+, KIP-734: the record
+carrying the largest timestamp), -4 earliest local (= earliest without tiered storage), -5
+latest tiered (v9+, KIP-1005: no tiered storage, so offset -1), otherwise the first record
+with timestamp >= target across batches and segments (offset -1 when none). A
+``current_leader_epoch`` (v4+) is checked against the partition's epoch.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.list_offsets import (
+    ListOffsetsPartitionResponse,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopicResponse,
+)
+from pydmq.storage.api import TopicPartition
+
+__all__ = ["HANDLER"]
+
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL = -4
+LATEST_TIERED = -5
+
+
+def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
+    broker = ctx.broker
+    response = ListOffsetsResponse()
+    for topic in request.topics:
+        topic_response = ListOffsetsTopicResponse(name=topic.name)
+        response.topics.append(topic_response)
+        for p in topic.partitions:
+            result = ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=ErrorCode.NONE,
+                timestamp=-1, offset=-1, leader_epoch=-1,
+            )
+            topic_response.partitions.append(result)
+            partition = broker.replica_manager.get(TopicPartition(topic.name, p.partition_index))
+            if partition is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                continue
+            epoch = p.current_leader_epoch
+            if ctx.api_version >= 4 and epoch >= 0 and epoch != partition.leader_epoch:
+                result.error_code = (
+                    ErrorCode.FENCED_LEADER_EPOCH
+                    if epoch < partition.leader_epoch
+                    else ErrorCode.UNKNOWN_LEADER_EPOCH
+                )
+                continue
+            log = partition.log
+            upper = log.high_watermark
+            match p.timestamp:
+                case -1:
+                    result.offset = upper
+                    result.leader_epoch = log.latest_epoch
+                case -2 | -4:
+                    result.offset = log.log_start_offset
+                    result.leader_epoch = _epoch_at(log.leader_epochs, log.log_start_offset)
+                case -3:
+                    found = log.max_timestamp_and_offset()
+                    if found is not None and found.offset < upper:
+                        result.timestamp, result.offset = found.timestamp, found.offset
+                        result.leader_epoch = found.leader_epoch
+                case -5:
+                    pass
+                case target if target < 0:
+                    result.error_code = ErrorCode.INVALID_REQUEST
+                case target:
+                    found = log.fetch_offset_by_timestamp(target)
+                    if found is not None and found.offset < upper:
+                        result.timestamp, result.offset = found.timestamp, found.offset
+                        result.leader_epoch = found.leader_epoch
+    return response
+
+
+def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int:
+    found = -1
+    for epoch, start in epochs:
+        if start <= offset:
+            found = epoch
+    if found == -1 and epochs:
+        found = epochs[0][0]
+    return found
+
+
+HANDLER = ApiHandlerSpec(2, 1, 10, handle, "ListOffsets")

@@ -1,0 +1,110 @@
+"""Produce (key 0), v3–v12.
+
+Each partition's record set is validated and appended as it arrived (offsets patched in place,
+CRC untouched). acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); acks=0 gets no response.
+zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE). Idempotent retries of one of the last
+five batches return the original base offset. Transactional produce is not supported yet
+(transactions are a later issue): such batches get INVALID_TXN_STATE. ``max.message.bytes`` -> MESSAGE_TOO_LARGE.
+v13 (topic ids in Produce) is not advertised yet: Kafka 4.0 stops at v12.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.produce import (
+    PartitionProduceResponse,
+    ProduceRequest,
+    ProduceResponse,
+    TopicProduceResponse,
+)
+from pydmq.protocol.records import BATCH_HEADER_SIZE, TRANSACTIONAL_FLAG
+from pydmq.storage.api import TopicPartition
+from pydmq.storage.log import LogAppendError
+
+__all__ = ["HANDLER"]
+
+_ZSTD = 4
+_ATTRIBUTES_AT = 21
+
+
+def _partition_error(index: int, code: int, message: str | None = None) -> PartitionProduceResponse:
+    return PartitionProduceResponse(
+        index=index, error_code=code, base_offset=-1, log_append_time=-1, log_start_offset=-1,
+        error_message=message,
+    )
+
+
+def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+    broker = ctx.broker
+    replica_manager = broker.replica_manager
+    acks = request.acks
+    response = ProduceResponse()
+    for topic_data in request.topic_data:
+        topic_response = TopicProduceResponse(name=topic_data.name)
+        response.responses.append(topic_response)
+        for data in topic_data.partition_data:
+            if acks not in (0, 1, -1):
+                topic_response.partition_responses.append(
+                    _partition_error(data.index, ErrorCode.INVALID_REQUIRED_ACKS)
+                )
+                continue
+            partition = replica_manager.get(TopicPartition(topic_data.name, data.index))
+            if partition is None:
+                topic_response.partition_responses.append(
+                    _partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                )
+                continue
+            records = data.records
+            if records is None or len(records) == 0:
+                topic_response.partition_responses.append(
+                    _partition_error(data.index, ErrorCode.INVALID_RECORD, "no records")
+                )
+                continue
+            view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
+            if len(view) >= BATCH_HEADER_SIZE:
+                attributes = view[_ATTRIBUTES_AT + 1]
+                if (attributes & 0x07) == _ZSTD and ctx.api_version < 7:
+                    topic_response.partition_responses.append(
+                        _partition_error(data.index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
+                    )
+                    continue
+                if attributes & TRANSACTIONAL_FLAG or request.transactional_id is not None:
+                    topic_response.partition_responses.append(
+                        _partition_error(
+                            data.index, ErrorCode.INVALID_TXN_STATE,
+                            "transactions are not supported by this broker yet",
+                        )
+                    )
+                    continue
+            if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
+                topic_response.partition_responses.append(
+                    _partition_error(
+                        data.index, ErrorCode.NOT_ENOUGH_REPLICAS,
+                        f"ISR {partition.isr} is smaller than min.insync.replicas "
+                        f"{partition.min_insync_replicas}",
+                    )
+                )
+                continue
+            try:
+                info = replica_manager.append(partition, view)
+            except LogAppendError as exc:
+                topic_response.partition_responses.append(
+                    _partition_error(data.index, exc.error_code, exc.message)
+                )
+                continue
+            topic_response.partition_responses.append(
+                PartitionProduceResponse(
+                    index=data.index,
+                    error_code=ErrorCode.NONE,
+                    base_offset=info.first_offset,
+                    log_append_time=info.log_append_time,
+                    log_start_offset=info.log_start_offset,
+                )
+            )
+    if acks == 0:
+        return None
+    return response
+
+
+HANDLER = ApiHandlerSpec(0, 3, 12, handle, "Produce")

@@ -1,0 +1,123 @@
+"""TopicRegistry: the single node's topic metadata (names, ids, partitions, epochs, configs).
+
+Persisted as one JSON checkpoint in the log dir, replaced atomically on every change. Cluster
+mode (a later issue) replaces this with the KRaft metadata image; handlers only use the
+read-side methods here, so they will not change.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydmq.storage.checkpoint import write_atomically
+
+__all__ = ["PartitionInfo", "TopicInfo", "TopicRegistry"]
+
+_FILE = "topics.json"
+
+
+@dataclass(slots=True)
+class PartitionInfo:
+    """One partition's placement: leader, replicas, ISR and leader epoch."""
+
+    index: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    """A topic: name, id, partitions and its explicit (non-default) configs."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[PartitionInfo]
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+class TopicRegistry:
+    """Owned by the broker's event loop; every mutation is persisted before it returns."""
+
+    def __init__(self, metadata_dir: Path) -> None:
+        self._dir = metadata_dir
+        self._dir.mkdir(parents=True, exist_ok=True)
+        self._by_name: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+        self._load()
+
+    def __iter__(self) -> Iterator[TopicInfo]:
+        return iter(list(self._by_name.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def get(self, name: str) -> TopicInfo | None:
+        return self._by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> TopicInfo | None:
+        return self._by_id.get(topic_id)
+
+    def add(self, topic: TopicInfo) -> None:
+        self._by_name[topic.name] = topic
+        self._by_id[topic.topic_id] = topic
+        self.save()
+
+    def remove(self, name: str) -> TopicInfo | None:
+        topic = self._by_name.pop(name, None)
+        if topic is not None:
+            self._by_id.pop(topic.topic_id, None)
+            self.save()
+        return topic
+
+    def save(self) -> None:
+        doc = {
+            "version": 1,
+            "topics": [
+                {
+                    "name": t.name,
+                    "topic_id": str(t.topic_id),
+                    "internal": t.internal,
+                    "configs": t.configs,
+                    "partitions": [
+                        {
+                            "index": p.index,
+                            "leader": p.leader,
+                            "leader_epoch": p.leader_epoch,
+                            "replicas": p.replicas,
+                            "isr": p.isr,
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in self._by_name.values()
+            ],
+        }
+        write_atomically(str(self._dir / _FILE), json.dumps(doc, indent=1).encode())
+
+    def _load(self) -> None:
+        path = self._dir / _FILE
+        if not path.exists():
+            return
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        for t in doc["topics"]:
+            topic = TopicInfo(
+                name=t["name"],
+                topic_id=uuid.UUID(t["topic_id"]),
+                internal=bool(t.get("internal", False)),
+                configs={str(k): str(v) for k, v in t["configs"].items()},
+                partitions=[
+                    PartitionInfo(
+                        p["index"], p["leader"], p["leader_epoch"], list(p["replicas"]), list(p["isr"])
+                    )
+                    for p in t["partitions"]
+                ],
+            )
+            self._by_name[topic.name] = topic
+            self._by_id[topic.topic_id] = topic

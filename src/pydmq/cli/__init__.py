@@ -1,0 +1,38 @@
+"""The ``pydmq`` command: one module per subcommand group."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+_SUBCOMMANDS = ("serve", "topics", "produce", "consume")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import importlib
+
+    parser = argparse.ArgumentParser(
+        prog="pydmq", description="A Kafka-protocol broker and storage engine in Python."
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in _SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"pydmq.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"pydmq.cli.{name}":
+                raise
+            continue
+        module.add_parser(sub)
+    args = parser.parse_args(argv)
+    try:
+        result: int = args.run(args)
+    except KeyboardInterrupt:
+        return 130
+    return result
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""``pydmq serve``: run one node (broker + controller) until SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydmq.config.broker import BrokerConfig, load_properties
+from pydmq.config.definitions import ConfigError
+
+__all__ = ["add_parser", "build_config", "run_broker"]
+
+log = logging.getLogger("pydmq")
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "serve",
+        help="start a broker (defaults: PLAINTEXT://127.0.0.1:9092, data in ./pydmq-data)",
+        description="Start a pydmq node. Settings use Kafka's property names; later sources win: "
+        "defaults < --config file < the explicit flags < --override.",
+    )
+    parser.add_argument("--config", "-c", type=Path, help="a .properties or .toml file")
+    parser.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092")
+    parser.add_argument("--advertised-listeners", help="listeners published to clients")
+    parser.add_argument("--log-dirs", help="data directory")
+    parser.add_argument("--node-id", type=int, help="node.id")
+    parser.add_argument(
+        "--override", "-o", action="append", default=[], metavar="KEY=VALUE",
+        help="set any broker property (repeatable), e.g. -o num.partitions=3",
+    )
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.set_defaults(run=_run)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    values: dict[str, object] = {}
+    if args.config is not None:
+        values.update(load_properties(args.config))
+    for flag, name in (
+        ("listeners", "listeners"),
+        ("advertised_listeners", "advertised.listeners"),
+        ("log_dirs", "log.dirs"),
+        ("node_id", "node.id"),
+    ):
+        value = getattr(args, flag)
+        if value is not None:
+            values[name] = value
+    for item in args.override:
+        if "=" not in item:
+            raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        values[key.strip()] = value.strip()
+    return BrokerConfig(values)
+
+
+async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
+    from pydmq.broker.server import Broker
+
+    started = time.perf_counter()
+    broker = Broker(config)
+    await broker.start()
+    log.info("ready in %.3f s on %s", time.perf_counter() - started, broker.bootstrap())
+    if ready is not None:
+        ready.set()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await broker.stop()
+
+
+def _run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        config = build_config(args)
+    except (ConfigError, OSError) as exc:
+        print(f"pydmq serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:
+        runner = asyncio.run
+    try:
+        runner(run_broker(config))
+    except OSError as exc:
+        print(f"pydmq serve: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,228 @@
+"""The ``memory`` storage engine: PartitionLog semantics in RAM, for tests and ephemeral topics.
+
+Each batch is kept as its own bytes and counts as one "segment" for retention (so the active
+segment is the last batch); ``maybe_roll`` has nothing to do. Nothing survives the engine.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
+
+from pydmq.plugins.markers import hookimpl
+from pydmq.protocol.records import BatchHeader
+from pydmq.storage.api import (
+    FetchDataInfo,
+    LogConfig,
+    OffsetOutOfRangeError,
+    StorageEngineSpec,
+    TimestampAndOffset,
+    TopicPartition,
+)
+
+__all__ = ["MemoryLog", "MemoryStorageEngine", "pydmq_register_storage_engines"]
+
+
+class MemoryLog:
+    """One partition in RAM: parallel lists of base offsets, headers and batch bytes.
+
+    Owned by the broker's event loop.
+    """
+
+    def __init__(self, config: LogConfig) -> None:
+        self.config = config
+        self._bases: list[int] = []
+        self._headers: list[BatchHeader] = []
+        self._data: list[bytes] = []
+        self._log_start_offset = 0
+        self._log_end_offset = 0
+        self._size = 0
+        self._checkpoints: dict[str, bytes] = {}
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._size
+
+    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+        if not headers:
+            return
+        if headers[0].base_offset < self._log_end_offset:
+            raise ValueError(f"append at {headers[0].base_offset} below log end {self._log_end_offset}")
+        view = memoryview(records)
+        for h in headers:
+            data = bytes(view[h.position : h.position + h.size])
+            self._bases.append(h.base_offset)
+            self._headers.append(replace(h, position=0))
+            self._data.append(data)
+            self._size += len(data)
+            self._log_end_offset = h.next_offset
+
+    def _index_of(self, offset: int) -> int:
+        """Index of the first batch whose last offset >= ``offset`` (len if none)."""
+        i = bisect_right(self._bases, offset) - 1
+        if i < 0:
+            return 0
+        return i if self._headers[i].last_offset >= offset else i + 1
+
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+        if offset < self._log_start_offset or offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, self._log_end_offset)
+        buffers: list[bytes | memoryview] = []
+        size = 0
+        first = -1
+        for i in range(self._index_of(offset), len(self._data)):
+            h = self._headers[i]
+            if h.next_offset > max_offset:
+                break
+            if size + h.size > max_bytes and not (min_one_batch and not buffers):
+                break
+            if first < 0:
+                first = h.base_offset
+            buffers.append(self._data[i])
+            size += h.size
+            if size >= max_bytes:
+                break
+        if not buffers:
+            return FetchDataInfo.empty(offset)
+        return FetchDataInfo(buffers, size, first)
+
+    def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        i = self._index_of(from_offset)
+        while i < len(self._headers):
+            yield self._headers[i]
+            i += 1
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        for h in self._headers:
+            if h.max_timestamp >= timestamp and h.last_offset >= self._log_start_offset:
+                offset = max(h.base_offset, self._log_start_offset)
+                return TimestampAndOffset(h.max_timestamp, offset, h.partition_leader_epoch)
+        return None
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        best: BatchHeader | None = None
+        for h in self._headers:
+            if h.last_offset < self._log_start_offset:
+                continue
+            if best is None or h.max_timestamp > best.max_timestamp:
+                best = h
+        if best is None:
+            return None
+        offset = max(best.base_offset, self._log_start_offset)
+        return TimestampAndOffset(best.max_timestamp, offset, best.partition_leader_epoch)
+
+    def truncate_to(self, offset: int) -> None:
+        if offset >= self._log_end_offset:
+            return
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        i = self._index_of(offset)
+        for data in self._data[i:]:
+            self._size -= len(data)
+        if i < len(self._bases):
+            self._log_end_offset = self._bases[i]
+        del self._bases[i:], self._headers[i:], self._data[i:]
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._bases.clear()
+        self._headers.clear()
+        self._data.clear()
+        self._size = 0
+        self._log_start_offset = self._log_end_offset = offset
+
+    def _delete_first(self, count: int) -> int:
+        if count <= 0:
+            return 0
+        for data in self._data[:count]:
+            self._size -= len(data)
+        del self._bases[:count], self._headers[:count], self._data[:count]
+        self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        return count
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        if offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, self._log_end_offset)
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        doomed = 0
+        while doomed < len(self._bases) - 1 and self._bases[doomed + 1] <= offset:
+            doomed += 1
+        self._delete_first(doomed)
+        return True
+
+    def delete_retention_ms_breached(self, now_ms: int) -> int:
+        if self.config.retention_ms < 0:
+            return 0
+        doomed = 0
+        while doomed < len(self._headers) - 1:
+            if now_ms - self._headers[doomed].max_timestamp <= self.config.retention_ms:
+                break
+            doomed += 1
+        return self._delete_first(doomed)
+
+    def delete_retention_size_breached(self) -> int:
+        retention = self.config.retention_bytes
+        if retention < 0 or self._size < retention:
+            return 0
+        diff = self._size - retention
+        doomed = 0
+        while doomed < len(self._data) - 1 and diff - len(self._data[doomed]) >= 0:
+            diff -= len(self._data[doomed])
+            doomed += 1
+        return self._delete_first(doomed)
+
+    def maybe_roll(self, now_ms: int) -> None:
+        return None
+
+    def flush(self) -> None:
+        return None
+
+    def read_checkpoint(self, name: str) -> bytes | None:
+        return self._checkpoints.get(name)
+
+    def write_checkpoint(self, name: str, data: bytes) -> None:
+        self._checkpoints[name] = bytes(data)
+
+    def close(self) -> None:
+        return None
+
+
+class MemoryStorageEngine:
+    """Keeps every :class:`MemoryLog` in a dict; ``data_dir`` is ignored."""
+
+    def __init__(self, data_dir: str = "", options: Mapping[str, str] | None = None) -> None:
+        self._logs: dict[TopicPartition, MemoryLog] = {}
+
+    def open_log(self, tp: TopicPartition, config: LogConfig) -> MemoryLog:
+        log = self._logs.get(tp)
+        if log is None:
+            log = self._logs[tp] = MemoryLog(config)
+        else:
+            log.config = config
+        return log
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        self._logs.pop(tp, None)
+
+    def list_logs(self) -> list[TopicPartition]:
+        return sorted(self._logs)
+
+    def close(self) -> None:
+        return None
+
+
+@hookimpl
+def pydmq_register_storage_engines() -> list[StorageEngineSpec]:
+    return [StorageEngineSpec("memory", MemoryStorageEngine, "batches in RAM; nothing persists")]
+

@@ -1,0 +1,80 @@
+"""SegmentStorageEngine: the default engine, segment files plus one LMDB index per data dir.
+
+Owned by the broker; used from its event loop.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Mapping
+
+from pydmq.engines.segment.index import LogIndex
+from pydmq.engines.segment.log import SegmentLog
+from pydmq.storage.api import LogConfig, TopicPartition
+
+__all__ = ["INDEX_DIR_NAME", "SegmentStorageEngine"]
+
+INDEX_DIR_NAME = ".index.lmdb"
+_LOG_DIR = re.compile(r"^(.+)-(\d+)$")
+_READ_MODES = ("pread", "mmap")
+
+
+class SegmentStorageEngine:
+    """Creates, opens and deletes :class:`SegmentLog` directories under ``data_dir``.
+
+    Options (all strings): ``index.map.size`` (initial LMDB map size, bytes; grows on demand),
+    ``index.flush.ms`` (how long sparse index entries may stay in memory, default 500),
+    ``active.segment.read`` (``pread``, the default, or ``mmap``).
+    """
+
+    def __init__(self, data_dir: str, options: Mapping[str, str] | None = None) -> None:
+        options = options or {}
+        self.data_dir = os.path.abspath(data_dir)
+        os.makedirs(self.data_dir, exist_ok=True)
+        self._read_mode = options.get("active.segment.read", "pread")
+        if self._read_mode not in _READ_MODES:
+            raise ValueError(f"active.segment.read must be one of {_READ_MODES}")
+        self._index_flush_ms = int(options.get("index.flush.ms", "500"))
+        self.index = LogIndex(
+            os.path.join(self.data_dir, INDEX_DIR_NAME),
+            int(options.get("index.map.size", str(1 << 30))),
+        )
+        self._logs: dict[TopicPartition, SegmentLog] = {}
+
+    def _log_dir(self, tp: TopicPartition) -> str:
+        return os.path.join(self.data_dir, f"{tp.topic}-{tp.partition}")
+
+    def open_log(self, tp: TopicPartition, config: LogConfig) -> SegmentLog:
+        log = self._logs.get(tp)
+        if log is not None and not log.closed:
+            return log
+        log = SegmentLog(
+            tp, self._log_dir(tp), config, self.index,
+            read_mode=self._read_mode, index_flush_ms=self._index_flush_ms,
+        )
+        self._logs[tp] = log
+        return log
+
+    def delete_log(self, tp: TopicPartition) -> None:
+        log = self._logs.pop(tp, None)
+        if log is not None and not log.closed:
+            for segment in log.segments:
+                segment.close()
+        shutil.rmtree(self._log_dir(tp), ignore_errors=True)
+        self.index.delete_log(tp)
+
+    def list_logs(self) -> list[TopicPartition]:
+        found = []
+        for name in os.listdir(self.data_dir):
+            m = _LOG_DIR.match(name)
+            if m and os.path.isdir(os.path.join(self.data_dir, name)):
+                found.append(TopicPartition(m.group(1), int(m.group(2))))
+        return sorted(found)
+
+    def close(self) -> None:
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+        self.index.close()

@@ -1,0 +1,371 @@
+"""SegmentLog: one partition's log as segment files with LMDB indexes (a PartitionLog).
+
+Owned by the broker's event loop (one task at a time); not thread-safe.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Iterator, Sequence
+
+from pydmq.engines.segment.index import LogIndex
+from pydmq.engines.segment.loader import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    LogLoader,
+)
+from pydmq.engines.segment.segment import LogSegment
+from pydmq.protocol.records import BatchHeader
+from pydmq.storage.api import (
+    FetchDataInfo,
+    LogConfig,
+    OffsetOutOfRangeError,
+    TimestampAndOffset,
+    TopicPartition,
+)
+from pydmq.storage.checkpoint import (
+    read_checkpoint_file,
+    write_atomically,
+    write_offset_checkpoint,
+)
+
+__all__ = ["SegmentLog"]
+
+_CHECKPOINT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+
+
+class SegmentLog:
+    """A :class:`~pydmq.storage.api.PartitionLog` over ``<data_dir>/<topic>-<partition>/``.
+
+    Appends are one ``os.write``; sparse index entries stay in memory and reach LMDB in one
+    transaction at most every ``index_flush_ms`` (and on roll, flush and close). A crash loses
+    only those entries, which recovery rebuilds from the segments.
+    """
+
+    def __init__(
+        self,
+        tp: TopicPartition,
+        log_dir: str,
+        config: LogConfig,
+        index: LogIndex,
+        *,
+        read_mode: str = "pread",
+        index_flush_ms: int = 500,
+    ) -> None:
+        self.tp = tp
+        self.dir = log_dir
+        self.config = config
+        self._index = index
+        self._read_mode = read_mode
+        self._index_flush_s = index_flush_ms / 1000.0
+        loaded = LogLoader(log_dir, tp, config, index, read_mode).load()
+        self._segments = loaded.segments
+        self._log_start_offset = loaded.log_start_offset
+        self.recovery_point = loaded.recovery_point
+        self.recovered_segments = loaded.recovered_segments
+        self.truncated_bytes = loaded.truncated_bytes
+        self._size = sum(s.size for s in self._segments)
+        self._unflushed: list[LogSegment] = []
+        self._unflushed_messages = 0
+        self._last_flush = time.monotonic()
+        self._last_index_write = time.monotonic()
+        self._closed = False
+
+    # -- offsets and sizes --------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments.last.next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._size
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return list(self._segments)
+
+    # -- append ------------------------------------------------------------------------
+
+    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+        if not headers:
+            return
+        active = self._segments.last
+        if headers[0].base_offset < active.next_offset:
+            raise ValueError(
+                f"append at {headers[0].base_offset} below log end offset {active.next_offset}"
+            )
+        if active.size and active.size + len(records) > self.config.segment_bytes:
+            active = self._roll(headers[0].base_offset)
+        active.append(records, headers)
+        self._size += len(records)
+        if not self._unflushed or self._unflushed[-1] is not active:
+            self._unflushed.append(active)
+        config = self.config
+        if config.flush_messages < 2**62:
+            self._unflushed_messages += sum(h.records_count for h in headers)
+            if self._unflushed_messages >= config.flush_messages:
+                self._flush_segments()
+        now = time.monotonic()
+        if now - self._last_index_write >= self._index_flush_s:
+            self._write_index()
+        if config.flush_ms < 2**62 and (now - self._last_flush) * 1000 >= config.flush_ms:
+            self.flush()
+
+    def _roll(self, base_offset: int) -> LogSegment:
+        old = self._segments.last
+        old.active = False
+        segment = LogSegment(
+            self.dir, self.tp, base_offset, self._index, self.config.index_interval_bytes,
+            read_mode=self._read_mode,
+        )
+        segment.active = True
+        self._segments.add(segment)
+        self._write_index()
+        return segment
+
+    def maybe_roll(self, now_ms: int) -> None:
+        active = self._segments.last
+        if (
+            active.size
+            and active.rolling_base_timestamp >= 0
+            and now_ms - active.rolling_base_timestamp > self.config.segment_ms
+        ):
+            self._roll(active.next_offset)
+
+    def _write_index(self) -> None:
+        offsets: list[tuple[bytes, int]] = []
+        times: list[tuple[bytes, int, int]] = []
+        metas = []
+        for segment in self._segments.from_offset(self._segments.last.base_offset - 1):
+            if segment.has_pending_index:
+                o, t = segment.take_pending()
+                offsets += o
+                times += t
+                metas.append((segment.prefix, segment.meta))
+        if metas:
+            self._index.put(offsets, times, metas)
+        self._last_index_write = time.monotonic()
+
+    # -- read ----------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+        end = self._segments.last.next_offset
+        if offset < self._log_start_offset or offset > end:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, end)
+        if offset == end or offset >= max_offset:
+            return FetchDataInfo.empty(offset)
+        buffers: list[bytes | memoryview] = []
+        size = 0
+        first_offset = -1
+        for segment in self._segments.from_offset(offset):
+            if first_offset < 0:
+                header = segment.translate_offset(offset)
+                if header is None:
+                    continue
+                position = header.position
+                first_offset = header.base_offset
+            else:
+                if segment.is_empty:
+                    continue
+                position = 0
+            buf, next_offset = segment.read(position, max_bytes - size, max_offset, min_one_batch and not buffers)
+            if next_offset < 0:
+                break
+            buffers.append(buf)
+            size += len(buf)
+            if next_offset < segment.next_offset or size >= max_bytes:
+                break
+        if not buffers:
+            return FetchDataInfo.empty(offset)
+        return FetchDataInfo(buffers, size, first_offset)
+
+    def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        started = False
+        for segment in self._segments.from_offset(from_offset):
+            if not started:
+                header = segment.translate_offset(from_offset)
+                if header is None:
+                    continue
+                started = True
+                yield from segment.headers(header.position)
+            else:
+                yield from segment.headers(0)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+                if found is not None:
+                    return TimestampAndOffset(
+                        found.timestamp, max(found.offset, self._log_start_offset), found.leader_epoch
+                    )
+        return None
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        best: TimestampAndOffset | None = None
+        start = self._log_start_offset
+        for segment in self._segments:
+            if segment.is_empty or (best is not None and segment.max_timestamp <= best.timestamp):
+                continue
+            if segment.base_offset < start and segment.offset_of_max_timestamp < start:
+                # DeleteRecords left batches below log start in this segment: skip them.
+                for h in segment.headers(0):
+                    if h.last_offset >= start and (best is None or h.max_timestamp > best.timestamp):
+                        best = TimestampAndOffset(h.max_timestamp, max(h.base_offset, start), h.partition_leader_epoch)
+                continue
+            best = TimestampAndOffset(
+                segment.max_timestamp,
+                max(segment.offset_of_max_timestamp, start),
+                segment.leader_epoch_of_max_timestamp,
+            )
+        return best
+
+    # -- truncation, deletion, retention -------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._log_start_offset:
+            self.truncate_fully_and_start_at(offset)
+            return
+        for segment in reversed(list(self._segments)):
+            if segment.base_offset >= offset:
+                self._delete_segment(segment)
+        if not len(self._segments):
+            self._new_active(offset)
+        else:
+            last = self._segments.last
+            self._size -= last.truncate_to(offset)
+            last.active = True
+            self._write_index()
+        self._unflushed = [s for s in self._unflushed if s in self._segments]
+        if self.recovery_point > self.log_end_offset:
+            self.recovery_point = self.log_end_offset
+            self._write_recovery_point()
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        for segment in list(self._segments):
+            self._delete_segment(segment)
+        self._unflushed = []
+        self._new_active(offset)
+        self._log_start_offset = offset
+        write_offset_checkpoint(os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), offset)
+        self.recovery_point = offset
+        self._write_recovery_point()
+
+    def _new_active(self, base_offset: int) -> None:
+        segment = LogSegment(
+            self.dir, self.tp, base_offset, self._index, self.config.index_interval_bytes,
+            read_mode=self._read_mode,
+        )
+        segment.active = True
+        self._segments.add(segment)
+        self._write_index()
+
+    def _delete_segment(self, segment: LogSegment) -> None:
+        self._segments.remove(segment.base_offset)
+        self._size -= segment.size
+        segment.delete()
+
+    def _delete_prefix(self, count: int) -> int:
+        deleted = 0
+        for segment in list(self._segments)[:count]:
+            self._delete_segment(segment)
+            deleted += 1
+        if deleted:
+            first = self._segments.first.base_offset
+            if first > self._log_start_offset:
+                self._log_start_offset = first
+                write_offset_checkpoint(os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), first)
+        return deleted
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        if offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self._log_start_offset, self.log_end_offset)
+        if offset <= self._log_start_offset:
+            return False
+        self._log_start_offset = offset
+        write_offset_checkpoint(os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), offset)
+        closed = list(self._segments)[:-1]
+        doomed = 0
+        for segment in closed:
+            following = self._segments.higher(segment.base_offset)
+            if following is None or following.base_offset > offset:
+                break
+            doomed += 1
+        self._delete_prefix(doomed)
+        return True
+
+    def delete_retention_ms_breached(self, now_ms: int) -> int:
+        retention_ms = self.config.retention_ms
+        if retention_ms < 0:
+            return 0
+        doomed = 0
+        for segment in list(self._segments)[:-1]:
+            if now_ms - segment.max_timestamp <= retention_ms:
+                break
+            doomed += 1
+        return self._delete_prefix(doomed)
+
+    def delete_retention_size_breached(self) -> int:
+        retention_bytes = self.config.retention_bytes
+        if retention_bytes < 0 or self._size < retention_bytes:
+            return 0
+        diff = self._size - retention_bytes
+        doomed = 0
+        for segment in list(self._segments)[:-1]:
+            if diff - segment.size < 0:
+                break
+            diff -= segment.size
+            doomed += 1
+        return self._delete_prefix(doomed)
+
+    # -- durability and checkpoints ------------------------------------------------------------
+
+    def _flush_segments(self) -> None:
+        for segment in self._unflushed:
+            segment.fsync()
+        self._unflushed = []
+        self._unflushed_messages = 0
+        self._last_flush = time.monotonic()
+
+    def _write_recovery_point(self) -> None:
+        write_offset_checkpoint(os.path.join(self.dir, RECOVERY_POINT_CHECKPOINT), self.recovery_point)
+
+    def flush(self) -> None:
+        self._flush_segments()
+        self._write_index()
+        self._index.sync()
+        if self.recovery_point != self.log_end_offset:
+            self.recovery_point = self.log_end_offset
+            self._write_recovery_point()
+
+    def _checkpoint_path(self, name: str) -> str:
+        if not _CHECKPOINT_NAME.match(name):
+            raise ValueError(f"invalid checkpoint name {name!r}")
+        return os.path.join(self.dir, name + ".checkpoint")
+
+    def read_checkpoint(self, name: str) -> bytes | None:
+        return read_checkpoint_file(self._checkpoint_path(name))
+
+    def write_checkpoint(self, name: str, data: bytes) -> None:
+        write_atomically(self._checkpoint_path(name), data)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self.flush()
+        for segment in self._segments:
+            segment.close()
+        self._closed = True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed

@@ -1,0 +1,369 @@
+"""LogSegment: one segment file of whole batches plus its sparse index entries.
+
+Owned by its :class:`~pydmq.engines.segment.log.SegmentLog` (the broker's event loop).
+
+Reads of closed segments are memoryviews of an mmap of the file (zero copy). The active segment
+is read with ``os.pread`` into a bytes object by default: measured faster than re-mapping the
+growing file for the small tail reads consumers do (see ``benchmarks/segment_append_read.py``),
+and it never exposes pages that a truncation could take away. ``read_mode="mmap"`` re-maps the
+active file when a read needs bytes beyond the current mapping.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterator, Sequence
+
+from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
+from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
+from pydmq.storage.api import TimestampAndOffset, TopicPartition
+
+__all__ = ["LogSegment", "segment_file_name"]
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_FRAME = struct.Struct(">qi")
+_LAST_DELTA = struct.Struct(">i")
+_LAST_DELTA_AT = 23
+_LOG_OVERHEAD = 12
+NO_TIMESTAMP = -1
+
+
+def segment_file_name(base_offset: int) -> str:
+    return f"{base_offset:020d}.log"
+
+
+def header_from(buf: bytes | memoryview | mmap.mmap, offset: int, position: int) -> BatchHeader:
+    """Parse a header at ``offset`` of ``buf``; ``position`` is recorded as its file position."""
+    if len(buf) - offset < BATCH_HEADER_SIZE:
+        raise CorruptRecordError("truncated batch header")
+    fields = _HEADER.unpack_from(buf, offset)
+    if fields[3] != 2 or fields[1] < BATCH_HEADER_SIZE - _LOG_OVERHEAD:
+        raise CorruptRecordError("bad batch framing")
+    return BatchHeader(position, *fields)
+
+
+class LogSegment:
+    """One ``%020d.log`` file: append, positional reads, offset/time lookups, truncation."""
+
+    __slots__ = (
+        "_bytes_since_index",
+        "_fd",
+        "_index",
+        "_index_interval",
+        "_last_time_entry_ts",
+        "_mmap",
+        "_mmap_size",
+        "_pending_offsets",
+        "_pending_times",
+        "_read_mode",
+        "active",
+        "base_offset",
+        "leader_epoch_of_max_timestamp",
+        "max_timestamp",
+        "meta_dirty",
+        "next_offset",
+        "offset_of_max_timestamp",
+        "path",
+        "prefix",
+        "rolling_base_timestamp",
+        "size",
+    )
+
+    def __init__(
+        self,
+        log_dir: str,
+        tp: TopicPartition,
+        base_offset: int,
+        index: LogIndex,
+        index_interval_bytes: int,
+        *,
+        read_mode: str = "pread",
+        meta: SegmentMeta | None = None,
+    ) -> None:
+        self.base_offset = base_offset
+        self.path = os.path.join(log_dir, segment_file_name(base_offset))
+        self.prefix = segment_prefix(tp, base_offset)
+        self._index = index
+        self._index_interval = index_interval_bytes
+        self._read_mode = read_mode
+        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._mmap: mmap.mmap | None = None
+        self._mmap_size = 0
+        self._pending_offsets: list[tuple[int, int]] = []
+        self._pending_times: list[tuple[int, int, int]] = []
+        self.active = False
+        self.meta_dirty = True
+        if meta is None:
+            meta = SegmentMeta(os.fstat(self._fd).st_size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0)
+        self.size = meta.size
+        self.next_offset = meta.next_offset
+        self.max_timestamp = meta.max_timestamp
+        self.offset_of_max_timestamp = meta.offset_of_max_timestamp
+        self.leader_epoch_of_max_timestamp = meta.leader_epoch_of_max_timestamp
+        self.rolling_base_timestamp = meta.rolling_base_timestamp
+        self._bytes_since_index = meta.bytes_since_last_index_entry
+        self._last_time_entry_ts = NO_TIMESTAMP
+
+    # -- state ---------------------------------------------------------------------------
+
+    @property
+    def meta(self) -> SegmentMeta:
+        return SegmentMeta(
+            self.size,
+            self.next_offset,
+            self.max_timestamp,
+            self.offset_of_max_timestamp,
+            self.rolling_base_timestamp,
+            self.leader_epoch_of_max_timestamp,
+            self._bytes_since_index,
+        )
+
+    @property
+    def is_empty(self) -> bool:
+        return self.size == 0
+
+    @property
+    def has_pending_index(self) -> bool:
+        return bool(self._pending_offsets) or self.meta_dirty
+
+    def take_pending(self) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int, int]]]:
+        """Hand the in-memory index entries over for an LMDB write (and forget them)."""
+        prefix = self.prefix
+        offsets = [(offset_key(prefix, o), p) for o, p in self._pending_offsets]
+        times = [(time_key(prefix, t), o, p) for t, o, p in self._pending_times]
+        self._pending_offsets = []
+        self._pending_times = []
+        self.meta_dirty = False
+        return offsets, times
+
+    # -- writes --------------------------------------------------------------------------
+
+    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+        """Append whole batches with one write; index every ``index.interval.bytes``."""
+        start = self.size
+        view = memoryview(records)
+        written = os.write(self._fd, view)
+        while written < len(view):  # regular files rarely write short; be correct anyway
+            view = view[written:]
+            written = os.write(self._fd, view)
+        self.size = start + len(records)
+        self._track(headers, start)
+
+    def _track(self, headers: Sequence[BatchHeader], shift: int) -> None:
+        for h in headers:
+            position = shift + h.position
+            if self.rolling_base_timestamp == NO_TIMESTAMP and self.next_offset == self.base_offset:
+                self.rolling_base_timestamp = h.max_timestamp
+            if h.max_timestamp > self.max_timestamp:
+                self.max_timestamp = h.max_timestamp
+                self.offset_of_max_timestamp = h.base_offset
+                self.leader_epoch_of_max_timestamp = h.partition_leader_epoch
+            if self._bytes_since_index >= self._index_interval:
+                self._pending_offsets.append((h.base_offset, position))
+                if self.max_timestamp > self._last_time_entry_ts:
+                    self._pending_times.append((self.max_timestamp, h.base_offset, position))
+                    self._last_time_entry_ts = self.max_timestamp
+                self._bytes_since_index = 0
+            self._bytes_since_index += h.size
+            self.next_offset = h.next_offset
+        self.meta_dirty = True
+
+    def fsync(self) -> None:
+        os.fdatasync(self._fd)
+
+    # -- reads ---------------------------------------------------------------------------
+
+    def _bytes(self, start: int, end: int) -> bytes | memoryview:
+        """Bytes [start, end) of the file (end <= size)."""
+        if self.active and self._read_mode == "pread":
+            return os.pread(self._fd, end - start, start)
+        if self._mmap is None or end > self._mmap_size:
+            if self.size == 0:
+                return b""
+            self._mmap = mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ)
+            self._mmap_size = self.size
+        return memoryview(self._mmap)[start:end]
+
+    def header_at(self, position: int) -> BatchHeader:
+        return header_from(self._bytes(position, min(self.size, position + BATCH_HEADER_SIZE)), 0, position)
+
+    def _start_position(self, offset: int) -> int:
+        if self._pending_offsets and self._pending_offsets[0][0] <= offset:
+            best = 0
+            for o, p in self._pending_offsets:  # short list: flushed every few hundred ms
+                if o > offset:
+                    break
+                best = p
+            return best
+        entry = self._index.floor_offset(self.prefix, offset)
+        return 0 if entry is None else entry[1]
+
+    def translate_offset(self, offset: int) -> BatchHeader | None:
+        """Header of the batch containing ``offset`` (the first with last offset >= it)."""
+        if offset >= self.next_offset:
+            return None
+        position = self._start_position(offset)
+        while position < self.size:
+            h = self.header_at(position)
+            if h.last_offset >= offset:
+                return h
+            position += h.size
+        return None
+
+    def read(self, position: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> tuple[bytes | memoryview, int]:
+        """Whole batches from ``position``: (buffer, next offset after the last one returned)."""
+        end = self.size
+        if max_offset >= self.next_offset and end - position <= max_bytes:
+            return self._bytes(position, end), self.next_offset  # the common tail read
+        buf = self._bytes(position, min(end, position + max(max_bytes, _LOG_OVERHEAD)))
+        taken = 0
+        next_offset = -1
+        limit = len(buf)
+        while taken + _LOG_OVERHEAD <= limit:
+            base, length = _FRAME.unpack_from(buf, taken)
+            size = length + _LOG_OVERHEAD
+            if taken + size > limit or taken + _LAST_DELTA_AT + 4 > limit:
+                break
+            batch_next = base + _LAST_DELTA.unpack_from(buf, taken + _LAST_DELTA_AT)[0] + 1
+            if batch_next > max_offset:
+                break
+            taken += size
+            next_offset = batch_next
+        if taken == 0:
+            first = self.header_at(position)
+            if not min_one_batch or first.next_offset > max_offset:
+                return b"", -1
+            return self._bytes(position, position + first.size), first.next_offset
+        return buf[:taken], next_offset
+
+    def headers(self, position: int = 0) -> Iterator[BatchHeader]:
+        while position < self.size:
+            h = self.header_at(position)
+            yield h
+            position += h.size
+
+    def find_offset_by_timestamp(self, timestamp: int, min_offset: int = 0) -> TimestampAndOffset | None:
+        """The first batch of this segment ending at or after ``min_offset`` whose max
+        timestamp is >= ``timestamp``."""
+        if self.max_timestamp < timestamp:
+            return None
+        position = 0
+        pending = [p for t, _, p in self._pending_times if t < timestamp]
+        if pending:
+            position = pending[-1]
+        else:
+            found = self._index.floor_time_below(self.prefix, timestamp)
+            if found is not None:
+                position = found
+        for h in self.headers(position):
+            if h.max_timestamp >= timestamp and h.last_offset >= min_offset:
+                return TimestampAndOffset(h.max_timestamp, h.base_offset, h.partition_leader_epoch)
+        return None
+
+    # -- recovery and truncation -------------------------------------------------------------
+
+    def reset_tracking(self) -> None:
+        self.next_offset = self.base_offset
+        self.max_timestamp = NO_TIMESTAMP
+        self.offset_of_max_timestamp = -1
+        self.leader_epoch_of_max_timestamp = -1
+        self.rolling_base_timestamp = NO_TIMESTAMP
+        self._bytes_since_index = 0
+        self._last_time_entry_ts = NO_TIMESTAMP
+        self._pending_offsets = []
+        self._pending_times = []
+
+    def recover(self, validate: bool = True) -> bool:
+        """Rescan the whole file, rebuilding tracking and index entries; truncate a bad tail.
+
+        Returns True if bytes were truncated (torn or corrupt tail).
+        """
+        from pydmq.protocol.records import validate_crc
+
+        self.reset_tracking()
+        self._drop_mmap()
+        file_size = os.fstat(self._fd).st_size
+        valid = 0
+        expected = self.base_offset
+        if file_size:
+            with mmap.mmap(self._fd, file_size, access=mmap.ACCESS_READ) as mm:
+                good: list[BatchHeader] = []
+                while valid < file_size:
+                    try:
+                        h = header_from(mm, valid, valid)
+                        if valid + h.size > file_size or h.base_offset < expected:
+                            break
+                        if validate:
+                            validate_crc(mm, h)
+                    except CorruptRecordError:
+                        break
+                    good.append(h)
+                    valid += h.size
+                    expected = h.next_offset
+                self._track(good, 0)
+        truncated = valid < file_size
+        if truncated:
+            os.ftruncate(self._fd, valid)
+        self.size = valid
+        self._index.delete_segment(self.prefix, keep_meta=True)
+        self.meta_dirty = True
+        return truncated
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove batches at or after the one containing ``offset``; returns bytes removed."""
+        h = self.translate_offset(offset)
+        if h is None:
+            return 0
+        position = h.position
+        removed = self.size - position
+        if self._mmap is not None:
+            self._copy_prefix(position)  # old mappings keep the old inode: no SIGBUS for readers
+        else:
+            os.ftruncate(self._fd, position)
+        self.size = position
+        self._index.truncate_segment(self.prefix, offset)
+        # Recompute tracking over the retained bytes (truncation is rare).
+        retained = list(self.headers(0))
+        self.reset_tracking()
+        self._track(retained, 0)
+        return removed
+
+    def _copy_prefix(self, length: int) -> None:
+        tmp = self.path + ".truncating"
+        fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        copied = 0
+        while copied < length:
+            chunk = os.pread(self._fd, min(1 << 20, length - copied), copied)
+            os.write(fd, chunk)
+            copied += len(chunk)
+        os.close(fd)
+        os.replace(tmp, self.path)
+        self._drop_mmap()
+        os.close(self._fd)
+        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+
+    def _drop_mmap(self) -> None:
+        if self._mmap is not None:
+            try:
+                self._mmap.close()
+            except BufferError:
+                pass  # views still exported (in-flight fetch); freed when they are released
+            self._mmap = None
+            self._mmap_size = 0
+
+    def close(self) -> None:
+        self._drop_mmap()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def delete(self) -> None:
+        """Close and unlink; views handed out earlier stay valid (the inode lives on)."""
+        self.close()
+        self._index.delete_segment(self.prefix)
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass

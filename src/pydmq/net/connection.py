@@ -1,0 +1,212 @@
+"""One client connection: frames in, ordered responses out. Bytes only; no Kafka semantics.
+
+A reusable receive buffer (``asyncio.BufferedProtocol``) avoids a fresh allocation per request
+(page faults dominate on small VMs, DESIGN.md §8). Requests are dispatched as soon as they are
+complete; a request whose handler is asynchronous (long-poll Fetch, acks=all) holds back the
+requests after it, so responses leave in request order, as Kafka guarantees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeAlias
+
+__all__ = ["CloseConnection", "Dispatch", "KafkaConnection", "Outcome"]
+
+log = logging.getLogger(__name__)
+
+Buffers: TypeAlias = Sequence[bytes | bytearray | memoryview]
+# A dispatch outcome: buffers to write (size prefix included), None for no response, or an
+# awaitable of either.
+Outcome: TypeAlias = "Buffers | None | Awaitable[Buffers | None]"
+
+
+class CloseConnection(Exception):
+    """Raised by a dispatcher when Kafka would close the connection (garbage, unknown API)."""
+
+
+class Dispatch:
+    """The callable the connection feeds frames to (implemented by the broker's dispatcher)."""
+
+    def __call__(self, frame: memoryview, connection: KafkaConnection) -> Outcome:
+        raise NotImplementedError
+
+
+_INITIAL_BUFFER = 256 * 1024
+_MAX_BACKLOG_FRAMES = 1000
+_ids = itertools.count(1)
+
+
+class KafkaConnection(asyncio.BufferedProtocol):
+    """Owned by the event loop; one instance per accepted socket."""
+
+    def __init__(
+        self,
+        dispatch: Callable[[memoryview, KafkaConnection], Outcome],
+        max_request_size: int,
+        listener: str,
+        on_close: Callable[[KafkaConnection], None] | None = None,
+    ) -> None:
+        self.connection_id = next(_ids)
+        self.listener = listener
+        self.client_host = ""
+        self.client_port = 0
+        self._dispatch = dispatch
+        self._max_request_size = max_request_size
+        self._on_close = on_close
+        self._buf = bytearray(_INITIAL_BUFFER)
+        self._view = memoryview(self._buf)
+        self._start = 0
+        self._end = 0
+        self._transport: asyncio.Transport | None = None
+        self._pending: asyncio.Future[Buffers | None] | None = None
+        self._backlog: deque[bytearray] = deque()
+        self._reading_paused = False
+        self._writing_paused = False
+        self.closed = False
+
+    # -- asyncio callbacks -------------------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's is not a subclass
+        peer = transport.get_extra_info("peername")
+        if isinstance(peer, tuple) and len(peer) >= 2:
+            self.client_host, self.client_port = str(peer[0]), int(peer[1])
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._pending is not None:
+            self._pending.cancel()
+        self._backlog.clear()
+        if self._on_close is not None:
+            self._on_close(self)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        if self._end == len(self._buf):
+            self._make_room(_INITIAL_BUFFER)
+        return self._view[self._end :]
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._end += nbytes
+        self._process_frames()
+
+    def eof_received(self) -> bool | None:
+        return False
+
+    def pause_writing(self) -> None:
+        # The client does not read its responses: stop reading its requests (bounded memory).
+        self._writing_paused = True
+        self._pause_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        if self._pending is None and len(self._backlog) < _MAX_BACKLOG_FRAMES:
+            self._resume_reading()
+
+    # -- framing -----------------------------------------------------------------------
+    def _make_room(self, needed: int) -> None:
+        """Ensure ``needed`` free bytes after ``_end``: compact first, grow only if required."""
+        used = self._end - self._start
+        if self._start > 0 and len(self._buf) - used >= needed:
+            self._buf[0:used] = self._buf[self._start : self._end]
+            self._start, self._end = 0, used
+            return
+        if len(self._buf) - self._end >= needed:
+            return
+        grown = bytearray(max(len(self._buf) * 2, used + needed))
+        grown[0:used] = self._buf[self._start : self._end]
+        self._buf, self._view = grown, memoryview(grown)
+        self._start, self._end = 0, used
+
+    def _process_frames(self) -> None:
+        buf = self._buf
+        while not self.closed:
+            available = self._end - self._start
+            if available < 4:
+                break
+            size = int.from_bytes(buf[self._start : self._start + 4], "big", signed=True)
+            if size < 0 or size > self._max_request_size:
+                log.info(
+                    "closing connection %s from %s:%s: request size %d outside [0, %d]",
+                    self.connection_id, self.client_host, self.client_port, size,
+                    self._max_request_size,
+                )
+                self.close()
+                return
+            if available < 4 + size:
+                if 4 + size > len(buf) - self._start:
+                    self._make_room(4 + size - available)
+                    buf = self._buf
+                break
+            frame_start = self._start + 4
+            self._start = frame_start + size
+            frame = self._view[frame_start : frame_start + size]
+            if self._pending is not None or self._backlog:
+                self._backlog.append(bytearray(frame))  # writable: offsets are patched in place
+                if len(self._backlog) >= _MAX_BACKLOG_FRAMES:
+                    self._pause_reading()
+            else:
+                self._handle(frame)
+        if self._start == self._end:
+            self._start = self._end = 0
+
+    def _handle(self, frame: memoryview) -> None:
+        try:
+            outcome = self._dispatch(frame, self)
+        except CloseConnection as exc:
+            log.info("closing connection %s: %s", self.connection_id, exc)
+            self.close()
+            return
+        except Exception:
+            log.exception("unexpected error serving connection %s", self.connection_id)
+            self.close()
+            return
+        if outcome is None or isinstance(outcome, list | tuple):
+            self._write(outcome)
+            return
+        self._pending = asyncio.ensure_future(outcome)
+        self._pending.add_done_callback(self._pending_done)
+
+    def _pending_done(self, future: asyncio.Future[Buffers | None]) -> None:
+        self._pending = None
+        if self.closed or future.cancelled():
+            return
+        exc = future.exception()
+        if exc is not None:
+            if not isinstance(exc, CloseConnection):
+                log.error("handler failed on connection %s", self.connection_id, exc_info=exc)
+            self.close()
+            return
+        self._write(future.result())
+        while self._backlog and self._pending is None and not self.closed:
+            self._handle(memoryview(self._backlog.popleft()))
+        if self._pending is None and not self._writing_paused:
+            self._resume_reading()
+            # frames may already sit in the receive buffer
+            self._process_frames()
+
+    def _write(self, buffers: Buffers | None) -> None:
+        if buffers is None or self._transport is None or self.closed:
+            return
+        if len(buffers) == 1:
+            self._transport.write(buffers[0])
+        else:
+            self._transport.writelines(buffers)
+
+    def _pause_reading(self) -> None:
+        if not self._reading_paused and self._transport is not None:
+            self._reading_paused = True
+            self._transport.pause_reading()
+
+    def _resume_reading(self) -> None:
+        if self._reading_paused and self._transport is not None and not self.closed:
+            self._reading_paused = False
+            self._transport.resume_reading()
+
+    def close(self) -> None:
+        if not self.closed and self._transport is not None:
+            self.closed = True
+            self._transport.close()

@@ -1,0 +1,46 @@
+"""The built-in plugins: registered through the same hooks a third party uses."""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+from pydmq.broker.handler import ApiHandlerSpec
+from pydmq.plugins.markers import hookimpl
+
+__all__ = ["BUILTIN_PLUGINS", "HANDLER_MODULES"]
+
+HANDLER_MODULES: tuple[str, ...] = (
+    "api_versions",
+    "metadata",
+    "produce",
+    "fetch",
+    "list_offsets",
+    "init_producer_id",
+    "offset_for_leader_epoch",
+    "create_topics",
+    "delete_topics",
+)
+
+
+class BuiltinApiHandlers:
+    """Registers one handler per module of :mod:`pydmq.broker.handlers`."""
+
+    @hookimpl
+    def pydmq_register_api_handlers(self) -> list[ApiHandlerSpec]:
+        import importlib
+
+        specs: list[ApiHandlerSpec] = []
+        for name in HANDLER_MODULES:
+            module = importlib.import_module(f"pydmq.broker.handlers.{name}")
+            specs.append(module.HANDLER)
+        return specs
+
+
+def _engine_plugins() -> list[ModuleType]:
+    from pydmq.engines import memory
+    from pydmq.engines.segment import plugin as segment
+
+    return [segment, memory]
+
+
+BUILTIN_PLUGINS: list[object] = [BuiltinApiHandlers(), *_engine_plugins()]

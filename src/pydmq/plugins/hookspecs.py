@@ -1,0 +1,120 @@
+"""Every ``pydmq_*`` hook. Hooks wire the system at start-up; hot paths never call them.
+
+Verbs are a closed set: ``register_*`` (return frozen spec objects; duplicate names are an
+error), ``configure``, ``<subject>_startup`` / ``<subject>_shutdown``, and ``on_<subject>_<event>``
+(notify-only observers: fast, never on the per-record path).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pydmq.plugins.markers import hookspec
+
+if TYPE_CHECKING:
+    from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.storage.api import StorageEngineSpec
+
+__all__ = [
+    "pydmq_broker_shutdown",
+    "pydmq_broker_startup",
+    "pydmq_configure",
+    "pydmq_on_topic_created",
+    "pydmq_on_topic_deleted",
+    "pydmq_register_api_handlers",
+    "pydmq_register_storage_engines",
+]
+
+
+@hookspec
+def pydmq_register_storage_engines() -> list[StorageEngineSpec]:
+    """Return the storage engines this plugin provides.
+
+    :return: a list of :class:`~pydmq.storage.api.StorageEngineSpec`; the broker picks one by
+        name through the ``log.engine`` broker config (default ``segment``) or the
+        ``pydmq.engine`` topic config. Each engine must pass ``pydmq.testing.conformance``.
+
+    Called: once, when the broker's :class:`~pydmq.plugins.host.PluginHost` is built.
+
+    .. versionadded:: 0.1
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_register_api_handlers() -> list[ApiHandlerSpec]:
+    """Return request handlers, one :class:`~pydmq.broker.handler.ApiHandlerSpec` per API key.
+
+    The ApiVersions response is derived from these registrations: a key is advertised with
+    exactly the version range its handler declares. Two plugins registering the same key is an
+    error.
+
+    Called: once, at broker start-up.
+
+    .. versionadded:: 0.1
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_configure(config: Mapping[str, str]) -> None:
+    """Inspect the effective broker configuration (Kafka property names) before start-up.
+
+    :param config: every broker property with its effective value, as strings.
+
+    Called: once, after the configuration is read and before any listener opens.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def pydmq_broker_startup(broker: object) -> None:
+    """The broker has opened its logs and listeners and is about to serve requests.
+
+    :param broker: the :class:`~pydmq.broker.server.Broker`.
+
+    Called: once per broker start, on the event loop.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def pydmq_broker_shutdown(broker: object) -> None:
+    """The broker stopped serving and is about to close its logs.
+
+    :param broker: the :class:`~pydmq.broker.server.Broker`.
+
+    Called: once per orderly stop, on the event loop.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def pydmq_on_topic_created(topic: str, topic_id: str, partitions: int) -> None:
+    """Notify-only: a topic was created (by CreateTopics or auto-creation).
+
+    :param topic: the topic name.
+    :param topic_id: the topic id as a UUID string.
+    :param partitions: the partition count.
+
+    Called: after the topic's logs exist, on the event loop.
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def pydmq_on_topic_deleted(topic: str, topic_id: str) -> None:
+    """Notify-only: a topic and its logs were deleted.
+
+    :param topic: the topic name.
+    :param topic_id: the topic id as a UUID string.
+
+    Called: after the topic's logs are deleted, on the event loop.
+
+    .. versionadded:: 0.1
+    """

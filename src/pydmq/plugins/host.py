@@ -1,0 +1,85 @@
+"""PluginHost: the typed facade over pluggy and the only caller of ``pm.hook.*``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+import pluggy
+
+from pydmq.plugins import hookspecs
+from pydmq.plugins.markers import PROJECT_NAME
+
+if TYPE_CHECKING:
+    from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.storage.api import StorageEngineSpec
+
+__all__ = ["DuplicateRegistrationError", "PluginHost"]
+
+ENTRY_POINT_GROUP = PROJECT_NAME
+
+
+class DuplicateRegistrationError(ValueError):
+    """Two plugins registered the same name (engine) or key (API handler)."""
+
+
+class PluginHost:
+    """Builds the plugin manager explicitly (never at import) and exposes typed hook calls.
+
+    Owned by the broker; used at start-up only. Built-ins register through the same hooks as
+    third-party plugins loaded from the ``pydmq`` entry-point group.
+    """
+
+    def __init__(self, plugins: Iterable[object] = (), *, load_entry_points: bool = True) -> None:
+        from pydmq.plugins.builtin import BUILTIN_PLUGINS
+
+        self._pm = pluggy.PluginManager(PROJECT_NAME)
+        self._pm.add_hookspecs(hookspecs)
+        for plugin in BUILTIN_PLUGINS:
+            self._pm.register(plugin)
+        for plugin in plugins:
+            self._pm.register(plugin)
+        if load_entry_points:
+            self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        self._pm.check_pending()
+
+    @property
+    def plugin_manager(self) -> pluggy.PluginManager:
+        return self._pm
+
+    def plugin_names(self) -> list[str]:
+        return sorted(name for name, _ in self._pm.list_name_plugin() if name)
+
+    def storage_engines(self) -> dict[str, StorageEngineSpec]:
+        engines: dict[str, StorageEngineSpec] = {}
+        for specs in self._pm.hook.pydmq_register_storage_engines():
+            for spec in specs:
+                if spec.name in engines:
+                    raise DuplicateRegistrationError(f"storage engine {spec.name!r} registered twice")
+                engines[spec.name] = spec
+        return engines
+
+    def api_handlers(self) -> dict[int, ApiHandlerSpec]:
+        handlers: dict[int, ApiHandlerSpec] = {}
+        for specs in self._pm.hook.pydmq_register_api_handlers():
+            for spec in specs:
+                if spec.api_key in handlers:
+                    raise DuplicateRegistrationError(f"API key {spec.api_key} registered twice")
+                handlers[spec.api_key] = spec
+        return handlers
+
+    def configure(self, config: Mapping[str, str]) -> None:
+        self._pm.hook.pydmq_configure(config=config)
+
+    def broker_startup(self, broker: object) -> None:
+        self._pm.hook.pydmq_broker_startup(broker=broker)
+
+    def broker_shutdown(self, broker: object) -> None:
+        self._pm.hook.pydmq_broker_shutdown(broker=broker)
+
+    def on_topic_created(self, topic: str, topic_id: str, partitions: int) -> None:
+        self._pm.hook.pydmq_on_topic_created(topic=topic, topic_id=topic_id, partitions=partitions)
+
+    def on_topic_deleted(self, topic: str, topic_id: str) -> None:
+        self._pm.hook.pydmq_on_topic_deleted(topic=topic, topic_id=topic_id)
+

@@ -1,0 +1,429 @@
+"""Idempotent producer state of one partition log (KIP-98; Kafka's ProducerStateManager).
+
+Sans-IO and engine-agnostic. For every producer id that wrote to the partition the manager keeps
+the current producer epoch and the metadata of the last :data:`NUM_BATCHES_TO_RETAIN` (5)
+appended batches, enough to:
+
+* answer a retried batch that is one of those 5 with the offsets of the original append
+  (Kafka answers NONE with the original base offset; the batch is not appended again),
+* reject a sequence gap with OUT_OF_ORDER_SEQUENCE_NUMBER,
+* fence an older epoch with INVALID_PRODUCER_EPOCH.
+
+Use on the leader, per batch and under the partition's append lock::
+
+    check = state.check_and_prepare(header, now_ms)
+    if check.is_duplicate: respond with check.duplicate_of.first_offset
+    elif check.error_code: respond with check.error_code
+    else: append, then state.update(header, first_offset, last_offset, now_ms)
+
+Followers and recovery call :meth:`update` (or :meth:`rebuild_from`) without checks.
+Transaction bookkeeping kept here (first offset of the ongoing transaction, coordinator epoch)
+is what the last stable offset and snapshots need; markers are applied with
+:meth:`complete_txn`.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.records import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader, crc32c
+
+__all__ = [
+    "APPEND_OK",
+    "DEFAULT_PRODUCER_ID_EXPIRATION_MS",
+    "DUPLICATE_SEQUENCE_NUMBER",
+    "INVALID_PRODUCER_EPOCH",
+    "NUM_BATCHES_TO_RETAIN",
+    "OUT_OF_ORDER_SEQUENCE_NUMBER",
+    "UNKNOWN_PRODUCER_ID",
+    "AppendCheck",
+    "BatchMetadata",
+    "ProducerStateEntry",
+    "ProducerStateManager",
+    "ProducerStateSnapshotError",
+    "in_sequence",
+]
+
+NONE: Final = int(ErrorCode.NONE)
+OUT_OF_ORDER_SEQUENCE_NUMBER: Final = int(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
+DUPLICATE_SEQUENCE_NUMBER: Final = int(ErrorCode.DUPLICATE_SEQUENCE_NUMBER)
+INVALID_PRODUCER_EPOCH: Final = int(ErrorCode.INVALID_PRODUCER_EPOCH)
+UNKNOWN_PRODUCER_ID: Final = int(ErrorCode.UNKNOWN_PRODUCER_ID)
+TRANSACTION_COORDINATOR_FENCED: Final = int(ErrorCode.TRANSACTION_COORDINATOR_FENCED)
+
+NUM_BATCHES_TO_RETAIN: Final = 5
+DEFAULT_PRODUCER_ID_EXPIRATION_MS: Final = 86_400_000  # producer.id.expiration.ms
+NO_PRODUCER_EPOCH: Final = -1
+INT32_MAX: Final = 0x7FFFFFFF
+
+
+def in_sequence(last_sequence: int, next_sequence: int) -> bool:
+    """Kafka's rule: the next batch starts right after the last one, wrapping Int32 max to 0."""
+    return next_sequence == last_sequence + 1 or (next_sequence == 0 and last_sequence == INT32_MAX)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMetadata:
+    """What is remembered of one appended batch (Kafka's BatchMetadata)."""
+
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendCheck:
+    """Outcome of :meth:`ProducerStateManager.check_and_prepare`.
+
+    ``error_code`` NONE and ``duplicate_of`` None: append the batch. ``duplicate_of`` set: the
+    batch is a retry of an appended one; do not append, answer NONE with its offsets. Otherwise
+    ``error_code`` is the Kafka error to answer with.
+    """
+
+    error_code: int = NONE
+    duplicate_of: BatchMetadata | None = None
+    message: str = ""
+
+    @property
+    def is_ok(self) -> bool:
+        return self.error_code == NONE and self.duplicate_of is None
+
+    @property
+    def is_duplicate(self) -> bool:
+        return self.duplicate_of is not None
+
+
+APPEND_OK: Final = AppendCheck()
+
+
+@dataclass(slots=True)
+class ProducerStateEntry:
+    """State of one producer id on one partition (Kafka's ProducerStateEntry)."""
+
+    producer_id: int
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    batches: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
+    coordinator_epoch: int = -1
+    current_txn_first_offset: int | None = None
+    last_timestamp: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else NO_SEQUENCE
+
+    @property
+    def last_data_offset(self) -> int:
+        return self.batches[-1].last_offset if self.batches else -1
+
+    def find_duplicate_batch(self, header: BatchHeader) -> BatchMetadata | None:
+        if header.producer_epoch != self.producer_epoch:
+            return None
+        first_seq = header.base_sequence
+        last_seq = header.last_sequence
+        for batch in self.batches:
+            if batch.first_seq == first_seq and batch.last_seq == last_seq:
+                return batch
+        return None
+
+    def maybe_update_producer_epoch(self, producer_epoch: int) -> None:
+        if self.producer_epoch != producer_epoch:
+            self.batches.clear()
+            self.producer_epoch = producer_epoch
+
+
+class ProducerStateSnapshotError(ValueError):
+    """A producer state snapshot that is truncated, of an unknown version or fails its CRC."""
+
+
+# Snapshot layout (big-endian):
+#   magic "PDPS" | version int16 | crc32c uint32 of everything after it |
+#   map_end_offset int64 | entry count int32 | entries
+# entry: producer_id int64 | producer_epoch int16 | coordinator_epoch int32 |
+#        current_txn_first_offset int64 (-1 none) | last_timestamp int64 | batch count int8 |
+#        batches: first_seq int32 | last_seq int32 | first_offset int64 | last_offset int64 |
+#                 timestamp int64
+_SNAPSHOT_MAGIC: Final = b"PDPS"
+_SNAPSHOT_VERSION: Final = 1
+_SNAPSHOT_HEADER = struct.Struct(">4shI")
+_SNAPSHOT_BODY_HEADER = struct.Struct(">qi")
+_SNAPSHOT_ENTRY = struct.Struct(">qhiqqb")
+_SNAPSHOT_BATCH = struct.Struct(">iiqqq")
+
+
+class ProducerStateManager:
+    """Producer ids, epochs and recent sequence ranges of one partition log."""
+
+    __slots__ = ("map_end_offset", "producers")
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerStateEntry] = {}
+        # One past the last offset whose batch was applied: where a rebuild resumes.
+        self.map_end_offset = 0
+
+    def __len__(self) -> int:
+        return len(self.producers)
+
+    def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
+        return self.producers.get(producer_id)
+
+    # -- leader checks ---------------------------------------------------------------------------
+
+    def check_and_prepare(self, header: BatchHeader, now_ms: int) -> AppendCheck:
+        """Check a client batch's producer id, epoch and sequence before it is appended.
+
+        Does not change the state (call :meth:`update` after the append). ``now_ms`` is
+        accepted for future checks (KIP-890 verification); it is not used today.
+        """
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            return APPEND_OK
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            # No state (new producer, or its state expired or was deleted with the log
+            # prefix): Kafka accepts any epoch and sequence.
+            return APPEND_OK
+        epoch = header.producer_epoch
+        if header.is_control:
+            if epoch < entry.producer_epoch:
+                return AppendCheck(
+                    INVALID_PRODUCER_EPOCH,
+                    None,
+                    f"control batch epoch {epoch} is older than current epoch "
+                    f"{entry.producer_epoch} of producer {producer_id}",
+                )
+            return APPEND_OK
+        if entry.batches and epoch == entry.producer_epoch:
+            duplicate = entry.find_duplicate_batch(header)
+            if duplicate is not None:
+                return AppendCheck(NONE, duplicate, "duplicate batch")
+        if epoch < entry.producer_epoch:
+            return AppendCheck(
+                INVALID_PRODUCER_EPOCH,
+                None,
+                f"epoch {epoch} of producer {producer_id} is older than the current epoch "
+                f"{entry.producer_epoch}",
+            )
+        first_seq = header.base_sequence
+        if epoch != entry.producer_epoch:
+            if first_seq != 0 and entry.producer_epoch != NO_PRODUCER_EPOCH:
+                return AppendCheck(
+                    OUT_OF_ORDER_SEQUENCE_NUMBER,
+                    None,
+                    f"invalid sequence {first_seq} for new epoch {epoch} of producer "
+                    f"{producer_id}: a new epoch starts at 0",
+                )
+            return APPEND_OK
+        if entry.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(entry.last_seq, first_seq):
+            return APPEND_OK
+        return AppendCheck(
+            OUT_OF_ORDER_SEQUENCE_NUMBER,
+            None,
+            f"out of order sequence {first_seq} of producer {producer_id} at epoch {epoch}: "
+            f"expected {(entry.last_seq + 1) & INT32_MAX}",
+        )
+
+    # -- applying appended batches ----------------------------------------------------------------
+
+    def update(self, header: BatchHeader, first_offset: int, last_offset: int, now_ms: int) -> None:
+        """Record a batch appended at [first_offset, last_offset] (leader, follower, recovery).
+
+        Control batches move the epoch but carry no sequence; use :meth:`complete_txn` for
+        markers when their coordinator epoch and outcome are known.
+        """
+        if last_offset >= self.map_end_offset:
+            self.map_end_offset = last_offset + 1
+        producer_id = header.producer_id
+        if producer_id == NO_PRODUCER_ID:
+            return
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
+        timestamp = header.max_timestamp if header.max_timestamp >= 0 else now_ms
+        entry.maybe_update_producer_epoch(header.producer_epoch)
+        entry.last_timestamp = timestamp
+        if header.is_control:
+            entry.current_txn_first_offset = None
+            return
+        if header.base_sequence != NO_SEQUENCE:
+            entry.batches.append(
+                BatchMetadata(
+                    header.base_sequence, header.last_sequence, first_offset, last_offset, timestamp
+                )
+            )
+        if header.is_transactional and entry.current_txn_first_offset is None:
+            entry.current_txn_first_offset = first_offset
+
+    def complete_txn(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        marker_offset: int,
+        timestamp: int,
+        *,
+        check: bool = True,
+    ) -> int:
+        """Apply a COMMIT/ABORT marker written at ``marker_offset``; returns a Kafka error code.
+
+        With ``check`` (the leader handling WriteTxnMarkers) a marker from an older producer
+        epoch answers INVALID_PRODUCER_EPOCH and one from an older coordinator epoch
+        TRANSACTION_COORDINATOR_FENCED, and nothing changes.
+        """
+        entry = self.producers.get(producer_id)
+        if check and entry is not None:
+            if producer_epoch < entry.producer_epoch:
+                return INVALID_PRODUCER_EPOCH
+            if coordinator_epoch < entry.coordinator_epoch:
+                return TRANSACTION_COORDINATOR_FENCED
+        if marker_offset >= self.map_end_offset:
+            self.map_end_offset = marker_offset + 1
+        if entry is None:
+            entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
+        entry.maybe_update_producer_epoch(producer_epoch)
+        entry.coordinator_epoch = coordinator_epoch
+        entry.current_txn_first_offset = None
+        entry.last_timestamp = timestamp
+        return NONE
+
+    def first_unstable_offset(self) -> int | None:
+        """Smallest first offset of an ongoing transaction (bounds the last stable offset)."""
+        offsets = [
+            entry.current_txn_first_offset
+            for entry in self.producers.values()
+            if entry.current_txn_first_offset is not None
+        ]
+        return min(offsets) if offsets else None
+
+    def rebuild_from(self, headers: Iterable[BatchHeader]) -> None:
+        """Replay batch headers in offset order (recovery), skipping those already applied."""
+        for header in headers:
+            if header.base_offset < self.map_end_offset:
+                continue
+            self.update(header, header.base_offset, header.last_offset, header.max_timestamp)
+
+    # -- truncation and expiration --------------------------------------------------------------
+
+    def truncate_to(self, offset: int) -> None:
+        """Forget what was learnt from offsets >= ``offset`` (log truncation).
+
+        Batches at or beyond ``offset`` are dropped; a producer left with no batch is removed
+        (its epoch can only be known again by replaying the log, so, as Kafka does for a
+        producer without state, it will be accepted at any sequence). For an exact result load
+        the latest snapshot below ``offset`` and :meth:`rebuild_from` the log instead.
+        """
+        for producer_id in list(self.producers):
+            entry = self.producers[producer_id]
+            kept = [batch for batch in entry.batches if batch.last_offset < offset]
+            if len(kept) != len(entry.batches):
+                entry.batches.clear()
+                entry.batches.extend(kept)
+                if not kept:
+                    del self.producers[producer_id]
+                    continue
+            if (
+                entry.current_txn_first_offset is not None
+                and entry.current_txn_first_offset >= offset
+            ):
+                entry.current_txn_first_offset = None
+        self.map_end_offset = min(self.map_end_offset, offset)
+
+    def remove_expired(
+        self, now_ms: int, producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS
+    ) -> list[int]:
+        """Drop producers idle for ``producer.id.expiration.ms`` with no ongoing transaction."""
+        expired = [
+            producer_id
+            for producer_id, entry in self.producers.items()
+            if entry.current_txn_first_offset is None
+            and now_ms - entry.last_timestamp >= producer_id_expiration_ms
+        ]
+        for producer_id in expired:
+            del self.producers[producer_id]
+        return expired
+
+    # -- snapshots ------------------------------------------------------------------------------
+
+    def snapshot(self) -> bytes:
+        """Versioned, CRC32C-protected binary image of the state (write it atomically)."""
+        body = bytearray(_SNAPSHOT_BODY_HEADER.pack(self.map_end_offset, len(self.producers)))
+        for entry in self.producers.values():
+            body += _SNAPSHOT_ENTRY.pack(
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.coordinator_epoch,
+                -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset,
+                entry.last_timestamp,
+                len(entry.batches),
+            )
+            for batch in entry.batches:
+                body += _SNAPSHOT_BATCH.pack(
+                    batch.first_seq,
+                    batch.last_seq,
+                    batch.first_offset,
+                    batch.last_offset,
+                    batch.timestamp,
+                )
+        header = _SNAPSHOT_HEADER.pack(_SNAPSHOT_MAGIC, _SNAPSHOT_VERSION, crc32c(body))
+        return header + bytes(body)
+
+    def load_snapshot(self, data: bytes | bytearray | memoryview, up_to_offset: int) -> int:
+        """Replace the state with a snapshot's, then drop anything at or beyond ``up_to_offset``.
+
+        ``up_to_offset`` is the log end offset the snapshot is loaded for. Returns the offset
+        where replaying the log (:meth:`rebuild_from`) must resume.
+        """
+        view = memoryview(data)
+        if len(view) < _SNAPSHOT_HEADER.size + _SNAPSHOT_BODY_HEADER.size:
+            raise ProducerStateSnapshotError("producer state snapshot is truncated")
+        magic, version, crc = _SNAPSHOT_HEADER.unpack_from(view)
+        if magic != _SNAPSHOT_MAGIC:
+            raise ProducerStateSnapshotError("not a producer state snapshot")
+        if version != _SNAPSHOT_VERSION:
+            raise ProducerStateSnapshotError(
+                f"unsupported producer state snapshot version {version}"
+            )
+        body = view[_SNAPSHOT_HEADER.size :]
+        if crc32c(body) != crc:
+            raise ProducerStateSnapshotError("producer state snapshot CRC mismatch")
+        producers: dict[int, ProducerStateEntry] = {}
+        try:
+            map_end_offset, count = _SNAPSHOT_BODY_HEADER.unpack_from(body)
+            position = _SNAPSHOT_BODY_HEADER.size
+            for _ in range(count):
+                producer_id, epoch, coordinator_epoch, txn_first, last_ts, n_batches = (
+                    _SNAPSHOT_ENTRY.unpack_from(body, position)
+                )
+                position += _SNAPSHOT_ENTRY.size
+                if not 0 <= n_batches <= NUM_BATCHES_TO_RETAIN:
+                    raise ProducerStateSnapshotError(f"invalid batch count {n_batches}")
+                entry = ProducerStateEntry(
+                    producer_id,
+                    epoch,
+                    coordinator_epoch=coordinator_epoch,
+                    current_txn_first_offset=None if txn_first < 0 else txn_first,
+                    last_timestamp=last_ts,
+                )
+                for _b in range(n_batches):
+                    entry.batches.append(
+                        BatchMetadata(*_SNAPSHOT_BATCH.unpack_from(body, position))
+                    )
+                    position += _SNAPSHOT_BATCH.size
+                producers[producer_id] = entry
+        except struct.error as exc:
+            raise ProducerStateSnapshotError("producer state snapshot is truncated") from exc
+        if position != len(body):
+            raise ProducerStateSnapshotError("trailing bytes after producer state snapshot")
+        self.producers = producers
+        self.map_end_offset = map_end_offset
+        if map_end_offset > up_to_offset:
+            self.truncate_to(up_to_offset)
+        return self.map_end_offset

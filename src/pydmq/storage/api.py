@@ -1,0 +1,202 @@
+"""The storage port: what an engine must provide. Engines store offset-assigned batch bytes.
+
+Engine-agnostic log logic (batch validation, offset assignment, producer state, the high
+watermark, retention decisions) lives above this port in :mod:`pydmq.storage`; an engine only
+keeps bytes, indexes them and hands them back. Every engine must pass
+:mod:`pydmq.testing.conformance`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from pydmq.protocol.records import BatchHeader
+
+__all__ = [
+    "FetchDataInfo",
+    "LogConfig",
+    "PartitionLog",
+    "StorageEngine",
+    "StorageEngineSpec",
+    "TimestampAndOffset",
+    "TopicPartition",
+]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class TopicPartition:
+    """A topic name and partition index."""
+
+    topic: str
+    partition: int
+
+    def __str__(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-log settings an engine honours (Kafka topic-config names in Python casing)."""
+
+    segment_bytes: int = 1024 * 1024 * 1024  # segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000  # segment.ms
+    segment_index_bytes: int = 10 * 1024 * 1024  # segment.index.bytes
+    index_interval_bytes: int = 4096  # index.interval.bytes
+    retention_ms: int = 7 * 24 * 3600 * 1000  # retention.ms (-1 = unlimited)
+    retention_bytes: int = -1  # retention.bytes (-1 = unlimited)
+    flush_messages: int = 2**63 - 1  # flush.messages (1 = fsync every batch)
+    flush_ms: int = 2**63 - 1  # flush.ms
+    file_delete_delay_ms: int = 60000  # file.delete.delay.ms
+    extra: Mapping[str, str] = field(default_factory=dict)  # engine-specific settings
+
+
+@dataclass(frozen=True, slots=True)
+class FetchDataInfo:
+    """Whole batches read from a log: ``buffers`` are written to the socket as they are.
+
+    ``first_offset`` is the base offset of the first returned batch (it may be below the fetch
+    offset when the fetch offset falls inside a batch). ``buffers`` may be memoryviews of mmap'd
+    segment files; they stay valid until the segment is deleted.
+    """
+
+    buffers: Sequence[bytes | memoryview]
+    size: int
+    first_offset: int
+
+    @staticmethod
+    def empty(offset: int) -> FetchDataInfo:
+        return FetchDataInfo((), 0, offset)
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    """Answer of a timestamp lookup: the first batch whose max timestamp reaches the target."""
+
+    timestamp: int
+    offset: int
+    leader_epoch: int
+
+
+@runtime_checkable
+class PartitionLog(Protocol):
+    """One partition's log as stored by an engine. Owned by the broker's event loop (one task).
+
+    Offsets given to ``append`` are already assigned; batches are contiguous and increasing.
+    """
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int: ...
+
+    @property
+    def size_in_bytes(self) -> int: ...
+
+    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+        """Append one or more offset-assigned batches; ``headers`` are their parsed headers."""
+        ...
+
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+        """Whole batches from the one containing ``offset`` up to (not past) ``max_offset``.
+
+        At most ``max_bytes`` unless ``min_one_batch`` and the first batch alone is larger.
+        Raises :class:`OffsetOutOfRangeError` if ``offset`` is outside
+        ``[log_start_offset, log_end_offset]``.
+        """
+        ...
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first batch whose max timestamp is >= ``timestamp`` (offset = its base offset,
+        clamped to log start), or None. The caller refines to the exact record."""
+        ...
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """The largest timestamp in the log and the offset of the batch that carries it."""
+        ...
+
+    def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        """Headers of the batches from the one containing ``from_offset`` to the end.
+
+        ``BatchHeader.position`` is engine-specific and must not be interpreted by callers."""
+        ...
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch at or after ``offset`` (offset must fall on a batch boundary)."""
+        ...
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Delete all data; the log becomes empty with log start = log end = ``offset``."""
+        ...
+
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        """Raise the log start offset (DeleteRecords); delete segments wholly below it."""
+        ...
+
+    def delete_retention_ms_breached(self, now_ms: int) -> int:
+        """Delete old closed segments by retention.ms; returns the number of segments deleted."""
+        ...
+
+    def delete_retention_size_breached(self) -> int:
+        """Delete the oldest closed segments while size exceeds retention.bytes."""
+        ...
+
+    def maybe_roll(self, now_ms: int) -> None:
+        """Roll the active segment if segment.ms has elapsed."""
+        ...
+
+    def flush(self) -> None:
+        """Make everything appended durable (fsync)."""
+        ...
+
+    def read_checkpoint(self, name: str) -> bytes | None:
+        """Read a small named blob (high watermark, producer snapshot, epoch cache)."""
+        ...
+
+    def write_checkpoint(self, name: str, data: bytes) -> None:
+        """Atomically replace a small named blob (write temp, fsync, rename, fsync dir)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class StorageEngine(Protocol):
+    """Creates, opens and deletes partition logs under one data directory."""
+
+    def open_log(self, tp: TopicPartition, config: LogConfig) -> PartitionLog:
+        """Open (recovering if needed) or create the log of ``tp``."""
+        ...
+
+    def delete_log(self, tp: TopicPartition) -> None: ...
+
+    def list_logs(self) -> list[TopicPartition]: ...
+
+    def close(self) -> None: ...
+
+
+class EngineFactory(Protocol):
+    def __call__(self, data_dir: str, options: Mapping[str, str]) -> StorageEngine: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StorageEngineSpec:
+    """What a plugin returns from ``pydmq_register_storage_engines``."""
+
+    name: str
+    factory: EngineFactory
+    description: str = ""
+
+
+class OffsetOutOfRangeError(Exception):
+    """A read outside [log_start_offset, log_end_offset] (Kafka: OFFSET_OUT_OF_RANGE)."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            f"offset {offset} outside [{log_start_offset}, {log_end_offset}]"
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset

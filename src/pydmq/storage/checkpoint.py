@@ -1,0 +1,69 @@
+"""Atomic small-file writes for checkpoints: write a temp file, fsync, rename, fsync the dir.
+
+A reader sees either the old content or the new one, never a torn mix, even across a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+
+__all__ = [
+    "fsync_dir",
+    "read_checkpoint_file",
+    "read_offset_checkpoint",
+    "write_atomically",
+    "write_offset_checkpoint",
+]
+
+_TMP_SUFFIX = ".tmp"
+_OFFSET = struct.Struct(">q")
+
+
+def fsync_dir(path: str) -> None:
+    """fsync a directory so that a rename or unlink inside it is durable."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_atomically(path: str, data: bytes | bytearray | memoryview, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically; with ``durable`` the result survives a crash."""
+    tmp = path + _TMP_SUFFIX
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        if durable:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    if durable:
+        fsync_dir(os.path.dirname(os.path.abspath(path)))
+
+
+def read_checkpoint_file(path: str) -> bytes | None:
+    """The content of ``path``, or None if it does not exist."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def write_offset_checkpoint(path: str, offset: int, *, durable: bool = True) -> None:
+    """Write one int64 offset atomically."""
+    write_atomically(path, _OFFSET.pack(offset), durable=durable)
+
+
+def read_offset_checkpoint(path: str) -> int | None:
+    """Read an offset written by :func:`write_offset_checkpoint`; None if absent or malformed."""
+    data = read_checkpoint_file(path)
+    if data is None or len(data) != _OFFSET.size:
+        return None
+    return int(_OFFSET.unpack(data)[0])

@@ -1,0 +1,317 @@
+"""UnifiedLog: engine-agnostic log logic over one engine :class:`PartitionLog`.
+
+Validates produced batches, assigns offsets in place, keeps idempotent-producer state, the
+high watermark and the leader-epoch cache, and refines timestamp lookups to single records.
+Engines only store bytes. Owned by the broker's event loop.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydmq.producers.state import ProducerStateManager
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.records import (
+    BatchHeader,
+    CorruptRecordError,
+    decode_records,
+    parse_batch_header,
+    patch_offsets,
+    set_log_append_time,
+    validate_batch,
+)
+from pydmq.storage.api import (
+    FetchDataInfo,
+    OffsetOutOfRangeError,
+    PartitionLog,
+    TimestampAndOffset,
+)
+
+__all__ = ["LogAppendError", "LogAppendInfo", "UnifiedLog"]
+
+_PRODUCER_SNAPSHOT = "producer-state"
+_LEADER_EPOCHS = "leader-epoch-checkpoint"
+_HIGH_WATERMARK = "high-watermark"
+_HWM = struct.Struct(">q")
+
+
+class LogAppendError(Exception):
+    """An append refused with a Kafka error code (the partition's produce response)."""
+
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """Where an append landed. ``duplicate`` means an idempotent retry of a stored batch."""
+
+    first_offset: int
+    last_offset: int
+    log_append_time: int
+    log_start_offset: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class AppendPolicy:
+    """The topic configs an append checks, resolved once per topic (not per request)."""
+
+    max_message_bytes: int
+    log_append_time: bool
+    timestamp_before_max_ms: int
+    timestamp_after_max_ms: int
+    flush_messages: int
+
+
+class UnifiedLog:
+    """One partition's log: validation, offsets, producer state and epochs over an engine log."""
+
+    def __init__(self, log: PartitionLog, producer_id_expiration_ms: int = 86400000) -> None:
+        self.engine_log = log
+        self.producer_state = ProducerStateManager()
+        self.producer_id_expiration_ms = producer_id_expiration_ms
+        self._unflushed = 0
+        self.leader_epochs: list[tuple[int, int]] = []  # (epoch, start offset)
+        self._load_leader_epochs()
+        self._load_producer_state()
+        self.high_watermark = self._load_high_watermark()
+
+    # -- offsets ---------------------------------------------------------------------
+    @property
+    def log_start_offset(self) -> int:
+        return self.engine_log.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.engine_log.log_end_offset
+
+    @property
+    def latest_epoch(self) -> int:
+        return self.leader_epochs[-1][0] if self.leader_epochs else -1
+
+    # -- append ----------------------------------------------------------------------
+    def append_as_leader(
+        self, records: memoryview, leader_epoch: int, policy: AppendPolicy
+    ) -> LogAppendInfo:
+        """Validate one produced record set and append it; raises LogAppendError."""
+        now_ms = int(time.time() * 1000)
+        headers = self._validate(records, policy, now_ms)
+        state = self.producer_state
+        if len(headers) == 1 and headers[0].producer_id >= 0:
+            check = state.check_and_prepare(headers[0], now_ms)
+            if check.error_code:
+                raise LogAppendError(check.error_code, check.message)
+            if check.duplicate is not None:
+                first, last = check.duplicate
+                return LogAppendInfo(first, last, -1, self.log_start_offset, duplicate=True)
+        base = self.engine_log.log_end_offset
+        offset = base
+        append_time = -1
+        for header in headers:
+            patch_offsets(records, header, offset, leader_epoch)
+            if policy.log_append_time:
+                append_time = now_ms
+                set_log_append_time(records, header, now_ms)
+            offset += header.last_offset_delta + 1
+        shifted = [
+            parse_batch_header(records, h.position) for h in headers
+        ]
+        self.maybe_assign_epoch_start_offset(leader_epoch, base)
+        self.engine_log.append(records, shifted)
+        for header in shifted:
+            if header.producer_id >= 0:
+                state.update(header, header.base_offset, header.last_offset, now_ms)
+        self._unflushed += 1
+        if self._unflushed >= policy.flush_messages:
+            self.flush()
+        return LogAppendInfo(base, offset - 1, append_time, self.log_start_offset)
+
+    def _validate(
+        self, records: memoryview, policy: AppendPolicy, now_ms: int
+    ) -> list[BatchHeader]:
+        headers: list[BatchHeader] = []
+        position = 0
+        end = len(records)
+        try:
+            while position < end:
+                header = parse_batch_header(records, position)
+                if header.size > policy.max_message_bytes:
+                    raise LogAppendError(
+                        ErrorCode.MESSAGE_TOO_LARGE,
+                        f"batch of {header.size} bytes exceeds max.message.bytes "
+                        f"{policy.max_message_bytes}",
+                    )
+                validate_batch(records, header)
+                if not policy.log_append_time and header.records_count > 0:
+                    ts = header.max_timestamp
+                    if ts - now_ms > policy.timestamp_after_max_ms or (
+                        now_ms - ts > policy.timestamp_before_max_ms
+                    ):
+                        raise LogAppendError(
+                            ErrorCode.INVALID_TIMESTAMP,
+                            f"timestamp {ts} outside the allowed range around {now_ms}",
+                        )
+                headers.append(header)
+                position += header.size
+        except CorruptRecordError as exc:
+            raise LogAppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        if not headers:
+            raise LogAppendError(ErrorCode.INVALID_RECORD, "produce request without a batch")
+        if len(headers) > 1:
+            raise LogAppendError(
+                ErrorCode.INVALID_RECORD,
+                "Produce v3+ requests carry exactly one record batch per partition",
+            )
+        return headers
+
+    # -- reads -----------------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
+        if offset >= max_offset:
+            return FetchDataInfo.empty(offset)
+        return self.engine_log.read(offset, max_bytes, max_offset, min_one_batch)
+
+    def _batch_bytes(self, base_offset: int) -> bytes:
+        data = self.engine_log.read(base_offset, 1, self.log_end_offset, True)
+        return b"".join(bytes(b) for b in data.buffers)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """First record with timestamp >= ``timestamp`` (Kafka's offsetsForTimes)."""
+        candidate = self.engine_log.fetch_offset_by_timestamp(timestamp)
+        if candidate is None:
+            return None
+        buf = self._batch_bytes(candidate.offset)
+        header = parse_batch_header(buf, 0)
+        if header.is_log_append_time:
+            return TimestampAndOffset(header.max_timestamp, max(header.base_offset, self.log_start_offset), header.partition_leader_epoch)
+        for record in decode_records(buf, header):
+            if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+        return candidate
+
+    def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
+        """The record with the largest timestamp (ListOffsets -3, KIP-734)."""
+        candidate = self.engine_log.max_timestamp_and_offset()
+        if candidate is None:
+            return None
+        buf = self._batch_bytes(candidate.offset)
+        header = parse_batch_header(buf, 0)
+        if header.is_log_append_time:
+            return TimestampAndOffset(header.max_timestamp, header.last_offset, header.partition_leader_epoch)
+        best: TimestampAndOffset | None = None
+        for record in decode_records(buf, header):
+            if best is None or record.timestamp > best.timestamp:
+                best = TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+        return best or candidate
+
+    # -- leader epochs ---------------------------------------------------------------
+    def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
+        if epoch >= 0 and (not self.leader_epochs or epoch > self.leader_epochs[-1][0]):
+            self.leader_epochs.append((epoch, start_offset))
+            self._save_leader_epochs()
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """(largest epoch <= ``epoch``, end offset of that epoch) as OffsetForLeaderEpoch needs.
+
+        Returns (-1, -1) when the epoch is older than anything known.
+        """
+        if not self.leader_epochs:
+            return (-1, -1) if epoch >= 0 else (-1, -1)
+        if epoch == self.leader_epochs[-1][0]:
+            return epoch, self.log_end_offset
+        found = -1
+        for index, (known, _start) in enumerate(self.leader_epochs):
+            if known > epoch:
+                if index == 0:
+                    return -1, -1
+                return self.leader_epochs[index - 1][0], self.leader_epochs[index][1]
+            found = known
+        return found, self.log_end_offset
+
+    def _save_leader_epochs(self) -> None:
+        data = json.dumps({"version": 1, "epochs": self.leader_epochs}).encode()
+        self.engine_log.write_checkpoint(_LEADER_EPOCHS, data)
+
+    def _load_leader_epochs(self) -> None:
+        data = self.engine_log.read_checkpoint(_LEADER_EPOCHS)
+        if data:
+            epochs = json.loads(data)["epochs"]
+            end = self.log_end_offset
+            self.leader_epochs = [(int(e), int(s)) for e, s in epochs if int(s) <= end]
+
+    # -- producer state --------------------------------------------------------------
+    def _load_producer_state(self) -> None:
+        snapshot = self.engine_log.read_checkpoint(_PRODUCER_SNAPSHOT)
+        start = self.log_start_offset
+        if snapshot:
+            try:
+                covered = self.producer_state.load_snapshot(snapshot, self.log_end_offset)
+                start = max(start, covered)
+            except ValueError:
+                self.producer_state = ProducerStateManager()
+        self.producer_state.rebuild_from(self.engine_log.batch_headers(start))
+
+    def take_producer_snapshot(self) -> None:
+        self.engine_log.write_checkpoint(
+            _PRODUCER_SNAPSHOT, self.producer_state.snapshot(self.log_end_offset)
+        )
+
+    # -- high watermark --------------------------------------------------------------
+    def _load_high_watermark(self) -> int:
+        data = self.engine_log.read_checkpoint(_HIGH_WATERMARK)
+        if data and len(data) == _HWM.size:
+            value: int = _HWM.unpack(data)[0]
+            return min(max(value, self.log_start_offset), self.log_end_offset)
+        return self.log_start_offset
+
+    def update_high_watermark(self, offset: int) -> bool:
+        offset = min(max(offset, self.log_start_offset), self.log_end_offset)
+        if offset != self.high_watermark:
+            self.high_watermark = offset
+            return True
+        return False
+
+    def checkpoint_high_watermark(self) -> None:
+        self.engine_log.write_checkpoint(_HIGH_WATERMARK, _HWM.pack(self.high_watermark))
+
+    # -- maintenance -----------------------------------------------------------------
+    def maybe_increment_log_start_offset(self, offset: int) -> bool:
+        changed = self.engine_log.maybe_increment_log_start_offset(offset)
+        if self.high_watermark < self.log_start_offset:
+            self.high_watermark = self.log_start_offset
+        return changed
+
+    def truncate_to(self, offset: int) -> None:
+        self.engine_log.truncate_to(offset)
+        self.leader_epochs = [(e, s) for e, s in self.leader_epochs if s < offset]
+        self._save_leader_epochs()
+        self.producer_state = ProducerStateManager()
+        self.producer_state.rebuild_from(self.engine_log.batch_headers(self.log_start_offset))
+        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+
+    def delete_old_segments(self, now_ms: int) -> int:
+        deleted = self.engine_log.delete_retention_ms_breached(now_ms)
+        deleted += self.engine_log.delete_retention_size_breached()
+        if self.high_watermark < self.log_start_offset:
+            self.high_watermark = self.log_start_offset
+        return deleted
+
+    def flush(self) -> None:
+        self.engine_log.flush()
+        self._unflushed = 0
+
+    def close(self) -> None:
+        self.take_producer_snapshot()
+        self.checkpoint_high_watermark()
+        self.engine_log.flush()
+        self.engine_log.close()
+
+

@@ -1,0 +1,100 @@
+"""EmbeddedBroker: a real pydmq broker on its own event-loop thread, for tests and embedding.
+
+It listens on a real loopback port (0 = pick a free one) and stores data in a real directory,
+so any Kafka client in the same process or another one can use ``bootstrap``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+
+from pydmq.config.broker import BrokerConfig
+
+__all__ = ["EmbeddedBroker"]
+
+
+class EmbeddedBroker:
+    """Starts on ``start()`` (or ``with``), stops on ``stop()``; owns one thread and one loop."""
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        overrides: Mapping[str, object] | None = None,
+    ) -> None:
+        values: dict[str, object] = {
+            "listeners": f"PLAINTEXT://{host}:{port}",
+            "log.dirs": str(data_dir),
+        }
+        values.update(overrides or {})
+        self.config = BrokerConfig(values)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._broker: object | None = None
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+        self.bootstrap = ""
+
+    def start(self, timeout: float = 30.0) -> EmbeddedBroker:
+        ready = threading.Event()
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+            try:
+                loop.run_until_complete(self._serve(ready))
+            except BaseException as exc:  # reported to the starting thread
+                self._error = exc
+                ready.set()
+            finally:
+                loop.close()
+
+        self._thread = threading.Thread(target=run, name="pydmq-embedded", daemon=True)
+        self._thread.start()
+        if not ready.wait(timeout):
+            raise TimeoutError("embedded broker did not start in time")
+        if self._error is not None:
+            raise RuntimeError("embedded broker failed to start") from self._error
+        return self
+
+    async def _serve(self, ready: threading.Event) -> None:
+        from pydmq.broker.server import Broker
+
+        broker = Broker(self.config)
+        self._broker = broker
+        self._stop = asyncio.Event()
+        await broker.start()
+        self.bootstrap = broker.bootstrap()
+        ready.set()
+        try:
+            await self._stop.wait()
+        finally:
+            await broker.stop()
+
+    @property
+    def broker(self) -> object:
+        """The :class:`~pydmq.broker.server.Broker` (touch it only from its loop)."""
+        return self._broker
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self._loop is not None and self._stop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+            self._thread.join(timeout)
+        self._thread = None
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

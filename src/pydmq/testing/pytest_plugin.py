@@ -1,0 +1,63 @@
+"""pytest plugin (entry point ``pytest11``): Kafka integration tests without Docker.
+
+Fixtures:
+
+- ``pydmq_broker``: an in-process :class:`~pydmq.testing.EmbeddedBroker` on a free loopback
+  port with data in a temporary directory; use ``pydmq_broker.bootstrap``.
+- ``pydmq_broker_process``: the same as a separate ``python -m pydmq serve`` process (for
+  tests that kill or restart the broker).
+- ``pydmq_bootstrap``: just the ``host:port`` string of ``pydmq_broker``.
+
+Override broker properties with ``@pytest.mark.pydmq_config({"num.partitions": 3})``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pydmq.testing.embedded import EmbeddedBroker
+from pydmq.testing.process import BrokerProcess
+
+__all__ = ["pydmq_bootstrap", "pydmq_broker", "pydmq_broker_process"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "pydmq_config(overrides): broker properties for the pydmq fixtures"
+    )
+
+
+def _overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
+    marker = request.node.get_closest_marker("pydmq_config")
+    return dict(marker.args[0]) if marker and marker.args else {}
+
+
+@pytest.fixture
+def pydmq_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    broker = EmbeddedBroker(tmp_path / "pydmq-data", overrides=_overrides(request))
+    broker.start()
+    try:
+        yield broker
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def pydmq_bootstrap(pydmq_broker: EmbeddedBroker) -> str:
+    return pydmq_broker.bootstrap
+
+
+@pytest.fixture
+def pydmq_broker_process(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[BrokerProcess]:
+    process = BrokerProcess(tmp_path / "pydmq-data", overrides=_overrides(request))
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()

@@ -1,0 +1,184 @@
+"""Fixtures for interop tests: a pydmq broker running as a real subprocess.
+
+``broker`` (module scope: one broker per client file) starts
+
+    python -m pydmq serve --listeners PLAINTEXT://127.0.0.1:<free port> --log-dirs <tmp>
+                          --override num.partitions=3 ...
+
+waits (bounded) until the port accepts connections and always stops that one process at
+teardown.
+
+Set ``PYDMQ_TEST_BOOTSTRAP=host:port`` to aim the tests at an already running broker
+instead (e.g. the reference Apache Kafka from ``compat/kafka/start.sh``, started with
+``KAFKA_EXTRA_PROPS=num.partitions=3``). Tests that need ``restart()``/``kill()`` are
+skipped in that mode.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .support import PARTITIONS, free_port, wait_for_port
+
+START_TIMEOUT = float(os.environ.get("PYDMQ_TEST_START_TIMEOUT", "15"))
+STOP_TIMEOUT = 10.0
+
+# Broker settings every interop test relies on (Kafka property names, DESIGN.md §6).
+DEFAULT_OVERRIDES = {
+    "num.partitions": str(PARTITIONS),  # kcat has no admin API: it relies on auto-creation
+    "auto.create.topics.enable": "true",
+    "offsets.topic.replication.factor": "1",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+class BrokerProcess:
+    """One pydmq broker subprocess on a loopback port."""
+
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+        self.host = "127.0.0.1"
+        self.port = free_port()
+        self.data_dir = data_dir
+        self.log_path = data_dir.parent / f"{data_dir.name}.broker.log"
+        self.overrides = dict(DEFAULT_OVERRIDES, **(overrides or {}))
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.external = False
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def command(self) -> list[str]:
+        cmd = [
+            sys.executable,
+            "-m",
+            "pydmq",
+            "serve",
+            "--listeners",
+            f"PLAINTEXT://{self.host}:{self.port}",
+            "--log-dirs",
+            str(self.data_dir),
+        ]
+        for k, v in self.overrides.items():
+            cmd += ["--override", f"{k}={v}"]
+        return cmd
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.proc = subprocess.Popen(
+                self.command(),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+        if not wait_for_port(self.host, self.port, START_TIMEOUT):
+            rc = self.proc.poll()
+            self.stop()
+            raise RuntimeError(
+                f"pydmq broker did not accept connections on {self.bootstrap} within "
+                f"{START_TIMEOUT:.0f}s (exit code {rc})\ncommand: {' '.join(self.command())}\n"
+                f"--- broker log (tail) ---\n{self.log_tail()}"
+            )
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after a grace period. Only ever signals our own PID."""
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(STOP_TIMEOUT)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to the broker process; for fatal signals wait until it is gone."""
+        assert self.proc is not None, "broker not running"
+        self.proc.send_signal(sig)
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
+            self.proc.wait(STOP_TIMEOUT)
+            self.proc = None
+
+    def log_tail(self, n: int = 4000) -> str:
+        try:
+            return self.log_path.read_bytes()[-n:].decode(errors="replace")
+        except OSError:
+            return "(no log)"
+
+
+class ExternalBroker:
+    """A broker that someone else runs (PYDMQ_TEST_BOOTSTRAP)."""
+
+    external = True
+    pid = None
+    data_dir = None
+
+    def __init__(self, bootstrap: str) -> None:
+        self.bootstrap = bootstrap
+        self.host, _, port = bootstrap.rpartition(":")
+        self.port = int(port)
+
+    def restart(self) -> None:
+        pytest.skip("external broker (PYDMQ_TEST_BOOTSTRAP): cannot restart it")
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        pytest.skip("external broker (PYDMQ_TEST_BOOTSTRAP): cannot signal it")
+
+    def log_tail(self, n: int = 4000) -> str:
+        return "(external broker)"
+
+
+def start_broker(tmp_root: Path, overrides: dict[str, str] | None = None):
+    ext = os.environ.get("PYDMQ_TEST_BOOTSTRAP")
+    if ext:
+        return ExternalBroker(ext)
+    b = BrokerProcess(tmp_root / "data", overrides)
+    b.start()
+    return b
+
+
+@pytest.fixture(scope="module")
+def broker(request: pytest.FixtureRequest) -> Iterator[BrokerProcess | ExternalBroker]:
+    tmp_root = Path(tempfile.mkdtemp(prefix="pydmq-interop-"))
+    b = start_broker(tmp_root)
+    try:
+        yield b
+    finally:
+        if isinstance(b, BrokerProcess):
+            b.stop()
+            if getattr(request.module, "_pydmq_failed", False):
+                sys.stderr.write(
+                    f"\n--- pydmq broker log ({b.log_path}) tail ---\n{b.log_tail()}\n"
+                )
+            shutil.rmtree(b.data_dir, ignore_errors=True)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    outcome = yield
+    rep = outcome.get_result()
+    if rep.failed and item.module is not None:
+        item.module._pydmq_failed = True  # type: ignore[attr-defined]
