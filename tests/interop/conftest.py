@@ -89,7 +89,7 @@ class BrokerProcess:
             )
         finally:
             log.close()
-        if not wait_for_port(self.host, self.port, START_TIMEOUT):
+        if not wait_for_port(self.host, self.port, START_TIMEOUT, self.proc):
             rc = self.proc.poll()
             self.stop()
             raise RuntimeError(

@@ -157,7 +157,11 @@ def check_topic(
     assert set(by_part) <= set(range(partitions)), sorted(by_part)
     for p in range(partitions):
         check_partition_log(
-            by_part.get(p, []), p, count, base_ts, partitions=partitions,
+            by_part.get(p, []),
+            p,
+            count,
+            base_ts,
+            partitions=partitions,
             producer_ordered=producer_ordered,
         )
 
@@ -196,9 +200,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_port(host: str, port: int, timeout: float) -> bool:
+def wait_for_port(
+    host: str, port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None
+) -> bool:
+    """True once ``host:port`` accepts a connection; False on timeout or if ``proc`` exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return False
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return True

@@ -139,8 +139,15 @@ def filled(broker):
 
     async def fill() -> None:
         await create_topic(broker.bootstrap, topic)
-        await produce(broker.bootstrap, topic, CODEC_COUNT, base_ts, "zstd",
-                      linger_ms=20, enable_idempotence=True)
+        await produce(
+            broker.bootstrap,
+            topic,
+            CODEC_COUNT,
+            base_ts,
+            "zstd",
+            linger_ms=20,
+            enable_idempotence=True,
+        )
 
     asyncio.run(fill())
     return topic, base_ts, CODEC_COUNT
@@ -185,8 +192,7 @@ def test_seek_into_batch(broker, filled) -> None:
                     k = min(3, n - pos)
                     recs = await consume(c, k)
                     assert recs[0].offset == pos
-                    check_partition_log(recs, p, index_at(p, pos + k), base_ts,
-                                        first_position=pos)
+                    check_partition_log(recs, p, index_at(p, pos + k), base_ts, first_position=pos)
             tp = TopicPartition(topic, 0)
             c.assign([tp])
             await c.seek_to_beginning(tp)

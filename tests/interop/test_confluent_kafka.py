@@ -143,8 +143,9 @@ def test_roundtrip_100k(broker) -> None:
     create_topic(broker.bootstrap, topic)
     base_ts = new_base_ts()
     produce(broker.bootstrap, topic, BIG_COUNT, base_ts, "zstd")
-    check_topic(read_all(broker.bootstrap, topic, BIG_COUNT), BIG_COUNT, base_ts,
-                producer_ordered=False)
+    check_topic(
+        read_all(broker.bootstrap, topic, BIG_COUNT), BIG_COUNT, base_ts, producer_ordered=False
+    )
 
 
 def test_idempotent_producer(broker) -> None:
@@ -162,8 +163,14 @@ def filled(broker):
     topic = unique_topic("ck-filled")
     create_topic(broker.bootstrap, topic)
     base_ts = new_base_ts()
-    produce(broker.bootstrap, topic, CODEC_COUNT, base_ts, "gzip",
-            **{"linger.ms": 20, "enable.idempotence": True})
+    produce(
+        broker.bootstrap,
+        topic,
+        CODEC_COUNT,
+        base_ts,
+        "gzip",
+        **{"linger.ms": 20, "enable.idempotence": True},
+    )
     return topic, base_ts, CODEC_COUNT
 
 
@@ -191,8 +198,9 @@ def test_seek_into_batch(broker, filled) -> None:
                 c.assign([TopicPartition(topic, p, pos)])
                 recs = consume(c, 3 if pos + 3 <= n else n - pos)
                 assert recs[0].offset == pos
-                check_partition_log(recs, p, index_at(p, pos + len(recs)), base_ts,
-                                    first_position=pos)
+                check_partition_log(
+                    recs, p, index_at(p, pos + len(recs)), base_ts, first_position=pos
+                )
                 c.unassign()
         # ... and seek() on a live assignment, backwards into the middle of a batch.
         c.assign([TopicPartition(topic, 0, ck.OFFSET_BEGINNING)])

@@ -133,8 +133,9 @@ def filled(broker):
     topic = unique_topic("kp-filled")
     create_topic(broker.bootstrap, topic)
     base_ts = new_base_ts()
-    produce(broker.bootstrap, topic, CODEC_COUNT, base_ts, "lz4",
-            linger_ms=20, enable_idempotence=True)
+    produce(
+        broker.bootstrap, topic, CODEC_COUNT, base_ts, "lz4", linger_ms=20, enable_idempotence=True
+    )
     return topic, base_ts, CODEC_COUNT
 
 

@@ -19,6 +19,7 @@ from pydmq.protocol.errors import ProtocolError
 from pydmq.protocol.headers import encode_response_header, parse_request_header
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader, Writer
+from pydmq.protocol.scatter import ScatterWriter
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
@@ -83,11 +84,17 @@ class RequestDispatcher:
         if isinstance(response, RawResponse):
             prefix = _SIZE.pack(len(header) + response.size) + header
             return [prefix, *response.buffers]
-        writer = Writer(bytearray(_SIZE.size))
+        writer = ScatterWriter(bytearray(_SIZE.size))
         writer.buf += header
         API_SCHEMAS[ctx.api_key].encode_response(writer, response, ctx.api_version)
-        _SIZE.pack_into(writer.buf, 0, len(writer.buf) - _SIZE.size)
-        return [writer.buf]
+        if not writer.parts:
+            _SIZE.pack_into(writer.buf, 0, len(writer.buf) - _SIZE.size)
+            return [writer.buf]
+        parts, size = writer.output()
+        first = parts[0]
+        assert isinstance(first, bytearray)
+        _SIZE.pack_into(first, 0, size - _SIZE.size)
+        return parts
 
     def _unsupported_api_versions(self, correlation_id: int) -> Buffers:
         from pydmq.broker.handlers.api_versions import unsupported_version_response

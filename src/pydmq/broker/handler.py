@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
 
-__all__ = ["ApiHandlerSpec", "RawResponse", "RequestContext", "Handler", "HandlerResult"]
+__all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "RawResponse", "RequestContext"]
 
 
 @dataclass(slots=True)

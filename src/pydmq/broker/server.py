@@ -13,7 +13,6 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from pydmq.broker.dispatcher import RequestDispatcher
@@ -112,8 +111,12 @@ class Broker:
             topic_config = self.topic_config(topic.name)
             for p in topic.partitions:
                 self.replica_manager.make_leader(
-                    TopicPartition(topic.name, p.index), topic.topic_id, topic_config,
-                    p.leader_epoch, p.replicas, p.isr,
+                    TopicPartition(topic.name, p.index),
+                    topic.topic_id,
+                    topic_config,
+                    p.leader_epoch,
+                    p.replicas,
+                    p.isr,
                 )
 
     async def start(self) -> None:
@@ -121,6 +124,7 @@ class Broker:
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
         for listener in self.listeners:
+
             def factory(name: str = listener.name) -> KafkaConnection:
                 connection = KafkaConnection(
                     self.dispatcher, max_request, name, on_close=self.connections.discard
@@ -129,7 +133,10 @@ class Broker:
                 return connection
 
             server = await loop.create_server(
-                factory, host=listener.host or None, port=listener.port, reuse_address=True,
+                factory,
+                host=listener.host or None,
+                port=listener.port,
+                reuse_address=True,
                 backlog=1024,
             )
             for sock in server.sockets:
@@ -137,16 +144,19 @@ class Broker:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
             self._servers.append(server)
-        if any(l.port == 0 for l in self.advertised):
+        if any(a.port == 0 for a in self.advertised):
             self.advertised = [
-                Listener(l.name, l.host, l.port or self.bound_ports.get(l.name, 0))
-                for l in self.advertised
+                Listener(a.name, a.host, a.port or self.bound_ports.get(a.name, 0))
+                for a in self.advertised
             ]
         self._tasks.append(asyncio.create_task(self._maintenance_loop()))
         self.plugins.broker_startup(self)
         log.info(
             "pydmq node %d serving %s (data in %s, cluster id %s)",
-            self.node_id, ", ".join(self.config.listeners), self.log_dir, self.cluster_id,
+            self.node_id,
+            ", ".join(self.config.listeners),
+            self.log_dir,
+            self.cluster_id,
         )
 
     async def _maintenance_loop(self) -> None:
@@ -181,6 +191,6 @@ class Broker:
 
     def bootstrap(self) -> str:
         listener = self.listeners[0]
-        return f"{listener.host or '127.0.0.1'}:{self.bound_ports.get(listener.name, listener.port)}"
-
-
+        return (
+            f"{listener.host or '127.0.0.1'}:{self.bound_ports.get(listener.name, listener.port)}"
+        )

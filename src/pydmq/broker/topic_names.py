@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_TOPIC_NAME_LENGTH", "INTERNAL_TOPICS", "topic_name_problem"]
+__all__ = ["INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "topic_name_problem"]
 
 MAX_TOPIC_NAME_LENGTH = 249
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -16,7 +16,7 @@ def topic_name_problem(name: str | None) -> str | None:
     if not name:
         return "Topic name is illegal, it can't be empty"
     if name in (".", ".."):
-        return "Topic name cannot be \".\" or \"..\""
+        return 'Topic name cannot be "." or ".."'
     if len(name) > MAX_TOPIC_NAME_LENGTH:
         return f"Topic name is illegal, it can't be longer than {MAX_TOPIC_NAME_LENGTH} characters"
     if not _LEGAL.match(name):

@@ -7,23 +7,36 @@ apply the same rules.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydmq.broker.topic_names import topic_name_problem
 from pydmq.broker.topics import PartitionInfo, TopicInfo
-from pydmq.config.definitions import ConfigError
-from pydmq.config.topic import TopicConfig, validate_topic_configs
+from pydmq.config.definitions import ConfigError, ConfigType, parse_value
+from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
 from pydmq.protocol.errors import ErrorCode
-from pydmq.storage.api import TopicPartition
+from pydmq.storage.api import LogConfig, TopicPartition
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
 
-__all__ = ["TopicError", "TopicOperations"]
+__all__ = [
+    "OP_APPEND",
+    "OP_DELETE",
+    "OP_SET",
+    "OP_SUBTRACT",
+    "TopicError",
+    "TopicOperations",
+]
 
 _MAX_PARTITIONS = 100_000
+
+# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids)
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,7 +243,16 @@ class TopicOperations:
         self._broker.topics.save()
         self._open_partitions(topic, range(current, count))
 
-    def alter_topic_configs(self, name: str, configs: dict[str, str]) -> None:
+    def alter_topic_configs(
+        self, name: str, configs: Mapping[str, str | None], validate_only: bool = False
+    ) -> None:
+        """Replace a topic's explicit configs (AlterConfigs; IncrementalAlterConfigs ends here).
+
+        Validates like CreateTopics (INVALID_CONFIG), refuses a change of the effective
+        ``pydmq.engine``, then persists the new set and applies it to the hosted partitions:
+        append policy and min ISR (ReplicaManager.update_config) and the engine log's
+        retention/segment/flush settings.
+        """
         topic = self._broker.topics.get(name)
         if topic is None:
             raise TopicError(
@@ -240,12 +262,86 @@ class TopicOperations:
             validate_topic_configs(configs)
         except ConfigError as exc:
             raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        if configs.get("pydmq.engine", topic.configs.get("pydmq.engine")) != topic.configs.get(
-            "pydmq.engine"
-        ):
+        explicit = {k: v for k, v in configs.items() if v is not None}
+        broker_config = self._broker.config
+        before = TopicConfig(broker_config, topic.configs).get_str("pydmq.engine")
+        after_config = TopicConfig(broker_config, explicit)
+        if after_config.get_str("pydmq.engine") != before:
             raise TopicError(
                 ErrorCode.INVALID_CONFIG, "pydmq.engine cannot change after a topic is created"
             )
-        topic.configs = dict(configs)
+        if validate_only:
+            return
+        topic.configs = explicit
         self._broker.topics.save()
-        self._broker.replica_manager.update_config(name, TopicConfig(self._broker.config, configs))
+        replica_manager = self._broker.replica_manager
+        replica_manager.update_config(name, after_config)
+        log_config = after_config.log_config()
+        for tp, partition in list(replica_manager.partitions.items()):
+            if tp.topic != name:
+                continue
+            # Both built-in engines read their LogConfig from ``config`` on every decision;
+            # an engine without that attribute keeps the settings it was opened with.
+            engine_log = partition.log.engine_log
+            if isinstance(getattr(engine_log, "config", None), LogConfig):
+                engine_log.config = log_config  # type: ignore[attr-defined]
+
+    def incremental_alter_topic_configs(
+        self,
+        name: str,
+        operations: Sequence[tuple[str, int, str | None]],
+        validate_only: bool = False,
+    ) -> None:
+        """Apply (name, operation, value) edits to a topic's explicit configs.
+
+        Operations as Kafka's AlterConfigOp: SET 0, DELETE 1, APPEND 2 and SUBTRACT 3 (the
+        last two for LIST configs only, starting from the explicit value or else the config's
+        default). Errors: unknown operation or a null value to SET/APPEND/SUBTRACT ->
+        INVALID_REQUEST; unknown name, bad value, APPEND/SUBTRACT on a non-list ->
+        INVALID_CONFIG.
+        """
+        topic = self._broker.topics.get(name)
+        if topic is None:
+            raise TopicError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+            )
+        configs: dict[str, str | None] = dict(topic.configs)
+        for config_name, operation, value in operations:
+            if operation not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}"
+                )
+            if operation != OP_DELETE and value is None:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST, f"Null value not supported for : {config_name}"
+                )
+            try:
+                definition = check_known(config_name)
+            except ConfigError as exc:
+                raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+            if operation == OP_SET:
+                configs[config_name] = value
+            elif operation == OP_DELETE:
+                configs.pop(config_name, None)
+            else:
+                if definition.type != ConfigType.LIST:
+                    verb = "append" if operation == OP_APPEND else "subtract"
+                    raise TopicError(
+                        ErrorCode.INVALID_CONFIG,
+                        f"Config value {verb} is not allowed for config key: {config_name}",
+                    )
+                raw = configs.get(config_name)
+                current = (
+                    parse_value(ConfigType.LIST, raw, config_name)
+                    if raw is not None
+                    else definition.default
+                )
+                items = [str(v) for v in current] if isinstance(current, list | tuple) else []
+                given = parse_value(ConfigType.LIST, value, config_name)
+                assert isinstance(given, list)
+                if operation == OP_APPEND:
+                    items += [v for v in given if v not in items]
+                else:
+                    items = [v for v in items if v not in given]
+                configs[config_name] = ",".join(items)
+        self.alter_topic_configs(name, configs, validate_only)

@@ -114,7 +114,11 @@ class TopicRegistry:
                 configs={str(k): str(v) for k, v in t["configs"].items()},
                 partitions=[
                     PartitionInfo(
-                        p["index"], p["leader"], p["leader_epoch"], list(p["replicas"]), list(p["isr"])
+                        p["index"],
+                        p["leader"],
+                        p["leader_epoch"],
+                        list(p["replicas"]),
+                        list(p["isr"]),
                     )
                     for p in t["partitions"]
                 ],

@@ -32,7 +32,11 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--log-dirs", help="data directory")
     parser.add_argument("--node-id", type=int, help="node.id")
     parser.add_argument(
-        "--override", "-o", action="append", default=[], metavar="KEY=VALUE",
+        "--override",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="set any broker property (repeatable), e.g. -o num.partitions=3",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")

@@ -8,7 +8,13 @@ from pydmq.config.broker import TOPIC_DEFAULT_SOURCES, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigError, ConfigType, at_least, list_of, one_of
 from pydmq.storage.api import LogConfig
 
-__all__ = ["TOPIC_CONFIGS", "TopicConfig", "validate_topic_configs"]
+__all__ = [
+    "TOPIC_CONFIGS",
+    "TOPIC_DEFAULT_SYNONYMS",
+    "TopicConfig",
+    "broker_synonyms",
+    "validate_topic_configs",
+]
 
 T = ConfigType
 _INF = 2**63 - 1
@@ -45,6 +51,23 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
 
 _BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
 
+# topic config -> the broker configs its default comes from, in Kafka's precedence order
+# (the first one set wins; e.g. log.retention.ms over .minutes over .hours).
+TOPIC_DEFAULT_SYNONYMS: dict[str, tuple[str, ...]] = {
+    **{name: (source,) for name, source in TOPIC_DEFAULT_SOURCES.items()},
+    "retention.ms": ("log.retention.ms", "log.retention.minutes", "log.retention.hours"),
+    "segment.ms": ("log.roll.ms", "log.roll.hours"),
+    "flush.ms": ("log.flush.interval.ms", "log.flush.scheduler.interval.ms"),
+}
+
+
+def broker_synonyms(broker_config: str) -> tuple[str, ...]:
+    """A broker config and the lower-precedence configs that stand in for it (Kafka order)."""
+    for synonyms in TOPIC_DEFAULT_SYNONYMS.values():
+        if broker_config in synonyms:
+            return synonyms[synonyms.index(broker_config):]
+    return (broker_config,)
+
 
 def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, object]:
     """Parse and validate explicit topic configs; raises ConfigError (INVALID_CONFIG)."""
@@ -64,7 +87,12 @@ class TopicConfig:
 
     def __init__(self, broker: BrokerConfig, explicit: Mapping[str, object]) -> None:
         self._broker = broker
-        self.explicit: dict[str, object] = dict(explicit)
+        # Explicit values arrive as the strings clients sent (the registry keeps them so);
+        # parse them once so that get_int/get_bool see typed values.
+        self.explicit: dict[str, object] = {
+            name: _BY_NAME[name].parse(raw) if name in _BY_NAME else raw
+            for name, raw in explicit.items()
+        }
 
     @staticmethod
     def definitions() -> tuple[ConfigDef, ...]:
@@ -74,9 +102,9 @@ class TopicConfig:
         """DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG."""
         if name in self.explicit:
             return "DYNAMIC_TOPIC_CONFIG"
-        source = TOPIC_DEFAULT_SOURCES.get(name)
-        if source and self._broker.is_explicit(source):
-            return "STATIC_BROKER_CONFIG"
+        for source in TOPIC_DEFAULT_SYNONYMS.get(name, ()):
+            if self._broker.is_explicit(source):
+                return "STATIC_BROKER_CONFIG"
         return "DEFAULT_CONFIG"
 
     def get(self, name: str) -> object:

@@ -52,11 +52,15 @@ class MemoryLog:
     def size_in_bytes(self) -> int:
         return self._size
 
-    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+    def append(
+        self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
+    ) -> None:
         if not headers:
             return
         if headers[0].base_offset < self._log_end_offset:
-            raise ValueError(f"append at {headers[0].base_offset} below log end {self._log_end_offset}")
+            raise ValueError(
+                f"append at {headers[0].base_offset} below log end {self._log_end_offset}"
+            )
         view = memoryview(records)
         for h in headers:
             data = bytes(view[h.position : h.position + h.size])
@@ -73,7 +77,9 @@ class MemoryLog:
             return 0
         return i if self._headers[i].last_offset >= offset else i + 1
 
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> FetchDataInfo:
         if offset < self._log_start_offset or offset > self._log_end_offset:
             raise OffsetOutOfRangeError(offset, self._log_start_offset, self._log_end_offset)
         buffers: list[bytes | memoryview] = []
@@ -225,4 +231,3 @@ class MemoryStorageEngine:
 @hookimpl
 def pydmq_register_storage_engines() -> list[StorageEngineSpec]:
     return [StorageEngineSpec("memory", MemoryStorageEngine, "batches in RAM; nothing persists")]
-

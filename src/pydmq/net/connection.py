@@ -13,7 +13,7 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeAlias
+from typing import TypeAlias, cast
 
 __all__ = ["CloseConnection", "Dispatch", "KafkaConnection", "Outcome"]
 
@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 Buffers: TypeAlias = Sequence[bytes | bytearray | memoryview]
 # A dispatch outcome: buffers to write (size prefix included), None for no response, or an
 # awaitable of either.
-Outcome: TypeAlias = "Buffers | None | Awaitable[Buffers | None]"
+Outcome: TypeAlias = "Buffers | Awaitable[Buffers | None] | None"
 
 
 class CloseConnection(Exception):
@@ -131,7 +131,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if size < 0 or size > self._max_request_size:
                 log.info(
                     "closing connection %s from %s:%s: request size %d outside [0, %d]",
-                    self.connection_id, self.client_host, self.client_port, size,
+                    self.connection_id,
+                    self.client_host,
+                    self.client_port,
+                    size,
                     self._max_request_size,
                 )
                 self.close()
@@ -167,7 +170,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         if outcome is None or isinstance(outcome, list | tuple):
             self._write(outcome)
             return
-        self._pending = asyncio.ensure_future(outcome)
+        self._pending = asyncio.ensure_future(cast("Awaitable[Buffers | None]", outcome))
         self._pending.add_done_callback(self._pending_done)
 
     def _pending_done(self, future: asyncio.Future[Buffers | None]) -> None:

@@ -55,7 +55,9 @@ class PluginHost:
         for specs in self._pm.hook.pydmq_register_storage_engines():
             for spec in specs:
                 if spec.name in engines:
-                    raise DuplicateRegistrationError(f"storage engine {spec.name!r} registered twice")
+                    raise DuplicateRegistrationError(
+                        f"storage engine {spec.name!r} registered twice"
+                    )
                 engines[spec.name] = spec
         return engines
 
@@ -82,4 +84,3 @@ class PluginHost:
 
     def on_topic_deleted(self, topic: str, topic_id: str) -> None:
         self._pm.hook.pydmq_on_topic_deleted(topic=topic, topic_id=topic_id)
-

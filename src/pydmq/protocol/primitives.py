@@ -60,13 +60,15 @@ class Reader:
     __slots__ = ("buf", "end", "pos")
 
     def __init__(self, buf: Buffer, pos: int = 0, end: int | None = None) -> None:
-        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
-        if mv.format != "B" or mv.ndim != 1:
-            mv = mv.cast("B")
+        if isinstance(buf, memoryview):
+            mv = buf if buf.format == "B" and buf.ndim == 1 else buf.cast("B")
+        else:
+            mv = memoryview(buf)
         self.buf: memoryview = mv
         self.pos = pos
-        self.end = len(mv) if end is None else end
-        if not 0 <= pos <= self.end <= len(mv):
+        size = len(mv)
+        self.end = size if end is None else end
+        if pos < 0 or pos > self.end or self.end > size:
             raise MalformedFrameError("reader bounds outside the buffer")
 
     @property

@@ -50,7 +50,9 @@ class ReplicaManager:
             if spec is None:
                 known = ", ".join(sorted(self._engine_specs)) or "none"
                 raise UnknownEngineError(f"unknown storage engine {name!r} (registered: {known})")
-            data_dir = self.config.log_dir if name == "segment" else self.config.log_dir / f"engine-{name}"
+            data_dir = (
+                self.config.log_dir if name == "segment" else self.config.log_dir / f"engine-{name}"
+            )
             data_dir.mkdir(parents=True, exist_ok=True)
             engine = spec.factory(str(data_dir), {})
             self._engines[name] = engine

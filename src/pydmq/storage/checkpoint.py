@@ -29,7 +29,9 @@ def fsync_dir(path: str) -> None:
         os.close(fd)
 
 
-def write_atomically(path: str, data: bytes | bytearray | memoryview, *, durable: bool = True) -> None:
+def write_atomically(
+    path: str, data: bytes | bytearray | memoryview, *, durable: bool = True
+) -> None:
     """Replace ``path`` with ``data`` atomically; with ``durable`` the result survives a crash."""
     tmp = path + _TMP_SUFFIX
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import struct
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydmq.producers.state import ProducerStateManager
@@ -106,11 +105,13 @@ class UnifiedLog:
         state = self.producer_state
         if len(headers) == 1 and headers[0].producer_id >= 0:
             check = state.check_and_prepare(headers[0], now_ms)
+            if check.duplicate_of is not None:
+                dup = check.duplicate_of
+                return LogAppendInfo(
+                    dup.first_offset, dup.last_offset, -1, self.log_start_offset, duplicate=True
+                )
             if check.error_code:
                 raise LogAppendError(check.error_code, check.message)
-            if check.duplicate is not None:
-                first, last = check.duplicate
-                return LogAppendInfo(first, last, -1, self.log_start_offset, duplicate=True)
         base = self.engine_log.log_end_offset
         offset = base
         append_time = -1
@@ -120,9 +121,7 @@ class UnifiedLog:
                 append_time = now_ms
                 set_log_append_time(records, header, now_ms)
             offset += header.last_offset_delta + 1
-        shifted = [
-            parse_batch_header(records, h.position) for h in headers
-        ]
+        shifted = [parse_batch_header(records, h.position) for h in headers]
         self.maybe_assign_epoch_start_offset(leader_epoch, base)
         self.engine_log.append(records, shifted)
         for header in shifted:
@@ -172,7 +171,9 @@ class UnifiedLog:
         return headers
 
     # -- reads -----------------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> FetchDataInfo:
         if offset < self.log_start_offset or offset > self.log_end_offset:
             raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
         if offset >= max_offset:
@@ -191,10 +192,16 @@ class UnifiedLog:
         buf = self._batch_bytes(candidate.offset)
         header = parse_batch_header(buf, 0)
         if header.is_log_append_time:
-            return TimestampAndOffset(header.max_timestamp, max(header.base_offset, self.log_start_offset), header.partition_leader_epoch)
+            return TimestampAndOffset(
+                header.max_timestamp,
+                max(header.base_offset, self.log_start_offset),
+                header.partition_leader_epoch,
+            )
         for record in decode_records(buf, header):
             if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                return TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+                return TimestampAndOffset(
+                    record.timestamp, record.offset, header.partition_leader_epoch
+                )
         return candidate
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
@@ -205,11 +212,15 @@ class UnifiedLog:
         buf = self._batch_bytes(candidate.offset)
         header = parse_batch_header(buf, 0)
         if header.is_log_append_time:
-            return TimestampAndOffset(header.max_timestamp, header.last_offset, header.partition_leader_epoch)
+            return TimestampAndOffset(
+                header.max_timestamp, header.last_offset, header.partition_leader_epoch
+            )
         best: TimestampAndOffset | None = None
         for record in decode_records(buf, header):
             if best is None or record.timestamp > best.timestamp:
-                best = TimestampAndOffset(record.timestamp, record.offset, header.partition_leader_epoch)
+                best = TimestampAndOffset(
+                    record.timestamp, record.offset, header.partition_leader_epoch
+                )
         return best or candidate
 
     # -- leader epochs ---------------------------------------------------------------
@@ -224,7 +235,7 @@ class UnifiedLog:
         Returns (-1, -1) when the epoch is older than anything known.
         """
         if not self.leader_epochs:
-            return (-1, -1) if epoch >= 0 else (-1, -1)
+            return -1, -1
         if epoch == self.leader_epochs[-1][0]:
             return epoch, self.log_end_offset
         found = -1
@@ -260,9 +271,7 @@ class UnifiedLog:
         self.producer_state.rebuild_from(self.engine_log.batch_headers(start))
 
     def take_producer_snapshot(self) -> None:
-        self.engine_log.write_checkpoint(
-            _PRODUCER_SNAPSHOT, self.producer_state.snapshot(self.log_end_offset)
-        )
+        self.engine_log.write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
 
     # -- high watermark --------------------------------------------------------------
     def _load_high_watermark(self) -> int:
@@ -313,5 +322,3 @@ class UnifiedLog:
         self.checkpoint_high_watermark()
         self.engine_log.flush()
         self.engine_log.close()
-
-

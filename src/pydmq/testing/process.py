@@ -50,9 +50,14 @@ class BrokerProcess:
 
     def command(self) -> list[str]:
         cmd = [
-            sys.executable, "-m", "pydmq", "serve",
-            "--listeners", f"PLAINTEXT://{self.host}:{self.port}",
-            "--log-dirs", str(self.data_dir),
+            sys.executable,
+            "-m",
+            "pydmq",
+            "serve",
+            "--listeners",
+            f"PLAINTEXT://{self.host}:{self.port}",
+            "--log-dirs",
+            str(self.data_dir),
         ]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]
@@ -62,7 +67,10 @@ class BrokerProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
         self.process = subprocess.Popen(
-            self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            self.command(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         log.close()

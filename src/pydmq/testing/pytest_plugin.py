@@ -52,9 +52,7 @@ def pydmq_bootstrap(pydmq_broker: EmbeddedBroker) -> str:
 
 
 @pytest.fixture
-def pydmq_broker_process(
-    request: pytest.FixtureRequest, tmp_path: Path
-) -> Iterator[BrokerProcess]:
+def pydmq_broker_process(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[BrokerProcess]:
     process = BrokerProcess(tmp_path / "pydmq-data", overrides=_overrides(request))
     process.start()
     try:

@@ -42,7 +42,9 @@ def _xerial(data: bytes, block: int = 32 * 1024, *, little_endian_header: bool =
 
 @pytest.mark.parametrize("codec", CODECS)
 @pytest.mark.parametrize(
-    "data", [b"", b"x", b"hello kafka " * 1000, os.urandom(70_000)], ids=["empty", "1", "text", "random"]
+    "data",
+    [b"", b"x", b"hello kafka " * 1000, os.urandom(70_000)],
+    ids=["empty", "1", "text", "random"],
 )
 def test_round_trip(codec: int, data: bytes) -> None:
     packed = compress(codec, data)
@@ -155,10 +157,10 @@ def test_snappy_declared_length_checked_before_decompressing() -> None:
 
 
 def test_lz4_frame_with_content_size_checked_first() -> None:
-    import lz4.frame
+    lz4_frame = pytest.importorskip("lz4.frame")
 
     data = b"lz4 " * 10_000
-    framed = lz4.frame.compress(data, store_size=True, block_linked=False)
+    framed = lz4_frame.compress(data, store_size=True, block_linked=False)
     assert compression._lz4_content_size(framed) == len(data)
     assert decompress(LZ4, framed, len(data)) == data
     with pytest.raises(CompressionError, match="declare"):
@@ -166,12 +168,12 @@ def test_lz4_frame_with_content_size_checked_first() -> None:
 
 
 def test_lz4_linked_blocks_and_checksums_decode() -> None:
-    import lz4.frame
+    lz4_frame = pytest.importorskip("lz4.frame")
 
     data = os.urandom(200) * 2000
     for linked in (True, False):
         for checksum in (True, False):
-            framed = lz4.frame.compress(
+            framed = lz4_frame.compress(
                 data, block_linked=linked, content_checksum=checksum, store_size=False
             )
             assert decompress(LZ4, framed, len(data)) == data
@@ -185,7 +187,7 @@ def test_lz4_we_write_independent_blocks() -> None:
 
 
 def test_zstd_content_size_parsing_and_streaming_frames() -> None:
-    import zstandard
+    zstandard = pytest.importorskip("zstandard")
 
     data = b"zstd " * 50_000
     with_size = zstandard.ZstdCompressor(write_content_size=True).compress(data)
@@ -213,7 +215,7 @@ def test_zstd_declared_size_that_lies_is_still_bounded() -> None:
 
 def test_growth_path_when_size_unknown() -> None:
     # Highly compressible data and no declared size: the buffer grows until it fits.
-    import zstandard
+    zstandard = pytest.importorskip("zstandard")
 
     data = bytes(5 * MIB)
     packed = zstandard.ZstdCompressor(write_content_size=False).compress(data)
@@ -254,3 +256,18 @@ def test_none_codec_bounded() -> None:
 def test_zlib_raw_stream_is_not_gzip() -> None:
     with pytest.raises(CompressionError):
         decompress(GZIP, zlib.compress(b"zlib wrapper, not gzip"), 1000)
+
+
+def test_zstd_bomb_without_declared_size() -> None:
+    zstandard = pytest.importorskip("zstandard")
+    bomb = zstandard.ZstdCompressor(write_content_size=False).compress(bytes(64 * MIB))
+    assert compression._zstd_content_size(bomb) is None
+    with pytest.raises(CompressionError, match="limit"):
+        decompress(ZSTD, bomb, MIB)
+
+
+def test_lz4_bomb_without_declared_size() -> None:
+    bomb = compress(LZ4, bytes(64 * MIB))
+    assert compression._lz4_content_size(bomb) is None
+    with pytest.raises(CompressionError, match="limit"):
+        decompress(LZ4, bomb, MIB)

@@ -57,7 +57,7 @@ def test_kio_oracle_round_trip(key: int, version: int, kind: str) -> None:
     write = entity_writer(kio_cls)
 
     @settings(
-        max_examples=3,
+        max_examples=2,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import time
 
@@ -294,10 +295,8 @@ def test_decompression_budget_applies() -> None:
 @settings(max_examples=300, deadline=None)
 def test_fuzz_payload_never_crashes(payload: bytes, count: int) -> None:
     data = _uncompressed_with_payload(payload, count)
-    try:
+    with contextlib.suppress(CorruptRecordError):
         decode_records(data, parse_batch_header(data))
-    except CorruptRecordError:
-        pass
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
@@ -310,7 +309,26 @@ def test_fuzz_compressed_payload_never_crashes(codec: int, junk: bytes) -> None:
     buf = template[:BATCH_HEADER_SIZE] + junk
     struct.pack_into(">i", buf, 8, len(buf) - 12)
     struct.pack_into(">I", buf, 17, crc32c(memoryview(buf)[21:]))
-    try:
+    with contextlib.suppress(CorruptRecordError):
         decode_records(buf, parse_batch_header(buf))
-    except CorruptRecordError:
-        pass
+
+
+# -- framing (parse_batch_header and friends) ----------------------------------------------------
+
+
+def test_parse_batch_header_framing_errors() -> None:
+    from pydmq.protocol.records import read_frame_length
+
+    data = build_batch([SimpleRecord(None, b"v", (), 0)])
+    with pytest.raises(CorruptRecordError, match="shorter"):
+        parse_batch_header(data[:60])
+    with pytest.raises(CorruptRecordError, match="magic"):
+        parse_batch_header(data[:16] + b"\x01" + data[17:])
+    with pytest.raises(CorruptRecordError, match="below"):
+        parse_batch_header(data[:8] + struct.pack(">i", 10) + data[12:])
+    with pytest.raises(CorruptRecordError, match="past the end"):
+        parse_batch_header(data[:-1])
+    with pytest.raises(CorruptRecordError, match="shorter"):
+        list(iter_batch_headers(data + data[:30]))  # torn tail
+    assert read_frame_length(data, 0) == (0, len(data))
+    assert read_frame_length(data[:11], 0) is None

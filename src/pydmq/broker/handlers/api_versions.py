@@ -1,4 +1,4 @@
-"""ApiVersions (key 18), v0–v4.
+"""ApiVersions (key 18), v0-v4.
 
 Derived from the registered handlers: every key is advertised with exactly the version range
 its handler declares. v3+ requests carry the client's software name/version (validated like

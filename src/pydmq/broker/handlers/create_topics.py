@@ -1,4 +1,4 @@
-"""CreateTopics (key 19), v2–v7.
+"""CreateTopics (key 19), v2-v7.
 
 Validation as Kafka: legal names, no '.'/'_' collisions, partitions and replication factor
 (-1 = broker default; more replicas than live brokers -> INVALID_REPLICATION_FACTOR), manual
@@ -23,7 +23,7 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 
-__all__ = ["HANDLER", "CONFIG_SOURCES"]
+__all__ = ["CONFIG_SOURCES", "HANDLER"]
 
 CONFIG_SOURCES = {
     "UNKNOWN": 0,

@@ -1,4 +1,4 @@
-"""DeleteTopics (key 20), v1–v6.
+"""DeleteTopics (key 20), v1-v6.
 
 By name (all versions) or by topic id (v6+; UNKNOWN_TOPIC_ID). Unknown names get
 UNKNOWN_TOPIC_OR_PARTITION; ``delete.topic.enable=false`` gives TOPIC_DELETION_DISABLED.

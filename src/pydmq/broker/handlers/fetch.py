@@ -1,4 +1,4 @@
-"""Fetch (key 1), v4–v17.
+"""Fetch (key 1), v4-v17.
 
 Long poll: when fewer than ``min_bytes`` are available the request waits up to ``max_wait``
 and is woken by appends to any partition it reads. Fetch sessions (KIP-227) from v7: see
@@ -35,6 +35,7 @@ from pydmq.protocol.messages.fetch import (
     FetchResponse,
     PartitionData,
 )
+from pydmq.protocol.scatter import RecordsView
 from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
 
 __all__ = ["HANDLER"]
@@ -97,10 +98,7 @@ def _apply_to_session(
             cached.partition_max_bytes = target.partition_max_bytes
             cached.current_leader_epoch = target.current_leader_epoch
     for forgotten in request.forgotten_topics_data:
-        if version >= 13:
-            name = str(forgotten.topic_id)
-        else:
-            name = forgotten.topic
+        name = str(forgotten.topic_id) if version >= 13 else forgotten.topic
         for index in forgotten.partitions:
             session.partitions.pop((name, index), None)
     result: list[_Target] = []
@@ -187,7 +185,7 @@ class _FetchPlan:
                 has_error = True
                 continue
             if info.size:
-                data.records = b"".join(info.buffers) if len(info.buffers) != 1 else info.buffers[0]
+                data.records = RecordsView(info.buffers, info.size)  # type: ignore[assignment]
                 total += info.size
                 remaining = max(0, remaining - info.size)
             else:

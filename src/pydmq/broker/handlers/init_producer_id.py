@@ -1,4 +1,4 @@
-"""InitProducerId (key 22), v0–v5.
+"""InitProducerId (key 22), v0-v5.
 
 Idempotent producers (no transactional id) get a fresh producer id with epoch 0, as Kafka does
 even when they send their current id/epoch (v3+, KIP-360). Producer ids are never reused across

@@ -1,4 +1,4 @@
-"""ListOffsets (key 2), v1–v10.
+"""ListOffsets (key 2), v1-v10.
 
 Timestamps: -1 latest (the high watermark = log end on one node; the last stable offset for
 read_committed), -2 earliest (log start offset), -3 max timestamp (v7+, KIP-734: the record

@@ -1,7 +1,7 @@
-"""Metadata (key 3), v0–v13.
+"""Metadata (key 3), v0-v13.
 
 Topics null (v1+) or empty (v0) means all topics. Auto-creation happens when the request allows
-it (v4+ flag; always for v0–v3), ``auto.create.topics.enable`` is true and the name is legal;
+it (v4+ flag; always for v0-v3), ``auto.create.topics.enable`` is true and the name is legal;
 an illegal name gets INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 Topic ids from v10 (lookup by id from v12: UNKNOWN_TOPIC_ID). Leader epochs from v7.
 """

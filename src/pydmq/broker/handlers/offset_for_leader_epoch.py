@@ -1,4 +1,4 @@
-"""OffsetForLeaderEpoch (key 23), v2–v4.
+"""OffsetForLeaderEpoch (key 23), v2-v4.
 
 For each partition: the largest epoch <= the requested one and its end offset (the start of the
 next epoch, or the log end offset for the current epoch); UNDEFINED (-1, -1) for an epoch older

@@ -1,4 +1,4 @@
-"""Produce (key 0), v3–v12.
+"""Produce (key 0), v3-v12.
 
 Each partition's record set is validated and appended as it arrived (offsets patched in place,
 CRC untouched). acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); acks=0 gets no response.

@@ -51,8 +51,12 @@ class SegmentStorageEngine:
         if log is not None and not log.closed:
             return log
         log = SegmentLog(
-            tp, self._log_dir(tp), config, self.index,
-            read_mode=self._read_mode, index_flush_ms=self._index_flush_ms,
+            tp,
+            self._log_dir(tp),
+            config,
+            self.index,
+            read_mode=self._read_mode,
+            index_flush_ms=self._index_flush_ms,
         )
         self._logs[tp] = log
         return log

@@ -215,9 +215,9 @@ class LogIndex:
         with self._env.begin(db=self._offset_db) as txn:
             cursor = txn.cursor()
             found = cursor.set_range(key)
-            if not (found and cursor.key() == key):
-                if not (cursor.prev() if found else cursor.last()):
-                    return None
+            exact = found and cursor.key() == key
+            if not exact and not (cursor.prev() if found else cursor.last()):
+                return None
             k = cursor.key()
             if not k.startswith(prefix):
                 return None
@@ -246,7 +246,9 @@ class LogIndex:
                 for key, value in cursor:
                     if not key.startswith(prefix):
                         break
-                    out.append((_OFFSET.unpack_from(key, len(prefix))[0], _POSITION.unpack(value)[0]))
+                    out.append(
+                        (_OFFSET.unpack_from(key, len(prefix))[0], _POSITION.unpack(value)[0])
+                    )
         return out
 
     def sync(self) -> None:

@@ -76,8 +76,12 @@ class LogLoader:
             if m:
                 bases.append(int(m.group(1)))
         bases.sort()
-        checkpointed_start = read_offset_checkpoint(os.path.join(self._dir, LOG_START_OFFSET_CHECKPOINT))
-        recovery_point = read_offset_checkpoint(os.path.join(self._dir, RECOVERY_POINT_CHECKPOINT)) or 0
+        checkpointed_start = read_offset_checkpoint(
+            os.path.join(self._dir, LOG_START_OFFSET_CHECKPOINT)
+        )
+        recovery_point = (
+            read_offset_checkpoint(os.path.join(self._dir, RECOVERY_POINT_CHECKPOINT)) or 0
+        )
 
         metas = self._index.segment_metas(self._tp)
         for stale in set(metas) - set(bases):
@@ -90,7 +94,9 @@ class LogLoader:
             path = os.path.join(self._dir, f"{base:020d}.log")
             file_size = os.path.getsize(path)
             meta = metas.get(base)
-            trusted = meta is not None and meta.size == file_size and meta.next_offset <= recovery_point
+            trusted = (
+                meta is not None and meta.size == file_size and meta.next_offset <= recovery_point
+            )
             segment = self._segment(base, meta if trusted else None)
             if trusted and not self._index_consistent(segment):
                 trusted = False
@@ -104,7 +110,9 @@ class LogLoader:
                     segments.add(segment)
                     self._write_index(segment)
                     for later in bases[i + 1 :]:  # everything after a corrupt batch is lost
-                        truncated_bytes += os.path.getsize(os.path.join(self._dir, f"{later:020d}.log"))
+                        truncated_bytes += os.path.getsize(
+                            os.path.join(self._dir, f"{later:020d}.log")
+                        )
                         LogSegment(self._dir, self._tp, later, self._index, 1).delete()
                     break
                 self._write_index(segment)

@@ -93,7 +93,9 @@ class SegmentLog:
 
     # -- append ------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+    def append(
+        self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
+    ) -> None:
         if not headers:
             return
         active = self._segments.last
@@ -122,7 +124,11 @@ class SegmentLog:
         old = self._segments.last
         old.active = False
         segment = LogSegment(
-            self.dir, self.tp, base_offset, self._index, self.config.index_interval_bytes,
+            self.dir,
+            self.tp,
+            base_offset,
+            self._index,
+            self.config.index_interval_bytes,
             read_mode=self._read_mode,
         )
         segment.active = True
@@ -155,7 +161,9 @@ class SegmentLog:
 
     # -- read ----------------------------------------------------------------------------
 
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> FetchDataInfo:
         end = self._segments.last.next_offset
         if offset < self._log_start_offset or offset > end:
             raise OffsetOutOfRangeError(offset, self._log_start_offset, end)
@@ -175,7 +183,9 @@ class SegmentLog:
                 if segment.is_empty:
                     continue
                 position = 0
-            buf, next_offset = segment.read(position, max_bytes - size, max_offset, min_one_batch and not buffers)
+            buf, next_offset = segment.read(
+                position, max_bytes - size, max_offset, min_one_batch and not buffers
+            )
             if next_offset < 0:
                 break
             buffers.append(buf)
@@ -204,7 +214,9 @@ class SegmentLog:
                 found = segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
                 if found is not None:
                     return TimestampAndOffset(
-                        found.timestamp, max(found.offset, self._log_start_offset), found.leader_epoch
+                        found.timestamp,
+                        max(found.offset, self._log_start_offset),
+                        found.leader_epoch,
                     )
         return None
 
@@ -217,8 +229,12 @@ class SegmentLog:
             if segment.base_offset < start and segment.offset_of_max_timestamp < start:
                 # DeleteRecords left batches below log start in this segment: skip them.
                 for h in segment.headers(0):
-                    if h.last_offset >= start and (best is None or h.max_timestamp > best.timestamp):
-                        best = TimestampAndOffset(h.max_timestamp, max(h.base_offset, start), h.partition_leader_epoch)
+                    if h.last_offset >= start and (
+                        best is None or h.max_timestamp > best.timestamp
+                    ):
+                        best = TimestampAndOffset(
+                            h.max_timestamp, max(h.base_offset, start), h.partition_leader_epoch
+                        )
                 continue
             best = TimestampAndOffset(
                 segment.max_timestamp,
@@ -236,15 +252,16 @@ class SegmentLog:
             self.truncate_fully_and_start_at(offset)
             return
         for segment in reversed(list(self._segments)):
-            if segment.base_offset >= offset:
+            if segment.base_offset > offset:
                 self._delete_segment(segment)
-        if not len(self._segments):
+        last = self._segments.last  # the floor of ``offset``: log start <= offset
+        self._size -= last.truncate_to(offset)
+        last.active = True
+        if last.next_offset < offset:
+            # ``offset`` follows a gap (compacted log): an empty segment keeps the log end there.
+            last.active = False
             self._new_active(offset)
-        else:
-            last = self._segments.last
-            self._size -= last.truncate_to(offset)
-            last.active = True
-            self._write_index()
+        self._write_index()
         self._unflushed = [s for s in self._unflushed if s in self._segments]
         if self.recovery_point > self.log_end_offset:
             self.recovery_point = self.log_end_offset
@@ -262,7 +279,11 @@ class SegmentLog:
 
     def _new_active(self, base_offset: int) -> None:
         segment = LogSegment(
-            self.dir, self.tp, base_offset, self._index, self.config.index_interval_bytes,
+            self.dir,
+            self.tp,
+            base_offset,
+            self._index,
+            self.config.index_interval_bytes,
             read_mode=self._read_mode,
         )
         segment.active = True
@@ -272,6 +293,8 @@ class SegmentLog:
     def _delete_segment(self, segment: LogSegment) -> None:
         self._segments.remove(segment.base_offset)
         self._size -= segment.size
+        if segment in self._unflushed:
+            self._unflushed.remove(segment)
         segment.delete()
 
     def _delete_prefix(self, count: int) -> int:
@@ -337,7 +360,9 @@ class SegmentLog:
         self._last_flush = time.monotonic()
 
     def _write_recovery_point(self) -> None:
-        write_offset_checkpoint(os.path.join(self.dir, RECOVERY_POINT_CHECKPOINT), self.recovery_point)
+        write_offset_checkpoint(
+            os.path.join(self.dir, RECOVERY_POINT_CHECKPOINT), self.recovery_point
+        )
 
     def flush(self) -> None:
         self._flush_segments()

@@ -4,16 +4,19 @@ Owned by its :class:`~pydmq.engines.segment.log.SegmentLog` (the broker's event 
 
 Reads of closed segments are memoryviews of an mmap of the file (zero copy). The active segment
 is read with ``os.pread`` into a bytes object by default: measured faster than re-mapping the
-growing file for the small tail reads consumers do (see ``benchmarks/segment_append_read.py``),
+growing file for the small tail reads consumers do (``python -m pydmq.engines.segment.bench``:
+about 25-30 us against 45-100 us for a 16 KB tail read on the 2-core VM),
 and it never exposes pages that a truncation could take away. ``read_mode="mmap"`` re-maps the
 active file when a read needs bytes beyond the current mapping.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import struct
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
@@ -28,6 +31,7 @@ _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
 _LOG_OVERHEAD = 12
 NO_TIMESTAMP = -1
+_MAX_POSITION = 1 << 64
 
 
 def segment_file_name(base_offset: int) -> str:
@@ -96,7 +100,9 @@ class LogSegment:
         self.active = False
         self.meta_dirty = True
         if meta is None:
-            meta = SegmentMeta(os.fstat(self._fd).st_size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0)
+            meta = SegmentMeta(
+                os.fstat(self._fd).st_size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0
+            )
         self.size = meta.size
         self.next_offset = meta.next_offset
         self.max_timestamp = meta.max_timestamp
@@ -140,7 +146,9 @@ class LogSegment:
 
     # -- writes --------------------------------------------------------------------------
 
-    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+    def append(
+        self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
+    ) -> None:
         """Append whole batches with one write; index every ``index.interval.bytes``."""
         start = self.size
         view = memoryview(records)
@@ -187,16 +195,14 @@ class LogSegment:
         return memoryview(self._mmap)[start:end]
 
     def header_at(self, position: int) -> BatchHeader:
-        return header_from(self._bytes(position, min(self.size, position + BATCH_HEADER_SIZE)), 0, position)
+        return header_from(
+            self._bytes(position, min(self.size, position + BATCH_HEADER_SIZE)), 0, position
+        )
 
     def _start_position(self, offset: int) -> int:
-        if self._pending_offsets and self._pending_offsets[0][0] <= offset:
-            best = 0
-            for o, p in self._pending_offsets:  # short list: flushed every few hundred ms
-                if o > offset:
-                    break
-                best = p
-            return best
+        pending = self._pending_offsets
+        if pending and pending[0][0] <= offset:
+            return pending[bisect_right(pending, (offset, _MAX_POSITION)) - 1][1]
         entry = self._index.floor_offset(self.prefix, offset)
         return 0 if entry is None else entry[1]
 
@@ -212,7 +218,9 @@ class LogSegment:
             position += h.size
         return None
 
-    def read(self, position: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> tuple[bytes | memoryview, int]:
+    def read(
+        self, position: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> tuple[bytes | memoryview, int]:
         """Whole batches from ``position``: (buffer, next offset after the last one returned)."""
         end = self.size
         if max_offset >= self.next_offset and end - position <= max_bytes:
@@ -244,15 +252,18 @@ class LogSegment:
             yield h
             position += h.size
 
-    def find_offset_by_timestamp(self, timestamp: int, min_offset: int = 0) -> TimestampAndOffset | None:
+    def find_offset_by_timestamp(
+        self, timestamp: int, min_offset: int = 0
+    ) -> TimestampAndOffset | None:
         """The first batch of this segment ending at or after ``min_offset`` whose max
         timestamp is >= ``timestamp``."""
         if self.max_timestamp < timestamp:
             return None
         position = 0
-        pending = [p for t, _, p in self._pending_times if t < timestamp]
-        if pending:
-            position = pending[-1]
+        times = self._pending_times
+        i = bisect_right(times, (timestamp, -1, -1))  # entries are sorted: timestamps only grow
+        if i:
+            position = times[i - 1][2]
         else:
             found = self._index.floor_time_below(self.prefix, timestamp)
             if found is not None:
@@ -288,21 +299,24 @@ class LogSegment:
         valid = 0
         expected = self.base_offset
         if file_size:
-            with mmap.mmap(self._fd, file_size, access=mmap.ACCESS_READ) as mm:
-                good: list[BatchHeader] = []
+            good: list[BatchHeader] = []
+            with (
+                mmap.mmap(self._fd, file_size, access=mmap.ACCESS_READ) as mm,
+                memoryview(mm) as view,
+            ):
                 while valid < file_size:
                     try:
-                        h = header_from(mm, valid, valid)
+                        h = header_from(view, valid, valid)
                         if valid + h.size > file_size or h.base_offset < expected:
                             break
                         if validate:
-                            validate_crc(mm, h)
+                            validate_crc(view, h)
                     except CorruptRecordError:
                         break
                     good.append(h)
                     valid += h.size
                     expected = h.next_offset
-                self._track(good, 0)
+            self._track(good, 0)
         truncated = valid < file_size
         if truncated:
             os.ftruncate(self._fd, valid)
@@ -323,7 +337,7 @@ class LogSegment:
         else:
             os.ftruncate(self._fd, position)
         self.size = position
-        self._index.truncate_segment(self.prefix, offset)
+        self._index.truncate_segment(self.prefix, h.base_offset)
         # Recompute tracking over the retained bytes (truncation is rare).
         retained = list(self.headers(0))
         self.reset_tracking()
@@ -346,10 +360,9 @@ class LogSegment:
 
     def _drop_mmap(self) -> None:
         if self._mmap is not None:
-            try:
+            # Views still exported (an in-flight fetch) keep the map alive until released.
+            with contextlib.suppress(BufferError):
                 self._mmap.close()
-            except BufferError:
-                pass  # views still exported (in-flight fetch); freed when they are released
             self._mmap = None
             self._mmap_size = 0
 
@@ -363,7 +376,5 @@ class LogSegment:
         """Close and unlink; views handed out earlier stay valid (the inode lives on)."""
         self.close()
         self._index.delete_segment(self.prefix)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
-        except FileNotFoundError:
-            pass

@@ -576,70 +576,105 @@ def emit_module(api: ApiSpec, kio_version: str) -> str:
 
 
 def emit_init(apis: list[ApiSpec], kio_version: str) -> str:
+    """The package index: version ranges inline, codec modules imported on first use.
+
+    Importing all message modules costs most of a second; a broker needs a handful, so
+    ``ApiSchema`` resolves its module lazily and start-up stays fast.
+    """
     out = Lines()
     out.lines.append(HEADER.format(kio=kio_version).rstrip("\n"))
     out.add()
     out.add("from __future__ import annotations")
     out.add()
+    out.add("import importlib")
     out.add("from collections.abc import Callable")
-    out.add("from dataclasses import dataclass")
+    out.add("from types import ModuleType")
     out.add("from typing import Any")
     out.add()
     out.add("from pydmq.protocol.primitives import Reader, Writer")
     out.add()
-    mods = sorted(a.name for a in apis)
-    for m in mods:
-        out.add(f"from . import {m}")
-    out.add()
     out.add('__all__ = ["API_SCHEMAS", "ApiSchema"]')
     out.add()
     out.add()
-    out.add("@dataclass(frozen=True, slots=True)")
     out.add("class ApiSchema:")
     out.indent()
-    out.add('"""Codec entry points and version range of one API key."""')
+    out.add('"""Version range of one API key and its codec entry points (module loaded lazily)."""')
     out.add()
-    for line in (
-        "api_key: int",
-        "name: str",
-        "min_version: int",
-        "max_version: int",
-        "flexible_min_version: int",
-        "request_type: type[Any]",
-        "response_type: type[Any]",
-        "decode_request: Callable[[Reader, int], Any]",
-        "encode_request: Callable[[Writer, Any, int], None]",
-        "decode_response: Callable[[Reader, int], Any]",
-        "encode_response: Callable[[Writer, Any, int], None]",
-    ):
-        out.add(line)
+    out.add(
+        '__slots__ = ("_module", "api_key", "flexible_min_version", "max_version", '
+        '"min_version", "module_name", "name", "request_root", "response_root")'
+    )
+    out.add()
+    out.add("def __init__(")
+    out.indent()
+    out.add("self,")
+    out.add("api_key: int,")
+    out.add("name: str,")
+    out.add("min_version: int,")
+    out.add("max_version: int,")
+    out.add("flexible_min_version: int,")
+    out.add("request_root: str,")
+    out.add("response_root: str,")
+    out.dedent()
+    out.add(") -> None:")
+    out.indent()
+    for attr in ("api_key", "name", "min_version", "max_version", "flexible_min_version",
+                 "request_root", "response_root"):
+        out.add(f"self.{attr} = {attr}")
+    out.add("self.module_name = name")
+    out.add("self._module: ModuleType | None = None")
+    out.dedent()
+    out.add()
+    out.add("@property")
+    out.add("def module(self) -> ModuleType:")
+    out.indent()
+    out.add("if self._module is None:")
+    out.indent()
+    out.add('self._module = importlib.import_module(f"{__name__}.{self.module_name}")')
+    out.dedent()
+    out.add("return self._module")
+    out.dedent()
     out.add()
     out.add("def is_flexible(self, version: int) -> bool:")
     out.indent()
     out.add("return version >= self.flexible_min_version")
     out.dedent()
+    for prop, kind in (
+        ("request_type", "type[Any]"),
+        ("response_type", "type[Any]"),
+    ):
+        root = prop.split("_")[0] + "_root"
+        out.add()
+        out.add("@property")
+        out.add(f"def {prop}(self) -> {kind}:")
+        out.indent()
+        out.add(f"cls: {kind} = getattr(self.module, self.{root})")
+        out.add("return cls")
+        out.dedent()
+    for prop, kind in (
+        ("decode_request", "Callable[[Reader, int], Any]"),
+        ("encode_request", "Callable[[Writer, Any, int], None]"),
+        ("decode_response", "Callable[[Reader, int], Any]"),
+        ("encode_response", "Callable[[Writer, Any, int], None]"),
+    ):
+        out.add()
+        out.add("@property")
+        out.add(f"def {prop}(self) -> {kind}:")
+        out.indent()
+        out.add(f"fn: {kind} = self.module.{prop}")
+        out.add("return fn")
+        out.dedent()
     out.dedent()
     out.add()
     out.add()
     out.add("API_SCHEMAS: dict[int, ApiSchema] = {")
     out.indent()
     for a in sorted(apis, key=lambda a: a.api_key):
-        m = a.name
-        out.add(f"{m}.API_KEY: ApiSchema(")
-        out.indent()
-        out.add(f"api_key={m}.API_KEY,")
-        out.add(f"name={m}.API_NAME,")
-        out.add(f"min_version={m}.REQUEST_MIN_VERSION,")
-        out.add(f"max_version={m}.REQUEST_MAX_VERSION,")
-        out.add(f"flexible_min_version={m}.FLEXIBLE_MIN_VERSION,")
-        out.add(f"request_type={m}.{a.request.root},")
-        out.add(f"response_type={m}.{a.response.root},")
-        out.add(f"decode_request={m}.decode_request,")
-        out.add(f"encode_request={m}.encode_request,")
-        out.add(f"decode_response={m}.decode_response,")
-        out.add(f"encode_response={m}.encode_response,")
-        out.dedent()
-        out.add("),")
+        out.add(
+            f"{a.api_key}: ApiSchema({a.api_key}, {a.name!r}, {a.min_version}, "
+            f"{a.max_version}, {a.flexible_min_version}, {a.request.root!r}, "
+            f"{a.response.root!r}),"
+        )
     out.dedent()
     out.add("}")
     return out.text()

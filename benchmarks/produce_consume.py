@@ -1,0 +1,238 @@
+"""Produce/consume benchmark driven by confluent-kafka (librdkafka), with same-run references.
+
+Starts a pydmq broker process (or uses --bootstrap), then for each record size and acks
+setting: produces N records to a fresh 1-partition topic as fast as librdkafka goes, reports
+records/s, MB/s and produce latency p50/p99 (delivery-report time minus enqueue time), then
+consumes them back and reports records/s and MB/s. In the same run it measures the raw
+loopback ceiling (a trivial socket sink) so figures compare by ratio on noisy machines, and
+the broker's start-up time and RSS (idle and after load).
+
+    python benchmarks/produce_consume.py                 # defaults: 1,000,000 x 100 B, 200,000 x 1 KB
+    python benchmarks/produce_consume.py --records 200000 --sizes 100 --acks 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import confluent_kafka as ck
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_broker(data_dir: str) -> tuple[subprocess.Popen[bytes], str, float]:
+    port = free_port()
+    env = {
+        **os.environ,
+        "MALLOC_MMAP_THRESHOLD_": "33554432",
+        "MALLOC_TRIM_THRESHOLD_": "134217728",
+    }
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pydmq",
+            "serve",
+            "--listeners",
+            f"PLAINTEXT://127.0.0.1:{port}",
+            "--log-dirs",
+            data_dir,
+            "--log-level",
+            "WARNING",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                break
+        except OSError:
+            if proc.poll() is not None or time.perf_counter() - started > 30:
+                raise RuntimeError("broker did not start") from None
+            time.sleep(0.005)
+    return proc, f"127.0.0.1:{port}", time.perf_counter() - started
+
+
+def loopback_ceiling(total_bytes: int = 2 * 1024**3, chunk: int = 1024 * 1024) -> float:
+    """MB/s a trivial Python socket sink reads over loopback."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    port = server.getsockname()[1]
+    received = 0
+
+    def sink() -> None:
+        nonlocal received
+        conn, _ = server.accept()
+        buf = bytearray(chunk)
+        while True:
+            n = conn.recv_into(buf)
+            if not n:
+                break
+            received += n
+        conn.close()
+
+    thread = threading.Thread(target=sink)
+    thread.start()
+    payload = b"x" * chunk
+    client = socket.create_connection(("127.0.0.1", port))
+    started = time.perf_counter()
+    sent = 0
+    while sent < total_bytes:
+        client.sendall(payload)
+        sent += chunk
+    client.close()
+    thread.join()
+    elapsed = time.perf_counter() - started
+    server.close()
+    return received / elapsed / 1e6
+
+
+def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> dict[str, float]:
+    rng = random.Random(42)
+    payloads = [rng.randbytes(size) for _ in range(64)]
+    producer = ck.Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 2_000_000,
+            "compression.type": "none",
+        }
+    )
+    latencies: list[float] = []
+    errors = 0
+
+    def count_errors(err: object, msg: ck.Message) -> None:
+        nonlocal errors
+        if err is not None:
+            errors += 1
+
+    def timed(stamp: float) -> object:
+        def report(err: object, msg: ck.Message) -> None:
+            count_errors(err, msg)
+            if err is None:
+                latencies.append(time.perf_counter() - stamp)
+
+        return report
+
+    producer.produce(topic, b"warmup")
+    producer.flush(30)
+    started = time.perf_counter()
+    for i in range(count):
+        callback = timed(time.perf_counter()) if i % 100 == 0 else count_errors
+        while True:
+            try:
+                producer.produce(topic, payloads[i & 63], on_delivery=callback)
+                break
+            except BufferError:
+                producer.poll(0.001)
+        if i % 10000 == 0:
+            producer.poll(0)
+    left = producer.flush(120)
+    elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "records_s": count / elapsed,
+        "mb_s": count * size / elapsed / 1e6,
+        "p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
+        "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000 if latencies else float("nan"),
+        "errors": errors + left,
+    }
+
+
+def consume(bootstrap: str, topic: str, count: int, size: int) -> dict[str, float]:
+    consumer = ck.Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"bench-{uuid.uuid4().hex[:6]}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "fetch.max.bytes": 52428800,
+            "max.partition.fetch.bytes": 10485760,
+            "queued.min.messages": 1000000,
+        }
+    )
+    consumer.assign([ck.TopicPartition(topic, 0, 1)])  # skip the warm-up record
+    seen = 0
+    started = time.perf_counter()
+    deadline = started + 120
+    while seen < count and time.perf_counter() < deadline:
+        for msg in consumer.consume(10000, 0.5):
+            if not msg.error():
+                seen += 1
+    elapsed = time.perf_counter() - started
+    consumer.close()
+    return {"records_s": seen / elapsed, "mb_s": seen * size / elapsed / 1e6, "seen": seen}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bootstrap", help="use a running broker instead of starting one")
+    parser.add_argument("--sizes", default="100,1024")
+    parser.add_argument("--records", type=int, default=0, help="records per run (default by size)")
+    parser.add_argument("--acks", default="1,all")
+    args = parser.parse_args()
+
+    print(f"loopback ceiling (Python socket sink): {loopback_ceiling():,.0f} MB/s")
+    with tempfile.TemporaryDirectory(prefix="pydmq-bench-") as data_dir:
+        proc = None
+        bootstrap = args.bootstrap
+        if bootstrap is None:
+            proc, bootstrap, startup = start_broker(data_dir)
+            time.sleep(0.5)
+            print(
+                f"broker start-up (exec to listening): {startup:.3f} s; idle RSS {rss_mb(proc.pid):.1f} MB"
+            )
+        try:
+            for size in [int(s) for s in args.sizes.split(",")]:
+                count = args.records or (1_000_000 if size <= 100 else 200_000)
+                for acks in args.acks.split(","):
+                    topic = f"bench-{size}-{acks}-{uuid.uuid4().hex[:6]}"
+                    p = produce(bootstrap, topic, count, size, acks)
+                    c = consume(bootstrap, topic, count, size)
+                    rss = f"{rss_mb(proc.pid):.0f} MB" if proc else "n/a"
+                    print(
+                        f"{size:>5} B acks={acks:<3} produce {p['records_s']:>11,.0f} rec/s "
+                        f"{p['mb_s']:>7.1f} MB/s p50 {p['p50_ms']:7.2f} ms p99 {p['p99_ms']:7.2f} ms "
+                        f"errors {p['errors']:.0f} | consume {c['records_s']:>11,.0f} rec/s "
+                        f"{c['mb_s']:>7.1f} MB/s ({c['seen']:.0f}) | broker RSS {rss}",
+                        flush=True,
+                    )
+        finally:
+            if proc is not None:
+                proc.terminate()
+                proc.wait(30)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,231 @@
+"""DescribeConfigs (key 32), v1–v4.
+
+Resource types:
+
+- TOPIC (2): every topic config (``TopicConfig.definitions()``) with its effective value and
+  source: DYNAMIC_TOPIC_CONFIG when set on the topic, STATIC_BROKER_CONFIG when a broker
+  property it defaults from is set in the broker's configuration, else DEFAULT_CONFIG. With
+  ``include_synonyms`` the synonyms are, as in Kafka, the topic value (if set), then the broker
+  properties it defaults from that are set (STATIC_BROKER_CONFIG), then those with a default
+  (DEFAULT_CONFIG), e.g. retention.ms -> log.retention.ms, .minutes, .hours. Unknown topic ->
+  UNKNOWN_TOPIC_OR_PARTITION; an illegal name -> INVALID_TOPIC_EXCEPTION.
+- BROKER (4): name = this node's id -> every broker property (``BROKER_CONFIGS``), value as
+  configured (null when unset without a default, and for sensitive ones), ``read_only`` for
+  properties that cannot change at run time, synonyms as above. Name "" = the cluster-wide
+  dynamic defaults, of which pydmq has none: an empty list. Any other name -> INVALID_REQUEST
+  (Kafka: "Unexpected broker id").
+- BROKER_LOGGER (8): name must be this node's id (else INVALID_REQUEST); returns the levels of
+  the Python loggers "root" and those under "pydmq" (DYNAMIC_BROKER_LOGGER_CONFIG source).
+- Anything else -> INVALID_REQUEST ("Unsupported resource type").
+
+``configuration_keys`` null or empty = all configs, else only the named ones (unknown names are
+left out, as Kafka does). Version notes: v1 adds synonyms (``include_synonyms``); v3 adds
+``config_type`` and ``documentation`` (only when ``include_documentation``); v4 is flexible.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
+from pydmq.broker.topic_names import topic_name_problem
+from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
+from pydmq.config.definitions import ConfigDef, ConfigType
+from pydmq.config.topic import TOPIC_DEFAULT_SYNONYMS, TopicConfig, broker_synonyms
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+    DescribeConfigsSynonym,
+)
+
+__all__ = ["HANDLER", "RESOURCE_TYPES"]
+
+RESOURCE_TYPES = {"UNKNOWN": 0, "ANY": 1, "TOPIC": 2, "GROUP": 3, "BROKER": 4,
+                  "BROKER_LOGGER": 8, "CLIENT_METRICS": 16}
+_TOPIC = RESOURCE_TYPES["TOPIC"]
+_BROKER = RESOURCE_TYPES["BROKER"]
+_BROKER_LOGGER = RESOURCE_TYPES["BROKER_LOGGER"]
+_BROKER_DEFS = {d.name: d for d in BROKER_CONFIGS}
+
+
+class _ResourceError(Exception):
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+        self.message = message
+
+
+def _broker_synonyms(
+    broker: BrokerConfig, names: Iterable[str], sensitive: bool
+) -> list[DescribeConfigsSynonym]:
+    """Kafka's order: every set (static) synonym first, then every one with a default."""
+    names = list(names)
+    found: list[DescribeConfigsSynonym] = []
+    for name in names:
+        if broker.is_explicit(name):
+            value = None if sensitive else _BROKER_DEFS[name].render(broker.get(name))
+            found.append(DescribeConfigsSynonym(
+                name=name, value=value, source=CONFIG_SOURCES["STATIC_BROKER_CONFIG"]
+            ))
+    for name in names:
+        default = _BROKER_DEFS[name].default
+        if default is not None:
+            value = None if sensitive else _BROKER_DEFS[name].render(default)
+            found.append(DescribeConfigsSynonym(
+                name=name, value=value, source=CONFIG_SOURCES["DEFAULT_CONFIG"]
+            ))
+    return found
+
+
+def _entry(
+    definition: ConfigDef, value: str | None, source: str, read_only: bool,
+    synonyms: list[DescribeConfigsSynonym], request: DescribeConfigsRequest,
+) -> DescribeConfigsResourceResult:
+    return DescribeConfigsResourceResult(
+        name=definition.name,
+        value=None if definition.sensitive else value,
+        read_only=read_only,
+        config_source=CONFIG_SOURCES[source],
+        is_sensitive=definition.sensitive,
+        synonyms=synonyms if request.include_synonyms else [],
+        config_type=int(definition.type),
+        documentation=definition.doc if request.include_documentation else None,
+    )
+
+
+def _wanted(resource: DescribeConfigsResource) -> set[str] | None:
+    keys = resource.configuration_keys
+    return set(keys) if keys else None
+
+
+def _topic_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+) -> list[DescribeConfigsResourceResult]:
+    broker = ctx.broker
+    name = resource.resource_name
+    if topic_name_problem(name):
+        raise _ResourceError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Invalid topic name {name!r}")
+    topic = broker.topics.get(name)
+    if topic is None:
+        raise _ResourceError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{name}' does not exist."
+        )
+    effective = TopicConfig(broker.config, topic.configs)
+    wanted = _wanted(resource)
+    entries = []
+    for definition in TopicConfig.definitions():
+        if wanted is not None and definition.name not in wanted:
+            continue
+        value = definition.render(effective.get(definition.name))
+        synonyms: list[DescribeConfigsSynonym] = []
+        if request.include_synonyms:
+            if definition.name in effective.explicit:
+                synonyms.append(DescribeConfigsSynonym(
+                    name=definition.name,
+                    value=None if definition.sensitive else value,
+                    source=CONFIG_SOURCES["DYNAMIC_TOPIC_CONFIG"],
+                ))
+            synonyms += _broker_synonyms(
+                broker.config, TOPIC_DEFAULT_SYNONYMS.get(definition.name, ()),
+                definition.sensitive,
+            )
+        entries.append(_entry(
+            definition, value, effective.source_of(definition.name), definition.read_only,
+            synonyms, request,
+        ))
+    return entries
+
+
+def _check_broker_id(ctx: RequestContext, name: str) -> None:
+    if name != str(ctx.broker.node_id):
+        raise _ResourceError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but "
+            f"received {name}",
+        )
+
+
+def _broker_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+) -> list[DescribeConfigsResourceResult]:
+    if resource.resource_name == "":
+        return []  # cluster-wide dynamic broker defaults: pydmq has none
+    _check_broker_id(ctx, resource.resource_name)
+    config = ctx.broker.config
+    wanted = _wanted(resource)
+    entries = []
+    for definition in BROKER_CONFIGS:
+        if wanted is not None and definition.name not in wanted:
+            continue
+        source = "STATIC_BROKER_CONFIG" if config.is_explicit(definition.name) else "DEFAULT_CONFIG"
+        synonyms = (
+            _broker_synonyms(config, broker_synonyms(definition.name), definition.sensitive)
+            if request.include_synonyms
+            else []
+        )
+        entries.append(_entry(
+            definition, definition.render(config.get(definition.name)), source,
+            definition.read_only, synonyms, request,
+        ))
+    return entries
+
+
+def _logger_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+) -> list[DescribeConfigsResourceResult]:
+    _check_broker_id(ctx, resource.resource_name)
+    names = ["root"] + sorted(
+        name for name in logging.Logger.manager.loggerDict
+        if name == "pydmq" or name.startswith("pydmq.")
+    )
+    wanted = _wanted(resource)
+    entries = []
+    for name in names:
+        if wanted is not None and name not in wanted:
+            continue
+        logger = logging.getLogger(None if name == "root" else name)
+        level = logging.getLevelName(logger.getEffectiveLevel())
+        entries.append(DescribeConfigsResourceResult(
+            name=name, value=str(level), read_only=False,
+            config_source=CONFIG_SOURCES["DYNAMIC_BROKER_LOGGER_CONFIG"], is_sensitive=False,
+            synonyms=[], config_type=int(ConfigType.STRING),
+            documentation=None,
+        ))
+    return entries
+
+
+def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+    response = DescribeConfigsResponse()
+    for resource in request.resources:
+        result = DescribeConfigsResult(
+            error_code=ErrorCode.NONE,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        response.results.append(result)
+        try:
+            if resource.resource_type == _TOPIC:
+                result.configs = _topic_configs(ctx, request, resource)
+            elif resource.resource_type == _BROKER:
+                result.configs = _broker_configs(ctx, request, resource)
+            elif resource.resource_type == _BROKER_LOGGER:
+                result.configs = _logger_configs(ctx, request, resource)
+            else:
+                raise _ResourceError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Unsupported resource type: {resource.resource_type}",
+                )
+        except _ResourceError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+            result.configs = []
+    return response
+
+
+HANDLER = ApiHandlerSpec(32, 1, 4, handle, "DescribeConfigs")

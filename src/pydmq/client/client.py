@@ -1,0 +1,349 @@
+"""KafkaClient: bootstrap, per-node connections, metadata and a few typed helpers."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Final, TypeVar
+
+from pydmq.client.connection import DEFAULT_TIMEOUT, BrokerConnection, parse_address
+from pydmq.client.errors import KafkaConnectionError, KafkaError, raise_for_error
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
+from pydmq.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+
+__all__ = [
+    "EARLIEST",
+    "LATEST",
+    "ApiKey",
+    "KafkaClient",
+    "PartitionInfo",
+    "TopicInfo",
+]
+
+R = TypeVar("R")
+
+EARLIEST: Final = -2
+LATEST: Final = -1
+_ZERO_UUID: Final = uuid.UUID(int=0)
+
+
+class ApiKey:
+    """The API keys the client's helpers use (any key of API_SCHEMAS works with send)."""
+
+    PRODUCE: Final = 0
+    FETCH: Final = 1
+    LIST_OFFSETS: Final = 2
+    METADATA: Final = 3
+    API_VERSIONS: Final = 18
+    CREATE_TOPICS: Final = 19
+    DELETE_TOPICS: Final = 20
+    INIT_PRODUCER_ID: Final = 22
+    DESCRIBE_CONFIGS: Final = 32
+    CREATE_PARTITIONS: Final = 37
+    INCREMENTAL_ALTER_CONFIGS: Final = 44
+
+
+_KEY_OF_REQUEST: dict[type[Any], int] = {s.request_type: k for k, s in API_SCHEMAS.items()}
+
+
+@dataclass(slots=True)
+class PartitionInfo:
+    partition: int
+    leader: int
+    leader_epoch: int
+    replicas: list[int]
+    isr: list[int]
+    offline: list[int]
+    error_code: int = 0
+
+
+@dataclass(slots=True)
+class TopicInfo:
+    name: str
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: dict[int, PartitionInfo] = field(default_factory=dict)
+    error_code: int = 0
+
+
+class KafkaClient:
+    """A synchronous Kafka client: ``KafkaClient("127.0.0.1:9092").send(key, request)``.
+
+    ``bootstrap`` is a comma-separated list of ``host:port``; the first reachable one is used
+    until metadata names the cluster's brokers. Requests for a specific broker take
+    ``node_id``; without it they go to the bootstrap connection.
+    """
+
+    def __init__(
+        self,
+        bootstrap: str | Sequence[str],
+        client_id: str = "pydmq-cli",
+        timeout: float = DEFAULT_TIMEOUT,
+        *,
+        version_caps: dict[int, int] | None = None,
+    ) -> None:
+        items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
+        self.bootstrap = [parse_address(a) for a in items if a.strip()]
+        if not self.bootstrap:
+            raise ValueError("no bootstrap servers given")
+        self.client_id = client_id
+        self.timeout = timeout
+        self.version_caps = dict(version_caps or {})
+        self.brokers: dict[int, tuple[str, int]] = {}
+        self.controller_id = -1
+        self.cluster_id: str | None = None
+        self.topics: dict[str, TopicInfo] = {}
+        self._bootstrap_conn: BrokerConnection | None = None
+        self._nodes: dict[int, BrokerConnection] = {}
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def __enter__(self) -> KafkaClient:
+        self.connect()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _new_conn(self, host: str, port: int) -> BrokerConnection:
+        return BrokerConnection(
+            host,
+            port,
+            client_id=self.client_id,
+            timeout=self.timeout,
+            version_caps=self.version_caps,
+        )
+
+    def connect(self) -> BrokerConnection:
+        """The bootstrap connection (opened and negotiated on first use)."""
+        conn = self._bootstrap_conn
+        if conn is not None and conn.connected:
+            return conn
+        errors: list[str] = []
+        for host, port in self.bootstrap:
+            conn = self._new_conn(host, port)
+            try:
+                conn.connect()
+            except KafkaConnectionError as exc:
+                errors.append(exc.message)
+                continue
+            self._bootstrap_conn = conn
+            return conn
+        raise KafkaConnectionError("; ".join(errors) or "no bootstrap server reachable")
+
+    def close(self) -> None:
+        for conn in self._nodes.values():
+            conn.close()
+        self._nodes.clear()
+        if self._bootstrap_conn is not None:
+            self._bootstrap_conn.close()
+            self._bootstrap_conn = None
+
+    def connection(self, node_id: int | None = None) -> BrokerConnection:
+        """The connection to ``node_id`` (None: the bootstrap connection)."""
+        if node_id is None:
+            return self.connect()
+        conn = self._nodes.get(node_id)
+        if conn is not None and conn.connected:
+            return conn
+        address = self.brokers.get(node_id)
+        if address is None:
+            self.refresh_metadata([])
+            address = self.brokers.get(node_id)
+            if address is None:
+                raise KafkaError(ErrorCode.BROKER_NOT_AVAILABLE, f"unknown broker id {node_id}")
+        boot = self._bootstrap_conn
+        if boot is not None and boot.connected and (boot.host, boot.port) == address:
+            conn = boot
+        else:
+            conn = self._new_conn(*address)
+            conn.connect()
+        self._nodes[node_id] = conn
+        return conn
+
+    # -- versions -----------------------------------------------------------------------------
+
+    def supports(self, api_key: int, node_id: int | None = None) -> bool:
+        """Whether the broker advertises ``api_key`` in a version our codecs know."""
+        return self.connection(node_id).supports(api_key)
+
+    def version_for(self, api_key: int, node_id: int | None = None) -> int:
+        return self.connection(node_id).version_for(api_key)
+
+    @property
+    def api_versions(self) -> dict[int, int]:
+        """Negotiated version per API key on the bootstrap connection."""
+        return dict(self.connect().versions)
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def send(
+        self,
+        api_key: int,
+        request: Any,
+        *,
+        node_id: int | None = None,
+        version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request and return the decoded response object."""
+        return self.connection(node_id).send(
+            api_key, request, version=version, expect_response=expect_response, timeout=timeout
+        )
+
+    def call(self, request: Any, response_type: type[R], *, node_id: int | None = None) -> R:
+        """Typed :meth:`send`: the API key comes from the request's type."""
+        api_key = _KEY_OF_REQUEST.get(type(request))
+        if api_key is None:
+            raise TypeError(f"{type(request).__name__} is not a request type")
+        response = self.send(api_key, request, node_id=node_id)
+        if not isinstance(response, response_type):
+            raise TypeError(f"expected {response_type.__name__}, got {type(response).__name__}")
+        return response
+
+    # -- metadata -----------------------------------------------------------------------------
+
+    def refresh_metadata(
+        self, topics: Iterable[str] | None = None, *, allow_auto_create: bool = False
+    ) -> MetadataResponse:
+        """Fetch metadata for ``topics`` (None: all topics; []: brokers only) and cache it."""
+        names = None if topics is None else list(topics)
+        request = MetadataRequest(
+            topics=None if names is None else [MetadataRequestTopic(name=n) for n in names],
+            allow_auto_topic_creation=allow_auto_create,
+        )
+        conn = self.connect()
+        if names is None and conn.version_for(ApiKey.METADATA) == 0:
+            request.topics = []  # v0 has no null: an empty list means "all topics"
+        response = self.call(request, MetadataResponse)
+        self.brokers = {b.node_id: (b.host, b.port) for b in response.brokers}
+        self.controller_id = response.controller_id
+        self.cluster_id = response.cluster_id
+        for topic in response.topics:
+            if topic.name is None:
+                continue
+            info = TopicInfo(topic.name, topic.topic_id, topic.is_internal)
+            info.error_code = topic.error_code
+            for p in topic.partitions:
+                info.partitions[p.partition_index] = PartitionInfo(
+                    p.partition_index,
+                    p.leader_id,
+                    p.leader_epoch,
+                    list(p.replica_nodes),
+                    list(p.isr_nodes),
+                    list(p.offline_replicas),
+                    p.error_code,
+                )
+            if topic.error_code:
+                self.topics.pop(topic.name, None)
+            else:
+                self.topics[topic.name] = info
+        return response
+
+    def topic(self, name: str, *, refresh: bool = False) -> TopicInfo:
+        """Metadata for one topic; raises KafkaError (e.g. UNKNOWN_TOPIC_OR_PARTITION)."""
+        if refresh or name not in self.topics:
+            response = self.refresh_metadata([name])
+            for t in response.topics:
+                if t.name == name:
+                    raise_for_error(t.error_code, f"topic {name!r}")
+        info = self.topics.get(name)
+        if info is None:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r}")
+        return info
+
+    def wait_for_topic(self, name: str, timeout: float = 10.0) -> TopicInfo:
+        """Poll metadata until every partition of ``name`` has a leader."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                info = self.topic(name, refresh=True)
+                if info.partitions and all(p.leader >= 0 for p in info.partitions.values()):
+                    return info
+            except KafkaError as exc:
+                if time.monotonic() >= deadline or exc.code not in (
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    ErrorCode.LEADER_NOT_AVAILABLE,
+                ):
+                    raise
+            if time.monotonic() >= deadline:
+                raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"topic {name!r} has no leader")
+            time.sleep(0.05)
+
+    def leader_for(self, topic: str, partition: int) -> int:
+        info = self.topic(topic)
+        p = info.partitions.get(partition)
+        if p is None:
+            raise KafkaError(
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} has no partition {partition}"
+            )
+        if p.leader < 0:
+            raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition}")
+        return p.leader
+
+    # -- offsets ------------------------------------------------------------------------------
+
+    def list_offsets(
+        self,
+        topic: str,
+        timestamps: dict[int, int],
+        *,
+        isolation_level: int = 0,
+    ) -> dict[int, tuple[int, int]]:
+        """ListOffsets for ``{partition: timestamp}`` (EARLIEST, LATEST or a time in ms).
+
+        Returns ``{partition: (offset, timestamp)}``; offset is -1 when no record has a
+        timestamp at or after the one asked for. Each partition is asked of its leader.
+        """
+        by_leader: dict[int, dict[int, int]] = {}
+        for partition, ts in timestamps.items():
+            by_leader.setdefault(self.leader_for(topic, partition), {})[partition] = ts
+        out: dict[int, tuple[int, int]] = {}
+        for leader, wanted in by_leader.items():
+            request = ListOffsetsRequest(
+                replica_id=-1,
+                isolation_level=isolation_level,
+                topics=[
+                    ListOffsetsTopic(
+                        name=topic,
+                        partitions=[
+                            ListOffsetsPartition(partition_index=p, timestamp=ts)
+                            for p, ts in sorted(wanted.items())
+                        ],
+                    )
+                ],
+                timeout=int(self.timeout * 1000),
+            )
+            response = self.call(request, ListOffsetsResponse, node_id=leader)
+            for t in response.topics:
+                for p in t.partitions:
+                    raise_for_error(p.error_code, f"{topic}-{p.partition_index}")
+                    out[p.partition_index] = (p.offset, p.timestamp)
+        return out
+
+    def topic_id(self, topic: str) -> uuid.UUID:
+        return self.topic(topic).topic_id
+
+    @staticmethod
+    def is_zero_uuid(value: uuid.UUID) -> bool:
+        return value == _ZERO_UUID

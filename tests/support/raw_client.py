@@ -1,0 +1,200 @@
+"""A tiny blocking Kafka client that speaks raw frames through pydmq's own codecs.
+
+Used by the bad-input and protocol-probe tests: it can send any bytes (garbage, hostile
+length prefixes, truncated frames) and also well-formed requests built from the generated
+message classes, and it reads back exactly one response frame. Every socket operation is
+bounded by a timeout; nothing here retries.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pydmq.protocol.headers import request_header_version, response_header_version
+from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.primitives import Reader, Writer
+
+__all__ = ["RawClient", "RawResponse", "encode_request_frame", "decode_response_frame"]
+
+_SIZE = struct.Struct(">i")
+
+
+def encode_request_frame(
+    api_key: int,
+    version: int,
+    request: Any,
+    correlation_id: int,
+    client_id: str | None = "pydmq-raw",
+    *,
+    header_version: int | None = None,
+) -> bytes:
+    """Size prefix + request header (v1 or v2 as the pair requires) + encoded body."""
+    hv = request_header_version(api_key, version) if header_version is None else header_version
+    w = Writer(bytearray())
+    w.int16(api_key)
+    w.int16(version)
+    w.int32(correlation_id)
+    w.nullable_string(client_id)
+    if hv >= 2:
+        w.uvarint(0)  # no tagged fields
+    API_SCHEMAS[api_key].encode_request(w, request, version)
+    return _SIZE.pack(len(w.buf)) + bytes(w.buf)
+
+
+def encode_raw_frame(
+    api_key: int, version: int, correlation_id: int, body: bytes, client_id: str | None = "pydmq-raw",
+    *, flexible_header: bool = False,
+) -> bytes:
+    """A frame with a hand-made body (for requests our encoder would refuse to build)."""
+    w = Writer(bytearray())
+    w.int16(api_key)
+    w.int16(version)
+    w.int32(correlation_id)
+    w.nullable_string(client_id)
+    if flexible_header:
+        w.uvarint(0)
+    w.raw(body)
+    return _SIZE.pack(len(w.buf)) + bytes(w.buf)
+
+
+@dataclass
+class RawResponse:
+    correlation_id: int
+    body: Any
+    frame: bytes
+    trailing: int  # bytes left after decoding the body (should be 0)
+
+
+def decode_response_frame(frame: bytes, api_key: int, version: int) -> RawResponse:
+    """Decode a response frame (without its size prefix) with our response decoder."""
+    r = Reader(frame)
+    correlation_id = r.int32()
+    if response_header_version(api_key, version) >= 1:
+        r.tagged_fields()
+    body = API_SCHEMAS[api_key].decode_response(r, version)
+    return RawResponse(correlation_id, body, frame, r.remaining)
+
+
+class RawClient:
+    """One TCP connection; ``request()`` sends one request and reads its response."""
+
+    def __init__(self, bootstrap: str, timeout: float = 10.0) -> None:
+        host, _, port = bootstrap.rpartition(":")
+        self.timeout = timeout
+        self.sock = socket.create_connection((host, int(port)), timeout=timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._correlation = 0
+
+    def __enter__(self) -> RawClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def next_correlation_id(self) -> int:
+        self._correlation += 1
+        return self._correlation
+
+    # -- raw bytes ---------------------------------------------------------------------
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def shutdown_write(self) -> None:
+        self.sock.shutdown(socket.SHUT_WR)
+
+    def _recv_exact(self, n: int, deadline: float) -> bytes | None:
+        chunks = bytearray()
+        while len(chunks) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"timed out reading {n} bytes (got {len(chunks)})")
+            self.sock.settimeout(remaining)
+            try:
+                chunk = self.sock.recv(n - len(chunks))
+            except ConnectionResetError:
+                return None
+            if not chunk:
+                return None
+            chunks += chunk
+        return bytes(chunks)
+
+    def read_frame(self, timeout: float | None = None) -> bytes | None:
+        """One response frame (without the size prefix), or None if the peer closed."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        head = self._recv_exact(4, deadline)
+        if head is None:
+            return None
+        (size,) = _SIZE.unpack(head)
+        assert 0 <= size < 64 * 1024 * 1024, f"absurd response size {size}"
+        return self._recv_exact(size, deadline)
+
+    def wait_closed(self, timeout: float = 5.0) -> bool:
+        """True if the peer closes the connection within ``timeout`` without sending anything."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            self.sock.settimeout(remaining)
+            try:
+                data = self.sock.recv(65536)
+            except (ConnectionResetError, BrokenPipeError):
+                return True
+            except (TimeoutError, socket.timeout):
+                return False
+            if not data:
+                return True
+            raise AssertionError(f"expected the connection to close, got {len(data)} bytes: {data[:64]!r}")
+
+    def is_open(self, timeout: float = 0.3) -> bool:
+        """True when the peer neither closed nor sent anything within ``timeout``."""
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1, socket.MSG_PEEK)
+        except (TimeoutError, socket.timeout):
+            return True
+        except OSError:
+            return False
+        return bool(data)
+
+    # -- requests ----------------------------------------------------------------------
+    def request(
+        self,
+        api_key: int,
+        version: int,
+        request: Any | None = None,
+        *,
+        client_id: str | None = "pydmq-raw",
+        timeout: float | None = None,
+    ) -> RawResponse:
+        """Send one request and decode its response; raises if the connection closes."""
+        if request is None:
+            request = API_SCHEMAS[api_key].request_type()
+        correlation_id = self.next_correlation_id()
+        self.send(encode_request_frame(api_key, version, request, correlation_id, client_id))
+        frame = self.read_frame(timeout)
+        if frame is None:
+            raise ConnectionError(
+                f"broker closed the connection instead of answering api {api_key} v{version}"
+            )
+        response = decode_response_frame(frame, api_key, version)
+        if response.correlation_id != correlation_id:
+            raise AssertionError(
+                f"correlation id {response.correlation_id} != {correlation_id} (api {api_key} v{version})"
+            )
+        return response
+
+    def send_request_no_response(self, api_key: int, version: int, request: Any) -> int:
+        correlation_id = self.next_correlation_id()
+        self.send(encode_request_frame(api_key, version, request, correlation_id))
+        return correlation_id

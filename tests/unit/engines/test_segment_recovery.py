@@ -1,0 +1,267 @@
+"""Segment-engine specifics: files, zero-copy reads, index batching and crash recovery."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pydmq.engines.segment import SegmentLog, SegmentStorageEngine
+from pydmq.engines.segment.index import offset_key
+from pydmq.engines.segment.loader import RECOVERY_POINT_CHECKPOINT
+from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.testing.conformance import append_batches, fetched_bytes, make_batch
+
+TP = TopicPartition("events", 3)
+CONFIG = LogConfig(segment_bytes=1_000, index_interval_bytes=150)
+BIG = 1 << 30
+
+
+def open_log(data_dir: Path, **options: str) -> tuple[SegmentStorageEngine, SegmentLog]:
+    engine = SegmentStorageEngine(str(data_dir), options)
+    return engine, engine.open_log(TP, CONFIG)
+
+
+def fill(log: SegmentLog, count: int = 30) -> list[bytes]:
+    batches = [make_batch(i * 2, 2, timestamp=1_000 + i, value_size=40) for i in range(count)]
+    for batch in batches:
+        append_batches(log, batch)
+    return batches
+
+
+def log_dir(data_dir: Path) -> Path:
+    return data_dir / "events-3"
+
+
+def segment_files(data_dir: Path) -> list[Path]:
+    return sorted(log_dir(data_dir).glob("*.log"))
+
+
+def unclean(data_dir: Path) -> None:
+    """Forget the recovery point, as after a crash before any flush."""
+    (log_dir(data_dir) / RECOVERY_POINT_CHECKPOINT).unlink(missing_ok=True)
+
+
+def check_prefix(log: SegmentLog, batches: list[bytes], count: int) -> None:
+    assert log.log_end_offset == count * 2
+    assert fetched_bytes(log.read(0, BIG, BIG, True)) == b"".join(batches[:count])
+    for i in range(0, count, 3):
+        assert fetched_bytes(log.read(i * 2 + 1, 1, BIG, True)) == batches[i]
+
+
+def test_segment_files_roll_by_size_and_are_named_by_base_offset(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    names = [p.name for p in segment_files(tmp_path)]
+    assert names[0] == "00000000000000000000.log" and len(names) > 3
+    assert all(p.stat().st_size <= CONFIG.segment_bytes for p in segment_files(tmp_path))
+    assert [s.base_offset for s in log.segments] == [int(n[:20]) for n in names]
+    check_prefix(log, batches, 30)
+    engine.close()
+
+
+def test_closed_segments_are_read_zero_copy(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    fill(log)
+    info = log.read(0, 100, BIG, True)
+    assert isinstance(info.buffers[0], memoryview)
+    del info
+    engine.close()
+
+
+def test_index_entries_are_sparse_and_batched(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path, **{"index.flush.ms": "3600000"})
+    fill(log, 5)  # fits in the first segment: entries stay in memory
+    first = log.segments[0]
+    assert engine.index.offset_entries(first.prefix) == []
+    assert fetched_bytes(log.read(9, 1, BIG, True)) == make_batch(
+        8, 2, timestamp=1_004, value_size=40
+    )
+    log.flush()
+    entries = engine.index.offset_entries(first.prefix)
+    assert 0 < len(entries) < 5
+    engine.close()
+
+
+def test_torn_tail_is_truncated(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    engine.close()
+    last = segment_files(tmp_path)[-1]
+    os.truncate(last, last.stat().st_size - 30)
+    unclean(tmp_path)
+    engine, log = open_log(tmp_path)
+    check_prefix(log, batches, 29)
+    assert log.truncated_bytes > 0
+    append_batches(log, batches[29])
+    check_prefix(log, batches, 30)
+    engine.close()
+
+
+def test_garbage_after_clean_shutdown_is_truncated(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    engine.close()
+    with open(segment_files(tmp_path)[-1], "ab") as f:
+        f.write(b"\x00\x01garbage" * 10)
+    engine, log = open_log(tmp_path)
+    check_prefix(log, batches, 30)
+    assert log.truncated_bytes == 90
+    engine.close()
+
+
+def test_flipped_byte_in_last_batch_fails_crc(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    engine.close()
+    last = segment_files(tmp_path)[-1]
+    data = bytearray(last.read_bytes())
+    data[-5] ^= 0xFF
+    last.write_bytes(bytes(data))
+    unclean(tmp_path)
+    engine, log = open_log(tmp_path)
+    check_prefix(log, batches, 29)
+    engine.close()
+
+
+def test_corrupt_middle_segment_drops_the_rest(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    engine.close()
+    files = segment_files(tmp_path)
+    victim = files[1]
+    data = bytearray(victim.read_bytes())
+    data[200] ^= 0xFF
+    victim.write_bytes(bytes(data))
+    unclean(tmp_path)
+    engine, log = open_log(tmp_path)
+    assert len(segment_files(tmp_path)) == 2
+    kept = log.log_end_offset // 2
+    assert 0 < kept < 30
+    check_prefix(log, batches, kept)
+    engine.close()
+
+
+@pytest.mark.parametrize("damage", ["delete", "garbage"])
+def test_lost_or_corrupt_lmdb_is_rebuilt(tmp_path: Path, damage: str) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    engine.close()
+    env = tmp_path / ".index.lmdb"
+    if damage == "delete":
+        shutil.rmtree(env)
+    else:
+        (env / "data.mdb").write_bytes(b"\xde\xad" * 5_000)
+    engine, log = open_log(tmp_path)
+    assert engine.index.rebuilt
+    check_prefix(log, batches, 30)
+    found = log.fetch_offset_by_timestamp(1_020)
+    assert found is not None and found.offset == 40
+    assert engine.index.offset_entries(log.segments[0].prefix)
+    engine.close()
+
+
+def test_index_entries_beyond_log_end_are_removed(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    active = log.segments[-1]
+    prefix, end = active.prefix, log.log_end_offset
+    engine.close()
+    engine = SegmentStorageEngine(str(tmp_path), {})
+    engine.index.put(
+        [(offset_key(prefix, end + 10), 5_000), (offset_key(prefix, end + 20), 9_000)], [], []
+    )
+    log = engine.open_log(TP, CONFIG)
+    assert all(o < end for o, _ in engine.index.offset_entries(prefix))
+    check_prefix(log, batches, 30)
+    engine.close()
+
+
+def test_bogus_index_position_forces_a_rescan(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    active = log.segments[-1]
+    prefix, end = active.prefix, log.log_end_offset
+    engine.close()
+    engine = SegmentStorageEngine(str(tmp_path), {})
+    # The last entry points past the file: the loader does not trust the segment's index.
+    engine.index.put([(offset_key(prefix, end - 1), 10**6)], [], [])
+    log = engine.open_log(TP, CONFIG)
+    assert log.recovered_segments == 1
+    check_prefix(log, batches, 30)
+    engine.close()
+
+
+def test_crash_without_close_recovers(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path, **{"index.flush.ms": "3600000"})
+    batches = fill(log, 10)
+    log.flush()
+    for batch in batches[10:]:
+        append_batches(log, batch)
+    more = [make_batch(i * 2, 2, timestamp=1_000 + i, value_size=40) for i in range(10, 30)]
+    for batch in more:
+        append_batches(log, batch)
+    # Crash: file descriptors go away, pending index entries and the recovery point are lost.
+    for segment in log.segments:
+        segment.close()
+    engine.index._env.close()
+    engine, log = open_log(tmp_path)
+    assert log.recovered_segments >= 1
+    check_prefix(log, batches[:10] + more, 30)
+    engine.close()
+
+
+def test_flush_every_message_and_reopen(tmp_path: Path) -> None:
+    engine = SegmentStorageEngine(str(tmp_path), {})
+    log = engine.open_log(TP, LogConfig(flush_messages=1))
+    batches = fill(log, 5)
+    engine.close()
+    engine = SegmentStorageEngine(str(tmp_path), {})
+    log = engine.open_log(TP, LogConfig(flush_messages=1))
+    assert log.recovered_segments == 0
+    assert fetched_bytes(log.read(0, BIG, BIG, True)) == b"".join(batches)
+    engine.close()
+
+
+def test_index_map_grows_when_full(tmp_path: Path) -> None:
+    engine = SegmentStorageEngine(
+        str(tmp_path), {"index.map.size": str(64 * 1024), "index.flush.ms": "0"}
+    )
+    log = engine.open_log(TP, LogConfig(index_interval_bytes=0))
+    batches = [make_batch(i, timestamp=i, value_size=0) for i in range(3_000)]
+    for i in range(0, 3_000, 100):
+        append_batches(log, *batches[i : i + 100])
+    log.flush()
+    assert len(engine.index.offset_entries(log.segments[0].prefix)) == 3_000
+    assert fetched_bytes(log.read(2_500, 1, BIG, True)) == batches[2_500]
+    engine.close()
+
+
+def test_retention_unlinks_files_but_views_stay_valid(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    held = log.read(0, 100, BIG, True)
+    before = len(segment_files(tmp_path))
+    assert log.delete_retention_ms_breached(10**12) == before - 1
+    assert len(segment_files(tmp_path)) == 1
+    assert fetched_bytes(held) == batches[0]
+    del held
+    engine.close()
+
+
+def test_truncate_closed_segment_with_views_outstanding(tmp_path: Path) -> None:
+    engine, log = open_log(tmp_path)
+    batches = fill(log)
+    held = log.read(0, BIG, BIG, True)
+    log.truncate_to(4)
+    assert fetched_bytes(held) == b"".join(batches)
+    assert log.log_end_offset == 4 and len(segment_files(tmp_path)) == 1
+    append_batches(log, batches[2])
+    check_prefix(log, batches, 3)
+    del held
+    engine.close()
+    engine, log = open_log(tmp_path)
+    check_prefix(log, batches, 3)
+    engine.close()
