@@ -286,8 +286,9 @@ def test_crc_mismatch_is_corrupt_message(healthy: BrokerProcess, topic: str) -> 
         assert list_offset(client, topic, timestamp=EARLIEST) == 0
 
 
-@pytest.mark.parametrize("magic", [0, 1, 3])
-def test_wrong_magic_is_invalid_record(healthy: BrokerProcess, topic: str, magic: int) -> None:
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_magic_is_invalid_record(healthy: BrokerProcess, topic: str, magic: int) -> None:
+    """Kafka: ProduceRequest.validateRecords -> InvalidRecordException -> INVALID_RECORD (87)."""
     batch = bytearray(_records())
     batch[16] = magic  # not covered by the CRC: the batch is otherwise intact
     with RawClient(healthy.bootstrap) as client:
@@ -297,6 +298,48 @@ def test_wrong_magic_is_invalid_record(healthy: BrokerProcess, topic: str, magic
                 f"Produce v{version} with a magic-{magic} batch: error {p.error_code} "
                 f"({p.error_message!r}); Kafka answers INVALID_RECORD (87)"
             )
+        assert list_offset(client, topic) == 0
+
+
+@pytest.mark.parametrize("magic", [3, 0x7F, 0xFF])
+def test_unknown_magic_is_corrupt_message(healthy: BrokerProcess, topic: str, magic: int) -> None:
+    """Kafka: ByteBufferLogInputStream "Invalid magic found in record" -> CORRUPT_MESSAGE (2)."""
+    batch = bytearray(_records())
+    batch[16] = magic
+    with RawClient(healthy.bootstrap) as client:
+        p = produce_raw(client, topic, bytes(batch))
+        assert p.error_code == CORRUPT_MESSAGE, p
+        assert list_offset(client, topic) == 0
+
+
+def _recrc(batch: bytearray) -> bytes:
+    from pydmq.protocol.records import crc32c
+
+    struct.pack_into(">I", batch, 17, crc32c(memoryview(batch)[21:]))
+    return bytes(batch)
+
+
+def test_inconsistent_record_count_is_invalid_record(healthy: BrokerProcess, topic: str) -> None:
+    """Kafka LogValidator.validateBatch: InvalidRecordException -> INVALID_RECORD (87)."""
+    with RawClient(healthy.bootstrap) as client:
+        batch = bytearray(_records(3))
+        struct.pack_into(">i", batch, 57, 2)  # recordsCount 2, lastOffsetDelta 2
+        p = produce_raw(client, topic, _recrc(batch))
+        assert p.error_code == INVALID_RECORD, p
+        batch = bytearray(_records(3))
+        struct.pack_into(">i", batch, 57, 0)  # recordsCount 0
+        p = produce_raw(client, topic, _recrc(batch))
+        assert p.error_code == INVALID_RECORD, p
+        assert list_offset(client, topic) == 0
+
+
+def test_control_batch_from_client_is_invalid_record(healthy: BrokerProcess, topic: str) -> None:
+    """Kafka LogValidator: "Clients are not allowed to write control records" -> 87."""
+    batch = bytearray(_records(1))
+    struct.pack_into(">h", batch, 21, 0x20)  # attributes: control
+    with RawClient(healthy.bootstrap) as client:
+        p = produce_raw(client, topic, _recrc(batch))
+        assert p.error_code == INVALID_RECORD, p
         assert list_offset(client, topic) == 0
 
 

@@ -295,7 +295,8 @@ class KafkaClient:
         p = info.partitions.get(partition)
         if p is None:
             raise KafkaError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} has no partition {partition}"
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"topic {topic!r} has no partition {partition}",
             )
         if p.leader < 0:
             raise KafkaError(ErrorCode.LEADER_NOT_AVAILABLE, f"{topic}-{partition}")

@@ -113,7 +113,7 @@ class BrokerConnection:
             request = ApiVersionsRequest(
                 client_software_name=_SOFTWARE_NAME, client_software_version=_SOFTWARE_VERSION
             )
-            body = self._roundtrip(_API_VERSIONS, version, request, schema, raw=True)
+            body = self._roundtrip(_API_VERSIONS, version, request, schema)
             assert isinstance(body, bytes)
             # An UNSUPPORTED_VERSION answer is always a v0 body listing what the broker serves.
             code = struct.unpack_from(">h", body, 0)[0] if len(body) >= 2 else 0
@@ -200,7 +200,6 @@ class BrokerConnection:
         request: Any,
         schema: ApiSchema,
         *,
-        raw: bool = False,
         expect_response: bool = True,
         timeout: float | None = None,
     ) -> bytes | None:

@@ -10,6 +10,7 @@ deduplicated by the broker.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -154,7 +155,8 @@ class Producer:
             partition = self.partition_for(topic, key)
         elif partition not in self.client.topic(topic).partitions:
             raise KafkaError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} has no partition {partition}"
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                f"topic {topic!r} has no partition {partition}",
             )
         if timestamp is None:
             timestamp = time.time_ns() // 1_000_000
@@ -173,9 +175,8 @@ class Producer:
             pending = self._pending[tp] = _Pending(since=time.monotonic())
         pending.records.append(SimpleRecord(key, value, tuple(headers), timestamp))
         pending.size += size
-        if len(pending.records) >= self.batch_records or pending.size >= self.batch_bytes:
-            self._send({tp: self._pending.pop(tp).records})
-        elif self.linger <= 0:
+        full = len(pending.records) >= self.batch_records or pending.size >= self.batch_bytes
+        if full or self.linger <= 0:
             self._send({tp: self._pending.pop(tp).records})
         else:
             self.poll()
@@ -250,10 +251,8 @@ class Producer:
             attempt += 1
             self.stats.retries += 1
             time.sleep(self.retry_backoff * attempt)
-            try:
+            with contextlib.suppress(KafkaConnectionError):
                 self.client.refresh_metadata({tp[0] for tp in failed})
-            except KafkaConnectionError:
-                pass
 
     def _produce(
         self, leader: int, items: dict[TopicPartition, tuple[bytes, int]]

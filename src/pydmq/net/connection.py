@@ -37,6 +37,7 @@ class Dispatch:
 
 
 _INITIAL_BUFFER = 256 * 1024
+_MAX_PREALLOCATE = 1024 * 1024
 _MAX_BACKLOG_FRAMES = 1000
 _ids = itertools.count(1)
 
@@ -141,7 +142,11 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 return
             if available < 4 + size:
                 if 4 + size > len(buf) - self._start:
-                    self._make_room(4 + size - available)
+                    # Reserve at most _MAX_PREALLOCATE ahead of the bytes actually received:
+                    # bytearray() zero-fills (touches every page), so trusting the announced
+                    # size would let a client pin 100 MiB of RSS per 4 bytes it sends. Larger
+                    # frames grow the buffer (doubling) as their bytes arrive.
+                    self._make_room(min(4 + size - available, _MAX_PREALLOCATE))
                     buf = self._buf
                 break
             frame_start = self._start + 4

@@ -19,6 +19,13 @@ HANDLER_MODULES: tuple[str, ...] = (
     "offset_for_leader_epoch",
     "create_topics",
     "delete_topics",
+    "create_partitions",
+    "delete_records",
+    "describe_configs",
+    "alter_configs",
+    "incremental_alter_configs",
+    "describe_cluster",
+    "describe_topic_partitions",
 )
 
 

@@ -17,6 +17,7 @@ from pydmq.protocol.records import BatchHeader
 __all__ = [
     "FetchDataInfo",
     "LogConfig",
+    "OffsetOutOfRangeError",
     "PartitionLog",
     "StorageEngine",
     "StorageEngineSpec",

@@ -160,7 +160,8 @@ class UnifiedLog:
                 headers.append(header)
                 position += header.size
         except CorruptRecordError as exc:
-            raise LogAppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+            # the subclass carries Kafka's code: INVALID_RECORD, MESSAGE_TOO_LARGE, CORRUPT_MESSAGE
+            raise LogAppendError(exc.error_code, str(exc)) from None
         if not headers:
             raise LogAppendError(ErrorCode.INVALID_RECORD, "produce request without a batch")
         if len(headers) > 1:

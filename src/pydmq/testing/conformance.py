@@ -121,7 +121,7 @@ class StorageEngineConformance:
     """Base class of the conformance tests; subclasses provide :meth:`make_engine`."""
 
     persistent: ClassVar[bool] = True
-    model_examples: ClassVar[int] = 25
+    model_examples: ClassVar[int] = 60
 
     def make_engine(self, data_dir: str) -> StorageEngine:
         raise NotImplementedError

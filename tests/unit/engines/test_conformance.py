@@ -16,7 +16,7 @@ class TestSegmentEngine(StorageEngineConformance):
 
 
 class TestSegmentEngineMmapActive(StorageEngineConformance):
-    model_examples: ClassVar[int] = 10
+    model_examples: ClassVar[int] = 20
 
     def make_engine(self, data_dir: str) -> StorageEngine:
         return SegmentStorageEngine(

@@ -36,9 +36,7 @@ def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreateParti
             result.error_message = "Duplicate topic in request."
             continue
         assignments = (
-            None
-            if topic.assignments is None
-            else [list(a.broker_ids) for a in topic.assignments]
+            None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         )
         try:
             broker.topic_ops.create_partitions(

@@ -1,4 +1,4 @@
-"""DescribeConfigs (key 32), v1–v4.
+"""DescribeConfigs (key 32), v1-v4.
 
 Resource types:
 
@@ -46,12 +46,20 @@ from pydmq.protocol.messages.describe_configs import (
 
 __all__ = ["HANDLER", "RESOURCE_TYPES"]
 
-RESOURCE_TYPES = {"UNKNOWN": 0, "ANY": 1, "TOPIC": 2, "GROUP": 3, "BROKER": 4,
-                  "BROKER_LOGGER": 8, "CLIENT_METRICS": 16}
+RESOURCE_TYPES = {
+    "UNKNOWN": 0,
+    "ANY": 1,
+    "TOPIC": 2,
+    "GROUP": 3,
+    "BROKER": 4,
+    "BROKER_LOGGER": 8,
+    "CLIENT_METRICS": 16,
+}
 _TOPIC = RESOURCE_TYPES["TOPIC"]
 _BROKER = RESOURCE_TYPES["BROKER"]
 _BROKER_LOGGER = RESOURCE_TYPES["BROKER_LOGGER"]
 _BROKER_DEFS = {d.name: d for d in BROKER_CONFIGS}
+_SOURCE_NAMES = {code: name for name, code in CONFIG_SOURCES.items()}
 
 
 class _ResourceError(Exception):
@@ -70,22 +78,30 @@ def _broker_synonyms(
     for name in names:
         if broker.is_explicit(name):
             value = None if sensitive else _BROKER_DEFS[name].render(broker.get(name))
-            found.append(DescribeConfigsSynonym(
-                name=name, value=value, source=CONFIG_SOURCES["STATIC_BROKER_CONFIG"]
-            ))
+            found.append(
+                DescribeConfigsSynonym(
+                    name=name, value=value, source=CONFIG_SOURCES["STATIC_BROKER_CONFIG"]
+                )
+            )
     for name in names:
         default = _BROKER_DEFS[name].default
         if default is not None:
             value = None if sensitive else _BROKER_DEFS[name].render(default)
-            found.append(DescribeConfigsSynonym(
-                name=name, value=value, source=CONFIG_SOURCES["DEFAULT_CONFIG"]
-            ))
+            found.append(
+                DescribeConfigsSynonym(
+                    name=name, value=value, source=CONFIG_SOURCES["DEFAULT_CONFIG"]
+                )
+            )
     return found
 
 
 def _entry(
-    definition: ConfigDef, value: str | None, source: str, read_only: bool,
-    synonyms: list[DescribeConfigsSynonym], request: DescribeConfigsRequest,
+    definition: ConfigDef,
+    value: str | None,
+    source: str,
+    read_only: bool,
+    synonyms: list[DescribeConfigsSynonym],
+    request: DescribeConfigsRequest,
 ) -> DescribeConfigsResourceResult:
     return DescribeConfigsResourceResult(
         name=definition.name,
@@ -126,19 +142,28 @@ def _topic_configs(
         synonyms: list[DescribeConfigsSynonym] = []
         if request.include_synonyms:
             if definition.name in effective.explicit:
-                synonyms.append(DescribeConfigsSynonym(
-                    name=definition.name,
-                    value=None if definition.sensitive else value,
-                    source=CONFIG_SOURCES["DYNAMIC_TOPIC_CONFIG"],
-                ))
+                synonyms.append(
+                    DescribeConfigsSynonym(
+                        name=definition.name,
+                        value=None if definition.sensitive else value,
+                        source=CONFIG_SOURCES["DYNAMIC_TOPIC_CONFIG"],
+                    )
+                )
             synonyms += _broker_synonyms(
-                broker.config, TOPIC_DEFAULT_SYNONYMS.get(definition.name, ()),
+                broker.config,
+                TOPIC_DEFAULT_SYNONYMS.get(definition.name, ()),
                 definition.sensitive,
             )
-        entries.append(_entry(
-            definition, value, effective.source_of(definition.name), definition.read_only,
-            synonyms, request,
-        ))
+        entries.append(
+            _entry(
+                definition,
+                value,
+                effective.source_of(definition.name),
+                definition.read_only,
+                synonyms,
+                request,
+            )
+        )
     return entries
 
 
@@ -163,16 +188,20 @@ def _broker_configs(
     for definition in BROKER_CONFIGS:
         if wanted is not None and definition.name not in wanted:
             continue
-        source = "STATIC_BROKER_CONFIG" if config.is_explicit(definition.name) else "DEFAULT_CONFIG"
-        synonyms = (
-            _broker_synonyms(config, broker_synonyms(definition.name), definition.sensitive)
-            if request.include_synonyms
-            else []
+        # As Kafka: the source is the first synonym's (log.retention.ms reports
+        # STATIC_BROKER_CONFIG when only log.retention.minutes is set).
+        synonyms = _broker_synonyms(config, broker_synonyms(definition.name), definition.sensitive)
+        source = _SOURCE_NAMES[synonyms[0].source] if synonyms else "DEFAULT_CONFIG"
+        entries.append(
+            _entry(
+                definition,
+                definition.render(config.get(definition.name)),
+                source,
+                definition.read_only,
+                synonyms,
+                request,
+            )
         )
-        entries.append(_entry(
-            definition, definition.render(config.get(definition.name)), source,
-            definition.read_only, synonyms, request,
-        ))
     return entries
 
 
@@ -180,10 +209,14 @@ def _logger_configs(
     ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
 ) -> list[DescribeConfigsResourceResult]:
     _check_broker_id(ctx, resource.resource_name)
-    names = ["root"] + sorted(
-        name for name in logging.Logger.manager.loggerDict
-        if name == "pydmq" or name.startswith("pydmq.")
-    )
+    names = [
+        "root",
+        *sorted(
+            name
+            for name in logging.Logger.manager.loggerDict
+            if name == "pydmq" or name.startswith("pydmq.")
+        ),
+    ]
     wanted = _wanted(resource)
     entries = []
     for name in names:
@@ -191,12 +224,18 @@ def _logger_configs(
             continue
         logger = logging.getLogger(None if name == "root" else name)
         level = logging.getLevelName(logger.getEffectiveLevel())
-        entries.append(DescribeConfigsResourceResult(
-            name=name, value=str(level), read_only=False,
-            config_source=CONFIG_SOURCES["DYNAMIC_BROKER_LOGGER_CONFIG"], is_sensitive=False,
-            synonyms=[], config_type=int(ConfigType.STRING),
-            documentation=None,
-        ))
+        entries.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=str(level),
+                read_only=False,
+                config_source=CONFIG_SOURCES["DYNAMIC_BROKER_LOGGER_CONFIG"],
+                is_sensitive=False,
+                synonyms=[],
+                config_type=int(ConfigType.STRING),
+                documentation=None,
+            )
+        )
     return entries
 
 

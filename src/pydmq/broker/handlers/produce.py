@@ -26,6 +26,7 @@ __all__ = ["HANDLER"]
 
 _ZSTD = 4
 _ATTRIBUTES_AT = 21
+_MAGIC_AT = 16
 
 
 def _partition_error(index: int, code: int, message: str | None = None) -> PartitionProduceResponse:
@@ -62,6 +63,17 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | No
                 )
                 continue
             view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
+            if len(view) > _MAGIC_AT and view[_MAGIC_AT] in (0, 1):
+                # Kafka's ProduceRequest.validateRecords (v3+): InvalidRecordException. Other
+                # bad magics are CORRUPT_MESSAGE ("Invalid magic found in record"), below.
+                topic_response.partition_responses.append(
+                    _partition_error(
+                        data.index, ErrorCode.INVALID_RECORD,
+                        f"Produce requests with version {ctx.api_version} are only allowed to "
+                        "contain record batches with magic version 2",
+                    )
+                )
+                continue
             if len(view) >= BATCH_HEADER_SIZE:
                 attributes = view[_ATTRIBUTES_AT + 1]
                 if (attributes & 0x07) == _ZSTD and ctx.api_version < 7:

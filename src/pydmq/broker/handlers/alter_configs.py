@@ -1,0 +1,99 @@
+"""AlterConfigs (key 33), v0-v2: the legacy, full-replacement config update.
+
+TOPIC (2) resources: the given configs become the topic's complete set of explicit configs
+(anything not named reverts to its default), validated like CreateTopics: unknown name or bad
+value -> INVALID_CONFIG, a null value -> INVALID_REQUEST, unknown topic ->
+UNKNOWN_TOPIC_OR_PARTITION, a change of the effective ``pydmq.engine`` -> INVALID_CONFIG. The new
+set applies at once to the hosted partitions (append policy, min ISR, retention/segment/flush
+settings). ``validate_only`` checks without changing anything.
+
+BROKER (4) resources: pydmq has no dynamic broker configs (its broker properties are static,
+read at start-up), so a BROKER resource naming this node or "" gets INVALID_REQUEST with that
+reason, another node id INVALID_REQUEST as in Kafka. BROKER_LOGGER is not accepted by this
+API (Kafka: IncrementalAlterConfigs only) -> INVALID_REQUEST, as is any other type. A resource
+named twice in one request, or a config named twice in one resource -> INVALID_REQUEST.
+v1 is v0 (throttling), v2 is flexible.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.topic_ops import TopicError
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.alter_configs import (
+    AlterConfigsRequest,
+    AlterConfigsResourceResponse,
+    AlterConfigsResponse,
+)
+
+__all__ = ["HANDLER", "broker_resource_error"]
+
+_TOPIC = 2
+_BROKER = 4
+
+
+def broker_resource_error(ctx: RequestContext, name: str) -> TopicError:
+    """The refusal of an alteration of a BROKER resource (shared with IncrementalAlterConfigs)."""
+    if name not in ("", str(ctx.broker.node_id)):
+        return TopicError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but "
+            f"received {name}",
+        )
+    return TopicError(
+        ErrorCode.INVALID_REQUEST,
+        "Dynamic broker configs are not supported by pydmq: broker properties are static.",
+    )
+
+
+def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    broker = ctx.broker
+    response = AlterConfigsResponse()
+    counts = collections.Counter((r.resource_type, r.resource_name) for r in request.resources)
+    for resource in request.resources:
+        result = AlterConfigsResourceResponse(
+            error_code=ErrorCode.NONE,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        response.responses.append(result)
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            names = collections.Counter(c.name for c in resource.configs)
+            duplicates = sorted(name for name, n in names.items() if n > 1)
+            if duplicates:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Error due to duplicate config keys: {', '.join(duplicates)}",
+                )
+            if resource.resource_type == _TOPIC:
+                for config in resource.configs:
+                    if config.value is None:
+                        raise TopicError(
+                            ErrorCode.INVALID_REQUEST,
+                            f"Null value not supported for : {config.name}",
+                        )
+                broker.topic_ops.alter_topic_configs(
+                    resource.resource_name,
+                    {c.name: c.value for c in resource.configs},
+                    request.validate_only,
+                )
+            elif resource.resource_type == _BROKER:
+                raise broker_resource_error(ctx, resource.resource_name)
+            else:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Unsupported resource type: {resource.resource_type}",
+                )
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+    return response
+
+
+HANDLER = ApiHandlerSpec(33, 0, 2, handle, "AlterConfigs")

@@ -1,0 +1,65 @@
+"""DescribeCluster (key 60), v0-v2.
+
+Answers with this node as the only broker, the cluster id and the controller id (this node:
+it is a combined broker+controller). ``endpoint_type`` (v1+): 1 = brokers, 2 = controllers;
+pydmq's one listener serves both roles, so both answer with this node, echoing the type asked
+for (Kafka's dedicated listeners would answer a wrong type with UNSUPPORTED_ENDPOINT_TYPE,
+which pydmq gives for any other value). ``include_fenced_brokers`` (v2, KIP-1073) changes
+nothing: a serving node is never fenced, ``is_fenced`` is false. Cluster authorized
+operations are -2147483648 unless requested; without an authorizer (as Kafka without one)
+every operation the CLUSTER resource supports is reported.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.describe_cluster import (
+    DescribeClusterBroker,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
+
+__all__ = ["CLUSTER_OPERATIONS", "HANDLER"]
+
+ENDPOINT_BROKERS = 1
+ENDPOINT_CONTROLLERS = 2
+_NOT_REQUESTED = -(2**31)
+
+# AclOperation codes the CLUSTER resource supports: CREATE 5, ALTER 7, DESCRIBE 8,
+# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
+
+
+def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    broker = ctx.broker
+    endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
+    response = DescribeClusterResponse(
+        error_code=ErrorCode.NONE,
+        endpoint_type=endpoint_type,
+        cluster_id=broker.cluster_id,
+        controller_id=broker.node_id,
+        cluster_authorized_operations=(
+            CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _NOT_REQUESTED
+        ),
+    )
+    if endpoint_type not in (ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS):
+        response.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        response.error_message = f"Unsupported endpoint type {endpoint_type}"
+        response.controller_id = -1
+        return response
+    host, port = broker.advertised_endpoint(ctx.listener)
+    rack = broker.config.get("broker.rack")
+    response.brokers = [
+        DescribeClusterBroker(
+            broker_id=broker.node_id,
+            host=host,
+            port=port,
+            rack=None if rack is None else str(rack),
+            is_fenced=False,
+        )
+    ]
+    return response
+
+
+HANDLER = ApiHandlerSpec(60, 0, 2, handle, "DescribeCluster")

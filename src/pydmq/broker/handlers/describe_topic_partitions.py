@@ -1,0 +1,122 @@
+"""DescribeTopicPartitions (key 75), v0 (KIP-966).
+
+The paginated successor of Metadata for describing topics (Java's Admin.describeTopics uses it
+when advertised). Topics are answered in name order: the requested ones, or every topic when
+the list is empty. At most min(``response_partition_limit``, 2000) partitions are returned;
+when more remain, ``next_cursor`` names the topic and partition to continue from (a topic
+that ended exactly at the limit continues at the next topic, partition 0). A ``cursor`` starts
+at that topic (which must be among the requested ones, else INVALID_REQUEST for the request,
+as Kafka) and partition. Per topic: UNKNOWN_TOPIC_OR_PARTITION when unknown,
+INVALID_TOPIC_EXCEPTION for an illegal name, else the topic id, is_internal and, per
+partition, the fields Metadata gives (leader, leader epoch, replicas, ISR, offline replicas)
+plus empty eligible_leader_replicas / last_known_elr (no ELR on pydmq). Topic authorized
+operations: every operation a TOPIC supports (no authorizer, as Kafka without one).
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.topic_names import topic_name_problem
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.describe_topic_partitions import (
+    Cursor,
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+    DescribeTopicPartitionsResponsePartition,
+    DescribeTopicPartitionsResponseTopic,
+)
+
+__all__ = ["HANDLER", "TOPIC_OPERATIONS"]
+
+MAX_PARTITION_LIMIT = 2000
+_ZERO_UUID = uuid.UUID(int=0)
+
+# AclOperation codes the TOPIC resource supports: READ 3, WRITE 4, CREATE 5, DELETE 6,
+# ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
+    return DescribeTopicPartitionsResponseTopic(
+        error_code=code,
+        name=name,
+        topic_id=_ZERO_UUID,
+        is_internal=False,
+        partitions=[],
+        topic_authorized_operations=-(2**31),
+    )
+
+
+def handle(
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse:
+    broker = ctx.broker
+    response = DescribeTopicPartitionsResponse(next_cursor=None)
+    if request.topics:
+        names = sorted({t.name for t in request.topics})
+    else:
+        names = sorted(t.name for t in broker.topics)
+    cursor = request.cursor
+    first_partition = 0
+    if cursor is not None:
+        if cursor.partition_index < 0:
+            # Kafka fails the whole request; the client gets INVALID_REQUEST on every topic.
+            response.topics = [_error_topic(n, ErrorCode.INVALID_REQUEST) for n in names]
+            return response
+        if request.topics and cursor.topic_name not in names:
+            response.topics = [_error_topic(n, ErrorCode.INVALID_REQUEST) for n in names]
+            return response
+        names = [n for n in names if n >= cursor.topic_name]
+        if names and names[0] == cursor.topic_name:
+            first_partition = cursor.partition_index
+    remaining = min(max(request.response_partition_limit, 0), MAX_PARTITION_LIMIT)
+    for position, name in enumerate(names):
+        start = first_partition if position == 0 else 0
+        if remaining <= 0:
+            response.next_cursor = Cursor(topic_name=name, partition_index=start)
+            break
+        topic = broker.topics.get(name)
+        if topic is None:
+            code = (
+                ErrorCode.INVALID_TOPIC_EXCEPTION
+                if topic_name_problem(name)
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            )
+            response.topics.append(_error_topic(name, code))
+            continue
+        selected = topic.partitions[start : start + remaining]
+        remaining -= len(selected)
+        response.topics.append(
+            DescribeTopicPartitionsResponseTopic(
+                error_code=ErrorCode.NONE,
+                name=topic.name,
+                topic_id=topic.topic_id,
+                is_internal=topic.internal,
+                topic_authorized_operations=TOPIC_OPERATIONS,
+                partitions=[
+                    DescribeTopicPartitionsResponsePartition(
+                        error_code=ErrorCode.NONE,
+                        partition_index=p.index,
+                        leader_id=p.leader,
+                        leader_epoch=p.leader_epoch,
+                        replica_nodes=list(p.replicas),
+                        isr_nodes=list(p.isr),
+                        eligible_leader_replicas=[],
+                        last_known_elr=[],
+                        offline_replicas=[],
+                    )
+                    for p in selected
+                ],
+            )
+        )
+        if start + len(selected) < len(topic.partitions):
+            response.next_cursor = Cursor(
+                topic_name=topic.name, partition_index=start + len(selected)
+            )
+            break
+    return response
+
+
+HANDLER = ApiHandlerSpec(75, 0, 0, handle, "DescribeTopicPartitions")

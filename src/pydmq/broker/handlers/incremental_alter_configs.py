@@ -1,0 +1,90 @@
+"""IncrementalAlterConfigs (key 44), v0-v1.
+
+TOPIC (2) resources: each config entry edits the topic's explicit configs with Kafka's
+AlterConfigOp: SET (0) sets a value, DELETE (1) reverts to the default, APPEND (2) and
+SUBTRACT (3) add or remove list items (LIST configs such as ``cleanup.policy`` only; they
+start from the explicit value, else the config's default). The result is validated and applied
+as a whole through ``TopicOperations.incremental_alter_topic_configs``: unknown name, bad value
+or APPEND/SUBTRACT on a non-list -> INVALID_CONFIG; an unknown operation, a null value for
+anything but DELETE, or a config named twice in one resource -> INVALID_REQUEST; unknown topic
+-> UNKNOWN_TOPIC_OR_PARTITION. Changes take effect at once on the hosted partitions.
+``validate_only`` checks without changing anything.
+
+BROKER (4) and BROKER_LOGGER (8): pydmq has no dynamic broker configs or run-time logger
+levels, so they get INVALID_REQUEST (another node's id: INVALID_REQUEST as in Kafka); other
+resource types INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is flexible.
+"""
+
+from __future__ import annotations
+
+import collections
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers.alter_configs import broker_resource_error
+from pydmq.broker.topic_ops import TopicError
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.incremental_alter_configs import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
+
+__all__ = ["HANDLER"]
+
+_TOPIC = 2
+_BROKER = 4
+_BROKER_LOGGER = 8
+
+
+def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    broker = ctx.broker
+    response = IncrementalAlterConfigsResponse()
+    counts = collections.Counter((r.resource_type, r.resource_name) for r in request.resources)
+    for resource in request.resources:
+        result = AlterConfigsResourceResponse(
+            error_code=ErrorCode.NONE,
+            resource_type=resource.resource_type,
+            resource_name=resource.resource_name,
+        )
+        response.responses.append(result)
+        try:
+            if counts[(resource.resource_type, resource.resource_name)] > 1:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
+                )
+            names = collections.Counter(c.name for c in resource.configs)
+            duplicates = sorted(name for name, n in names.items() if n > 1)
+            if duplicates:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Error due to duplicate config keys: {', '.join(duplicates)}",
+                )
+            if resource.resource_type == _TOPIC:
+                broker.topic_ops.incremental_alter_topic_configs(
+                    resource.resource_name,
+                    [(c.name, c.config_operation, c.value) for c in resource.configs],
+                    request.validate_only,
+                )
+            elif resource.resource_type == _BROKER:
+                raise broker_resource_error(ctx, resource.resource_name)
+            elif resource.resource_type == _BROKER_LOGGER:
+                if resource.resource_name != str(broker.node_id):
+                    raise broker_resource_error(ctx, resource.resource_name)
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST,
+                    "Changing logger levels at run time is not supported by pydmq.",
+                )
+            else:
+                raise TopicError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Unsupported resource type: {resource.resource_type}",
+                )
+        except TopicError as exc:
+            result.error_code = exc.error_code
+            result.error_message = exc.message
+    return response
+
+
+HANDLER = ApiHandlerSpec(44, 0, 1, handle, "IncrementalAlterConfigs")
