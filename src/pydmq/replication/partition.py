@@ -17,8 +17,12 @@ from pydmq.storage.log import AppendPolicy, LogAppendInfo, UnifiedLog
 __all__ = ["Partition", "append_policy"]
 
 
+_CODECS = {"uncompressed": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
+
 def append_policy(config: TopicConfig) -> AppendPolicy:
     return AppendPolicy(
+        target_compression=_CODECS.get(config.get_str("compression.type")),
         max_message_bytes=config.get_int("max.message.bytes"),
         log_append_time=config.get_str("message.timestamp.type") == "LogAppendTime",
         timestamp_before_max_ms=config.get_int("message.timestamp.before.max.ms"),

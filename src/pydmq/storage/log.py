@@ -17,6 +17,8 @@ from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import (
     BatchHeader,
     CorruptRecordError,
+    SimpleRecord,
+    build_batch,
     decode_records,
     parse_batch_header,
     patch_offsets,
@@ -67,6 +69,8 @@ class AppendPolicy:
     timestamp_before_max_ms: int
     timestamp_after_max_ms: int
     flush_messages: int
+    target_compression: int | None = None  # None: keep the producer's codec
+    max_decompressed_bytes: int = 64 * 1024 * 1024
 
 
 class UnifiedLog:
@@ -102,6 +106,9 @@ class UnifiedLog:
         """Validate one produced record set and append it; raises LogAppendError."""
         now_ms = int(time.time() * 1000)
         headers = self._validate(records, policy, now_ms)
+        target = policy.target_compression
+        if target is not None and headers[0].compression != target:
+            records, headers = self._recompress(records, headers[0], target, policy)
         state = self.producer_state
         if len(headers) == 1 and headers[0].producer_id >= 0:
             check = state.check_and_prepare(headers[0], now_ms)
@@ -170,6 +177,28 @@ class UnifiedLog:
                 "Produce v3+ requests carry exactly one record batch per partition",
             )
         return headers
+
+    @staticmethod
+    def _recompress(
+        records: memoryview, header: BatchHeader, codec: int, policy: AppendPolicy
+    ) -> tuple[memoryview, list[BatchHeader]]:
+        """Re-encode a batch with the topic's ``compression.type`` (not ``producer``)."""
+        try:
+            decoded = decode_records(
+                records, header, max_decompressed=policy.max_decompressed_bytes
+            )
+        except CorruptRecordError as exc:
+            raise LogAppendError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from None
+        rebuilt = build_batch(
+            [SimpleRecord(r.key, r.value, r.headers, r.timestamp) for r in decoded],
+            compression=codec,
+            producer_id=header.producer_id,
+            producer_epoch=header.producer_epoch,
+            base_sequence=header.base_sequence,
+            is_transactional=header.is_transactional,
+        )
+        view = memoryview(bytearray(rebuilt))
+        return view, [parse_batch_header(view, 0)]
 
     # -- reads -----------------------------------------------------------------------
     def read(
