@@ -1,4 +1,4 @@
-"""Figures for the segment engine: ``python -m pydmq.engines.segment.bench [data_dir]``.
+"""Figures for the segment engine: ``python benchmarks/segment_engine.py [data_dir]``.
 
 Prints appends/s for 16 KB batches and the cost of tail reads of the active segment with
 ``pread`` and with ``mmap`` (re-mapped on growth), and of 1 MB reads of closed segments.
