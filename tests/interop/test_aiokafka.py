@@ -217,7 +217,7 @@ def test_group_subscribe_and_commit(broker, filled) -> None:
         await c.start()
         try:
             c.subscribe([topic])
-            check_topic(await consume(c, count), count, base_ts)
+            check_topic(await consume(c, count, timeout=60), count, base_ts)
             await c.commit()
             for p in range(PARTITIONS):
                 assert await c.committed(TopicPartition(topic, p)) == count_in_partition(p, count)

@@ -220,7 +220,7 @@ def test_group_subscribe_and_commit(broker, filled) -> None:
     c = new_consumer(broker.bootstrap, **{"group.id": group})
     try:
         c.subscribe([topic])
-        recs = consume(c, count, timeout=120)
+        recs = consume(c, count, timeout=60)
         check_topic(recs, count, base_ts)
         c.commit(asynchronous=False)
         committed = c.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], timeout=30)

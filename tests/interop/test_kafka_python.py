@@ -193,7 +193,7 @@ def test_group_subscribe_and_commit(broker, filled) -> None:
     c = new_consumer(broker.bootstrap, group_id=group)
     try:
         c.subscribe([topic])
-        check_topic(consume(c, count), count, base_ts)
+        check_topic(consume(c, count, timeout=60), count, base_ts)
         c.commit()
         for p in range(PARTITIONS):
             assert c.committed(TopicPartition(topic, p)) == count_in_partition(p, count)
