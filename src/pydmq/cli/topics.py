@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, TextIO
@@ -93,6 +95,9 @@ def run_guarded(command: str, body: Callable[[], int], stderr: TextIO | None = N
     err = sys.stderr if stderr is None else stderr
     try:
         return body()
+    except BrokenPipeError:  # e.g. ``pydmq consume ... | head``: stop quietly
+        _silence_stdout()
+        return 0
     except KafkaError as exc:
         text = f"pydmq {command}: {exc.name}"
         if exc.message:
@@ -102,8 +107,16 @@ def run_guarded(command: str, body: Callable[[], int], stderr: TextIO | None = N
     except (ValueError, OSError) as exc:
         print(f"pydmq {command}: {exc}", file=err)
         return 2
-    except BrokenPipeError:  # pragma: no cover - e.g. piped into head
-        return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
 
 
 def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:

@@ -8,12 +8,14 @@ size limit), skips control batches and, for read_committed, aborted transactions
 
 from __future__ import annotations
 
+import contextlib
+import time
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from pydmq.client.client import ApiKey, KafkaClient
-from pydmq.client.errors import KafkaError
+from pydmq.client.errors import KafkaConnectionError, KafkaError
 from pydmq.protocol.messages.fetch import (
     AbortedTransaction,
     FetchPartition,
@@ -149,8 +151,10 @@ class Consumer:
         max_bytes: int = 52_428_800,
         partition_max_bytes: int = 1_048_576,
         isolation_level: int = READ_UNCOMMITTED,
+        retry_backoff: float = 0.1,
     ) -> None:
         self.client = client
+        self.retry_backoff = retry_backoff
         self.topic = topic
         self.state = {p: PartitionState(o) for p, o in positions.items()}
         self.max_wait_ms = max_wait_ms
@@ -186,12 +190,17 @@ class Consumer:
             by_leader.setdefault(leader, []).append(partition)
         wait = self.max_wait_ms if max_wait_ms is None else max_wait_ms
         for leader, partitions in by_leader.items():
-            self._fetch(leader, partitions, wait, result)
+            try:
+                self._fetch(leader, partitions, wait, result)
+            except KafkaConnectionError as exc:
+                result.errors.update(dict.fromkeys(partitions, exc))
         if result.errors:
             fatal = [e for e in result.errors.values() if not e.retriable]
             if fatal:
                 raise fatal[0]
-            self.client.refresh_metadata([self.topic])
+            time.sleep(self.retry_backoff)
+            with contextlib.suppress(KafkaConnectionError):
+                self.client.refresh_metadata([self.topic])
         return result
 
     def _fetch(self, leader: int, partitions: list[int], wait: int, result: FetchRound) -> None:
