@@ -182,3 +182,58 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     rep = outcome.get_result()
     if rep.failed and item.module is not None:
         item.module._pydmq_failed = True  # type: ignore[attr-defined]
+
+
+# -- compatibility matrix ------------------------------------------------------------------
+# Every interop test outcome is recorded (with the client versions of this run) so that
+# COMPAT.md is generated from tests that really ran: scripts/compat_matrix.py.
+
+COMPAT_RESULTS = Path(os.environ.get("PYDMQ_COMPAT_RESULTS", "build/compat-results.jsonl"))
+
+
+def _client_versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    versions: dict[str, str] = {}
+    for dist, name in (
+        ("confluent-kafka", "confluent-kafka"),
+        ("kafka-python", "kafka-python"),
+        ("aiokafka", "aiokafka"),
+    ):
+        try:
+            versions[name] = md.version(dist)
+        except md.PackageNotFoundError:
+            pass
+    try:
+        import confluent_kafka
+
+        versions["confluent-kafka"] += f" (librdkafka {confluent_kafka.libversion()[0]})"
+    except (ImportError, KeyError):
+        pass
+    if shutil.which("kcat"):
+        out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, check=False)
+        first = (out.stdout or out.stderr).splitlines()
+        versions["kcat"] = first[0].strip() if first else "unknown"
+    jars = sorted(
+        (Path(__file__).resolve().parents[2] / "compat/java/lib").glob("kafka-clients-*.jar")
+    )
+    if jars:
+        versions["java"] = "kafka-clients " + jars[-1].stem.removeprefix("kafka-clients-")
+    return versions
+
+
+_compat_started = False
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    import json
+
+    global _compat_started
+    if not _compat_started:  # this conftest is not loaded early enough for sessionstart
+        _compat_started = True
+        COMPAT_RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        with COMPAT_RESULTS.open("w") as out:
+            out.write(json.dumps({"versions": _client_versions()}) + "\n")
+    if report.when == "call" or (report.when == "setup" and report.outcome != "passed"):
+        with COMPAT_RESULTS.open("a") as out:
+            out.write(json.dumps({"nodeid": report.nodeid, "outcome": report.outcome}) + "\n")

@@ -37,7 +37,7 @@ from pydmq.testing import EmbeddedBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from support.raw_client import RawClient  # noqa: E402
+from support.raw_client import RawClient
 
 TIMEOUT = 15
 
@@ -67,7 +67,9 @@ def _describe(admin: AdminClient, name: str) -> dict[str, ConfigEntry]:
     return result
 
 
-def _incremental(admin: AdminClient, name: str, *entries: ConfigEntry, validate: bool = False) -> None:
+def _incremental(
+    admin: AdminClient, name: str, *entries: ConfigEntry, validate: bool = False
+) -> None:
     resource = ConfigResource(ResourceType.TOPIC, name, incremental_configs=list(entries))
     admin.incremental_alter_configs([resource], validate_only=validate)[resource].result(TIMEOUT)
 
@@ -77,7 +79,9 @@ def _error_code(exc: pytest.ExceptionInfo[KafkaException]) -> int:
 
 
 # -- DescribeConfigs -----------------------------------------------------------------------
-def test_describe_topic_lists_every_config_with_sources(admin: AdminClient, broker: EmbeddedBroker) -> None:
+def test_describe_topic_lists_every_config_with_sources(
+    admin: AdminClient, broker: EmbeddedBroker
+) -> None:
     from pydmq.config.topic import TopicConfig
 
     name = _topic(admin, {"segment.ms": "3600000", "cleanup.policy": "compact"})
@@ -99,9 +103,13 @@ def test_describe_topic_lists_every_config_with_sources(admin: AdminClient, brok
 def test_describe_topic_synonyms_types_and_docs(broker: EmbeddedBroker, admin: AdminClient) -> None:
     name = _topic(admin, {"retention.ms": "5000"})
     resource = DescribeConfigsResource(
-        resource_type=2, resource_name=name, configuration_keys=["retention.ms", "segment.ms", "nope"]
+        resource_type=2,
+        resource_name=name,
+        configuration_keys=["retention.ms", "segment.ms", "nope"],
     )
-    request = DescribeConfigsRequest(resources=[resource], include_synonyms=True, include_documentation=True)
+    request = DescribeConfigsRequest(
+        resources=[resource], include_synonyms=True, include_documentation=True
+    )
     with RawClient(broker.bootstrap) as raw:
         body = raw.request(32, 4, request).body
         old = raw.request(32, 1, request).body
@@ -123,11 +131,16 @@ def test_describe_topic_synonyms_types_and_docs(broker: EmbeddedBroker, admin: A
     assert [(s.name, s.source) for s in segment.synonyms] == [("log.roll.hours", 5)]
     # v1 has synonyms but neither types nor documentation
     (old_result,) = old.results
-    assert {c.name: c.value for c in old_result.configs} == {"retention.ms": "5000", "segment.ms": "604800000"}
+    assert {c.name: c.value for c in old_result.configs} == {
+        "retention.ms": "5000",
+        "segment.ms": "604800000",
+    }
     assert old_result.configs[0].synonyms
 
 
-def test_describe_unknown_topic_and_bad_resources(broker: EmbeddedBroker, admin: AdminClient) -> None:
+def test_describe_unknown_topic_and_bad_resources(
+    broker: EmbeddedBroker, admin: AdminClient
+) -> None:
     with pytest.raises(KafkaException) as exc:
         _describe(admin, "no-such-topic-anywhere")
     assert _error_code(exc) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -136,7 +149,9 @@ def test_describe_unknown_topic_and_bad_resources(broker: EmbeddedBroker, admin:
             DescribeConfigsResource(resource_type=4, resource_name="77", configuration_keys=None),
             DescribeConfigsResource(resource_type=4, resource_name="", configuration_keys=None),
             DescribeConfigsResource(resource_type=3, resource_name="g", configuration_keys=None),
-            DescribeConfigsResource(resource_type=2, resource_name="bad name!", configuration_keys=None),
+            DescribeConfigsResource(
+                resource_type=2, resource_name="bad name!", configuration_keys=None
+            ),
         ]
     )
     with RawClient(broker.bootstrap) as raw:
@@ -168,16 +183,23 @@ def test_describe_broker_configs(broker: EmbeddedBroker, admin: AdminClient) -> 
 
     kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
     try:
-        (response,) = kp.describe_configs([KPConfigResource(ConfigResourceType.BROKER, "1")])
-        entries = {e[0]: e[1] for e in response.resources[0][4]}
-        assert entries["log.retention.minutes"] == "120"
+        described = kp.describe_configs(
+            [KPConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all"
+        )
+        entries = described["broker"]["1"]
+        assert entries["log.retention.minutes"]["value"] == "120"
+        assert entries["log.retention.minutes"]["config_source"] == "STATIC_BROKER_CONFIG"
+        assert entries["log.retention.ms"]["config_source"] == "STATIC_BROKER_CONFIG"
+        assert entries["node.id"]["read_only"] is True
     finally:
         kp.close()
 
 
 def test_describe_broker_logger(broker: EmbeddedBroker) -> None:
     request = DescribeConfigsRequest(
-        resources=[DescribeConfigsResource(resource_type=8, resource_name="1", configuration_keys=None)]
+        resources=[
+            DescribeConfigsResource(resource_type=8, resource_name="1", configuration_keys=None)
+        ]
     )
     with RawClient(broker.bootstrap) as raw:
         (result,) = raw.request(32, 4, request).body.results
@@ -189,7 +211,11 @@ def test_describe_broker_logger(broker: EmbeddedBroker) -> None:
 # -- IncrementalAlterConfigs ---------------------------------------------------------------
 def test_incremental_set_delete_append_subtract(broker: EmbeddedBroker, admin: AdminClient) -> None:
     name = _topic(admin, partitions=2)
-    _incremental(admin, name, ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET))
+    _incremental(
+        admin,
+        name,
+        ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET),
+    )
     configs = _describe(admin, name)
     assert configs["retention.ms"].value == "60000"
     assert configs["retention.ms"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
@@ -200,16 +226,30 @@ def test_incremental_set_delete_append_subtract(broker: EmbeddedBroker, admin: A
     partition = inner.replica_manager.get(TopicPartition(name, 1))  # type: ignore[attr-defined]
     assert partition.log.engine_log.config.retention_ms == 60000
     _incremental(
-        admin, name, ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET)
+        admin,
+        name,
+        ConfigEntry("max.message.bytes", "2000", incremental_operation=AlterConfigOpType.SET),
     )
     assert partition.policy.max_message_bytes == 2000
 
-    _incremental(admin, name, ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND))
+    _incremental(
+        admin,
+        name,
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+    )
     assert _describe(admin, name)["cleanup.policy"].value == "delete,compact"
-    _incremental(admin, name, ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT))
+    _incremental(
+        admin,
+        name,
+        ConfigEntry("cleanup.policy", "delete", incremental_operation=AlterConfigOpType.SUBTRACT),
+    )
     assert _describe(admin, name)["cleanup.policy"].value == "compact"
 
-    _incremental(admin, name, ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE))
+    _incremental(
+        admin,
+        name,
+        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE),
+    )
     configs = _describe(admin, name)
     assert configs["retention.ms"].value == str(120 * 60000)
     assert configs["retention.ms"].source == ConfigSource.STATIC_BROKER_CONFIG.value
@@ -218,7 +258,10 @@ def test_incremental_set_delete_append_subtract(broker: EmbeddedBroker, admin: A
 
     # validate_only changes nothing
     _incremental(
-        admin, name, ConfigEntry("segment.ms", "1000", incremental_operation=AlterConfigOpType.SET), validate=True
+        admin,
+        name,
+        ConfigEntry("segment.ms", "1000", incremental_operation=AlterConfigOpType.SET),
+        validate=True,
     )
     assert _describe(admin, name)["segment.ms"].source == ConfigSource.DEFAULT_CONFIG.value
 
@@ -226,12 +269,30 @@ def test_incremental_set_delete_append_subtract(broker: EmbeddedBroker, admin: A
 @pytest.mark.parametrize(
     ("entry", "code"),
     [
-        (ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET), ErrorCode.INVALID_CONFIG),
-        (ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET), ErrorCode.INVALID_CONFIG),
-        (ConfigEntry("retention.ms", "-7", incremental_operation=AlterConfigOpType.SET), ErrorCode.INVALID_CONFIG),
-        (ConfigEntry("cleanup.policy", "shred", incremental_operation=AlterConfigOpType.SET), ErrorCode.INVALID_CONFIG),
-        (ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND), ErrorCode.INVALID_CONFIG),
-        (ConfigEntry("pydmq.engine", "memory", incremental_operation=AlterConfigOpType.SET), ErrorCode.INVALID_CONFIG),
+        (
+            ConfigEntry("no.such.config", "1", incremental_operation=AlterConfigOpType.SET),
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET),
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            ConfigEntry("retention.ms", "-7", incremental_operation=AlterConfigOpType.SET),
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            ConfigEntry("cleanup.policy", "shred", incremental_operation=AlterConfigOpType.SET),
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            ConfigEntry("retention.ms", "5", incremental_operation=AlterConfigOpType.APPEND),
+            ErrorCode.INVALID_CONFIG,
+        ),
+        (
+            ConfigEntry("pydmq.engine", "memory", incremental_operation=AlterConfigOpType.SET),
+            ErrorCode.INVALID_CONFIG,
+        ),
     ],
 )
 def test_incremental_invalid(admin: AdminClient, entry: ConfigEntry, code: int) -> None:
@@ -239,24 +300,40 @@ def test_incremental_invalid(admin: AdminClient, entry: ConfigEntry, code: int) 
     with pytest.raises(KafkaException) as exc:
         _incremental(admin, name, entry)
     assert _error_code(exc) == code
-    assert _describe(admin, name)[entry.name].source != ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    sources = {k: v.source for k, v in _describe(admin, name).items()}
+    assert ConfigSource.DYNAMIC_TOPIC_CONFIG.value not in sources.values()
 
 
-def test_incremental_unknown_topic_and_raw_errors(broker: EmbeddedBroker, admin: AdminClient) -> None:
+def test_incremental_unknown_topic_and_raw_errors(
+    broker: EmbeddedBroker, admin: AdminClient
+) -> None:
     with pytest.raises(KafkaException) as exc:
-        _incremental(admin, "missing-topic-xyz", ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.SET))
+        _incremental(
+            admin,
+            "missing-topic-xyz",
+            ConfigEntry("retention.ms", "1", incremental_operation=AlterConfigOpType.SET),
+        )
     assert _error_code(exc) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     name = _topic(admin)
     request = IncrementalAlterConfigsRequest(
         resources=[
-            AlterConfigsResource(resource_type=2, resource_name=name, configs=[
-                AlterableConfig(name="retention.ms", config_operation=9, value="1")]),
-            AlterConfigsResource(resource_type=4, resource_name="1", configs=[
-                AlterableConfig(name="num.partitions", config_operation=0, value="3")]),
+            AlterConfigsResource(
+                resource_type=2,
+                resource_name=name,
+                configs=[AlterableConfig(name="retention.ms", config_operation=9, value="1")],
+            ),
+            AlterConfigsResource(
+                resource_type=4,
+                resource_name="1",
+                configs=[AlterableConfig(name="num.partitions", config_operation=0, value="3")],
+            ),
             AlterConfigsResource(resource_type=2, resource_name="dup", configs=[]),
             AlterConfigsResource(resource_type=2, resource_name="dup", configs=[]),
-            AlterConfigsResource(resource_type=2, resource_name=name + "x", configs=[
-                AlterableConfig(name="retention.ms", config_operation=0, value=None)]),
+            AlterConfigsResource(
+                resource_type=2,
+                resource_name=name + "x",
+                configs=[AlterableConfig(name="retention.ms", config_operation=0, value=None)],
+            ),
         ]
     )
     with RawClient(broker.bootstrap) as raw:
@@ -267,7 +344,9 @@ def test_incremental_unknown_topic_and_raw_errors(broker: EmbeddedBroker, admin:
 
 
 # -- AlterConfigs (legacy, full replacement) -------------------------------------------------
-def test_alter_configs_replaces_the_explicit_set(broker: EmbeddedBroker, admin: AdminClient) -> None:
+def test_alter_configs_replaces_the_explicit_set(
+    broker: EmbeddedBroker, admin: AdminClient
+) -> None:
     name = _topic(admin, {"retention.ms": "1000", "segment.ms": "2000"})
     resource = ConfigResource(ResourceType.TOPIC, name, set_config={"segment.ms": "5000"})
     admin.alter_configs([resource])[resource].result(TIMEOUT)
@@ -280,7 +359,9 @@ def test_alter_configs_replaces_the_explicit_set(broker: EmbeddedBroker, admin: 
     with pytest.raises(KafkaException) as exc:
         admin.alter_configs([bad])[bad].result(TIMEOUT)
     assert _error_code(exc) == ErrorCode.INVALID_CONFIG
-    missing = ConfigResource(ResourceType.TOPIC, "missing-topic-abc", set_config={"segment.ms": "5000"})
+    missing = ConfigResource(
+        ResourceType.TOPIC, "missing-topic-abc", set_config={"segment.ms": "5000"}
+    )
     with pytest.raises(KafkaException) as exc:
         admin.alter_configs([missing])[missing].result(TIMEOUT)
     assert _error_code(exc) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -300,12 +381,21 @@ def test_kafka_python_alter_and_describe(broker: EmbeddedBroker, admin: AdminCli
     name = _topic(admin)
     kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
     try:
-        (response,) = kp.alter_configs(
-            [KPConfigResource(ConfigResourceType.TOPIC, name, configs={"retention.bytes": "12345"})]
-        ).resources if hasattr(kp.alter_configs, "__call__") else ()
-        assert response[0] == 0
-        (described,) = kp.describe_configs([KPConfigResource(ConfigResourceType.TOPIC, name)])
-        entries = {e[0]: e[1] for e in described.resources[0][4]}
-        assert entries["retention.bytes"] == "12345"
+        for incremental in (True, False):  # IncrementalAlterConfigs, then legacy AlterConfigs
+            value = "12345" if incremental else "777"
+            result = kp.alter_configs(
+                [
+                    KPConfigResource(
+                        ConfigResourceType.TOPIC, name, configs={"retention.bytes": value}
+                    )
+                ],
+                incremental=incremental,
+            )
+            assert result == {"topic": {name: "OK"}}
+            described = kp.describe_configs([KPConfigResource(ConfigResourceType.TOPIC, name)])
+            modified = described["topic"][name]  # the client's default filter: non-default only
+            assert set(modified) == {"retention.bytes"}
+            assert modified["retention.bytes"]["value"] == value
+            assert modified["retention.bytes"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     finally:
         kp.close()

@@ -149,7 +149,7 @@ class _FetchPlan:
                 log_start_offset=-1,
                 preferred_read_replica=-1,
                 aborted_transactions=[] if read_committed else None,
-                records=None,
+                records=b"",
             )
             results.append((target, data))
             if target.unknown_error:
