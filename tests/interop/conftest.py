@@ -16,6 +16,7 @@ skipped in that mode.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -200,10 +201,8 @@ def _client_versions() -> dict[str, str]:
         ("kafka-python", "kafka-python"),
         ("aiokafka", "aiokafka"),
     ):
-        try:
+        with contextlib.suppress(md.PackageNotFoundError):
             versions[name] = md.version(dist)
-        except md.PackageNotFoundError:
-            pass
     try:
         import confluent_kafka
 
