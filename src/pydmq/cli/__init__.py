@@ -18,7 +18,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="pydmq", description="A Kafka-protocol broker and storage engine in Python."
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in _SUBCOMMANDS:
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen = next((w for w in words if not w.startswith("-")), None)
+    # Import only the chosen subcommand: start-up time of `pydmq serve` is a feature.
+    for name in (chosen,) if chosen in _SUBCOMMANDS else _SUBCOMMANDS:
         try:
             module = importlib.import_module(f"pydmq.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -26,7 +29,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 raise
             continue
         module.add_parser(sub)
-    args = parser.parse_args(argv)
+    args = parser.parse_args(words)
     try:
         result: int = args.run(args)
     except KeyboardInterrupt:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 import uuid
 from collections.abc import Iterable, Sequence
@@ -57,7 +58,13 @@ class ApiKey:
     INCREMENTAL_ALTER_CONFIGS: Final = 44
 
 
-_KEY_OF_REQUEST: dict[type[Any], int] = {s.request_type: k for k, s in API_SCHEMAS.items()}
+def _api_key_of(request: Any) -> int | None:
+    """The API key of a generated request object (from its module, without loading others)."""
+    module = sys.modules.get(type(request).__module__)
+    api_key = getattr(module, "API_KEY", None)
+    if not isinstance(api_key, int) or API_SCHEMAS[api_key].request_root != type(request).__name__:
+        return None
+    return api_key
 
 
 @dataclass(slots=True)
@@ -213,7 +220,7 @@ class KafkaClient:
 
     def call(self, request: Any, response_type: type[R], *, node_id: int | None = None) -> R:
         """Typed :meth:`send`: the API key comes from the request's type."""
-        api_key = _KEY_OF_REQUEST.get(type(request))
+        api_key = _api_key_of(request)
         if api_key is None:
             raise TypeError(f"{type(request).__name__} is not a request type")
         response = self.send(api_key, request, node_id=node_id)
