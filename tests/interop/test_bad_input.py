@@ -33,9 +33,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from support.broker_checks import (  # noqa: E402
+from pydmq.protocol.messages.api_versions import ApiVersionsRequest
+from pydmq.protocol.messages.metadata import MetadataRequest
+from pydmq.protocol.primitives import Writer
+from pydmq.protocol.records import SimpleRecord, build_batch
+from pydmq.testing.process import BrokerProcess
+from support.broker_checks import (
     EARLIEST,
-    LATEST,
     assert_serves,
     create_topic,
     init_producer_id,
@@ -45,18 +49,12 @@ from support.broker_checks import (  # noqa: E402
     rss_kib,
     unique_topic,
 )
-from support.raw_client import (  # noqa: E402
+from support.raw_client import (
     RawClient,
     decode_response_frame,
     encode_raw_frame,
     encode_request_frame,
 )
-
-from pydmq.protocol.messages.api_versions import ApiVersionsRequest  # noqa: E402
-from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic  # noqa: E402
-from pydmq.protocol.primitives import Writer  # noqa: E402
-from pydmq.protocol.records import SimpleRecord, build_batch  # noqa: E402
-from pydmq.testing.process import BrokerProcess  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
@@ -164,6 +162,21 @@ def test_many_large_announced_frames_do_not_blow_up_rss(healthy: BrokerProcess) 
             client.close()
 
 
+def test_large_frame_arriving_in_pieces_is_served(healthy: BrokerProcess, topic: str) -> None:
+    """A legitimate 8 MiB frame, trickled in 64 KiB pieces, is reassembled and answered."""
+    records = _records(8, 1_000_000)  # ~8 MB batch: above max.message.bytes
+    frame = encode_request_frame(0, 9, _produce_request(topic, records), 99)
+    with RawClient(healthy.bootstrap, timeout=30) as client:
+        for start in range(0, len(frame), 65536):
+            client.send(frame[start : start + 65536])
+        answer = client.read_frame()
+        assert answer is not None
+        response = decode_response_frame(answer, 0, 9)
+        assert response.correlation_id == 99
+        assert response.body.responses[0].partition_responses[0].error_code == MESSAGE_TOO_LARGE
+        assert client.request(18, 0, ApiVersionsRequest()).body.error_code == 0
+
+
 def test_huge_array_count_in_metadata_closes(healthy: BrokerProcess) -> None:
     # Metadata v1 (classic encoding): topics int32 count 0x7fffffff, and nothing after it.
     with RawClient(healthy.bootstrap) as client:
@@ -204,11 +217,20 @@ def test_valid_header_with_truncated_body_closes(healthy: BrokerProcess) -> None
 
 
 def _produce_request(topic: str, records: bytes, acks: int = -1):  # type: ignore[no-untyped-def]
-    from pydmq.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+    from pydmq.protocol.messages.produce import (
+        PartitionProduceData,
+        ProduceRequest,
+        TopicProduceData,
+    )
 
     return ProduceRequest(
-        acks=acks, timeout=5000,
-        topic_data=[TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=0, records=records)])],
+        acks=acks,
+        timeout=5000,
+        topic_data=[
+            TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=0, records=records)]
+            )
+        ],
     )
 
 
@@ -252,7 +274,9 @@ def test_api_versions_above_max_uses_v0_body(healthy: BrokerProcess, version: in
 
 
 @pytest.mark.parametrize("api_key,version", [(0, 99), (0, 2), (3, 14), (1, 99), (2, -1)])
-def test_unsupported_version_of_other_apis_closes(healthy: BrokerProcess, api_key: int, version: int) -> None:
+def test_unsupported_version_of_other_apis_closes(
+    healthy: BrokerProcess, api_key: int, version: int
+) -> None:
     with RawClient(healthy.bootstrap) as client:
         client.send(encode_raw_frame(api_key, version, 1, b"\x00" * 16))
         _assert_closed(client, f"api {api_key} v{version}")
@@ -362,7 +386,10 @@ def test_truncated_batch_is_refused(healthy: BrokerProcess, topic: str) -> None:
 def test_acks_2_is_invalid_required_acks(healthy: BrokerProcess, topic: str) -> None:
     with RawClient(healthy.bootstrap) as client:
         for acks in (2, -2, 100):
-            assert produce_raw(client, topic, _records(), acks=acks).error_code == INVALID_REQUIRED_ACKS
+            assert (
+                produce_raw(client, topic, _records(), acks=acks).error_code
+                == INVALID_REQUIRED_ACKS
+            )
         assert list_offset(client, topic) == 0
 
 
@@ -417,7 +444,9 @@ def test_idempotent_sequence_checks(healthy: BrokerProcess, topic: str) -> None:
         def batch(seq: int, n: int = 2, ep: int = epoch, tag: bytes = b"") -> bytes:
             return build_batch(
                 [SimpleRecord(b"k%d" % (seq + i), b"v%d" % (seq + i) + tag) for i in range(n)],
-                producer_id=pid, producer_epoch=ep, base_sequence=seq,
+                producer_id=pid,
+                producer_epoch=ep,
+                base_sequence=seq,
             )
 
         sent = []
@@ -466,12 +495,15 @@ def test_idempotent_retry_after_pipelined_requests(healthy: BrokerProcess, topic
     with RawClient(healthy.bootstrap) as client:
         pid, epoch = init_producer_id(client)
         batches = [
-            build_batch([SimpleRecord(None, b"%d" % s)], producer_id=pid, producer_epoch=epoch, base_sequence=s)
+            build_batch(
+                [SimpleRecord(None, b"%d" % s)],
+                producer_id=pid,
+                producer_epoch=epoch,
+                base_sequence=s,
+            )
             for s in range(5)
         ]
-        ids = [
-            client.send_request_no_response(0, 9, _produce_request(topic, b)) for b in batches
-        ]
+        ids = [client.send_request_no_response(0, 9, _produce_request(topic, b)) for b in batches]
         for expected_offset, cid in enumerate(ids):
             frame = client.read_frame()
             assert frame is not None
@@ -503,9 +535,13 @@ def test_zz_confluent_kafka_round_trip_after_abuse(broker: BrokerProcess) -> Non
         producer.produce(name, key=b"%d" % i, value=b"value-%d" % i, on_delivery=on_delivery)
     assert producer.flush(20) == 0
     assert sorted(acked) == list(range(200))
-    consumer = confluent_kafka.Consumer({
-        "bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False,
-    })
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([confluent_kafka.TopicPartition(name, 0, 0)])
         got: list[bytes] = []

@@ -29,21 +29,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from support.broker_checks import create_topic, unique_topic  # noqa: E402
-from support.raw_client import RawClient, decode_response_frame, encode_request_frame  # noqa: E402
-
-from pydmq.protocol.messages import API_SCHEMAS  # noqa: E402
-from pydmq.protocol.messages import api_versions as av  # noqa: E402
-from pydmq.protocol.messages import create_topics as ct  # noqa: E402
-from pydmq.protocol.messages import delete_topics as dt  # noqa: E402
-from pydmq.protocol.messages import fetch as fe  # noqa: E402
-from pydmq.protocol.messages import init_producer_id as ip  # noqa: E402
-from pydmq.protocol.messages import list_offsets as lo  # noqa: E402
-from pydmq.protocol.messages import metadata as md  # noqa: E402
-from pydmq.protocol.messages import offset_for_leader_epoch as ofle  # noqa: E402
-from pydmq.protocol.messages import produce as pr  # noqa: E402
-from pydmq.protocol.records import SimpleRecord, build_batch  # noqa: E402
-from pydmq.testing.process import BrokerProcess  # noqa: E402
+from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.messages import api_versions as av
+from pydmq.protocol.messages import create_topics as ct
+from pydmq.protocol.messages import delete_topics as dt
+from pydmq.protocol.messages import fetch as fe
+from pydmq.protocol.messages import init_producer_id as ip
+from pydmq.protocol.messages import list_offsets as lo
+from pydmq.protocol.messages import metadata as md
+from pydmq.protocol.messages import offset_for_leader_epoch as ofle
+from pydmq.protocol.messages import produce as pr
+from pydmq.protocol.records import SimpleRecord, build_batch
+from pydmq.testing.process import BrokerProcess
+from support.broker_checks import create_topic, unique_topic
+from support.raw_client import RawClient, decode_response_frame, encode_request_frame
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -51,7 +50,9 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 @pytest.fixture(scope="module")
 def broker() -> Iterator[BrokerProcess]:
     root = Path(tempfile.mkdtemp(prefix="pydmq-probes-"))
-    proc = BrokerProcess(root / "data", overrides={"num.partitions": 1}, log_path=root / "broker.log")
+    proc = BrokerProcess(
+        root / "data", overrides={"num.partitions": 1}, log_path=root / "broker.log"
+    )
     proc.start()
     try:
         yield proc
@@ -64,7 +65,9 @@ def broker() -> Iterator[BrokerProcess]:
 def advertised(broker: BrokerProcess) -> dict[int, tuple[int, int]]:
     with RawClient(broker.bootstrap) as client:
         response = client.request(
-            18, 3, av.ApiVersionsRequest(client_software_name="probe", client_software_version="1.0")
+            18,
+            3,
+            av.ApiVersionsRequest(client_software_name="probe", client_software_version="1.0"),
         )
     assert response.body.error_code == 0
     return {k.api_key: (k.min_version, k.max_version) for k in response.body.api_keys}
@@ -81,7 +84,9 @@ def topic(broker: BrokerProcess) -> Topic:
     name = unique_topic("probe")
     with RawClient(broker.bootstrap) as client:
         assert create_topic(client, name, 1) == 0
-        response = client.request(3, 12, md.MetadataRequest(topics=[md.MetadataRequestTopic(name=name)]))
+        response = client.request(
+            3, 12, md.MetadataRequest(topics=[md.MetadataRequestTopic(name=name)])
+        )
     (t,) = response.body.topics
     assert t.error_code == 0 and t.topic_id != uuid.UUID(int=0)
     return Topic(name, t.topic_id)
@@ -107,29 +112,58 @@ def _with_topic(api_key: int, version: int, topic: Topic, client: RawClient) -> 
     name, tid = topic.name, topic.topic_id
     if api_key == 0:
         return pr.ProduceRequest(
-            acks=-1, timeout=5000,
-            topic_data=[pr.TopicProduceData(
-                name=name, topic_id=tid,
-                partition_data=[pr.PartitionProduceData(index=0, records=build_batch([SimpleRecord(b"k", b"v%d" % version)]))],
-            )],
+            acks=-1,
+            timeout=5000,
+            topic_data=[
+                pr.TopicProduceData(
+                    name=name,
+                    topic_id=tid,
+                    partition_data=[
+                        pr.PartitionProduceData(
+                            index=0, records=build_batch([SimpleRecord(b"k", b"v%d" % version)])
+                        )
+                    ],
+                )
+            ],
         )
     if api_key == 1:
         return fe.FetchRequest(
-            max_wait=0, min_bytes=0, max_bytes=1 << 20, session_epoch=-1,
-            topics=[fe.FetchTopic(topic=name, topic_id=tid, partitions=[fe.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])],
+            max_wait=0,
+            min_bytes=0,
+            max_bytes=1 << 20,
+            session_epoch=-1,
+            topics=[
+                fe.FetchTopic(
+                    topic=name,
+                    topic_id=tid,
+                    partitions=[
+                        fe.FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                    ],
+                )
+            ],
         )
     if api_key == 2:
         return lo.ListOffsetsRequest(
             replica_id=-1,
-            topics=[lo.ListOffsetsTopic(name=name, partitions=[lo.ListOffsetsPartition(partition_index=0, timestamp=-1)])],
+            topics=[
+                lo.ListOffsetsTopic(
+                    name=name, partitions=[lo.ListOffsetsPartition(partition_index=0, timestamp=-1)]
+                )
+            ],
         )
     if api_key == 3:
-        return md.MetadataRequest(topics=[md.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False)
+        return md.MetadataRequest(
+            topics=[md.MetadataRequestTopic(name=name)], allow_auto_topic_creation=False
+        )
     if api_key == 18:
         return _minimal(18, version)
     if api_key == 19:
         return ct.CreateTopicsRequest(
-            topics=[ct.CreatableTopic(name=unique_topic(f"ct-v{version}"), num_partitions=1, replication_factor=1)],
+            topics=[
+                ct.CreatableTopic(
+                    name=unique_topic(f"ct-v{version}"), num_partitions=1, replication_factor=1
+                )
+            ],
             timeout=10_000,
         )
     if api_key == 20:
@@ -143,7 +177,12 @@ def _with_topic(api_key: int, version: int, topic: Topic, client: RawClient) -> 
     if api_key == 23:
         return ofle.OffsetForLeaderEpochRequest(
             replica_id=-1,
-            topics=[ofle.OffsetForLeaderTopic(topic=name, partitions=[ofle.OffsetForLeaderPartition(partition=0, leader_epoch=0)])],
+            topics=[
+                ofle.OffsetForLeaderTopic(
+                    topic=name,
+                    partitions=[ofle.OffsetForLeaderPartition(partition=0, leader_epoch=0)],
+                )
+            ],
         )
     return _minimal(api_key, version)  # an API without a topic-specific builder yet
 
@@ -157,7 +196,9 @@ def _errors(api_key: int, version: int, body: Any, topic: Topic) -> list[int]:
     if api_key == 2:
         return [p.error_code for t in body.topics for p in t.partitions]
     if api_key == 3:
-        return [t.error_code for t in body.topics] + [p.error_code for t in body.topics for p in t.partitions]
+        return [t.error_code for t in body.topics] + [
+            p.error_code for t in body.topics for p in t.partitions
+        ]
     if api_key == 18:
         return [body.error_code]
     if api_key == 19:
@@ -211,7 +252,9 @@ def test_minimal_request_at_every_advertised_version(
         try:
             _probe(broker.bootstrap, key, version, lambda _c, k=key, v=version: _minimal(k, v))
         except Exception as exc:  # collect them all, then fail once
-            failures.append(f"{API_SCHEMAS[key].name} (key {key}) v{version}: {type(exc).__name__}: {exc}")
+            failures.append(
+                f"{API_SCHEMAS[key].name} (key {key}) v{version}: {type(exc).__name__}: {exc}"
+            )
     assert not failures, "minimal probes failed:\n" + "\n".join(failures)
 
 
@@ -222,22 +265,29 @@ def test_request_with_topic_at_every_advertised_version(
     for key, version in _all_pairs(advertised):
         try:
             body = _probe(
-                broker.bootstrap, key, version,
+                broker.bootstrap,
+                key,
+                version,
                 lambda c, k=key, v=version: _with_topic(k, v, topic, c),
             )
             errors = [e for e in _errors(key, version, body, topic) if e != 0]
             assert not errors, f"error codes {errors} in {body}"
         except Exception as exc:
-            failures.append(f"{API_SCHEMAS[key].name} (key {key}) v{version}: {type(exc).__name__}: {exc}")
+            failures.append(
+                f"{API_SCHEMAS[key].name} (key {key}) v{version}: {type(exc).__name__}: {exc}"
+            )
     assert not failures, "probes with a topic failed:\n" + "\n".join(failures)
 
 
-def test_probes_pipelined_on_one_connection(broker: BrokerProcess, advertised: dict[int, tuple[int, int]]) -> None:
+def test_probes_pipelined_on_one_connection(
+    broker: BrokerProcess, advertised: dict[int, tuple[int, int]]
+) -> None:
     """All minimal probes written back to back; answers come back in order."""
     pairs = [(k, v) for k, v in _all_pairs(advertised) if k not in (19, 20)]
     with RawClient(broker.bootstrap, timeout=20) as client:
         frames = b"".join(
-            encode_request_frame(k, v, _minimal(k, v), i, "pipeline") for i, (k, v) in enumerate(pairs)
+            encode_request_frame(k, v, _minimal(k, v), i, "pipeline")
+            for i, (k, v) in enumerate(pairs)
         )
         client.send(frames)
         for i, (k, v) in enumerate(pairs):
@@ -264,17 +314,24 @@ def test_versions_outside_the_advertised_ranges_close(
                     frame = encode_request_frame(key, lo_v, _minimal(key, lo_v), 5)
                     frame = frame[:6] + version.to_bytes(2, "big") + frame[8:]
                 client.send(frame)
-                assert client.wait_closed(5), f"key {key} v{version} (advertised {lo_v}-{hi_v}) was not closed"
+                assert client.wait_closed(5), (
+                    f"key {key} v{version} (advertised {lo_v}-{hi_v}) was not closed"
+                )
 
 
 # -- ApiVersions in detail ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3, 4])
-def test_api_versions_each_version(broker: BrokerProcess, advertised: dict[int, tuple[int, int]], version: int) -> None:
+def test_api_versions_each_version(
+    broker: BrokerProcess, advertised: dict[int, tuple[int, int]], version: int
+) -> None:
     request = av.ApiVersionsRequest()
     if version >= 3:
-        request = av.ApiVersionsRequest(client_software_name="confluent-kafka-python", client_software_version="2.5.0-rdkafka-2.5.0")
+        request = av.ApiVersionsRequest(
+            client_software_name="confluent-kafka-python",
+            client_software_version="2.5.0-rdkafka-2.5.0",
+        )
     with RawClient(broker.bootstrap) as client:
         response = client.request(18, version, request)
         assert response.trailing == 0
@@ -295,7 +352,11 @@ def test_api_versions_each_version(broker: BrokerProcess, advertised: dict[int, 
 
 def test_api_versions_v3_with_bad_software_name(broker: BrokerProcess) -> None:
     with RawClient(broker.bootstrap) as client:
-        response = client.request(18, 3, av.ApiVersionsRequest(client_software_name="bad name!", client_software_version="1"))
+        response = client.request(
+            18,
+            3,
+            av.ApiVersionsRequest(client_software_name="bad name!", client_software_version="1"),
+        )
         assert response.body.error_code == 42  # INVALID_REQUEST, as Kafka
         # Still usable afterwards.
         assert client.request(18, 3, _minimal(18, 3)).body.error_code == 0

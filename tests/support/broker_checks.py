@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
 from pydmq.protocol.messages.create_topics import (
@@ -57,7 +59,9 @@ def assert_serves(bootstrap: str, timeout: float = 10.0) -> None:
         )
         assert versions.body.error_code == 0
         assert any(k.api_key == 3 for k in versions.body.api_keys)
-        metadata = client.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False))
+        metadata = client.request(
+            3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False)
+        )
         assert metadata.body.brokers, "Metadata lists no broker"
 
 
@@ -85,10 +89,15 @@ def create_topic(
     return int(result.error_code)
 
 
-def metadata_topic_error(client: RawClient, name: str, auto_create: bool = True, version: int = 12) -> int:
+def metadata_topic_error(
+    client: RawClient, name: str, auto_create: bool = True, version: int = 12
+) -> int:
     response = client.request(
-        3, version,
-        MetadataRequest(topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto_create),
+        3,
+        version,
+        MetadataRequest(
+            topics=[MetadataRequestTopic(name=name)], allow_auto_topic_creation=auto_create
+        ),
     )
     (topic,) = response.body.topics
     return int(topic.error_code)
@@ -97,7 +106,12 @@ def metadata_topic_error(client: RawClient, name: str, auto_create: bool = True,
 def list_offset(client: RawClient, topic: str, partition: int = 0, timestamp: int = LATEST) -> int:
     request = ListOffsetsRequest(
         replica_id=-1,
-        topics=[ListOffsetsTopic(name=topic, partitions=[ListOffsetsPartition(partition_index=partition, timestamp=timestamp)])],
+        topics=[
+            ListOffsetsTopic(
+                name=topic,
+                partitions=[ListOffsetsPartition(partition_index=partition, timestamp=timestamp)],
+            )
+        ],
     )
     response = client.request(2, 7, request)
     (t,) = response.body.topics
@@ -114,12 +128,16 @@ def produce_raw(
     partition: int = 0,
     acks: int = -1,
     version: int = 9,
-):
+) -> Any:
     """Produce one record set; returns the partition response."""
     request = ProduceRequest(
         acks=acks,
         timeout=10_000,
-        topic_data=[TopicProduceData(name=topic, partition_data=[PartitionProduceData(index=partition, records=records)])],
+        topic_data=[
+            TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=partition, records=records)]
+            )
+        ],
     )
     response = client.request(0, version, request)
     (t,) = response.body.responses
@@ -133,7 +151,7 @@ def init_producer_id(client: RawClient) -> tuple[int, int]:
     return int(response.body.producer_id), int(response.body.producer_epoch)
 
 
-def wait_until(predicate, timeout: float, interval: float = 0.05) -> bool:  # type: ignore[no-untyped-def]
+def wait_until(predicate: Callable[[], object], timeout: float, interval: float = 0.05) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

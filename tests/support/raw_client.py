@@ -8,6 +8,7 @@ bounded by a timeout; nothing here retries.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import time
@@ -18,7 +19,7 @@ from pydmq.protocol.headers import request_header_version, response_header_versi
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader, Writer
 
-__all__ = ["RawClient", "RawResponse", "encode_request_frame", "decode_response_frame"]
+__all__ = ["RawClient", "RawResponse", "decode_response_frame", "encode_request_frame"]
 
 _SIZE = struct.Struct(">i")
 
@@ -46,8 +47,13 @@ def encode_request_frame(
 
 
 def encode_raw_frame(
-    api_key: int, version: int, correlation_id: int, body: bytes, client_id: str | None = "pydmq-raw",
-    *, flexible_header: bool = False,
+    api_key: int,
+    version: int,
+    correlation_id: int,
+    body: bytes,
+    client_id: str | None = "pydmq-raw",
+    *,
+    flexible_header: bool = False,
 ) -> bytes:
     """A frame with a hand-made body (for requests our encoder would refuse to build)."""
     w = Writer(bytearray())
@@ -96,10 +102,8 @@ class RawClient:
         self.close()
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self.sock.close()
-        except OSError:
-            pass
 
     def next_correlation_id(self) -> int:
         self._correlation += 1
@@ -150,18 +154,20 @@ class RawClient:
                 data = self.sock.recv(65536)
             except (ConnectionResetError, BrokenPipeError):
                 return True
-            except (TimeoutError, socket.timeout):
+            except TimeoutError:
                 return False
             if not data:
                 return True
-            raise AssertionError(f"expected the connection to close, got {len(data)} bytes: {data[:64]!r}")
+            raise AssertionError(
+                f"expected the connection to close, got {len(data)} bytes: {data[:64]!r}"
+            )
 
     def is_open(self, timeout: float = 0.3) -> bool:
         """True when the peer neither closed nor sent anything within ``timeout``."""
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(1, socket.MSG_PEEK)
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             return True
         except OSError:
             return False

@@ -16,7 +16,7 @@ from confluent_kafka.admin import AdminClient  # noqa: E402
 def _roundtrip(bootstrap: str, topic: str, count: int = 20) -> list[bytes]:
     producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap})
     for i in range(count):
-        producer.produce(topic, value=b"m%d" % i)
+        producer.produce(topic, value=b"m%d" % i, partition=0)
     assert producer.flush(15) == 0
     consumer = confluent_kafka.Consumer(
         {"bootstrap.servers": bootstrap, "group.id": "t", "enable.auto.commit": False}
