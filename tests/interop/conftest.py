@@ -28,10 +28,11 @@ from pathlib import Path
 
 import pytest
 
-from .support import PARTITIONS, free_port, wait_for_port
+from pydmq.testing.process import BrokerProcess as LibraryBrokerProcess
+
+from .support import PARTITIONS
 
 START_TIMEOUT = float(os.environ.get("PYDMQ_TEST_START_TIMEOUT", "15"))
-STOP_TIMEOUT = 10.0
 
 # Broker settings every interop test relies on (Kafka property names, DESIGN.md §6).
 DEFAULT_OVERRIDES = {
@@ -42,92 +43,22 @@ DEFAULT_OVERRIDES = {
 }
 
 
-class BrokerProcess:
-    """One pydmq broker subprocess on a loopback port."""
+class BrokerProcess(LibraryBrokerProcess):
+    """The library's broker child process with the interop defaults and a log beside it."""
+
+    external = False
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
-        self.host = "127.0.0.1"
-        self.port = free_port()
-        self.data_dir = data_dir
-        self.log_path = data_dir.parent / f"{data_dir.name}.broker.log"
-        self.overrides = dict(DEFAULT_OVERRIDES, **(overrides or {}))
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.external = False
+        super().__init__(
+            data_dir,
+            overrides=dict(DEFAULT_OVERRIDES, **(overrides or {})),
+            log_path=data_dir.parent / f"{data_dir.name}.broker.log",
+        )
 
-    @property
-    def bootstrap(self) -> str:
-        return f"{self.host}:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc else None
-
-    def command(self) -> list[str]:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pydmq",
-            "serve",
-            "--listeners",
-            f"PLAINTEXT://{self.host}:{self.port}",
-            "--log-dirs",
-            str(self.data_dir),
-        ]
-        for k, v in self.overrides.items():
-            cmd += ["--override", f"{k}={v}"]
-        return cmd
-
-    def start(self) -> None:
+    def start(self, timeout: float = START_TIMEOUT) -> BrokerProcess:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        log = open(self.log_path, "ab")  # noqa: SIM115 - handed to the child
-        try:
-            self.proc = subprocess.Popen(
-                self.command(),
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        finally:
-            log.close()
-        if not wait_for_port(self.host, self.port, START_TIMEOUT, self.proc):
-            rc = self.proc.poll()
-            self.stop()
-            raise RuntimeError(
-                f"pydmq broker did not accept connections on {self.bootstrap} within "
-                f"{START_TIMEOUT:.0f}s (exit code {rc})\ncommand: {' '.join(self.command())}\n"
-                f"--- broker log (tail) ---\n{self.log_tail()}"
-            )
-
-    def stop(self) -> None:
-        """SIGTERM, then SIGKILL after a grace period. Only ever signals our own PID."""
-        proc, self.proc = self.proc, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(STOP_TIMEOUT)
-
-    def restart(self) -> None:
-        self.stop()
-        self.start()
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Send ``sig`` to the broker process; for fatal signals wait until it is gone."""
-        assert self.proc is not None, "broker not running"
-        self.proc.send_signal(sig)
-        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
-            self.proc.wait(STOP_TIMEOUT)
-            self.proc = None
-
-    def log_tail(self, n: int = 4000) -> str:
-        try:
-            return self.log_path.read_bytes()[-n:].decode(errors="replace")
-        except OSError:
-            return "(no log)"
+        super().start(timeout)
+        return self
 
 
 class ExternalBroker:

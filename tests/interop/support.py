@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import time
 import uuid
@@ -192,28 +191,6 @@ def timestamp_queries(count: int, base_ts: int, partitions: int = PARTITIONS):
 
 
 # --------------------------------------------------------------------------- processes
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_port(
-    host: str, port: int, timeout: float, proc: subprocess.Popen[bytes] | None = None
-) -> bool:
-    """True once ``host:port`` accepts a connection; False on timeout or if ``proc`` exits."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            return False
-        try:
-            with socket.create_connection((host, port), timeout=0.5):
-                return True
-        except OSError:
-            time.sleep(0.1)
-    return False
 
 
 def java_classpath() -> str:

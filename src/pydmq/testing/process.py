@@ -78,7 +78,7 @@ class BrokerProcess:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(
-                    f"broker exited with {self.process.returncode}: {self.log_path.read_text()[-2000:]}"
+                    f"broker exited with {self.process.returncode}:\n{self.log_tail()}"
                 )
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.2):
@@ -86,13 +86,22 @@ class BrokerProcess:
             except OSError:
                 time.sleep(0.05)
         self.stop()
-        raise TimeoutError(f"broker did not listen on {self.bootstrap} within {timeout} s")
+        raise TimeoutError(
+            f"broker did not listen on {self.bootstrap} within {timeout} s\n{self.log_tail()}"
+        )
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.process is not None and self.process.poll() is None:
             os.kill(self.process.pid, sig)
             if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT):
                 self.process.wait(30)
+
+    def log_tail(self, size: int = 4000) -> str:
+        """The end of the broker's log file (for failure messages)."""
+        try:
+            return self.log_path.read_bytes()[-size:].decode(errors="replace")
+        except OSError:
+            return "(no broker log)"
 
     def restart(self, timeout: float = 20.0) -> BrokerProcess:
         self.stop()
