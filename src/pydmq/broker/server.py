@@ -21,6 +21,8 @@ from pydmq.broker.topic_ops import TopicOperations
 from pydmq.broker.topics import TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
+from pydmq.groups.coordinator import GroupConfig, GroupCoordinator
+from pydmq.groups.log import ConsumerOffsetsLog
 from pydmq.net.connection import KafkaConnection
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
@@ -70,6 +72,10 @@ class Broker:
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
         self.topic_ops = TopicOperations(self)
+        self.group_coordinator_log = ConsumerOffsetsLog(self)
+        self.group_coordinator = GroupCoordinator(
+            GroupConfig.from_broker_config(config), self.group_coordinator_log
+        )
         self.dispatcher = RequestDispatcher(self, self.plugins.api_handlers())
         self.listeners = [parse_listener(uri) for uri in config.listeners]
         self.advertised = [parse_listener(uri) for uri in config.advertised_listeners]
@@ -121,6 +127,8 @@ class Broker:
 
     async def start(self) -> None:
         self.open_logs()
+        self.group_coordinator.load()
+        self.group_coordinator.start()
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
         for listener in self.listeners:
@@ -185,6 +193,7 @@ class Broker:
         for task in self._tasks:
             task.cancel()
         self.replica_manager.fetch_purgatory.notify_all()
+        self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()
         log.info("pydmq node %d stopped", self.node_id)

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import IO, Any
 
-from pydmq.cli.topics import add_bootstrap_argument, run_guarded
+from pydmq.cli.common import add_bootstrap_argument, run_guarded
 from pydmq.client import (
     EARLIEST,
     LATEST,

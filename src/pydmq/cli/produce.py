@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-from pydmq.cli.topics import add_bootstrap_argument, parse_key_values, run_guarded
+from pydmq.cli.common import add_bootstrap_argument, parse_key_values, run_guarded
 from pydmq.client import KafkaClient, Producer, raise_for_error
 from pydmq.protocol.compression import CODEC_NAMES
 

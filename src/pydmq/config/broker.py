@@ -99,6 +99,10 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("group.min.session.timeout.ms", T.INT, 6000, "Smallest session timeout."),
     ConfigDef("group.max.session.timeout.ms", T.INT, 1800000, "Largest session timeout."),
     ConfigDef("group.max.size", T.INT, 2**31 - 1, "Members per group.", at_least(1)),
+    ConfigDef("offsets.retention.check.interval.ms", T.LONG, 600000,
+              "How often expired committed offsets are removed.", at_least(1)),
+    ConfigDef("offset.metadata.max.bytes", T.INT, 4096,
+              "Largest metadata string of a committed offset."),
 )
 
 TOPIC_DEFAULT_SOURCES: dict[str, str] = {

@@ -26,6 +26,17 @@ HANDLER_MODULES: tuple[str, ...] = (
     "incremental_alter_configs",
     "describe_cluster",
     "describe_topic_partitions",
+    "find_coordinator",
+    "join_group",
+    "sync_group",
+    "heartbeat",
+    "leave_group",
+    "offset_commit",
+    "offset_fetch",
+    "describe_groups",
+    "list_groups",
+    "delete_groups",
+    "offset_delete",
 )
 
 

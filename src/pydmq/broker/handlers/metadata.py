@@ -12,9 +12,10 @@ import uuid
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.server import Broker
-from pydmq.broker.topic_names import topic_name_problem
+from pydmq.broker.topic_names import INTERNAL_TOPICS, topic_name_problem
 from pydmq.broker.topic_ops import TopicError
 from pydmq.broker.topics import TopicInfo
+from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
@@ -35,7 +36,9 @@ def broker_list(ctx: RequestContext) -> list[MetadataResponseBroker]:
     rack = ctx.broker.config.get("broker.rack")
     return [
         MetadataResponseBroker(
-            node_id=ctx.broker.node_id, host=host, port=port,
+            node_id=ctx.broker.node_id,
+            host=host,
+            port=port,
             rack=None if rack is None else str(rack),
         )
     ]
@@ -65,9 +68,24 @@ def topic_metadata(broker: Broker, topic: TopicInfo) -> MetadataResponseTopic:
 
 def _error_topic(name: str | None, topic_id: uuid.UUID | None, code: int) -> MetadataResponseTopic:
     return MetadataResponseTopic(
-        error_code=code, name=name, topic_id=topic_id or _ZERO_UUID, is_internal=False,
-        topic_authorized_operations=_AUTHORIZED_OPS_NOT_REQUESTED, partitions=[],
+        error_code=code,
+        name=name,
+        topic_id=topic_id or _ZERO_UUID,
+        is_internal=False,
+        topic_authorized_operations=_AUTHORIZED_OPS_NOT_REQUESTED,
+        partitions=[],
     )
+
+
+def _create_internal(broker: Broker, name: str) -> TopicInfo:
+    """Internal topics are created by their owner with their own settings, never as a default
+    topic (Kafka: __consumer_offsets gets offsets.topic.num.partitions and compaction)."""
+    if name == OFFSETS_TOPIC:
+        broker.group_coordinator_log.ensure_created()
+        topic = broker.topics.get(name)
+        if topic is not None:
+            return topic
+    raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name} is created by its owner")
 
 
 def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
@@ -111,7 +129,10 @@ def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
                 )
                 continue
             try:
-                topic = broker.topic_ops.create_topic(name)
+                if name in INTERNAL_TOPICS:
+                    topic = _create_internal(broker, name)
+                else:
+                    topic = broker.topic_ops.create_topic(name)
             except TopicError as exc:
                 response.topics.append(_error_topic(name, None, exc.error_code))
                 continue

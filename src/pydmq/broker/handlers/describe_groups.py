@@ -1,0 +1,58 @@
+"""DescribeGroups (key 15), v0-v5.
+
+State, protocol type and members of each group. As Kafka: a Stable group reports its protocol
+and each member's metadata and assignment; other states report the members without them and
+protocol "". An unknown group is reported as state "Dead" with no error (GROUP_ID_NOT_FOUND is
+v6+, not advertised). Authorized operations from v3 (no authorizer: every group operation when
+asked, else Kafka's "not requested" sentinel); group instance ids from v4.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.protocol.messages.describe_groups import (
+    DescribedGroup,
+    DescribedGroupMember,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+)
+
+__all__ = ["HANDLER"]
+
+_NOT_REQUESTED = -(2**31)
+# READ (3), DELETE (6), DESCRIBE (8): the ACL operations that apply to a group
+_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
+
+
+def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+    group_coordinator = coordinator(ctx)
+    ops = _GROUP_OPERATIONS if request.include_authorized_operations else _NOT_REQUESTED
+    response = DescribeGroupsResponse()
+    for group_id in request.groups:
+        error, summary = group_coordinator.describe_group(group_id)
+        response.groups.append(
+            DescribedGroup(
+                error_code=error,
+                group_id=group_id,
+                group_state=summary.state,
+                protocol_type=summary.protocol_type,
+                protocol_data=summary.protocol,
+                authorized_operations=ops,
+                members=[
+                    DescribedGroupMember(
+                        member_id=m.member_id,
+                        group_instance_id=m.group_instance_id,
+                        client_id=m.client_id,
+                        client_host=m.client_host,
+                        member_metadata=m.metadata,
+                        member_assignment=m.assignment,
+                    )
+                    for m in summary.members
+                ],
+            )
+        )
+    return response
+
+
+HANDLER = ApiHandlerSpec(15, 0, 5, handle, "DescribeGroups")

@@ -1,0 +1,28 @@
+"""Heartbeat (key 12), v0-v4.
+
+Resets the member's session timer. Errors as Kafka: UNKNOWN_MEMBER_ID (unknown group or
+member), FENCED_INSTANCE_ID (a replaced static member), ILLEGAL_GENERATION,
+REBALANCE_IN_PROGRESS while the group prepares a rebalance (the member must rejoin).
+Group instance id from v3.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+
+__all__ = ["HANDLER"]
+
+
+def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    error = coordinator(ctx).heartbeat(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        request.group_instance_id if ctx.api_version >= 3 else None,
+    )
+    return HeartbeatResponse(error_code=error)
+
+
+HANDLER = ApiHandlerSpec(12, 0, 4, handle, "Heartbeat")

@@ -1,0 +1,65 @@
+"""JoinGroup (key 11), v0-v9.
+
+Classic protocol, served by :class:`~pydmq.groups.coordinator.GroupCoordinator`; the response
+waits (asynchronously) until the rebalance completes. Version notes: rebalance timeout from
+v1 (v0: the session timeout); v4+ requires a known member id (KIP-394: a new member is answered
+MEMBER_ID_REQUIRED with its id and joins again; v0-v3 join in one round trip); group instance
+id (static membership) from v5; protocol name nullable and protocol type in the response from
+v7; ``reason`` (v8) is logged only; ``skip_assignment`` (v9) is always false.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.groups.coordinator import JoinRequest
+from pydmq.protocol.messages.join_group import (
+    JoinGroupRequest,
+    JoinGroupResponse,
+    JoinGroupResponseMember,
+)
+
+__all__ = ["HANDLER"]
+
+
+async def _join(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+    version = ctx.api_version
+    result = await coordinator(ctx).join_group(
+        JoinRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id if version >= 5 else None,
+            require_known_member_id=version >= 4,
+            client_id=ctx.client_id or "",
+            client_host=f"/{ctx.client_host}",
+            rebalance_timeout_ms=(
+                request.rebalance_timeout if version >= 1 else request.session_timeout
+            ),
+            session_timeout_ms=request.session_timeout,
+            protocol_type=request.protocol_type,
+            protocols=[(p.name, p.metadata) for p in request.protocols],
+        )
+    )
+    protocol_name = result.protocol_name
+    if protocol_name is None and version < 7:
+        protocol_name = ""
+    return JoinGroupResponse(
+        error_code=result.error_code,
+        generation_id=result.generation_id,
+        protocol_type=result.protocol_type,
+        protocol_name=protocol_name,
+        leader=result.leader_id,
+        skip_assignment=result.skip_assignment,
+        member_id=result.member_id,
+        members=[
+            JoinGroupResponseMember(member_id=m, group_instance_id=i, metadata=meta)
+            for m, i, meta in result.members
+        ],
+    )
+
+
+def handle(ctx: RequestContext, request: JoinGroupRequest) -> object:
+    return _join(ctx, request)
+
+
+HANDLER = ApiHandlerSpec(11, 0, 9, handle, "JoinGroup")

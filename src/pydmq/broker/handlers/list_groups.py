@@ -1,0 +1,40 @@
+"""ListGroups (key 16), v0-v5.
+
+Every live group (groups that only hold committed offsets included, as Kafka lists them as
+Empty). States filter from v4 and types filter from v5, both case-insensitive; an empty filter
+matches everything. Group state in the response from v4, group type ("classic") from v5.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
+
+__all__ = ["HANDLER"]
+
+_CLASSIC = "classic"
+
+
+def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+    version = ctx.api_version
+    states = {s.lower() for s in request.states_filter} if version >= 4 else set()
+    types = {t.lower() for t in request.types_filter} if version >= 5 else set()
+    response = ListGroupsResponse()
+    if types and _CLASSIC not in types:
+        return response
+    for group_id, protocol_type, state in coordinator(ctx).list_groups():
+        if states and state.lower() not in states:
+            continue
+        response.groups.append(
+            ListedGroup(
+                group_id=group_id,
+                protocol_type=protocol_type,
+                group_state=state,
+                group_type=_CLASSIC,
+            )
+        )
+    return response
+
+
+HANDLER = ApiHandlerSpec(16, 0, 5, handle, "ListGroups")

@@ -1,0 +1,75 @@
+"""OffsetCommit (key 8), v2-v9.
+
+Stores committed offsets (offset, leader epoch from v6, metadata string kept byte for byte) as
+records of ``__consumer_offsets``. Validation as Kafka 4's classic groups: a commit with
+generation -1 and no member id is accepted only while the group is Empty (simple consumers,
+admin tools), else UNKNOWN_MEMBER_ID; a member commit needs a known member (FENCED_INSTANCE_ID
+for a replaced static member, group instance id from v7) and the current generation
+(ILLEGAL_GENERATION); REBALANCE_IN_PROGRESS while the group completes a rebalance. A
+partition of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, a metadata string longer than
+``offset.metadata.max.bytes`` OFFSET_METADATA_TOO_LARGE. ``retention_time`` (v2-v4, -1 =
+broker default) sets an explicit expiry; v5+ have no such field. v10 (topic ids) is not
+advertised.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.groups.coordinator import CommitRequest
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.offset_commit import (
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetCommitResponsePartition,
+    OffsetCommitResponseTopic,
+)
+
+__all__ = ["HANDLER"]
+
+
+def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+    version = ctx.api_version
+    topics = ctx.broker.topics
+    errors: dict[tuple[str, int], int] = {}
+    wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    for topic in request.topics:
+        info = topics.get(topic.name)
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if info is None or not 0 <= p.partition_index < len(info.partitions):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                epoch = p.committed_leader_epoch if version >= 6 else -1
+                wanted[tp] = (p.committed_offset, epoch, p.committed_metadata)
+    if wanted:
+        errors.update(
+            coordinator(ctx).commit_offsets(
+                CommitRequest(
+                    group_id=request.group_id,
+                    member_id=request.member_id,
+                    group_instance_id=request.group_instance_id if version >= 7 else None,
+                    generation_id=request.generation_id_or_member_epoch,
+                    retention_time_ms=request.retention_time if version <= 4 else -1,
+                    offsets=wanted,
+                )
+            )
+        )
+    response = OffsetCommitResponse()
+    for topic in request.topics:
+        response.topics.append(
+            OffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    OffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors[(topic.name, p.partition_index)],
+                    )
+                    for p in topic.partitions
+                ],
+            )
+        )
+    return response
+
+
+HANDLER = ApiHandlerSpec(8, 2, 9, handle, "OffsetCommit")

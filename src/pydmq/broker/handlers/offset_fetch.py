@@ -1,0 +1,109 @@
+"""OffsetFetch (key 9), v1-v9.
+
+Committed offsets of a group. A requested partition without a committed offset answers offset
+-1, leader epoch -1 and metadata "" (Kafka's NO_METADATA). Topics null (v2+) means every
+committed partition of the group. Version notes: top-level error from v2 (v1 reports a group
+error on every partition); leader epoch from v5; ``require_stable`` (v7) needs no waiting as
+there are no transactional offset commits yet; v8+ fetch several groups at once (each group's
+topics null = all). v10 (topic ids) is not advertised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.groups.offsets import OffsetAndMetadata
+from pydmq.protocol.messages.offset_fetch import (
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    OffsetFetchResponseGroup,
+    OffsetFetchResponsePartition,
+    OffsetFetchResponsePartitions,
+    OffsetFetchResponseTopic,
+    OffsetFetchResponseTopics,
+)
+
+__all__ = ["HANDLER"]
+
+Row = tuple[str, int, OffsetAndMetadata | None]
+
+
+def _fetch(
+    ctx: RequestContext, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+) -> tuple[int, dict[str, list[tuple[int, int, int, str]]]]:
+    error, rows = coordinator(ctx).fetch_offsets(group_id, topics)
+    by_topic: dict[str, list[tuple[int, int, int, str]]] = {}
+    if topics is not None:
+        for name, _ in topics:
+            by_topic.setdefault(name, [])
+    for topic, partition, committed in rows:
+        if committed is None:
+            entry = (partition, -1, -1, "")
+        else:
+            entry = (partition, committed.offset, committed.leader_epoch, committed.metadata)
+        by_topic.setdefault(topic, []).append(entry)
+    return error, by_topic
+
+
+def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+    version = ctx.api_version
+    if version >= 8:
+        response = OffsetFetchResponse()
+        for group in request.groups:
+            wanted = (
+                None
+                if group.topics is None
+                else [(t.name, t.partition_indexes) for t in group.topics]
+            )
+            error, by_topic = _fetch(ctx, group.group_id, wanted)
+            response.groups.append(
+                OffsetFetchResponseGroup(
+                    group_id=group.group_id,
+                    error_code=error,
+                    topics=[
+                        OffsetFetchResponseTopics(
+                            name=name,
+                            partitions=[
+                                OffsetFetchResponsePartitions(
+                                    partition_index=p,
+                                    committed_offset=o,
+                                    committed_leader_epoch=e,
+                                    metadata=m,
+                                )
+                                for p, o, e, m in parts
+                            ],
+                        )
+                        for name, parts in by_topic.items()
+                    ],
+                )
+            )
+        return response
+    wanted_topics = (
+        None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
+    )
+    error, by_topic = _fetch(ctx, request.group_id, wanted_topics)
+    partition_error = error if version < 2 else 0
+    return OffsetFetchResponse(
+        error_code=error,
+        topics=[
+            OffsetFetchResponseTopic(
+                name=name,
+                partitions=[
+                    OffsetFetchResponsePartition(
+                        partition_index=p,
+                        committed_offset=o,
+                        committed_leader_epoch=e,
+                        metadata=m,
+                        error_code=partition_error,
+                    )
+                    for p, o, e, m in parts
+                ],
+            )
+            for name, parts in by_topic.items()
+        ],
+    )
+
+
+HANDLER = ApiHandlerSpec(9, 1, 9, handle, "OffsetFetch")

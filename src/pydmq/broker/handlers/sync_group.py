@@ -1,0 +1,41 @@
+"""SyncGroup (key 14), v0-v5.
+
+The leader's assignments complete the rebalance; every member's response waits for them
+(asynchronously). Assignments sent by a non-leader are ignored, as Kafka does. Group instance
+id from v3; protocol type and name from v5 (checked against the group's:
+INCONSISTENT_GROUP_PROTOCOL, and echoed in the response).
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+__all__ = ["HANDLER"]
+
+
+async def _sync(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+    version = ctx.api_version
+    result = await coordinator(ctx).sync_group(
+        request.group_id,
+        request.generation_id,
+        request.member_id,
+        request.group_instance_id if version >= 3 else None,
+        request.protocol_type if version >= 5 else None,
+        request.protocol_name if version >= 5 else None,
+        {a.member_id: a.assignment for a in request.assignments},
+    )
+    return SyncGroupResponse(
+        error_code=result.error_code,
+        protocol_type=result.protocol_type,
+        protocol_name=result.protocol_name,
+        assignment=result.assignment,
+    )
+
+
+def handle(ctx: RequestContext, request: SyncGroupRequest) -> object:
+    return _sync(ctx, request)
+
+
+HANDLER = ApiHandlerSpec(14, 0, 5, handle, "SyncGroup")

@@ -1,0 +1,86 @@
+"""Helpers shared by the client subcommands (topics, produce, consume, groups)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import TextIO
+
+from pydmq.client import KafkaError
+
+__all__ = [
+    "DEFAULT_BOOTSTRAP",
+    "add_bootstrap_argument",
+    "format_table",
+    "parse_key_values",
+    "run_guarded",
+]
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+
+
+def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-server",
+        "-b",
+        default=DEFAULT_BOOTSTRAP,
+        metavar="HOST:PORT",
+        help=f"broker(s) to connect to, comma-separated (default {DEFAULT_BOOTSTRAP})",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=30.0, help="request timeout in seconds (default 30)"
+    )
+
+
+def parse_key_values(items: Sequence[str], what: str) -> list[tuple[str, str]]:
+    """``["k=v", ...]`` to pairs; raises ValueError naming ``what`` on a malformed item."""
+    out: list[tuple[str, str]] = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what} expects KEY=VALUE, got {item!r}")
+        out.append((key, value))
+    return out
+
+
+def run_guarded(command: str, body: Callable[[], int], stderr: TextIO | None = None) -> int:
+    """Run ``body``; report errors as ``pydmq <command>: <ERROR_NAME>: message``."""
+    err = sys.stderr if stderr is None else stderr
+    try:
+        return body()
+    except BrokenPipeError:  # e.g. ``pydmq consume ... | head``: stop quietly
+        _silence_stdout()
+        return 0
+    except KafkaError as exc:
+        text = f"pydmq {command}: {exc.name}"
+        if exc.message:
+            text += f": {exc.message}"
+        print(text, file=err)
+        return 1
+    except (ValueError, OSError) as exc:
+        print(f"pydmq {command}: {exc}", file=err)
+        return 2
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass
+
+
+def format_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """Left-aligned columns separated by two spaces (no trailing blanks)."""
+    cells = [[str(c) for c in header]] + [[str(c) for c in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    lines = []
+    for row in cells:
+        line = "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))
+        lines.append(line.rstrip())
+    return "\n".join(lines)

@@ -1,0 +1,1120 @@
+"""GroupCoordinator: the classic group protocol and committed offsets, owned by the event loop.
+
+Every group is coordinated by this node. Flows follow Kafka's classic coordinator:
+
+- JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
+  v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
+  (expires after its session timeout); v0-v3 join in one round trip. A join (or a changed
+  subscription, or the leader rejoining) moves the group to PreparingRebalance; the rebalance
+  completes when every known member has rejoined or after the largest rebalance timeout
+  (dynamic members that did not rejoin are removed). An Empty group's first rebalance waits
+  ``group.initial.rebalance.delay.ms``, extended while members keep joining, up to the
+  rebalance timeout. Completion bumps the generation, selects the protocol by votes and
+  answers every pending join (the leader gets the members' metadata).
+- SyncGroup: the leader's assignments are stored (``__consumer_offsets``) and handed to every
+  member; the group becomes Stable. Members that do not sync within the rebalance timeout are
+  removed and the group rebalances.
+- Heartbeat/session timeout: every member has a ``loop.call_later`` timer reset by heartbeats,
+  syncs and commits; expiry removes the member and rebalances (members waiting in a join or
+  sync are bounded by the rebalance timers instead).
+- Static membership (``group.instance.id``, JoinGroup v5+): a known instance id joining with an
+  empty member id replaces the old member id; in a Stable group whose selected protocol and
+  subscribed topics do not change, no rebalance happens and the member gets its assignment back
+  through SyncGroup. The replaced member id is answered FENCED_INSTANCE_ID.
+- Offsets: commits validated like Kafka 4 (simple commits with generation -1 and no member only
+  for Empty groups), appended as records, then cached; Empty groups' offsets expire
+  ``offsets.retention.minutes`` after the group became Empty (simple groups: after the commit),
+  checked every ``offsets.retention.check.interval.ms``; an Empty group without offsets is
+  then removed (Dead).
+- Start-up: ``load`` replays ``__consumer_offsets``: offsets, and groups as Empty with their
+  generation and protocol type (members are not restored).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from pydmq.groups.group import (
+    ClassicGroup,
+    GroupState,
+    JoinResult,
+    MemberMetadata,
+    SyncResult,
+    subscribed_topics,
+)
+from pydmq.groups.offsets import OffsetAndMetadata, OffsetStore, TopicPartitionKey
+from pydmq.groups.records import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    GroupRecordError,
+    MemberMetadataValue,
+    OffsetCommitKey,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+)
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.records import Record
+
+__all__ = [
+    "CommitRequest",
+    "GroupConfig",
+    "GroupCoordinator",
+    "GroupSummary",
+    "JoinRequest",
+    "MemberSummary",
+    "OffsetsLog",
+]
+
+log = logging.getLogger(__name__)
+
+
+class OffsetsLog(Protocol):
+    """Where group records go (``__consumer_offsets``) and come back from at start-up."""
+
+    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None: ...
+
+    def replay(self) -> Iterator[Record]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfig:
+    initial_rebalance_delay_ms: int = 3000
+    min_session_timeout_ms: int = 6000
+    max_session_timeout_ms: int = 1800000
+    max_size: int = 2**31 - 1
+    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
+    retention_check_interval_ms: int = 600000
+    offset_metadata_max_bytes: int = 4096
+
+    @staticmethod
+    def from_broker_config(config: object) -> GroupConfig:
+        get_int: Callable[[str], int] = config.get_int  # type: ignore[attr-defined]
+        return GroupConfig(
+            initial_rebalance_delay_ms=get_int("group.initial.rebalance.delay.ms"),
+            min_session_timeout_ms=get_int("group.min.session.timeout.ms"),
+            max_session_timeout_ms=get_int("group.max.session.timeout.ms"),
+            max_size=get_int("group.max.size"),
+            offsets_retention_ms=get_int("offsets.retention.minutes") * 60_000,
+            retention_check_interval_ms=get_int("offsets.retention.check.interval.ms"),
+            offset_metadata_max_bytes=get_int("offset.metadata.max.bytes"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class JoinRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    require_known_member_id: bool
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRequest:
+    group_id: str
+    member_id: str
+    group_instance_id: str | None
+    generation_id: int
+    retention_time_ms: int
+    offsets: dict[TopicPartitionKey, tuple[int, int, str | None]]  # offset, epoch, metadata
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSummary:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    members: list[MemberSummary] = field(default_factory=list)
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class GroupCoordinator:
+    """Classic groups and committed offsets of this node. Event-loop owned, no locks."""
+
+    def __init__(
+        self,
+        config: GroupConfig,
+        offsets_log: OffsetsLog,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.config = config
+        self._log = offsets_log
+        self._clock = clock
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore(offsets_log.append)
+        self.loading = False
+        self._retention_handle: asyncio.TimerHandle | None = None
+        self._sync_timers: dict[str, asyncio.TimerHandle] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+    def load(self) -> None:
+        """Replay ``__consumer_offsets``: committed offsets and Empty groups."""
+        self.loading = True
+        try:
+            metadata: dict[str, GroupMetadataValue] = {}
+            count = 0
+            for record in self._log.replay():
+                count += 1
+                if record.key is None:
+                    continue
+                try:
+                    key = decode_key(record.key)
+                    if isinstance(key, OffsetCommitKey):
+                        value = (
+                            None
+                            if record.value is None
+                            else decode_offset_commit_value(record.value)
+                        )
+                        self.offsets.replay_commit(key, value)
+                    elif record.value is None:
+                        metadata.pop(key.group, None)
+                    else:
+                        metadata[key.group] = decode_group_metadata_value(record.value)
+                except GroupRecordError as exc:
+                    log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+            now = self._clock()
+            for group_id in set(metadata) | set(self.offsets.groups()):
+                group = ClassicGroup(group_id, now)
+                stored = metadata.get(group_id)
+                if stored is not None:
+                    group.generation_id = stored.generation
+                    group.protocol_type = stored.protocol_type or None
+                    if not stored.members and stored.current_state_timestamp > 0:
+                        group.state_timestamp_ms = stored.current_state_timestamp
+                self.groups[group_id] = group
+            if count:
+                log.info(
+                    "loaded %d groups from %d __consumer_offsets records", len(self.groups), count
+                )
+        finally:
+            self.loading = False
+
+    def start(self) -> None:
+        """Start the periodic offsets-retention check (needs the running loop)."""
+        self._schedule_retention()
+
+    def stop(self) -> None:
+        if self._retention_handle is not None:
+            self._retention_handle.cancel()
+            self._retention_handle = None
+        for handle in self._sync_timers.values():
+            handle.cancel()
+        self._sync_timers.clear()
+        for group in self.groups.values():
+            if group.join_timer is not None:
+                group.join_timer.cancel()
+            for pending in group.pending_members.values():
+                if pending is not None:
+                    pending.cancel()
+            for member in group.members.values():
+                self._cancel_heartbeat(member)
+                if member.awaiting_join:
+                    assert member.join_future is not None
+                    member.join_future.set_result(
+                        JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id)
+                    )
+                if member.awaiting_sync:
+                    assert member.sync_future is not None
+                    member.sync_future.set_result(SyncResult(ErrorCode.NOT_COORDINATOR))
+
+    @staticmethod
+    def _loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    # -- JoinGroup -------------------------------------------------------------------
+    async def join_group(self, request: JoinRequest) -> JoinResult:
+        outcome = self._join(request)
+        if isinstance(outcome, JoinResult):
+            return outcome
+        return await outcome
+
+    def _join(self, req: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+        if not req.group_id:
+            return JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id)
+        if self.loading:
+            return JoinResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, req.member_id)
+        cfg = self.config
+        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
+            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
+        is_unknown = req.member_id == ""
+        group = self.groups.get(req.group_id)
+        created = False
+        if group is None:
+            if not is_unknown:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
+            group = ClassicGroup(req.group_id, self._clock())
+            self.groups[req.group_id] = group
+            created = True
+        outcome: JoinResult | asyncio.Future[JoinResult]
+        if group.state is GroupState.DEAD:
+            outcome = JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id)
+        elif not self._accept_joining_member(group, req.member_id):
+            outcome = JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, req.member_id)
+        elif is_unknown:
+            outcome = self._join_new_member(group, req)
+        else:
+            outcome = self._join_existing_member(group, req)
+        if (
+            created
+            and isinstance(outcome, JoinResult)
+            and outcome.error_code
+            and not group.members
+            and not group.pending_members
+        ):
+            del self.groups[req.group_id]
+        return outcome
+
+    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
+        max_size = self.config.max_size
+        match group.state:
+            case GroupState.EMPTY | GroupState.DEAD:
+                return True
+            case GroupState.PREPARING_REBALANCE:
+                member = group.members.get(member_id)
+                return (
+                    member is not None and member.awaiting_join
+                ) or group.awaiting_join_count() < max_size
+            case _:
+                return member_id in group.members or len(group) < max_size
+
+    def _join_new_member(
+        self, group: ClassicGroup, req: JoinRequest
+    ) -> JoinResult | asyncio.Future[JoinResult]:
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+        new_id = f"{req.client_id}-{uuid.uuid4()}"
+        if req.group_instance_id is not None:
+            old_id = group.static_member_id(req.group_instance_id)
+            if old_id is not None and old_id in group.members:
+                return self._replace_static_member(group, req, old_id, new_id)
+            return self._add_member_and_rebalance(group, new_id, req)
+        if req.require_known_member_id:
+            group.pending_members[new_id] = self._loop().call_later(
+                req.session_timeout_ms / 1000, self._expire_pending_member, group, new_id
+            )
+            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id)
+        return self._add_member_and_rebalance(group, new_id, req)
+
+    def _join_existing_member(
+        self, group: ClassicGroup, req: JoinRequest
+    ) -> JoinResult | asyncio.Future[JoinResult]:
+        member_id = req.member_id
+        if member_id in group.pending_members:
+            if not group.supports_protocols(req.protocol_type, req.protocols):
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            handle = group.pending_members.pop(member_id)
+            if handle is not None:
+                handle.cancel()
+            return self._add_member_and_rebalance(group, member_id, req)
+        error = self._validate_member(group, member_id, req.group_instance_id)
+        if error:
+            return JoinResult(error, member_id)
+        if not group.supports_protocols(req.protocol_type, req.protocols):
+            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+        member = group.members[member_id]
+        match group.state:
+            case GroupState.PREPARING_REBALANCE:
+                return self._update_member_and_rebalance(group, member, req)
+            case GroupState.COMPLETING_REBALANCE:
+                if member.matches(req.protocols):
+                    return self._current_join_result(group, member)
+                return self._update_member_and_rebalance(group, member, req)
+            case GroupState.STABLE:
+                if group.is_leader(member_id) or not member.matches(req.protocols):
+                    return self._update_member_and_rebalance(group, member, req)
+                return self._current_join_result(group, member)
+            case _:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
+
+    def _current_join_result(self, group: ClassicGroup, member: MemberMetadata) -> JoinResult:
+        is_leader = group.is_leader(member.member_id)
+        self._schedule_heartbeat(group, member)
+        return JoinResult(
+            ErrorCode.NONE,
+            member.member_id,
+            group.generation_id,
+            group.protocol_type,
+            group.protocol_name,
+            group.leader_id or "",
+            group.current_member_metadata() if is_leader else [],
+        )
+
+    def _replace_static_member(
+        self, group: ClassicGroup, req: JoinRequest, old_id: str, new_id: str
+    ) -> JoinResult | asyncio.Future[JoinResult]:
+        assert req.group_instance_id is not None
+        member = group.members[old_id]
+        old_protocols = member.protocols
+        current_leader = group.leader_id or ""
+        if member.awaiting_join:
+            assert member.join_future is not None
+            member.join_future.set_result(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
+            member.join_future = None
+        if member.awaiting_sync:
+            assert member.sync_future is not None
+            member.sync_future.set_result(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
+            member.sync_future = None
+        group.replace_static_member(req.group_instance_id, old_id, new_id)
+        group_pending_sync = self._pending_sync(group)
+        if old_id in group_pending_sync:
+            group_pending_sync.discard(old_id)
+            group_pending_sync.add(new_id)
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        member.session_timeout_ms = req.session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.protocols = list(req.protocols)
+        self._schedule_heartbeat(group, member)
+        match group.state:
+            case GroupState.STABLE:
+                selected = group.protocol_name
+                if (
+                    selected is not None
+                    and group.select_protocol() == selected
+                    and not self._subscription_changed(group, old_protocols, member.protocols)
+                ):
+                    self._store_group(group)
+                    return JoinResult(
+                        ErrorCode.NONE,
+                        new_id,
+                        group.generation_id,
+                        group.protocol_type,
+                        group.protocol_name,
+                        current_leader,
+                        [],
+                    )
+                return self._await_join(group, member, rebalance=True)
+            case GroupState.COMPLETING_REBALANCE:
+                return self._await_join(group, member, rebalance=True)
+            case GroupState.PREPARING_REBALANCE:
+                return self._await_join(group, member, rebalance=False)
+            case _:
+                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, new_id)
+
+    @staticmethod
+    def _subscription_changed(
+        group: ClassicGroup, old: list[tuple[str, bytes]], new: list[tuple[str, bytes]]
+    ) -> bool:
+        protocol = group.protocol_name
+        old_meta = dict(old).get(protocol or "")
+        new_meta = dict(new).get(protocol or "")
+        if old_meta is None or new_meta is None:
+            return True
+        if group.protocol_type == "consumer":
+            old_topics = subscribed_topics(old_meta)
+            new_topics = subscribed_topics(new_meta)
+            if old_topics is not None and new_topics is not None:
+                return old_topics != new_topics
+        return old_meta != new_meta
+
+    def _await_join(
+        self, group: ClassicGroup, member: MemberMetadata, *, rebalance: bool
+    ) -> asyncio.Future[JoinResult]:
+        future: asyncio.Future[JoinResult] = self._loop().create_future()
+        member.join_future = future
+        if rebalance:
+            self._prepare_rebalance(group)
+        else:
+            self._maybe_complete_join(group)
+        return future
+
+    def _add_member_and_rebalance(
+        self, group: ClassicGroup, member_id: str, req: JoinRequest
+    ) -> asyncio.Future[JoinResult]:
+        member = MemberMetadata(
+            member_id=member_id,
+            group_instance_id=req.group_instance_id,
+            client_id=req.client_id,
+            client_host=req.client_host,
+            rebalance_timeout_ms=req.rebalance_timeout_ms,
+            session_timeout_ms=req.session_timeout_ms,
+            protocol_type=req.protocol_type,
+            protocols=list(req.protocols),
+            is_new=True,
+        )
+        future: asyncio.Future[JoinResult] = self._loop().create_future()
+        member.join_future = future
+        group.add(member)
+        group.new_member_added = True
+        if group.is_in(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group)
+        else:
+            self._prepare_rebalance(group)
+        return future
+
+    def _update_member_and_rebalance(
+        self, group: ClassicGroup, member: MemberMetadata, req: JoinRequest
+    ) -> asyncio.Future[JoinResult]:
+        member.protocols = list(req.protocols)
+        member.session_timeout_ms = req.session_timeout_ms
+        member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        member.client_id = req.client_id
+        member.client_host = req.client_host
+        if member.awaiting_join:
+            # a duplicate join replaces the earlier one (the client gave up on it)
+            assert member.join_future is not None
+            member.join_future.set_result(
+                JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
+            )
+        return self._await_join(
+            group, member, rebalance=not group.is_in(GroupState.PREPARING_REBALANCE)
+        )
+
+    # -- rebalance -------------------------------------------------------------------
+    @staticmethod
+    def _rebalance_timeout_ms(group: ClassicGroup) -> int:
+        return max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
+
+    def _prepare_rebalance(self, group: ClassicGroup) -> None:
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
+        self._cancel_sync_timer(group)
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+        loop = self._loop()
+        rebalance_ms = self._rebalance_timeout_ms(group)
+        initial = group.is_in(GroupState.EMPTY)
+        group.transition_to(GroupState.PREPARING_REBALANCE, self._clock())
+        log.info(
+            "preparing to rebalance group %s (generation %d)", group.group_id, group.generation_id
+        )
+        if initial:
+            delay = min(self.config.initial_rebalance_delay_ms, rebalance_ms)
+            group.initial_delay_remaining_ms = max(rebalance_ms - delay, 0)
+            group.join_timer = loop.call_later(delay / 1000, self._on_initial_delay, group)
+            group.join_is_initial = True
+        else:
+            group.join_is_initial = False
+            group.join_timer = loop.call_later(rebalance_ms / 1000, self._complete_join, group)
+            self._maybe_complete_join(group)
+
+    def _on_initial_delay(self, group: ClassicGroup) -> None:
+        group.join_timer = None
+        if group.new_member_added and group.initial_delay_remaining_ms > 0:
+            group.new_member_added = False
+            initial = self.config.initial_rebalance_delay_ms
+            delay = min(initial, group.initial_delay_remaining_ms)
+            group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - initial, 0)
+            group.join_timer = self._loop().call_later(delay / 1000, self._on_initial_delay, group)
+            return
+        self._complete_join(group)
+
+    def _maybe_complete_join(self, group: ClassicGroup) -> None:
+        if (
+            group.is_in(GroupState.PREPARING_REBALANCE)
+            and not group.join_is_initial
+            and group.has_all_members_joined()
+        ):
+            self._complete_join(group)
+
+    def _complete_join(self, group: ClassicGroup) -> None:
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+        if not group.is_in(GroupState.PREPARING_REBALANCE):
+            return
+        for member in group.not_yet_rejoined():
+            if not member.is_static:
+                log.info(
+                    "removing member %s of group %s: did not rejoin",
+                    member.member_id,
+                    group.group_id,
+                )
+                self._cancel_heartbeat(member)
+                group.remove(member.member_id)
+        if not group.maybe_elect_joined_leader() and group.members:
+            # nobody rejoined (static members only): wait for them or their session expiry
+            group.join_is_initial = False
+            group.join_timer = self._loop().call_later(
+                self._rebalance_timeout_ms(group) / 1000, self._complete_join, group
+            )
+            return
+        now = self._clock()
+        group.init_next_generation(now)
+        group.new_member_added = False
+        if group.is_in(GroupState.EMPTY):
+            log.info("group %s is empty (generation %d)", group.group_id, group.generation_id)
+            self._store_group(group)
+            return
+        log.info(
+            "group %s: generation %d with %d members, protocol %s",
+            group.group_id,
+            group.generation_id,
+            len(group),
+            group.protocol_name,
+        )
+        members = group.current_member_metadata()
+        pending_sync = self._pending_sync(group)
+        pending_sync.clear()
+        for member in group.members.values():
+            pending_sync.add(member.member_id)
+            future = member.join_future
+            member.join_future = None
+            member.is_new = False
+            if future is not None and not future.done():
+                future.set_result(
+                    JoinResult(
+                        ErrorCode.NONE,
+                        member.member_id,
+                        group.generation_id,
+                        group.protocol_type,
+                        group.protocol_name,
+                        group.leader_id or "",
+                        members if group.is_leader(member.member_id) else [],
+                    )
+                )
+            self._schedule_heartbeat(group, member)
+        self._sync_timers[group.group_id] = self._loop().call_later(
+            self._rebalance_timeout_ms(group) / 1000,
+            self._expire_pending_sync,
+            group,
+            group.generation_id,
+        )
+
+    @staticmethod
+    def _pending_sync(group: ClassicGroup) -> set[str]:
+        return group.pending_sync
+
+    def _cancel_sync_timer(self, group: ClassicGroup) -> None:
+        handle = self._sync_timers.pop(group.group_id, None)
+        if handle is not None:
+            handle.cancel()
+        self._pending_sync(group).clear()
+
+    def _expire_pending_sync(self, group: ClassicGroup, generation: int) -> None:
+        self._sync_timers.pop(group.group_id, None)
+        if generation != group.generation_id or self.groups.get(group.group_id) is not group:
+            return
+        if not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
+            return
+        laggards = [group.members[m] for m in self._pending_sync(group) if m in group.members]
+        self._pending_sync(group).clear()
+        if not laggards:
+            return
+        for member in laggards:
+            log.info(
+                "removing member %s of group %s: no SyncGroup", member.member_id, group.group_id
+            )
+            self._cancel_heartbeat(member)
+            group.remove(member.member_id)
+        self._prepare_rebalance(group)
+
+    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            if member.awaiting_sync:
+                assert member.sync_future is not None
+                member.sync_future.set_result(SyncResult(error))
+            member.sync_future = None
+
+    # -- member liveness -------------------------------------------------------------
+    def _schedule_heartbeat(self, group: ClassicGroup, member: MemberMetadata) -> None:
+        self._cancel_heartbeat(member)
+        member.heartbeat_handle = self._loop().call_later(
+            member.session_timeout_ms / 1000, self._expire_member, group, member
+        )
+
+    @staticmethod
+    def _cancel_heartbeat(member: MemberMetadata) -> None:
+        if member.heartbeat_handle is not None:
+            member.heartbeat_handle.cancel()
+            member.heartbeat_handle = None
+
+    def _expire_member(self, group: ClassicGroup, member: MemberMetadata) -> None:
+        member.heartbeat_handle = None
+        if group.members.get(member.member_id) is not member:
+            return
+        if member.awaiting_join or member.awaiting_sync:
+            self._schedule_heartbeat(group, member)  # bounded by the rebalance timers instead
+            return
+        log.info(
+            "member %s of group %s expired (session timeout %d ms)",
+            member.member_id,
+            group.group_id,
+            member.session_timeout_ms,
+        )
+        self._remove_member_and_update_group(group, member)
+
+    def _expire_pending_member(self, group: ClassicGroup, member_id: str) -> None:
+        if group.pending_members.pop(member_id, "gone") == "gone":
+            return
+        self._maybe_complete_join(group)
+        self._maybe_drop(group)
+
+    def _remove_member_and_update_group(self, group: ClassicGroup, member: MemberMetadata) -> None:
+        self._cancel_heartbeat(member)
+        if member.awaiting_join:
+            assert member.join_future is not None
+            member.join_future.set_result(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
+        if member.awaiting_sync:
+            assert member.sync_future is not None
+            member.sync_future.set_result(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
+        group.remove(member.member_id)
+        self._pending_sync(group).discard(member.member_id)
+        match group.state:
+            case GroupState.STABLE | GroupState.COMPLETING_REBALANCE:
+                self._prepare_rebalance(group)
+            case GroupState.PREPARING_REBALANCE:
+                self._maybe_complete_join(group)
+            case GroupState.EMPTY | GroupState.DEAD:
+                pass
+
+    def _maybe_drop(self, group: ClassicGroup) -> None:
+        """Forget a group that never had a generation, members or offsets."""
+        if (
+            group.is_in(GroupState.EMPTY)
+            and not group.members
+            and not group.pending_members
+            and group.generation_id == 0
+            and not self.offsets.has_offsets(group.group_id)
+            and self.groups.get(group.group_id) is group
+        ):
+            del self.groups[group.group_id]
+
+    def _validate_member(
+        self, group: ClassicGroup, member_id: str, group_instance_id: str | None
+    ) -> int:
+        if group_instance_id is not None:
+            existing = group.static_member_id(group_instance_id)
+            if existing is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if existing != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+            return ErrorCode.NONE
+        if not group.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    # -- SyncGroup -------------------------------------------------------------------
+    async def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult:
+        outcome = self._sync(
+            group_id,
+            generation_id,
+            member_id,
+            group_instance_id,
+            protocol_type,
+            protocol_name,
+            assignments,
+        )
+        if isinstance(outcome, SyncResult):
+            return outcome
+        return await outcome
+
+    def _sync(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncResult | asyncio.Future[SyncResult]:
+        if not group_id:
+            return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        if self.loading:
+            return SyncResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        group = self.groups.get(group_id)
+        if group is None:
+            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+        if group.is_in(GroupState.DEAD):
+            return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        error = self._validate_member(group, member_id, group_instance_id)
+        if error:
+            return SyncResult(error)
+        if generation_id != group.generation_id:
+            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
+            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
+        member = group.members[member_id]
+        match group.state:
+            case GroupState.EMPTY:
+                return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
+            case GroupState.PREPARING_REBALANCE:
+                return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
+            case GroupState.COMPLETING_REBALANCE:
+                future: asyncio.Future[SyncResult] = self._loop().create_future()
+                if member.awaiting_sync:
+                    assert member.sync_future is not None
+                    member.sync_future.set_result(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
+                member.sync_future = future
+                self._pending_sync(group).discard(member_id)
+                self._schedule_heartbeat(group, member)
+                if group.is_leader(member_id):
+                    self._complete_sync(group, assignments)
+                return future
+            case GroupState.STABLE:
+                self._pending_sync(group).discard(member_id)
+                self._schedule_heartbeat(group, member)
+                return SyncResult(
+                    ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name
+                )
+            case _:
+                return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+
+    def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
+        for member in group.members.values():
+            member.assignment = assignments.get(member.member_id, b"")
+        try:
+            self._store_group(group)
+        except Exception:
+            log.exception("storing group %s failed", group.group_id)
+            self._reset_and_propagate_assignment_error(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
+            self._prepare_rebalance(group)
+            return
+        group.transition_to(GroupState.STABLE, self._clock())
+        for member in group.members.values():
+            if member.awaiting_sync:
+                assert member.sync_future is not None
+                member.sync_future.set_result(
+                    SyncResult(
+                        ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name
+                    )
+                )
+            member.sync_future = None
+        log.info("group %s stable at generation %d", group.group_id, group.generation_id)
+
+    # -- Heartbeat -------------------------------------------------------------------
+    def heartbeat(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
+    ) -> int:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        error = self._validate_member(group, member_id, group_instance_id)
+        if error:
+            return error
+        if generation_id != group.generation_id:
+            return ErrorCode.ILLEGAL_GENERATION
+        member = group.members[member_id]
+        match group.state:
+            case GroupState.EMPTY:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            case GroupState.PREPARING_REBALANCE:
+                self._schedule_heartbeat(group, member)
+                return ErrorCode.REBALANCE_IN_PROGRESS
+            case GroupState.COMPLETING_REBALANCE | GroupState.STABLE:
+                self._schedule_heartbeat(group, member)
+                return ErrorCode.NONE
+            case _:
+                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+
+    # -- LeaveGroup ------------------------------------------------------------------
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
+        """Returns (top-level error, one error per leaving member)."""
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID, []
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
+        errors: list[int] = []
+        for member_id, instance_id in members:
+            if member_id == "":
+                existing = group.static_member_id(instance_id)
+                if existing is None or existing not in group.members:
+                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
+                    continue
+                member_id = existing
+            elif member_id in group.pending_members:
+                handle = group.pending_members.pop(member_id)
+                if handle is not None:
+                    handle.cancel()
+                self._maybe_complete_join(group)
+                errors.append(ErrorCode.NONE)
+                continue
+            else:
+                error = self._validate_member(group, member_id, instance_id)
+                if error:
+                    errors.append(error)
+                    continue
+            log.info("member %s leaves group %s", member_id, group_id)
+            self._remove_member_and_update_group(group, group.members[member_id])
+            errors.append(ErrorCode.NONE)
+        return ErrorCode.NONE, errors
+
+    # -- offsets ---------------------------------------------------------------------
+    def commit_offsets(self, req: CommitRequest) -> dict[TopicPartitionKey, int]:
+        """Validate and store; returns an error code per partition."""
+
+        def all_fail(code: int) -> dict[TopicPartitionKey, int]:
+            return dict.fromkeys(req.offsets, code)
+
+        if not req.group_id:
+            return all_fail(ErrorCode.INVALID_GROUP_ID)
+        if self.loading:
+            return all_fail(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        group = self.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+                return all_fail(ErrorCode.ILLEGAL_GENERATION)
+            group = ClassicGroup(req.group_id, self._clock())
+            self.groups[req.group_id] = group
+        error = self._validate_offset_commit(group, req)
+        if error:
+            return all_fail(error)
+        member = group.members.get(req.member_id)
+        if member is not None:
+            self._schedule_heartbeat(group, member)
+        now = self._clock()
+        expire = now + req.retention_time_ms if req.retention_time_ms >= 0 else -1
+        limit = self.config.offset_metadata_max_bytes
+        results: dict[TopicPartitionKey, int] = {}
+        accepted: dict[TopicPartitionKey, OffsetAndMetadata] = {}
+        for tp, (offset, epoch, metadata) in req.offsets.items():
+            text = metadata or ""
+            if len(text.encode("utf-8")) > min(limit, 0x7FFF):
+                results[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+                continue
+            accepted[tp] = OffsetAndMetadata(offset, epoch, text, now, expire)
+            results[tp] = ErrorCode.NONE
+        try:
+            self.offsets.commit(req.group_id, accepted)
+        except Exception:
+            log.exception("storing offsets of group %s failed", req.group_id)
+            for tp in accepted:
+                results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            self._maybe_drop(group)
+        return results
+
+    def _validate_offset_commit(self, group: ClassicGroup, req: CommitRequest) -> int:
+        if group.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
+            return ErrorCode.NONE  # admin client or a consumer not using group management
+        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = self._validate_member(group, req.member_id, req.group_instance_id)
+            if error:
+                return error
+            if req.generation_id != group.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not group.is_in(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if group.is_in(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    def fetch_offsets(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None]]]:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        if topics is None:
+            stored = self.offsets.all(group_id)
+            return ErrorCode.NONE, [(t, p, o) for (t, p), o in sorted(stored.items())]
+        out: list[tuple[str, int, OffsetAndMetadata | None]] = []
+        for topic, partitions in topics:
+            for p in partitions:
+                out.append((topic, p, self.offsets.get(group_id, topic, p)))
+        return ErrorCode.NONE, out
+
+    def delete_offsets(
+        self, group_id: str, partitions: Sequence[TopicPartitionKey]
+    ) -> tuple[int, dict[TopicPartitionKey, int]]:
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, {}
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, {}
+        group = self.groups.get(group_id)
+        if group is None or group.is_in(GroupState.DEAD):
+            return ErrorCode.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartitionKey, int] = {}
+        deletable: list[TopicPartitionKey] = []
+        for tp in partitions:
+            if not group.is_in(GroupState.EMPTY) and group.is_subscribed_to(tp[0]):
+                results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = ErrorCode.NONE
+                deletable.append(tp)
+        self.offsets.delete(group_id, deletable)
+        return ErrorCode.NONE, results
+
+    def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
+        results: dict[str, int] = {}
+        for group_id in group_ids:
+            if not group_id:
+                results[group_id] = ErrorCode.INVALID_GROUP_ID
+                continue
+            if self.loading:
+                results[group_id] = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                continue
+            group = self.groups.get(group_id)
+            if group is None:
+                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+                continue
+            match group.state:
+                case GroupState.DEAD:
+                    results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
+                case GroupState.EMPTY:
+                    self._delete_group(group)
+                    results[group_id] = ErrorCode.NONE
+                case _:
+                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+        return results
+
+    def _delete_group(self, group: ClassicGroup) -> None:
+        for handle in group.pending_members.values():
+            if handle is not None:
+                handle.cancel()
+        group.pending_members.clear()
+        self.offsets.delete_group(group.group_id)
+        self._log.append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)])
+        group.transition_to(GroupState.DEAD, self._clock())
+        self.groups.pop(group.group_id, None)
+
+    # -- describe / list -------------------------------------------------------------
+    def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
+        group = self.groups.get(group_id)
+        if self.loading:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, GroupSummary(group_id, "", "", "")
+        if group is None:
+            return ErrorCode.NONE, GroupSummary(group_id, GroupState.DEAD.value, "", "")
+        if group.is_in(GroupState.STABLE) and group.protocol_name is not None:
+            protocol = group.protocol_name
+            members = [
+                MemberSummary(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    dict(m.protocols).get(protocol, b""),
+                    m.assignment,
+                )
+                for m in group.members.values()
+            ]
+        else:
+            protocol = ""
+            members = [
+                MemberSummary(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b""
+                )
+                for m in group.members.values()
+            ]
+        return ErrorCode.NONE, GroupSummary(
+            group_id, group.state.value, group.protocol_type or "", protocol, members
+        )
+
+    def list_groups(self) -> list[tuple[str, str, str]]:
+        """(group id, protocol type, state) of every live group."""
+        return [
+            (g.group_id, g.protocol_type or "", g.state.value)
+            for g in self.groups.values()
+            if not g.is_in(GroupState.DEAD)
+        ]
+
+    # -- persistence -----------------------------------------------------------------
+    def _store_group(self, group: ClassicGroup) -> None:
+        protocol = group.protocol_name
+        value = GroupMetadataValue(
+            protocol_type=group.protocol_type or "",
+            generation=group.generation_id,
+            protocol=protocol,
+            leader=group.leader_id if group.members else None,
+            current_state_timestamp=group.state_timestamp_ms,
+            members=tuple(
+                MemberMetadataValue(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    dict(m.protocols).get(protocol or "", b""),
+                    m.assignment,
+                )
+                for m in group.members.values()
+            ),
+        )
+        self._log.append(
+            group.group_id, [(GroupMetadataKey(group.group_id).encode(), value.encode())]
+        )
+
+    # -- retention -------------------------------------------------------------------
+    def _schedule_retention(self) -> None:
+        self._retention_handle = self._loop().call_later(
+            self.config.retention_check_interval_ms / 1000, self._retention_tick
+        )
+
+    def _retention_tick(self) -> None:
+        try:
+            self.expire_offsets()
+        except Exception:
+            log.exception("offsets retention failed")
+        self._schedule_retention()
+
+    def expire_offsets(self, now_ms: int | None = None) -> int:
+        """Tombstone expired offsets of Empty groups; drop Empty groups left without any."""
+        now = self._clock() if now_ms is None else now_ms
+        retention = self.config.offsets_retention_ms
+        expired = 0
+        for group in list(self.groups.values()):
+            if not group.is_in(GroupState.EMPTY):
+                continue
+            base = group.state_timestamp_ms if group.protocol_type else None
+            expired += self.offsets.expire(group.group_id, now, retention, base)
+            if not self.offsets.has_offsets(group.group_id) and not group.members:
+                if base is not None and base + retention > now:
+                    continue
+                self._log.append(
+                    group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)]
+                )
+                group.transition_to(GroupState.DEAD, now)
+                del self.groups[group.group_id]
+        if expired:
+            log.info("expired %d committed offsets", expired)
+        return expired
+
+    # -- helpers for handlers ----------------------------------------------------------
+    def is_member(self, group_id: str, member_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and group.has(member_id)
