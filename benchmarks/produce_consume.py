@@ -240,13 +240,85 @@ def consume_kcat(bootstrap: str, topic: str, count: int, size: int) -> dict[str,
         return {"records_s": float("nan"), "mb_s": float("nan"), "seen": 0}
     started = time.perf_counter()
     out = subprocess.run(
-        ["kcat", "-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning", "-e", "-q",
-         "-f", "\\n", "-X", "fetch.max.bytes=52428800", "-X", "queued.min.messages=1000000"],
-        capture_output=True, timeout=300, check=False,
+        [
+            "kcat",
+            "-C",
+            "-b",
+            bootstrap,
+            "-t",
+            topic,
+            "-p",
+            "0",
+            "-o",
+            "beginning",
+            "-e",
+            "-q",
+            "-f",
+            "\\n",
+            "-X",
+            "fetch.max.bytes=52428800",
+            "-X",
+            "queued.min.messages=1000000",
+        ],
+        capture_output=True,
+        timeout=300,
+        check=False,
     ).stdout
     elapsed = time.perf_counter() - started
     seen = out.count(b"\n")
     return {"records_s": seen / elapsed, "mb_s": seen * size / elapsed / 1e6, "seen": seen}
+
+
+def consume_raw(bootstrap: str, topic: str, count: int, size: int) -> dict[str, float]:
+    """Fetch with our own protocol client and only walk batch headers: the broker's fetch
+    throughput without a client's per-record work (the ceiling the clients above approach)."""
+    from pydmq.client import KafkaClient
+    from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+    from pydmq.protocol.records import iter_batch_headers
+
+    with KafkaClient(bootstrap) as client:
+        topic_id = client.topic_id(topic)
+        offset = 0
+        seen = 0
+        nbytes = 0
+        started = time.perf_counter()
+        deadline = started + 120
+        while seen < count and time.perf_counter() < deadline:
+            request = FetchRequest(
+                replica_id=-1,
+                max_wait=500,
+                min_bytes=1,
+                max_bytes=52428800,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=[
+                    FetchTopic(
+                        topic=topic,
+                        topic_id=topic_id,
+                        partitions=[
+                            FetchPartition(
+                                partition=0,
+                                fetch_offset=offset,
+                                partition_max_bytes=10485760,
+                                current_leader_epoch=-1,
+                                log_start_offset=-1,
+                            )
+                        ],
+                    )
+                ],
+            )
+            response = client.send(1, request)
+            records = response.responses[0].partitions[0].records
+            if not records:
+                continue
+            nbytes += len(records)
+            for header in iter_batch_headers(records):
+                if header.last_offset >= offset:
+                    seen += header.last_offset + 1 - max(offset, header.base_offset)
+                    offset = header.last_offset + 1
+        elapsed = time.perf_counter() - started
+    return {"records_s": seen / elapsed, "mb_s": nbytes / elapsed / 1e6, "seen": seen}
 
 
 def main() -> None:
@@ -256,7 +328,9 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=0, help="records per run (default by size)")
     parser.add_argument("--acks", default="1,all")
     parser.add_argument(
-        "--producers", type=int, default=1,
+        "--producers",
+        type=int,
+        default=1,
         help="producer processes writing to the partition at once (wall-clock aggregate)",
     )
     args = parser.parse_args()
@@ -279,6 +353,7 @@ def main() -> None:
                     p = produce_parallel(bootstrap, topic, count, size, acks, args.producers)
                     c = consume(bootstrap, topic, count, size)
                     k = consume_kcat(bootstrap, topic, count, size)
+                    r = consume_raw(bootstrap, topic, count, size)
                     rss = f"{rss_mb(proc.pid):.0f} MB" if proc else "n/a"
                     print(
                         f"{size:>5} B acks={acks:<3} produce {p['records_s']:>11,.0f} rec/s "
@@ -286,6 +361,7 @@ def main() -> None:
                         f"errors {p['errors']:.0f} | consume {c['records_s']:>11,.0f} rec/s "
                         f"{c['mb_s']:>7.1f} MB/s ({c['seen']:.0f}) | kcat consume "
                         f"{k['records_s']:>11,.0f} rec/s {k['mb_s']:>7.1f} MB/s ({k['seen']:.0f}) "
+                        f"| raw fetch {r['records_s']:>11,.0f} rec/s {r['mb_s']:>7.1f} MB/s "
                         f"| broker RSS {rss}",
                         flush=True,
                     )
