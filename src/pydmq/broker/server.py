@@ -199,7 +199,9 @@ class Broker:
         log.info("pydmq node %d stopped", self.node_id)
 
     def bootstrap(self) -> str:
+        """``host:port`` of the first listener (IPv6 hosts in brackets), for clients."""
         listener = self.listeners[0]
-        return (
-            f"{listener.host or '127.0.0.1'}:{self.bound_ports.get(listener.name, listener.port)}"
-        )
+        host = listener.host or "127.0.0.1"
+        if ":" in host:
+            host = f"[{host}]"
+        return f"{host}:{self.bound_ports.get(listener.name, listener.port)}"

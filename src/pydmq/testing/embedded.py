@@ -29,7 +29,9 @@ class EmbeddedBroker:
         overrides: Mapping[str, object] | None = None,
     ) -> None:
         values: dict[str, object] = {
-            "listeners": f"PLAINTEXT://{host}:{port}",
+            "listeners": f"PLAINTEXT://[{host}]:{port}"
+            if ":" in host
+            else f"PLAINTEXT://{host}:{port}",
             "log.dirs": str(data_dir),
         }
         values.update(overrides or {})

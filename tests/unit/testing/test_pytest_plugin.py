@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +65,10 @@ def test_process_fixture_survives_kill_and_restart(pydmq_broker_process: BrokerP
         values.append(msg.value())
     consumer.close()
     assert values == [b"m%d" % i for i in range(10)]
+
+
+def test_ipv6_loopback_listener(tmp_path: Path) -> None:
+    """PITFALLS #19: a broker on ::1 advertises a host clients can reach."""
+    with EmbeddedBroker(tmp_path / "v6", host="::1") as broker:
+        assert broker.bootstrap.startswith("[::1]:")
+        assert _roundtrip(broker.bootstrap, "over-ipv6", 5) == [b"m%d" % i for i in range(5)]
