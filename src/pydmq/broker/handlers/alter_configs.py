@@ -17,9 +17,8 @@ v1 is v0 (throttling), v2 is flexible.
 
 from __future__ import annotations
 
-import collections
-
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_configs import (
@@ -51,7 +50,7 @@ def broker_resource_error(ctx: RequestContext, name: str) -> TopicError:
 def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     broker = ctx.broker
     response = AlterConfigsResponse()
-    counts = collections.Counter((r.resource_type, r.resource_name) for r in request.resources)
+    counts = resource_counts(request.resources)
     for resource in request.resources:
         result = AlterConfigsResourceResponse(
             error_code=ErrorCode.NONE,
@@ -60,17 +59,7 @@ def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsRes
         )
         response.responses.append(result)
         try:
-            if counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            names = collections.Counter(c.name for c in resource.configs)
-            duplicates = sorted(name for name, n in names.items() if n > 1)
-            if duplicates:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Error due to duplicate config keys: {', '.join(duplicates)}",
-                )
+            check_resource(resource, counts)
             if resource.resource_type == _TOPIC:
                 for config in resource.configs:
                     if config.value is None:

@@ -17,9 +17,8 @@ resource types INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is
 
 from __future__ import annotations
 
-import collections
-
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers.alter_configs import broker_resource_error
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
@@ -41,7 +40,7 @@ def handle(
 ) -> IncrementalAlterConfigsResponse:
     broker = ctx.broker
     response = IncrementalAlterConfigsResponse()
-    counts = collections.Counter((r.resource_type, r.resource_name) for r in request.resources)
+    counts = resource_counts(request.resources)
     for resource in request.resources:
         result = AlterConfigsResourceResponse(
             error_code=ErrorCode.NONE,
@@ -50,17 +49,7 @@ def handle(
         )
         response.responses.append(result)
         try:
-            if counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST, "Each resource must appear at most once."
-                )
-            names = collections.Counter(c.name for c in resource.configs)
-            duplicates = sorted(name for name, n in names.items() if n > 1)
-            if duplicates:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST,
-                    f"Error due to duplicate config keys: {', '.join(duplicates)}",
-                )
+            check_resource(resource, counts)
             if resource.resource_type == _TOPIC:
                 broker.topic_ops.incremental_alter_topic_configs(
                     resource.resource_name,
