@@ -74,7 +74,10 @@ class Broker:
         self.topic_ops = TopicOperations(self)
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
-            GroupConfig.from_broker_config(config), self.group_coordinator_log
+            GroupConfig.from_broker_config(config),
+            self.group_coordinator_log,
+            assignors=self.plugins.group_assignors(),
+            topics=self.topics,
         )
         self.dispatcher = RequestDispatcher(self, self.plugins.api_handlers())
         self.listeners = [parse_listener(uri) for uri in config.listeners]

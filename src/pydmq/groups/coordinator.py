@@ -28,6 +28,11 @@ Every group is coordinated by this node. Flows follow Kafka's classic coordinato
   then removed (Dead).
 - Start-up: ``load`` replays ``__consumer_offsets``: offsets, and groups as Empty with their
   generation and protocol type (members are not restored).
+- Consumer groups (KIP-848) live in :attr:`GroupCoordinator.consumer`
+  (:mod:`pydmq.groups.consumer`); they share the offsets store and ``__consumer_offsets``. A
+  group id is either classic or consumer: JoinGroup on a consumer group with members (and a
+  ConsumerGroupHeartbeat join on a classic group with members) is answered
+  INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
 """
 
 from __future__ import annotations
@@ -36,10 +41,19 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from pydmq.groups.consumer.coordinator import (
+    ConsumerGroupConfig,
+    ConsumerGroupCoordinator,
+    HeartbeatRequest,
+    HeartbeatResult,
+    TopicView,
+)
+from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
+from pydmq.groups.consumer.records import is_consumer_key
 from pydmq.groups.group import (
     ClassicGroup,
     GroupState,
@@ -61,6 +75,9 @@ from pydmq.groups.records import (
 )
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import Record
+
+if TYPE_CHECKING:
+    from pydmq.assignment.api import GroupAssignorSpec
 
 __all__ = [
     "CommitRequest",
@@ -92,6 +109,7 @@ class GroupConfig:
     offsets_retention_ms: int = 7 * 24 * 3600 * 1000
     retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
+    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
 
     @staticmethod
     def from_broker_config(config: object) -> GroupConfig:
@@ -104,6 +122,12 @@ class GroupConfig:
             offsets_retention_ms=get_int("offsets.retention.minutes") * 60_000,
             retention_check_interval_ms=get_int("offsets.retention.check.interval.ms"),
             offset_metadata_max_bytes=get_int("offset.metadata.max.bytes"),
+            consumer=ConsumerGroupConfig(
+                heartbeat_interval_ms=get_int("group.consumer.heartbeat.interval.ms"),
+                session_timeout_ms=get_int("group.consumer.session.timeout.ms"),
+                max_size=get_int("group.consumer.max.size"),
+                assignors=tuple(config.get_list("group.consumer.assignors")),  # type: ignore[attr-defined]
+            ),
         )
 
 
@@ -129,6 +153,7 @@ class CommitRequest:
     generation_id: int
     retention_time_ms: int
     offsets: dict[TopicPartitionKey, tuple[int, int, str | None]]  # offset, epoch, metadata
+    api_version: int = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,6 +187,9 @@ class GroupCoordinator:
         config: GroupConfig,
         offsets_log: OffsetsLog,
         clock: Callable[[], int] = _now_ms,
+        *,
+        assignors: Mapping[str, GroupAssignorSpec] | None = None,
+        topics: TopicView | None = None,
     ) -> None:
         self.config = config
         self._log = offsets_log
@@ -171,6 +199,13 @@ class GroupCoordinator:
         self.loading = False
         self._retention_handle: asyncio.TimerHandle | None = None
         self._sync_timers: dict[str, asyncio.TimerHandle] = {}
+        if assignors is None:
+            from pydmq.assignment.plugin import builtin_assignors
+
+            assignors = {spec.name: spec for spec in builtin_assignors()}
+        self.consumer = ConsumerGroupCoordinator(
+            config.consumer, offsets_log.append, self.offsets, assignors, topics
+        )
 
     # -- lifecycle -------------------------------------------------------------------
     def load(self) -> None:
@@ -184,6 +219,9 @@ class GroupCoordinator:
                 if record.key is None:
                     continue
                 try:
+                    if is_consumer_key(record.key):
+                        self.consumer.replay(record.key, record.value)
+                        continue
                     key = decode_key(record.key)
                     if isinstance(key, OffsetCommitKey):
                         value = (
@@ -198,8 +236,11 @@ class GroupCoordinator:
                         metadata[key.group] = decode_group_metadata_value(record.value)
                 except GroupRecordError as exc:
                     log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+            self.consumer.finish_load()
             now = self._clock()
             for group_id in set(metadata) | set(self.offsets.groups()):
+                if group_id in self.consumer.groups:
+                    continue
                 group = ClassicGroup(group_id, now)
                 stored = metadata.get(group_id)
                 if stored is not None:
@@ -218,6 +259,7 @@ class GroupCoordinator:
     def start(self) -> None:
         """Start the periodic offsets-retention check (needs the running loop)."""
         self._schedule_retention()
+        self.consumer.start()
 
     def stop(self) -> None:
         if self._retention_handle is not None:
@@ -226,6 +268,7 @@ class GroupCoordinator:
         for handle in self._sync_timers.values():
             handle.cancel()
         self._sync_timers.clear()
+        self.consumer.stop()
         for group in self.groups.values():
             if group.join_timer is not None:
                 group.join_timer.cancel()
@@ -262,6 +305,11 @@ class GroupCoordinator:
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
+        consumer_group = self.consumer.groups.get(req.group_id)
+        if consumer_group is not None:
+            if consumer_group.members:
+                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
+            self.consumer.drop_group(req.group_id)  # an empty consumer group becomes classic
         is_unknown = req.member_id == ""
         group = self.groups.get(req.group_id)
         created = False
@@ -842,6 +890,23 @@ class GroupCoordinator:
             case _:
                 return ErrorCode.COORDINATOR_NOT_AVAILABLE
 
+    # -- ConsumerGroupHeartbeat (KIP-848) --------------------------------------------
+    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        return self.consumer.heartbeat(req, self._classic_guard)
+
+    def _classic_guard(self, group_id: str) -> int:
+        """A consumer-protocol member joins ``group_id``: refuse a classic group in use,
+        convert an empty one (its offsets stay)."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.NONE
+        if group.members or group.pending_members or not group.is_in(GroupState.EMPTY):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        self._log.append(group_id, [(GroupMetadataKey(group_id).encode(), None)])
+        group.transition_to(GroupState.DEAD, self._clock())
+        del self.groups[group_id]
+        return ErrorCode.NONE
+
     # -- LeaveGroup ------------------------------------------------------------------
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
@@ -892,6 +957,13 @@ class GroupCoordinator:
             return all_fail(ErrorCode.INVALID_GROUP_ID)
         if self.loading:
             return all_fail(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        if req.group_id in self.consumer.groups:
+            error = self.consumer.validate_offset_commit(
+                req.group_id, req.member_id, req.generation_id, req.api_version
+            )
+            if error:
+                return all_fail(error)
+            return self._store_offsets(req, None)
         group = self.groups.get(req.group_id)
         if group is None:
             if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
@@ -904,6 +976,11 @@ class GroupCoordinator:
         member = group.members.get(req.member_id)
         if member is not None:
             self._schedule_heartbeat(group, member)
+        return self._store_offsets(req, group)
+
+    def _store_offsets(
+        self, req: CommitRequest, group: ClassicGroup | None
+    ) -> dict[TopicPartitionKey, int]:
         now = self._clock()
         expire = now + req.retention_time_ms if req.retention_time_ms >= 0 else -1
         limit = self.config.offset_metadata_max_bytes
@@ -922,7 +999,8 @@ class GroupCoordinator:
             log.exception("storing offsets of group %s failed", req.group_id)
             for tp in accepted:
                 results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            self._maybe_drop(group)
+            if group is not None:
+                self._maybe_drop(group)
         return results
 
     def _validate_offset_commit(self, group: ClassicGroup, req: CommitRequest) -> int:
@@ -943,12 +1021,20 @@ class GroupCoordinator:
         return ErrorCode.NONE
 
     def fetch_offsets(
-        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+        self,
+        group_id: str,
+        topics: Sequence[tuple[str, Sequence[int]]] | None,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None]]]:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
         if self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        if group_id in self.consumer.groups:
+            error = self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+            if error:
+                return error, []
         if topics is None:
             stored = self.offsets.all(group_id)
             return ErrorCode.NONE, [(t, p, o) for (t, p), o in sorted(stored.items())]
@@ -965,6 +1051,15 @@ class GroupCoordinator:
             return ErrorCode.INVALID_GROUP_ID, {}
         if self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, {}
+        if group_id in self.consumer.groups:
+            consumer_results: dict[TopicPartitionKey, int] = {
+                tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+                if self.consumer.is_subscribed_to(group_id, tp[0])
+                else ErrorCode.NONE
+                for tp in partitions
+            }
+            self.offsets.delete(group_id, [tp for tp, e in consumer_results.items() if not e])
+            return ErrorCode.NONE, consumer_results
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
@@ -987,6 +1082,9 @@ class GroupCoordinator:
                 continue
             if self.loading:
                 results[group_id] = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+                continue
+            if group_id in self.consumer.groups:
+                results[group_id] = self.consumer.delete_group(group_id)
                 continue
             group = self.groups.get(group_id)
             if group is None:
@@ -1017,6 +1115,8 @@ class GroupCoordinator:
         group = self.groups.get(group_id)
         if self.loading:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, GroupSummary(group_id, "", "", "")
+        if group_id in self.consumer.groups:
+            return ErrorCode.NONE, self._describe_consumer_group(group_id)
         if group is None:
             return ErrorCode.NONE, GroupSummary(group_id, GroupState.DEAD.value, "", "")
         if group.is_in(GroupState.STABLE) and group.protocol_name is not None:
@@ -1050,7 +1150,42 @@ class GroupCoordinator:
             (g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
             if not g.is_in(GroupState.DEAD)
+        ] + self.consumer.list_rows()
+
+    def list_groups_with_type(self) -> list[tuple[str, str, str, str]]:
+        """(group id, protocol type, state, group type "classic" or "consumer")."""
+        classic = [
+            (g.group_id, g.protocol_type or "", g.state.value, "classic")
+            for g in self.groups.values()
+            if not g.is_in(GroupState.DEAD)
         ]
+        return classic + [(g, p, s, "consumer") for g, p, s in self.consumer.list_rows()]
+
+    def _describe_consumer_group(self, group_id: str) -> GroupSummary:
+        """DescribeGroups of a consumer group, as Kafka 4 answers it: protocol type
+        "consumer", the group's assignor as protocol, each member's subscription and current
+        assignment in the embedded consumer protocol format."""
+        consumer = self.consumer
+        group = consumer.groups[group_id]
+        members = []
+        for m in group.members.values():
+            assigned = consumer.topic_names(m.assigned)
+            topics = sorted(
+                name for name in group.subscription_metadata if m.subscribes_to(name)
+            ) or sorted(m.subscribed_topic_names)
+            members.append(
+                MemberSummary(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    encode_subscription(topics),
+                    encode_assignment([(name, ps) for _, name, ps in assigned if name]),
+                )
+            )
+        return GroupSummary(
+            group_id, group.state.value, "consumer", consumer.assignor_for(group), members
+        )
 
     # -- persistence -----------------------------------------------------------------
     def _store_group(self, group: ClassicGroup) -> None:
@@ -1110,6 +1245,9 @@ class GroupCoordinator:
                 )
                 group.transition_to(GroupState.DEAD, now)
                 del self.groups[group.group_id]
+        for group_id, consumer_group in list(self.consumer.groups.items()):
+            if not consumer_group.members:
+                expired += self.offsets.expire(group_id, now, retention, None)
         if expired:
             log.info("expired %d committed offsets", expired)
         return expired

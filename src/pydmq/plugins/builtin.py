@@ -37,6 +37,8 @@ HANDLER_MODULES: tuple[str, ...] = (
     "list_groups",
     "delete_groups",
     "offset_delete",
+    "consumer_group_heartbeat",
+    "consumer_group_describe",
 )
 
 
@@ -61,4 +63,10 @@ def _engine_plugins() -> list[ModuleType]:
     return [segment, memory]
 
 
-BUILTIN_PLUGINS: list[object] = [BuiltinApiHandlers(), *_engine_plugins()]
+def _assignor_plugins() -> list[ModuleType]:
+    from pydmq.assignment import plugin as assignors
+
+    return [assignors]
+
+
+BUILTIN_PLUGINS: list[object] = [BuiltinApiHandlers(), *_engine_plugins(), *_assignor_plugins()]

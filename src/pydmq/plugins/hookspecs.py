@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from pydmq.plugins.markers import hookspec
 
 if TYPE_CHECKING:
+    from pydmq.assignment.api import GroupAssignorSpec
     from pydmq.broker.handler import ApiHandlerSpec
     from pydmq.storage.api import StorageEngineSpec
 
@@ -23,6 +24,7 @@ __all__ = [
     "pydmq_on_topic_created",
     "pydmq_on_topic_deleted",
     "pydmq_register_api_handlers",
+    "pydmq_register_group_assignors",
     "pydmq_register_storage_engines",
 ]
 
@@ -53,6 +55,26 @@ def pydmq_register_api_handlers() -> list[ApiHandlerSpec]:
     Called: once, at broker start-up.
 
     .. versionadded:: 0.1
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_register_group_assignors() -> list[GroupAssignorSpec]:
+    """Return server-side partition assignors for consumer groups (KIP-848).
+
+    :return: a list of :class:`~pydmq.assignment.api.GroupAssignorSpec`; ``name`` is what a
+        client sends as ``server_assignor`` (``group.remote.assignor``), ``assignor`` an object
+        with ``assign(spec: AssignmentSpec) -> Mapping[member id, {topic id: partitions}]``.
+        It must be pure and deterministic; the coordinator rejects results that assign a
+        partition twice, or a partition of a topic the member does not subscribe to. The
+        built-ins are ``uniform`` (the default, first in ``group.consumer.assignors``) and
+        ``range``. A client naming an unregistered assignor is answered UNSUPPORTED_ASSIGNOR.
+        Two plugins registering the same name is an error.
+
+    Called: once, when the broker is built (before any listener opens).
+
+    .. versionadded:: 0.2
     """
     raise NotImplementedError
 

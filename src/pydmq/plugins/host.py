@@ -11,6 +11,7 @@ from pydmq.plugins import hookspecs
 from pydmq.plugins.markers import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from pydmq.assignment.api import GroupAssignorSpec
     from pydmq.broker.handler import ApiHandlerSpec
     from pydmq.storage.api import StorageEngineSpec
 
@@ -20,7 +21,7 @@ ENTRY_POINT_GROUP = PROJECT_NAME
 
 
 class DuplicateRegistrationError(ValueError):
-    """Two plugins registered the same name (engine) or key (API handler)."""
+    """Two plugins registered the same name (engine, assignor) or key (API handler)."""
 
 
 class PluginHost:
@@ -69,6 +70,18 @@ class PluginHost:
                     raise DuplicateRegistrationError(f"API key {spec.api_key} registered twice")
                 handlers[spec.api_key] = spec
         return handlers
+
+    def group_assignors(self) -> dict[str, GroupAssignorSpec]:
+        """Server-side consumer group assignors by name, in registration order."""
+        assignors: dict[str, GroupAssignorSpec] = {}
+        for specs in reversed(self._pm.hook.pydmq_register_group_assignors()):
+            for spec in specs:
+                if spec.name in assignors:
+                    raise DuplicateRegistrationError(
+                        f"group assignor {spec.name!r} registered twice"
+                    )
+                assignors[spec.name] = spec
+        return assignors
 
     def configure(self, config: Mapping[str, str]) -> None:
         self._pm.hook.pydmq_configure(config=config)

@@ -144,3 +144,91 @@ def test_topic_on_sqlite_engine_through_kafka_client(tmp_path: Path) -> None:
         consumer.close()
         assert values == [b"v%d" % i for i in range(50)]
     assert (tmp_path / "data" / "engine-sqlite").is_dir()
+
+
+class EverythingToFirst:
+    """A third-party-style assignor: every subscribed partition to the smallest member id."""
+
+    def assign(self, spec: Any) -> dict[str, dict[Any, frozenset[int]]]:
+        first = min(spec.members)
+        return {first: {t: frozenset(range(meta.partitions)) for t, meta in spec.topics.items()}}
+
+
+class AssignorPlugin:
+    @hookimpl
+    def pydmq_register_group_assignors(self) -> list[Any]:
+        from pydmq.assignment import GroupAssignorSpec
+
+        return [GroupAssignorSpec("everything-to-first", EverythingToFirst(), "test")]
+
+
+def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> None:
+    import asyncio
+
+    from pydmq.broker.server import Broker
+    from pydmq.config import BrokerConfig
+    from pydmq.groups.consumer.coordinator import HeartbeatRequest
+    from pydmq.protocol.errors import ErrorCode
+
+    assignors = PluginHost([AssignorPlugin()]).group_assignors()
+    assert list(assignors)[:2] == ["uniform", "range"]
+    assert "everything-to-first" in assignors
+
+    async def run() -> None:
+        config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+        broker = Broker(config, plugins=[AssignorPlugin()])
+        await broker.start()
+        try:
+            broker.topic_ops.create_topic("assigned", num_partitions=3)
+            groups = broker.group_coordinator
+
+            def join(member: str) -> Any:
+                return groups.consumer_group_heartbeat(
+                    HeartbeatRequest(
+                        "g",
+                        member,
+                        0,
+                        rebalance_timeout_ms=1000,
+                        subscribed_topic_names=["assigned"],
+                        server_assignor="everything-to-first",
+                        topic_partitions={},
+                    )
+                )
+
+            b = join("b")
+            a = join("a")
+            assert b.error_code == a.error_code == ErrorCode.NONE
+            group = groups.consumer.groups["g"]
+            assert groups.consumer.assignor_for(group) == "everything-to-first"
+            assert {m: sum(map(len, p.values())) for m, p in group.target.items()} == {
+                "a": 3,
+                "b": 0,
+            }
+            unknown = groups.consumer_group_heartbeat(
+                HeartbeatRequest(
+                    "g",
+                    "c",
+                    0,
+                    rebalance_timeout_ms=1000,
+                    subscribed_topic_names=[],
+                    server_assignor="nope",
+                    topic_partitions={},
+                )
+            )
+            assert unknown.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
+        finally:
+            await broker.stop()
+
+    asyncio.run(run())
+
+
+def test_duplicate_assignor_name_is_an_error() -> None:
+    class Duplicate:
+        @hookimpl
+        def pydmq_register_group_assignors(self) -> list[Any]:
+            from pydmq.assignment import GroupAssignorSpec, UniformAssignor
+
+            return [GroupAssignorSpec("uniform", UniformAssignor())]
+
+    with pytest.raises(DuplicateRegistrationError):
+        PluginHost([Duplicate()]).group_assignors()

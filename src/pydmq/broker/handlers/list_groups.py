@@ -2,7 +2,8 @@
 
 Every live group (groups that only hold committed offsets included, as Kafka lists them as
 Empty). States filter from v4 and types filter from v5, both case-insensitive; an empty filter
-matches everything. Group state in the response from v4, group type ("classic") from v5.
+matches everything. Group state in the response from v4, group type ("classic", or
+"consumer" for KIP-848 groups, whose protocol type is "consumer") from v5.
 """
 
 from __future__ import annotations
@@ -13,25 +14,23 @@ from pydmq.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, 
 
 __all__ = ["HANDLER"]
 
-_CLASSIC = "classic"
-
 
 def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
     version = ctx.api_version
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     response = ListGroupsResponse()
-    if types and _CLASSIC not in types:
-        return response
-    for group_id, protocol_type, state in coordinator(ctx).list_groups():
+    for group_id, protocol_type, state, group_type in coordinator(ctx).list_groups_with_type():
         if states and state.lower() not in states:
+            continue
+        if types and group_type not in types:
             continue
         response.groups.append(
             ListedGroup(
                 group_id=group_id,
                 protocol_type=protocol_type,
                 group_state=state,
-                group_type=_CLASSIC,
+                group_type=group_type,
             )
         )
     return response

@@ -9,7 +9,9 @@ for a replaced static member, group instance id from v7) and the current generat
 partition of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, a metadata string longer than
 ``offset.metadata.max.bytes`` OFFSET_METADATA_TOO_LARGE. ``retention_time`` (v2-v4, -1 =
 broker default) sets an explicit expiry; v5+ have no such field. v10 (topic ids) is not
-advertised.
+advertised. For a KIP-848 consumer group, ``generation_id_or_member_epoch`` is the member
+epoch: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (older), FENCED_MEMBER_EPOCH (newer), and
+UNSUPPORTED_VERSION below v9, as Kafka 4.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitRes
                     generation_id=request.generation_id_or_member_epoch,
                     retention_time_ms=request.retention_time if version <= 4 else -1,
                     offsets=wanted,
+                    api_version=version,
                 )
             )
         )

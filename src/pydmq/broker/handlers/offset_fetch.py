@@ -5,7 +5,9 @@ Committed offsets of a group. A requested partition without a committed offset a
 committed partition of the group. Version notes: top-level error from v2 (v1 reports a group
 error on every partition); leader epoch from v5; ``require_stable`` (v7) needs no waiting as
 there are no transactional offset commits yet; v8+ fetch several groups at once (each group's
-topics null = all). v10 (topic ids) is not advertised.
+topics null = all). v9 carries the member id and epoch of a KIP-848 consumer group member:
+UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH as Kafka 4 (none given: no check). v10 (topic ids)
+is not advertised.
 """
 
 from __future__ import annotations
@@ -31,9 +33,13 @@ Row = tuple[str, int, OffsetAndMetadata | None]
 
 
 def _fetch(
-    ctx: RequestContext, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ctx: RequestContext,
+    group_id: str,
+    topics: Sequence[tuple[str, Sequence[int]]] | None,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[int, dict[str, list[tuple[int, int, int, str]]]]:
-    error, rows = coordinator(ctx).fetch_offsets(group_id, topics)
+    error, rows = coordinator(ctx).fetch_offsets(group_id, topics, member_id, member_epoch)
     by_topic: dict[str, list[tuple[int, int, int, str]]] = {}
     if topics is not None:
         for name, _ in topics:
@@ -57,7 +63,12 @@ def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchRespo
                 if group.topics is None
                 else [(t.name, t.partition_indexes) for t in group.topics]
             )
-            error, by_topic = _fetch(ctx, group.group_id, wanted)
+            if version >= 9:
+                error, by_topic = _fetch(
+                    ctx, group.group_id, wanted, group.member_id, group.member_epoch
+                )
+            else:
+                error, by_topic = _fetch(ctx, group.group_id, wanted)
             response.groups.append(
                 OffsetFetchResponseGroup(
                     group_id=group.group_id,

@@ -1,0 +1,73 @@
+"""ConsumerGroupHeartbeat (key 68), v0-v1: the consumer group protocol of KIP-848.
+
+Served by :class:`~pydmq.groups.consumer.coordinator.ConsumerGroupCoordinator` (through the
+group coordinator, which keeps classic and consumer group ids apart). Joins (member epoch 0),
+heartbeats, and leaves (-1; -2 = a static member's temporary leave); answers the member epoch,
+``group.consumer.heartbeat.interval.ms``, and the member's full assignment (topic ids and
+partitions) when it changed, else null. Version notes: v0 lets the coordinator generate the
+member id on join (an empty member id); v1 (KIP-1082) requires the client's own member id on
+every request, and adds ``subscribed_topic_regex`` (RE2/J syntax; evaluated with Python ``re``,
+full match).
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.groups.consumer.coordinator import HeartbeatRequest
+from pydmq.protocol.messages.consumer_group_heartbeat import (
+    Assignment,
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+    TopicPartitions,
+)
+
+__all__ = ["HANDLER"]
+
+
+def handle(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> ConsumerGroupHeartbeatResponse:
+    owned = (
+        None
+        if request.topic_partitions is None
+        else {tp.topic_id: tp.partitions for tp in request.topic_partitions}
+    )
+    result = coordinator(ctx).consumer_group_heartbeat(
+        HeartbeatRequest(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            member_epoch=request.member_epoch,
+            instance_id=request.instance_id,
+            rack_id=request.rack_id,
+            rebalance_timeout_ms=request.rebalance_timeout,
+            subscribed_topic_names=request.subscribed_topic_names,
+            subscribed_topic_regex=request.subscribed_topic_regex,
+            server_assignor=request.server_assignor,
+            topic_partitions=owned,
+            client_id=ctx.client_id or "",
+            client_host=f"/{ctx.client_host}",
+            api_version=ctx.api_version,
+        )
+    )
+    assignment = (
+        None
+        if result.assignment is None
+        else Assignment(
+            topic_partitions=[
+                TopicPartitions(topic_id=topic_id, partitions=sorted(partitions))
+                for topic_id, partitions in sorted(result.assignment.items())
+            ]
+        )
+    )
+    return ConsumerGroupHeartbeatResponse(
+        error_code=result.error_code,
+        error_message=result.error_message,
+        member_id=result.member_id,
+        member_epoch=result.member_epoch,
+        heartbeat_interval=result.heartbeat_interval_ms,
+        assignment=assignment,
+    )
+
+
+HANDLER = ApiHandlerSpec(68, 0, 1, handle, "ConsumerGroupHeartbeat")

@@ -1,0 +1,1 @@
+"""The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe)."""
