@@ -144,6 +144,8 @@ def _client_versions() -> dict[str, str]:
         out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, check=False)
         first = (out.stdout or out.stderr).splitlines()
         versions["kcat"] = first[0].strip() if first else "unknown"
+    with contextlib.suppress(md.PackageNotFoundError):
+        versions["spark"] = "pyspark " + md.version("pyspark")
     jars = sorted(
         (Path(__file__).resolve().parents[2] / "compat/java/lib").glob("kafka-clients-*.jar")
     )
