@@ -18,6 +18,21 @@
 //                     Prints one JSON line per query: {"p":..,"ts":..,"offset":..,"rts":..}
 //   list-offsets      --bootstrap B --topic T --spec earliest|latest|max-timestamp|TS
 //                     Uses the Admin API; one JSON line per partition.
+//   group-consume     --bootstrap B --topic T --group G [--strategy range,roundrobin,...]
+//                     [--session-ms MS] [--heartbeat-ms MS] [--instance-id ID] [--batch N]
+//                     [--rate R] [--stop-file F] [--max-seconds S] [--prop k=v]...
+//                     A subscribed group member (classic protocol unless --prop says otherwise)
+//                     for tests/interop/test_group_*.py. One JSON line per event on stdout:
+//                       {"e":"a"|"r"|"l","g":GEN,"p":[partitions],"t":MS}  rebalance listener
+//                                       (assigned / revoked / lost, exactly as the client
+//                                       passes them: deltas under cooperative protocols)
+//                       {"e":"m","p":P,"o":OFFSET,"v":"<value>","g":GEN,"t":MS}  per record
+//                       {"e":"c","g":GEN,"t":MS} / {"e":"cf",...,"err":".."}  commitSync ok /
+//                                       failed (after each poll batch, records flushed first)
+//                       {"e":"closed","t":MS}
+//                     --strategy names: range, roundrobin, sticky, cooperative-sticky.
+//                     --rate caps records/s (sleep after each batch); stops when the stop
+//                     file exists (then closes the consumer) or after --max-seconds.
 //
 // Record content is a pure function of the record index i (and the base timestamp),
 // mirrored in tests/interop/records.py:
@@ -32,9 +47,12 @@
 import java.io.BufferedWriter;
 import java.io.OutputStreamWriter;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Base64;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
@@ -49,7 +67,9 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.CommitFailedException;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -60,6 +80,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
@@ -91,6 +112,9 @@ public final class InteropClient {
                 break;
             case "list-offsets":
                 rc = listOffsets(opts);
+                break;
+            case "group-consume":
+                rc = groupConsume(opts);
                 break;
             default:
                 usage("unknown command " + cmd);
@@ -355,6 +379,159 @@ public final class InteropClient {
         return 0;
     }
 
+    // ------------------------------------------------------------------ group-consume
+
+    private static BufferedWriter events;
+
+    private static String strategyClass(String name) {
+        switch (name.trim()) {
+            case "range":
+                return "org.apache.kafka.clients.consumer.RangeAssignor";
+            case "roundrobin":
+                return "org.apache.kafka.clients.consumer.RoundRobinAssignor";
+            case "sticky":
+                return "org.apache.kafka.clients.consumer.StickyAssignor";
+            case "cooperative-sticky":
+                return "org.apache.kafka.clients.consumer.CooperativeStickyAssignor";
+            default:
+                return name.trim();
+        }
+    }
+
+    private static int generation(KafkaConsumer<byte[], byte[]> c) {
+        try {
+            return c.groupMetadata().generationId();
+        } catch (RuntimeException e) {
+            return -1;
+        }
+    }
+
+    private static void event(String kind, int gen, Collection<TopicPartition> parts) {
+        List<Integer> ps = new ArrayList<>();
+        for (TopicPartition tp : parts) {
+            ps.add(tp.partition());
+        }
+        Collections.sort(ps);
+        StringBuilder sb = new StringBuilder("{\"e\":\"").append(kind).append("\",\"g\":").append(gen)
+            .append(",\"p\":[");
+        for (int i = 0; i < ps.size(); i++) {
+            if (i > 0) {
+                sb.append(',');
+            }
+            sb.append(ps.get(i));
+        }
+        sb.append("],\"t\":").append(System.currentTimeMillis()).append("}\n");
+        try {
+            events.write(sb.toString());
+            events.flush();
+        } catch (java.io.IOException e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    static int groupConsume(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        String stopFile = o.get("stop-file");
+        double rate = Double.parseDouble(o.getOrDefault("rate", "0"));
+        long maxMs = (long) (Double.parseDouble(o.getOrDefault("max-seconds", "300")) * 1000);
+
+        Properties p = new Properties();
+        p.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        p.put(ConsumerConfig.GROUP_ID_CONFIG, req(o, "group"));
+        p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
+        p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        p.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, "false");
+        if (o.containsKey("strategy")) {
+            List<String> classes = new ArrayList<>();
+            for (String s : o.get("strategy").split(",")) {
+                classes.add(strategyClass(s));
+            }
+            p.put(ConsumerConfig.PARTITION_ASSIGNMENT_STRATEGY_CONFIG, String.join(",", classes));
+        }
+        if (o.containsKey("session-ms")) {
+            p.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, o.get("session-ms"));
+        }
+        if (o.containsKey("heartbeat-ms")) {
+            p.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, o.get("heartbeat-ms"));
+        }
+        if (o.containsKey("instance-id")) {
+            p.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, o.get("instance-id"));
+        }
+        if (o.containsKey("batch")) {
+            p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, o.get("batch"));
+        }
+        if (o.containsKey("prop")) {
+            for (String kv : o.get("prop").split("\n")) {
+                int eq = kv.indexOf('=');
+                if (eq <= 0) {
+                    usage("bad --prop " + kv);
+                }
+                p.put(kv.substring(0, eq), kv.substring(eq + 1));
+            }
+        }
+
+        events = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
+        long deadline = System.currentTimeMillis() + maxMs;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(p)) {
+            consumer.subscribe(Collections.singletonList(topic), new ConsumerRebalanceListener() {
+                @Override
+                public void onPartitionsRevoked(Collection<TopicPartition> parts) {
+                    event("r", generation(consumer), parts);
+                }
+
+                @Override
+                public void onPartitionsAssigned(Collection<TopicPartition> parts) {
+                    event("a", generation(consumer), parts);
+                }
+
+                @Override
+                public void onPartitionsLost(Collection<TopicPartition> parts) {
+                    event("l", generation(consumer), parts);
+                }
+            });
+            while (System.currentTimeMillis() < deadline
+                    && !(stopFile != null && Files.exists(Paths.get(stopFile)))) {
+                ConsumerRecords<byte[], byte[]> recs = consumer.poll(Duration.ofMillis(200));
+                if (recs.isEmpty()) {
+                    continue;
+                }
+                long started = System.nanoTime();
+                int gen = generation(consumer);
+                StringBuilder sb = new StringBuilder(64 * recs.count());
+                long now = System.currentTimeMillis();
+                for (ConsumerRecord<byte[], byte[]> r : recs) {
+                    sb.append("{\"e\":\"m\",\"p\":").append(r.partition())
+                        .append(",\"o\":").append(r.offset())
+                        .append(",\"v\":").append(r.value() == null ? "null"
+                            : jstr(new String(r.value(), StandardCharsets.UTF_8)))
+                        .append(",\"g\":").append(gen)
+                        .append(",\"t\":").append(now).append("}\n");
+                }
+                events.write(sb.toString());
+                events.flush();  // everything committed below was reported first
+                try {
+                    consumer.commitSync(Duration.ofSeconds(30));
+                    events.write("{\"e\":\"c\",\"g\":" + gen + ",\"t\":" + System.currentTimeMillis() + "}\n");
+                } catch (CommitFailedException | RebalanceInProgressException e) {
+                    events.write("{\"e\":\"cf\",\"g\":" + gen + ",\"t\":" + System.currentTimeMillis()
+                        + ",\"err\":" + jstr(e.getClass().getSimpleName()) + "}\n");
+                }
+                events.flush();
+                if (rate > 0) {
+                    long wantNs = (long) (recs.count() / rate * 1e9);
+                    long leftMs = (wantNs - (System.nanoTime() - started)) / 1_000_000;
+                    if (leftMs > 0) {
+                        Thread.sleep(leftMs);
+                    }
+                }
+            }
+        }
+        events.write("{\"e\":\"closed\",\"t\":" + System.currentTimeMillis() + "}\n");
+        events.flush();
+        return 0;
+    }
+
     // ------------------------------------------------------------------ helpers
 
     private static String b64(byte[] b) {
@@ -382,7 +559,12 @@ public final class InteropClient {
             if (!a.startsWith("--") || i + 1 >= argv.length) {
                 usage("bad argument " + a);
             }
-            m.put(a.substring(2), argv[++i]);
+            String name = a.substring(2);
+            String v = argv[++i];
+            if (name.equals("prop") && m.containsKey("prop")) {
+                v = m.get("prop") + "\n" + v;  // --prop k=v may repeat
+            }
+            m.put(name, v);
         }
         return m;
     }
@@ -397,7 +579,7 @@ public final class InteropClient {
 
     private static void usage(String msg) {
         System.err.println("InteropClient: " + msg);
-        System.err.println("usage: InteropClient create-topic|produce|consume|offsets-for-times|list-offsets"
+        System.err.println("usage: InteropClient create-topic|produce|consume|offsets-for-times|list-offsets|group-consume"
             + " --bootstrap HOST:PORT --topic T [options]  (see the header of InteropClient.java)");
         System.exit(2);
     }

@@ -1,0 +1,1 @@
+"""Group member child processes (one per client library) and the harness that runs them."""
