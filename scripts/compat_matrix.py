@@ -24,6 +24,17 @@ CLIENTS = {
     "test_kcat.py": "kcat",
     "test_java_clients.py": "java",
 }
+# Multi-client scenarios: one row per test.
+SCENARIOS = {
+    "test_groups.py": "consumer groups (classic)",
+    "test_group_mixed.py": "mixed-client group",
+    "test_group_cooperative.py": "cooperative-sticky rebalancing",
+    "test_kip848.py": "KIP-848 consumer protocol",
+    "test_spark.py": "Spark (spark-sql-kafka-0-10)",
+    "test_crash_recovery.py": "broker kill -9 recovery",
+    "test_example_pipeline.py": "example pipeline",
+    "test_librdkafka_suite.py": "librdkafka's own test suite (allow-list)",
+}
 # (test name pattern, feature row); first match wins.
 FEATURES: list[tuple[str, str]] = [
     (r"roundtrip_per_codec\[none\]", "produce + consume, uncompressed"),
@@ -82,6 +93,14 @@ def main() -> int:
             else:
                 row.append("skipped")
         out.append(f"| {feature} | " + " | ".join(row) + " |")
+    scenarios = [e for e in lines[1:] if e["nodeid"].split("::")[0].rsplit("/", 1)[-1] in SCENARIOS]
+    if scenarios:
+        out += ["", "## Scenario tests", "", "| scenario | test | outcome |", "|---|---|---|"]
+        for entry in scenarios:
+            file, _, name = entry["nodeid"].partition("::")
+            label = SCENARIOS[file.rsplit("/", 1)[-1]]
+            outcome = "yes" if entry["outcome"] == "passed" else entry["outcome"].upper()
+            out.append(f"| {label} | `{name}` | {outcome} |")
     out += ["", "Client versions in that run:", ""]
     out += [f"- {client}: {version}" for client, version in sorted(versions.items())]
     print("\n".join(out))
