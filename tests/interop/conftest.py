@@ -142,8 +142,12 @@ def _client_versions() -> dict[str, str]:
         pass
     if shutil.which("kcat"):
         out = subprocess.run(["kcat", "-V"], capture_output=True, text=True, check=False)
-        first = (out.stdout or out.stderr).splitlines()
-        versions["kcat"] = first[0].strip() if first else "unknown"
+        lines = (out.stdout or out.stderr).splitlines()
+        version = next((line.strip() for line in lines if line.strip().startswith("Version")), "")
+        versions["kcat"] = version.split(" (", 1)[0].removeprefix("Version ") or "unknown"
+        if "librdkafka" in version:
+            tail = version.split("librdkafka", 1)[1].split()
+            versions["kcat"] += f" (librdkafka {tail[0] if tail else '?'})"
     with contextlib.suppress(md.PackageNotFoundError):
         versions["spark"] = "pyspark " + md.version("pyspark")
     jars = sorted(
