@@ -27,10 +27,11 @@ CLIENTS = {
 NOTES = [
     "Java producers run with their defaults, which enable idempotence: every Java produce row "
     "is an idempotent producer (acks=all in the 100,000-record test).",
-    "kcat 1.7.1 (Debian's, with librdkafka 2.0.2) sends gzip, snappy and lz4 batches "
-    "uncompressed when a broker advertises Kafka 4's baseline (no Produce v2/Fetch v3), as it "
-    "does against Apache Kafka 4; zstd is compressed. confluent-kafka's newer librdkafka "
-    "compresses with all four codecs.",
+    "kcat 1.7.1 (Debian's, with librdkafka 2.0.2) was seen sending gzip, snappy and lz4 "
+    "batches uncompressed against pydmq (zstd is compressed); its old librdkafka derives codec "
+    "support from ApiVersions, and pydmq advertises Kafka 4's baseline (no Produce v2/Fetch "
+    "v3). Not yet compared with Apache Kafka 4. confluent-kafka's librdkafka 2.16 compresses "
+    "with all four codecs.",
     "Transactions, SASL/TLS and cluster mode are not implemented yet, so they have no rows.",
 ]
 
