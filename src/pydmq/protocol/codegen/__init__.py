@@ -23,7 +23,7 @@ def _format(files: list[Path]) -> None:
     extra = ["--config", str(config)] if config.exists() else []
     names = list(map(str, files))
     subprocess.run(
-        [*cmd, "check", "--quiet", "--fix", "--select", "I001", *extra, *names], check=True
+        [*cmd, "check", "--quiet", "--fix", "--select", "I001,RUF023", *extra, *names], check=True
     )
     subprocess.run([*cmd, "format", "--quiet", *extra, *names], check=True)
 

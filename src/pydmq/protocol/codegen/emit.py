@@ -75,13 +75,9 @@ def default_expr(f: FieldSpec) -> str:
     return repr(d)
 
 
-def dataclass_default(f: FieldSpec) -> str:
-    d = f.default
-    if d is STRUCT_DEFAULT:
-        return f"field(default_factory={f.struct})"
-    if isinstance(d, list):
-        return "field(default_factory=list)"
-    return default_expr(f)
+def is_mutable_default(f: FieldSpec) -> bool:
+    """Whether the default must be built afresh per instance (a list or a nested struct)."""
+    return f.default is STRUCT_DEFAULT or isinstance(f.default, list)
 
 
 def _ranges_cond(subset: set[int], universe: set[int]) -> str | None:
@@ -359,14 +355,63 @@ class ModuleEmitter:
         return order
 
     def emit_class(self, out: Lines, spec: StructSpec) -> None:
-        out.add("@dataclass(slots=True, kw_only=True)")
+        """A plain slotted class with the surface of ``@dataclass(slots=True, kw_only=True)``:
+        keyword-only ``__init__`` (list, dict and struct defaults fresh per instance, like
+        ``default_factory``), field-wise ``__eq__`` on the same class, ``__repr__``, empty
+        ``__match_args__``, unhashable. Defining these directly instead of through the
+        decorator keeps module import cheap: the decorator dominated it."""
+        # (name, annotation, default expression, whether the default is built per instance)
+        fields = [(f.name, py_type(f), default_expr(f), is_mutable_default(f)) for f in spec.fields]
+        fields.append(("unknown_tagged_fields", "dict[int, bytes]", "{}", True))
+        if any(f.kafka_type == "uuid" for f in spec.fields):
+            self.uses_uuid = True
+        names = [name for name, _, _, _ in fields]
         out.add(f"class {spec.name}:")
         out.indent()
-        for f in spec.fields:
-            if f.kafka_type == "uuid":
-                self.uses_uuid = True
-            out.add(f"{f.name}: {py_type(f)} = {dataclass_default(f)}")
-        out.add("unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)")
+        out.add(
+            "__slots__ = (" + ", ".join(f'"{n}"' for n in names) + ("," * (len(names) == 1)) + ")"
+        )
+        out.add("__match_args__ = ()")
+        out.add()
+        for name, ann, _, _ in fields:
+            out.add(f"{name}: {ann}")
+        out.add()
+        out.add("def __init__(")
+        out.indent()
+        out.add("self,")
+        out.add("*,")
+        for name, ann, dflt, fresh in fields:
+            out.add(f"{name}: {ann} = {'_MISSING' if fresh else dflt},")
+        out.dedent()
+        out.add(") -> None:")
+        out.indent()
+        for name, _, dflt, fresh in fields:
+            value = f"{dflt} if {name} is _MISSING else {name}" if fresh else name
+            out.add(f"self.{name} = {value}")
+        out.dedent()
+        out.add()
+        out.add("def __eq__(self, other: Any) -> bool:")
+        out.indent()
+        out.add("if other.__class__ is not self.__class__:")
+        out.indent()
+        out.add("return NotImplemented")
+        out.dedent()
+        mine = "".join(f"self.{n}, " for n in names)
+        theirs = "".join(f"other.{n}, " for n in names)
+        out.add(f"return ({mine.rstrip()}) == ({theirs.rstrip()})")
+        out.dedent()
+        out.add()
+        out.add("def __repr__(self) -> str:")
+        out.indent()
+        out.add("return (")
+        out.indent()
+        out.add('f"{self.__class__.__qualname__}("')
+        for i, n in enumerate(names):
+            sep = ", " if i < len(names) - 1 else ")"
+            out.add(f'f"{n}={{self.{n}!r}}{sep}"')
+        out.dedent()
+        out.add(")")
+        out.dedent()
         out.dedent()
         out.add()
         out.add()
@@ -531,7 +576,7 @@ class ModuleEmitter:
         head.add()
         if self.uses_uuid:
             head.add("import uuid")
-        head.add("from dataclasses import dataclass, field")
+        head.add("from typing import Any")
         head.add()
         head.add("from pydmq.protocol.errors import UnsupportedVersionError")
         head.add("from pydmq.protocol.primitives import Reader, Writer")
@@ -560,6 +605,10 @@ class ModuleEmitter:
         head.add(f"FLEXIBLE_MIN_VERSION = {api.flexible_min_version}")
         if self.uses_uuid:
             head.add("_ZERO_UUID = uuid.UUID(int=0)")
+        head.add(
+            "# Default of list, dict and struct fields: replaced by a fresh value per instance."
+        )
+        head.add("_MISSING: Any = object()")
         if api.renamed:
             head.add(
                 "# Response structs renamed because the request uses the same name differently:"
@@ -618,8 +667,15 @@ def emit_init(apis: list[ApiSpec], kio_version: str) -> str:
     out.dedent()
     out.add(") -> None:")
     out.indent()
-    for attr in ("api_key", "name", "min_version", "max_version", "flexible_min_version",
-                 "request_root", "response_root"):
+    for attr in (
+        "api_key",
+        "name",
+        "min_version",
+        "max_version",
+        "flexible_min_version",
+        "request_root",
+        "response_root",
+    ):
         out.add(f"self.{attr} = {attr}")
     out.add("self.module_name = name")
     out.add("self._module: ModuleType | None = None")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -31,63 +31,381 @@ API_NAME = "add_partitions_to_txn"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 5
 FLEXIBLE_MIN_VERSION = 3
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnTopic:
-    name: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnTransaction:
-    transactional_id: str = ""
-    producer_id: int = 0
-    producer_epoch: int = 0
-    verify_only: bool = False
-    topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "producer_epoch",
+        "producer_id",
+        "topics",
+        "transactional_id",
+        "unknown_tagged_fields",
+        "verify_only",
+    )
+    __match_args__ = ()
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    verify_only: bool
+    topics: list[AddPartitionsToTxnTopic]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_id: str = "",
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        verify_only: bool = False,
+        topics: list[AddPartitionsToTxnTopic] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.verify_only = verify_only
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_id,
+            self.producer_id,
+            self.producer_epoch,
+            self.verify_only,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_id,
+            other.producer_id,
+            other.producer_epoch,
+            other.verify_only,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_id={self.transactional_id!r}, "
+            f"producer_id={self.producer_id!r}, "
+            f"producer_epoch={self.producer_epoch!r}, "
+            f"verify_only={self.verify_only!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnRequest:
-    transactions: list[AddPartitionsToTxnTransaction] = field(default_factory=list)
-    v3_and_below_transactional_id: str = ""
-    v3_and_below_producer_id: int = 0
-    v3_and_below_producer_epoch: int = 0
-    v3_and_below_topics: list[AddPartitionsToTxnTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "transactions",
+        "unknown_tagged_fields",
+        "v3_and_below_producer_epoch",
+        "v3_and_below_producer_id",
+        "v3_and_below_topics",
+        "v3_and_below_transactional_id",
+    )
+    __match_args__ = ()
+
+    transactions: list[AddPartitionsToTxnTransaction]
+    v3_and_below_transactional_id: str
+    v3_and_below_producer_id: int
+    v3_and_below_producer_epoch: int
+    v3_and_below_topics: list[AddPartitionsToTxnTopic]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactions: list[AddPartitionsToTxnTransaction] = _MISSING,
+        v3_and_below_transactional_id: str = "",
+        v3_and_below_producer_id: int = 0,
+        v3_and_below_producer_epoch: int = 0,
+        v3_and_below_topics: list[AddPartitionsToTxnTopic] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactions = [] if transactions is _MISSING else transactions
+        self.v3_and_below_transactional_id = v3_and_below_transactional_id
+        self.v3_and_below_producer_id = v3_and_below_producer_id
+        self.v3_and_below_producer_epoch = v3_and_below_producer_epoch
+        self.v3_and_below_topics = [] if v3_and_below_topics is _MISSING else v3_and_below_topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactions,
+            self.v3_and_below_transactional_id,
+            self.v3_and_below_producer_id,
+            self.v3_and_below_producer_epoch,
+            self.v3_and_below_topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactions,
+            other.v3_and_below_transactional_id,
+            other.v3_and_below_producer_id,
+            other.v3_and_below_producer_epoch,
+            other.v3_and_below_topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactions={self.transactions!r}, "
+            f"v3_and_below_transactional_id={self.v3_and_below_transactional_id!r}, "
+            f"v3_and_below_producer_id={self.v3_and_below_producer_id!r}, "
+            f"v3_and_below_producer_epoch={self.v3_and_below_producer_epoch!r}, "
+            f"v3_and_below_topics={self.v3_and_below_topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnPartitionResult:
-    partition_index: int = 0
-    partition_error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partition_error_code", "partition_index", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    partition_index: int
+    partition_error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        partition_error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.partition_error_code = partition_error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.partition_error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.partition_error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"partition_error_code={self.partition_error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnTopicResult:
-    name: str = ""
-    results_by_partition: list[AddPartitionsToTxnPartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "results_by_partition", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    results_by_partition: list[AddPartitionsToTxnPartitionResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        results_by_partition: list[AddPartitionsToTxnPartitionResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.results_by_partition = [] if results_by_partition is _MISSING else results_by_partition
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.results_by_partition,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.results_by_partition,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"results_by_partition={self.results_by_partition!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnResult:
-    transactional_id: str = ""
-    topic_results: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("topic_results", "transactional_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    transactional_id: str
+    topic_results: list[AddPartitionsToTxnTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_id: str = "",
+        topic_results: list[AddPartitionsToTxnTopicResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.topic_results = [] if topic_results is _MISSING else topic_results
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_id,
+            self.topic_results,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_id,
+            other.topic_results,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_id={self.transactional_id!r}, "
+            f"topic_results={self.topic_results!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    results_by_transaction: list[AddPartitionsToTxnResult] = field(default_factory=list)
-    results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "results_by_topic_v3_and_below",
+        "results_by_transaction",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    results_by_transaction: list[AddPartitionsToTxnResult]
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        results_by_transaction: list[AddPartitionsToTxnResult] = _MISSING,
+        results_by_topic_v3_and_below: list[AddPartitionsToTxnTopicResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.results_by_transaction = (
+            [] if results_by_transaction is _MISSING else results_by_transaction
+        )
+        self.results_by_topic_v3_and_below = (
+            [] if results_by_topic_v3_and_below is _MISSING else results_by_topic_v3_and_below
+        )
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.results_by_transaction,
+            self.results_by_topic_v3_and_below,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.results_by_transaction,
+            other.results_by_topic_v3_and_below,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"results_by_transaction={self.results_by_transaction!r}, "
+            f"results_by_topic_v3_and_below={self.results_by_topic_v3_and_below!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_AddPartitionsToTxnTopic(r: Reader, version: int) -> AddPartitionsToTxnTopic:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -29,45 +29,254 @@ API_NAME = "alter_user_scram_credentials"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ScramCredentialDeletion:
-    name: str = ""
-    mechanism: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("mechanism", "name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    mechanism: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        mechanism: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.mechanism = mechanism
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.mechanism,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.mechanism,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"mechanism={self.mechanism!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ScramCredentialUpsertion:
-    name: str = ""
-    mechanism: int = 0
-    iterations: int = 0
-    salt: bytes = b""
-    salted_password: bytes = b""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "iterations",
+        "mechanism",
+        "name",
+        "salt",
+        "salted_password",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    name: str
+    mechanism: int
+    iterations: int
+    salt: bytes
+    salted_password: bytes
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        mechanism: int = 0,
+        iterations: int = 0,
+        salt: bytes = b"",
+        salted_password: bytes = b"",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.mechanism = mechanism
+        self.iterations = iterations
+        self.salt = salt
+        self.salted_password = salted_password
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.mechanism,
+            self.iterations,
+            self.salt,
+            self.salted_password,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.mechanism,
+            other.iterations,
+            other.salt,
+            other.salted_password,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"mechanism={self.mechanism!r}, "
+            f"iterations={self.iterations!r}, "
+            f"salt={self.salt!r}, "
+            f"salted_password={self.salted_password!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AlterUserScramCredentialsRequest:
-    deletions: list[ScramCredentialDeletion] = field(default_factory=list)
-    upsertions: list[ScramCredentialUpsertion] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("deletions", "unknown_tagged_fields", "upsertions")
+    __match_args__ = ()
+
+    deletions: list[ScramCredentialDeletion]
+    upsertions: list[ScramCredentialUpsertion]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        deletions: list[ScramCredentialDeletion] = _MISSING,
+        upsertions: list[ScramCredentialUpsertion] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.deletions = [] if deletions is _MISSING else deletions
+        self.upsertions = [] if upsertions is _MISSING else upsertions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.deletions,
+            self.upsertions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.deletions,
+            other.upsertions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"deletions={self.deletions!r}, "
+            f"upsertions={self.upsertions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AlterUserScramCredentialsResult:
-    user: str = ""
-    error_code: int = 0
-    error_message: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "error_message", "unknown_tagged_fields", "user")
+    __match_args__ = ()
+
+    user: str
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        user: str = "",
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.user = user
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.user,
+            self.error_code,
+            self.error_message,
+            self.unknown_tagged_fields,
+        ) == (
+            other.user,
+            other.error_code,
+            other.error_message,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"user={self.user!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AlterUserScramCredentialsResponse:
-    throttle_time: int = 0
-    results: list[AlterUserScramCredentialsResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("results", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    results: list[AlterUserScramCredentialsResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        results: list[AlterUserScramCredentialsResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.results = [] if results is _MISSING else results
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.results,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.results,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"results={self.results!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ScramCredentialDeletion(r: Reader, version: int) -> ScramCredentialDeletion:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -29,49 +29,280 @@ API_NAME = "api_versions"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 4
 FLEXIBLE_MIN_VERSION = 3
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ApiVersionsRequest:
-    client_software_name: str = ""
-    client_software_version: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("client_software_name", "client_software_version", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    client_software_name: str
+    client_software_version: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        client_software_name: str = "",
+        client_software_version: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.client_software_name = client_software_name
+        self.client_software_version = client_software_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.client_software_name,
+            self.client_software_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.client_software_name,
+            other.client_software_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"client_software_name={self.client_software_name!r}, "
+            f"client_software_version={self.client_software_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ApiVersion:
-    api_key: int = 0
-    min_version: int = 0
-    max_version: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("api_key", "max_version", "min_version", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    api_key: int
+    min_version: int
+    max_version: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        api_key: int = 0,
+        min_version: int = 0,
+        max_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.api_key = api_key
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.api_key,
+            self.min_version,
+            self.max_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.api_key,
+            other.min_version,
+            other.max_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"api_key={self.api_key!r}, "
+            f"min_version={self.min_version!r}, "
+            f"max_version={self.max_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class SupportedFeatureKey:
-    name: str = ""
-    min_version: int = 0
-    max_version: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("max_version", "min_version", "name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    min_version: int
+    max_version: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        min_version: int = 0,
+        max_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.min_version = min_version
+        self.max_version = max_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.min_version,
+            self.max_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.min_version,
+            other.max_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_version={self.min_version!r}, "
+            f"max_version={self.max_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FinalizedFeatureKey:
-    name: str = ""
-    max_version_level: int = 0
-    min_version_level: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("max_version_level", "min_version_level", "name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    max_version_level: int
+    min_version_level: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        max_version_level: int = 0,
+        min_version_level: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.max_version_level = max_version_level
+        self.min_version_level = min_version_level
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.max_version_level,
+            self.min_version_level,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.max_version_level,
+            other.min_version_level,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"max_version_level={self.max_version_level!r}, "
+            f"min_version_level={self.min_version_level!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ApiVersionsResponse:
-    error_code: int = 0
-    api_keys: list[ApiVersion] = field(default_factory=list)
-    throttle_time: int = 0
-    supported_features: list[SupportedFeatureKey] = field(default_factory=list)
-    finalized_features_epoch: int = -1
-    finalized_features: list[FinalizedFeatureKey] = field(default_factory=list)
-    zk_migration_ready: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "api_keys",
+        "error_code",
+        "finalized_features",
+        "finalized_features_epoch",
+        "supported_features",
+        "throttle_time",
+        "unknown_tagged_fields",
+        "zk_migration_ready",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    api_keys: list[ApiVersion]
+    throttle_time: int
+    supported_features: list[SupportedFeatureKey]
+    finalized_features_epoch: int
+    finalized_features: list[FinalizedFeatureKey]
+    zk_migration_ready: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        api_keys: list[ApiVersion] = _MISSING,
+        throttle_time: int = 0,
+        supported_features: list[SupportedFeatureKey] = _MISSING,
+        finalized_features_epoch: int = -1,
+        finalized_features: list[FinalizedFeatureKey] = _MISSING,
+        zk_migration_ready: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.api_keys = [] if api_keys is _MISSING else api_keys
+        self.throttle_time = throttle_time
+        self.supported_features = [] if supported_features is _MISSING else supported_features
+        self.finalized_features_epoch = finalized_features_epoch
+        self.finalized_features = [] if finalized_features is _MISSING else finalized_features
+        self.zk_migration_ready = zk_migration_ready
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.api_keys,
+            self.throttle_time,
+            self.supported_features,
+            self.finalized_features_epoch,
+            self.finalized_features,
+            self.zk_migration_ready,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.api_keys,
+            other.throttle_time,
+            other.supported_features,
+            other.finalized_features_epoch,
+            other.finalized_features,
+            other.zk_migration_ready,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"api_keys={self.api_keys!r}, "
+            f"throttle_time={self.throttle_time!r}, "
+            f"supported_features={self.supported_features!r}, "
+            f"finalized_features_epoch={self.finalized_features_epoch!r}, "
+            f"finalized_features={self.finalized_features!r}, "
+            f"zk_migration_ready={self.zk_migration_ready!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ApiVersionsRequest(r: Reader, version: int) -> ApiVersionsRequest:

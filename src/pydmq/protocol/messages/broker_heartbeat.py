@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,28 +28,158 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class BrokerHeartbeatRequest:
-    broker_id: int = 0
-    broker_epoch: int = -1
-    current_metadata_offset: int = 0
-    want_fence: bool = False
-    want_shut_down: bool = False
-    offline_log_dirs: list[uuid.UUID] = field(default_factory=list)
-    cordoned_log_dirs: list[uuid.UUID] | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "broker_epoch",
+        "broker_id",
+        "cordoned_log_dirs",
+        "current_metadata_offset",
+        "offline_log_dirs",
+        "unknown_tagged_fields",
+        "want_fence",
+        "want_shut_down",
+    )
+    __match_args__ = ()
+
+    broker_id: int
+    broker_epoch: int
+    current_metadata_offset: int
+    want_fence: bool
+    want_shut_down: bool
+    offline_log_dirs: list[uuid.UUID]
+    cordoned_log_dirs: list[uuid.UUID] | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        broker_epoch: int = -1,
+        current_metadata_offset: int = 0,
+        want_fence: bool = False,
+        want_shut_down: bool = False,
+        offline_log_dirs: list[uuid.UUID] = _MISSING,
+        cordoned_log_dirs: list[uuid.UUID] | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.broker_id = broker_id
+        self.broker_epoch = broker_epoch
+        self.current_metadata_offset = current_metadata_offset
+        self.want_fence = want_fence
+        self.want_shut_down = want_shut_down
+        self.offline_log_dirs = [] if offline_log_dirs is _MISSING else offline_log_dirs
+        self.cordoned_log_dirs = cordoned_log_dirs
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.broker_id,
+            self.broker_epoch,
+            self.current_metadata_offset,
+            self.want_fence,
+            self.want_shut_down,
+            self.offline_log_dirs,
+            self.cordoned_log_dirs,
+            self.unknown_tagged_fields,
+        ) == (
+            other.broker_id,
+            other.broker_epoch,
+            other.current_metadata_offset,
+            other.want_fence,
+            other.want_shut_down,
+            other.offline_log_dirs,
+            other.cordoned_log_dirs,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"current_metadata_offset={self.current_metadata_offset!r}, "
+            f"want_fence={self.want_fence!r}, "
+            f"want_shut_down={self.want_shut_down!r}, "
+            f"offline_log_dirs={self.offline_log_dirs!r}, "
+            f"cordoned_log_dirs={self.cordoned_log_dirs!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class BrokerHeartbeatResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    is_caught_up: bool = False
-    is_fenced: bool = True
-    should_shut_down: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "is_caught_up",
+        "is_fenced",
+        "should_shut_down",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    is_caught_up: bool
+    is_fenced: bool
+    should_shut_down: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        is_caught_up: bool = False,
+        is_fenced: bool = True,
+        should_shut_down: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.is_caught_up = is_caught_up
+        self.is_fenced = is_fenced
+        self.should_shut_down = should_shut_down
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.is_caught_up,
+            self.is_fenced,
+            self.should_shut_down,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.is_caught_up,
+            other.is_fenced,
+            other.should_shut_down,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"is_caught_up={self.is_caught_up!r}, "
+            f"is_fenced={self.is_fenced!r}, "
+            f"should_shut_down={self.should_shut_down!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_BrokerHeartbeatRequest(r: Reader, version: int) -> BrokerHeartbeatRequest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -30,45 +30,257 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 4
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class Listener:
-    name: str = ""
-    host: str = ""
-    port: int = 0
-    security_protocol: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "name", "port", "security_protocol", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        host: str = "",
+        port: int = 0,
+        security_protocol: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.host,
+            self.port,
+            self.security_protocol,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.host,
+            other.port,
+            other.security_protocol,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"security_protocol={self.security_protocol!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Feature:
-    name: str = ""
-    min_supported_version: int = 0
-    max_supported_version: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("max_supported_version", "min_supported_version", "name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.min_supported_version,
+            self.max_supported_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.min_supported_version,
+            other.max_supported_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class BrokerRegistrationRequest:
-    broker_id: int = 0
-    cluster_id: str = ""
-    incarnation_id: uuid.UUID = _ZERO_UUID
-    listeners: list[Listener] = field(default_factory=list)
-    features: list[Feature] = field(default_factory=list)
-    rack: str | None = None
-    is_migrating_zk_broker: bool = False
-    log_dirs: list[uuid.UUID] = field(default_factory=list)
-    previous_broker_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "broker_id",
+        "cluster_id",
+        "features",
+        "incarnation_id",
+        "is_migrating_zk_broker",
+        "listeners",
+        "log_dirs",
+        "previous_broker_epoch",
+        "rack",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    broker_id: int
+    cluster_id: str
+    incarnation_id: uuid.UUID
+    listeners: list[Listener]
+    features: list[Feature]
+    rack: str | None
+    is_migrating_zk_broker: bool
+    log_dirs: list[uuid.UUID]
+    previous_broker_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        cluster_id: str = "",
+        incarnation_id: uuid.UUID = _ZERO_UUID,
+        listeners: list[Listener] = _MISSING,
+        features: list[Feature] = _MISSING,
+        rack: str | None = None,
+        is_migrating_zk_broker: bool = False,
+        log_dirs: list[uuid.UUID] = _MISSING,
+        previous_broker_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.incarnation_id = incarnation_id
+        self.listeners = [] if listeners is _MISSING else listeners
+        self.features = [] if features is _MISSING else features
+        self.rack = rack
+        self.is_migrating_zk_broker = is_migrating_zk_broker
+        self.log_dirs = [] if log_dirs is _MISSING else log_dirs
+        self.previous_broker_epoch = previous_broker_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.broker_id,
+            self.cluster_id,
+            self.incarnation_id,
+            self.listeners,
+            self.features,
+            self.rack,
+            self.is_migrating_zk_broker,
+            self.log_dirs,
+            self.previous_broker_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.broker_id,
+            other.cluster_id,
+            other.incarnation_id,
+            other.listeners,
+            other.features,
+            other.rack,
+            other.is_migrating_zk_broker,
+            other.log_dirs,
+            other.previous_broker_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"incarnation_id={self.incarnation_id!r}, "
+            f"listeners={self.listeners!r}, "
+            f"features={self.features!r}, "
+            f"rack={self.rack!r}, "
+            f"is_migrating_zk_broker={self.is_migrating_zk_broker!r}, "
+            f"log_dirs={self.log_dirs!r}, "
+            f"previous_broker_epoch={self.previous_broker_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class BrokerRegistrationResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    broker_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("broker_epoch", "error_code", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    broker_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        broker_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.broker_epoch = broker_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.broker_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.broker_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_Listener(r: Reader, version: int) -> Listener:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -32,64 +32,390 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 1
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ConsumerGroupDescribeRequest:
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_ids", "include_authorized_operations", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    group_ids: list[str]
+    include_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_ids: list[str] = _MISSING,
+        include_authorized_operations: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_ids = [] if group_ids is _MISSING else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_ids,
+            self.include_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_ids,
+            other.include_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_ids={self.group_ids!r}, "
+            f"include_authorized_operations={self.include_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicPartitions:
-    topic_id: uuid.UUID = _ZERO_UUID
-    topic_name: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic_id", "topic_name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    topic_name: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        topic_name: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.topic_name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.topic_name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Assignment:
-    topic_partitions: list[TopicPartitions] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("topic_partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_partitions: list[TopicPartitions]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_partitions: list[TopicPartitions] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_partitions = [] if topic_partitions is _MISSING else topic_partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_partitions={self.topic_partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Member:
-    member_id: str = ""
-    instance_id: str | None = None
-    rack_id: str | None = None
-    member_epoch: int = 0
-    client_id: str = ""
-    client_host: str = ""
-    subscribed_topic_names: list[str] = field(default_factory=list)
-    subscribed_topic_regex: str | None = None
-    assignment: Assignment = field(default_factory=Assignment)
-    target_assignment: Assignment = field(default_factory=Assignment)
-    member_type: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "assignment",
+        "client_host",
+        "client_id",
+        "instance_id",
+        "member_epoch",
+        "member_id",
+        "member_type",
+        "rack_id",
+        "subscribed_topic_names",
+        "subscribed_topic_regex",
+        "target_assignment",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    assignment: Assignment
+    target_assignment: Assignment
+    member_type: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        member_id: str = "",
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        member_epoch: int = 0,
+        client_id: str = "",
+        client_host: str = "",
+        subscribed_topic_names: list[str] = _MISSING,
+        subscribed_topic_regex: str | None = None,
+        assignment: Assignment = _MISSING,
+        target_assignment: Assignment = _MISSING,
+        member_type: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.member_id = member_id
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.member_epoch = member_epoch
+        self.client_id = client_id
+        self.client_host = client_host
+        self.subscribed_topic_names = (
+            [] if subscribed_topic_names is _MISSING else subscribed_topic_names
+        )
+        self.subscribed_topic_regex = subscribed_topic_regex
+        self.assignment = Assignment() if assignment is _MISSING else assignment
+        self.target_assignment = (
+            Assignment() if target_assignment is _MISSING else target_assignment
+        )
+        self.member_type = member_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.member_id,
+            self.instance_id,
+            self.rack_id,
+            self.member_epoch,
+            self.client_id,
+            self.client_host,
+            self.subscribed_topic_names,
+            self.subscribed_topic_regex,
+            self.assignment,
+            self.target_assignment,
+            self.member_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.member_id,
+            other.instance_id,
+            other.rack_id,
+            other.member_epoch,
+            other.client_id,
+            other.client_host,
+            other.subscribed_topic_names,
+            other.subscribed_topic_regex,
+            other.assignment,
+            other.target_assignment,
+            other.member_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"member_id={self.member_id!r}, "
+            f"instance_id={self.instance_id!r}, "
+            f"rack_id={self.rack_id!r}, "
+            f"member_epoch={self.member_epoch!r}, "
+            f"client_id={self.client_id!r}, "
+            f"client_host={self.client_host!r}, "
+            f"subscribed_topic_names={self.subscribed_topic_names!r}, "
+            f"subscribed_topic_regex={self.subscribed_topic_regex!r}, "
+            f"assignment={self.assignment!r}, "
+            f"target_assignment={self.target_assignment!r}, "
+            f"member_type={self.member_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribedGroup:
-    error_code: int = 0
-    error_message: str | None = None
-    group_id: str = ""
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: list[Member] = field(default_factory=list)
-    authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "assignment_epoch",
+        "assignor_name",
+        "authorized_operations",
+        "error_code",
+        "error_message",
+        "group_epoch",
+        "group_id",
+        "group_state",
+        "members",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    assignor_name: str
+    members: list[Member]
+    authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        error_message: str | None = None,
+        group_id: str = "",
+        group_state: str = "",
+        group_epoch: int = 0,
+        assignment_epoch: int = 0,
+        assignor_name: str = "",
+        members: list[Member] = _MISSING,
+        authorized_operations: int = -2147483648,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.assignor_name = assignor_name
+        self.members = [] if members is _MISSING else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.error_message,
+            self.group_id,
+            self.group_state,
+            self.group_epoch,
+            self.assignment_epoch,
+            self.assignor_name,
+            self.members,
+            self.authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.error_message,
+            other.group_id,
+            other.group_state,
+            other.group_epoch,
+            other.assignment_epoch,
+            other.assignor_name,
+            other.members,
+            other.authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"group_id={self.group_id!r}, "
+            f"group_state={self.group_state!r}, "
+            f"group_epoch={self.group_epoch!r}, "
+            f"assignment_epoch={self.assignment_epoch!r}, "
+            f"assignor_name={self.assignor_name!r}, "
+            f"members={self.members!r}, "
+            f"authorized_operations={self.authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ConsumerGroupDescribeResponse:
-    throttle_time: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("groups", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    groups: list[DescribedGroup]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        groups: list[DescribedGroup] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.groups = [] if groups is _MISSING else groups
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.groups,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.groups,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"groups={self.groups!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ConsumerGroupDescribeRequest(r: Reader, version: int) -> ConsumerGroupDescribeRequest:

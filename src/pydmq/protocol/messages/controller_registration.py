@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -30,41 +30,229 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class Listener:
-    name: str = ""
-    host: str = ""
-    port: int = 0
-    security_protocol: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "name", "port", "security_protocol", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    host: str
+    port: int
+    security_protocol: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        host: str = "",
+        port: int = 0,
+        security_protocol: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.security_protocol = security_protocol
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.host,
+            self.port,
+            self.security_protocol,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.host,
+            other.port,
+            other.security_protocol,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"security_protocol={self.security_protocol!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Feature:
-    name: str = ""
-    min_supported_version: int = 0
-    max_supported_version: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("max_supported_version", "min_supported_version", "name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.min_supported_version,
+            self.max_supported_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.min_supported_version,
+            other.max_supported_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ControllerRegistrationRequest:
-    controller_id: int = 0
-    incarnation_id: uuid.UUID = _ZERO_UUID
-    zk_migration_ready: bool = False
-    listeners: list[Listener] = field(default_factory=list)
-    features: list[Feature] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "controller_id",
+        "features",
+        "incarnation_id",
+        "listeners",
+        "unknown_tagged_fields",
+        "zk_migration_ready",
+    )
+    __match_args__ = ()
+
+    controller_id: int
+    incarnation_id: uuid.UUID
+    zk_migration_ready: bool
+    listeners: list[Listener]
+    features: list[Feature]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        controller_id: int = 0,
+        incarnation_id: uuid.UUID = _ZERO_UUID,
+        zk_migration_ready: bool = False,
+        listeners: list[Listener] = _MISSING,
+        features: list[Feature] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.controller_id = controller_id
+        self.incarnation_id = incarnation_id
+        self.zk_migration_ready = zk_migration_ready
+        self.listeners = [] if listeners is _MISSING else listeners
+        self.features = [] if features is _MISSING else features
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.controller_id,
+            self.incarnation_id,
+            self.zk_migration_ready,
+            self.listeners,
+            self.features,
+            self.unknown_tagged_fields,
+        ) == (
+            other.controller_id,
+            other.incarnation_id,
+            other.zk_migration_ready,
+            other.listeners,
+            other.features,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"controller_id={self.controller_id!r}, "
+            f"incarnation_id={self.incarnation_id!r}, "
+            f"zk_migration_ready={self.zk_migration_ready!r}, "
+            f"listeners={self.listeners!r}, "
+            f"features={self.features!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ControllerRegistrationResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "error_message", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.error_message,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.error_message,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_Listener(r: Reader, version: int) -> Listener:

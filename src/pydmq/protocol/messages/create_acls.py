@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,38 +28,213 @@ API_NAME = "create_acls"
 REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 3
 FLEXIBLE_MIN_VERSION = 2
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class AclCreation:
-    resource_type: int = 0
-    resource_name: str = ""
-    resource_pattern_type: int = 3
-    principal: str = ""
-    host: str = ""
-    operation: int = 0
-    permission_type: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "host",
+        "operation",
+        "permission_type",
+        "principal",
+        "resource_name",
+        "resource_pattern_type",
+        "resource_type",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    resource_type: int
+    resource_name: str
+    resource_pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_type: int = 0,
+        resource_name: str = "",
+        resource_pattern_type: int = 3,
+        principal: str = "",
+        host: str = "",
+        operation: int = 0,
+        permission_type: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.resource_pattern_type = resource_pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_type,
+            self.resource_name,
+            self.resource_pattern_type,
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_type,
+            other.resource_name,
+            other.resource_pattern_type,
+            other.principal,
+            other.host,
+            other.operation,
+            other.permission_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"resource_pattern_type={self.resource_pattern_type!r}, "
+            f"principal={self.principal!r}, "
+            f"host={self.host!r}, "
+            f"operation={self.operation!r}, "
+            f"permission_type={self.permission_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateAclsRequest:
-    creations: list[AclCreation] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("creations", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    creations: list[AclCreation]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        creations: list[AclCreation] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.creations = [] if creations is _MISSING else creations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.creations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.creations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"creations={self.creations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AclCreationResult:
-    error_code: int = 0
-    error_message: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "error_message", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.error_message,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.error_message,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateAclsResponse:
-    throttle_time: int = 0
-    results: list[AclCreationResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("results", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    results: list[AclCreationResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        results: list[AclCreationResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.results = [] if results is _MISSING else results
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.results,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.results,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"results={self.results!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_AclCreation(r: Reader, version: int) -> AclCreation:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -27,38 +27,222 @@ API_NAME = "create_delegation_token"
 REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 3
 FLEXIBLE_MIN_VERSION = 2
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableRenewers:
-    principal_type: str = ""
-    principal_name: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("principal_name", "principal_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    principal_type: str
+    principal_name: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        principal_type: str = "",
+        principal_name: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.principal_type,
+            self.principal_name,
+            self.unknown_tagged_fields,
+        ) == (
+            other.principal_type,
+            other.principal_name,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"principal_type={self.principal_type!r}, "
+            f"principal_name={self.principal_name!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateDelegationTokenRequest:
-    owner_principal_type: str | None = None
-    owner_principal_name: str | None = None
-    renewers: list[CreatableRenewers] = field(default_factory=list)
-    max_lifetime: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "max_lifetime",
+        "owner_principal_name",
+        "owner_principal_type",
+        "renewers",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    owner_principal_type: str | None
+    owner_principal_name: str | None
+    renewers: list[CreatableRenewers]
+    max_lifetime: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        owner_principal_type: str | None = None,
+        owner_principal_name: str | None = None,
+        renewers: list[CreatableRenewers] = _MISSING,
+        max_lifetime: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.owner_principal_type = owner_principal_type
+        self.owner_principal_name = owner_principal_name
+        self.renewers = [] if renewers is _MISSING else renewers
+        self.max_lifetime = max_lifetime
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.owner_principal_type,
+            self.owner_principal_name,
+            self.renewers,
+            self.max_lifetime,
+            self.unknown_tagged_fields,
+        ) == (
+            other.owner_principal_type,
+            other.owner_principal_name,
+            other.renewers,
+            other.max_lifetime,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"owner_principal_type={self.owner_principal_type!r}, "
+            f"owner_principal_name={self.owner_principal_name!r}, "
+            f"renewers={self.renewers!r}, "
+            f"max_lifetime={self.max_lifetime!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateDelegationTokenResponse:
-    error_code: int = 0
-    principal_type: str = ""
-    principal_name: str = ""
-    token_requester_principal_type: str = ""
-    token_requester_principal_name: str = ""
-    issue_timestamp: int = 0
-    expiry_timestamp: int = 0
-    max_timestamp: int = 0
-    token_id: str = ""
-    hmac: bytes = b""
-    throttle_time: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "expiry_timestamp",
+        "hmac",
+        "issue_timestamp",
+        "max_timestamp",
+        "principal_name",
+        "principal_type",
+        "throttle_time",
+        "token_id",
+        "token_requester_principal_name",
+        "token_requester_principal_type",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    principal_type: str
+    principal_name: str
+    token_requester_principal_type: str
+    token_requester_principal_name: str
+    issue_timestamp: int
+    expiry_timestamp: int
+    max_timestamp: int
+    token_id: str
+    hmac: bytes
+    throttle_time: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        principal_type: str = "",
+        principal_name: str = "",
+        token_requester_principal_type: str = "",
+        token_requester_principal_name: str = "",
+        issue_timestamp: int = 0,
+        expiry_timestamp: int = 0,
+        max_timestamp: int = 0,
+        token_id: str = "",
+        hmac: bytes = b"",
+        throttle_time: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.principal_type = principal_type
+        self.principal_name = principal_name
+        self.token_requester_principal_type = token_requester_principal_type
+        self.token_requester_principal_name = token_requester_principal_name
+        self.issue_timestamp = issue_timestamp
+        self.expiry_timestamp = expiry_timestamp
+        self.max_timestamp = max_timestamp
+        self.token_id = token_id
+        self.hmac = hmac
+        self.throttle_time = throttle_time
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.principal_type,
+            self.principal_name,
+            self.token_requester_principal_type,
+            self.token_requester_principal_name,
+            self.issue_timestamp,
+            self.expiry_timestamp,
+            self.max_timestamp,
+            self.token_id,
+            self.hmac,
+            self.throttle_time,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.principal_type,
+            other.principal_name,
+            other.token_requester_principal_type,
+            other.token_requester_principal_name,
+            other.issue_timestamp,
+            other.expiry_timestamp,
+            other.max_timestamp,
+            other.token_id,
+            other.hmac,
+            other.throttle_time,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"principal_type={self.principal_type!r}, "
+            f"principal_name={self.principal_name!r}, "
+            f"token_requester_principal_type={self.token_requester_principal_type!r}, "
+            f"token_requester_principal_name={self.token_requester_principal_name!r}, "
+            f"issue_timestamp={self.issue_timestamp!r}, "
+            f"expiry_timestamp={self.expiry_timestamp!r}, "
+            f"max_timestamp={self.max_timestamp!r}, "
+            f"token_id={self.token_id!r}, "
+            f"hmac={self.hmac!r}, "
+            f"throttle_time={self.throttle_time!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_CreatableRenewers(r: Reader, version: int) -> CreatableRenewers:

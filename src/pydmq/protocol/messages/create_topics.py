@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -33,68 +33,411 @@ REQUEST_MIN_VERSION = 2
 REQUEST_MAX_VERSION = 7
 FLEXIBLE_MIN_VERSION = 5
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableReplicaAssignment:
-    partition_index: int = 0
-    broker_ids: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("broker_ids", "partition_index", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    partition_index: int
+    broker_ids: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        broker_ids: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.broker_ids = [] if broker_ids is _MISSING else broker_ids
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.broker_ids,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.broker_ids,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"broker_ids={self.broker_ids!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopicConfig:
-    name: str = ""
-    value: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "unknown_tagged_fields", "value")
+    __match_args__ = ()
+
+    name: str
+    value: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        value: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.value,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.value,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopic:
-    name: str = ""
-    num_partitions: int = 0
-    replication_factor: int = 0
-    assignments: list[CreatableReplicaAssignment] = field(default_factory=list)
-    configs: list[CreatableTopicConfig] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "assignments",
+        "configs",
+        "name",
+        "num_partitions",
+        "replication_factor",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    name: str
+    num_partitions: int
+    replication_factor: int
+    assignments: list[CreatableReplicaAssignment]
+    configs: list[CreatableTopicConfig]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        num_partitions: int = 0,
+        replication_factor: int = 0,
+        assignments: list[CreatableReplicaAssignment] = _MISSING,
+        configs: list[CreatableTopicConfig] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.assignments = [] if assignments is _MISSING else assignments
+        self.configs = [] if configs is _MISSING else configs
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.num_partitions,
+            self.replication_factor,
+            self.assignments,
+            self.configs,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.num_partitions,
+            other.replication_factor,
+            other.assignments,
+            other.configs,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"num_partitions={self.num_partitions!r}, "
+            f"replication_factor={self.replication_factor!r}, "
+            f"assignments={self.assignments!r}, "
+            f"configs={self.configs!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateTopicsRequest:
-    topics: list[CreatableTopic] = field(default_factory=list)
-    timeout: int = 60000
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("timeout", "topics", "unknown_tagged_fields", "validate_only")
+    __match_args__ = ()
+
+    topics: list[CreatableTopic]
+    timeout: int
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topics: list[CreatableTopic] = _MISSING,
+        timeout: int = 60000,
+        validate_only: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topics = [] if topics is _MISSING else topics
+        self.timeout = timeout
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topics,
+            self.timeout,
+            self.validate_only,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topics,
+            other.timeout,
+            other.validate_only,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"timeout={self.timeout!r}, "
+            f"validate_only={self.validate_only!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopicConfigs:
-    name: str = ""
-    value: str | None = None
-    read_only: bool = False
-    config_source: int = -1
-    is_sensitive: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "config_source",
+        "is_sensitive",
+        "name",
+        "read_only",
+        "unknown_tagged_fields",
+        "value",
+    )
+    __match_args__ = ()
+
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        value: str | None = None,
+        read_only: bool = False,
+        config_source: int = -1,
+        is_sensitive: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.value,
+            self.read_only,
+            self.config_source,
+            self.is_sensitive,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.value,
+            other.read_only,
+            other.config_source,
+            other.is_sensitive,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"read_only={self.read_only!r}, "
+            f"config_source={self.config_source!r}, "
+            f"is_sensitive={self.is_sensitive!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopicResult:
-    name: str = ""
-    topic_id: uuid.UUID = _ZERO_UUID
-    error_code: int = 0
-    error_message: str | None = None
-    num_partitions: int = -1
-    replication_factor: int = -1
-    configs: list[CreatableTopicConfigs] | None = None
-    topic_config_error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "configs",
+        "error_code",
+        "error_message",
+        "name",
+        "num_partitions",
+        "replication_factor",
+        "topic_config_error_code",
+        "topic_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    name: str
+    topic_id: uuid.UUID
+    error_code: int
+    error_message: str | None
+    num_partitions: int
+    replication_factor: int
+    configs: list[CreatableTopicConfigs] | None
+    topic_config_error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        topic_id: uuid.UUID = _ZERO_UUID,
+        error_code: int = 0,
+        error_message: str | None = None,
+        num_partitions: int = -1,
+        replication_factor: int = -1,
+        configs: list[CreatableTopicConfigs] | None = None,
+        topic_config_error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.topic_id = topic_id
+        self.error_code = error_code
+        self.error_message = error_message
+        self.num_partitions = num_partitions
+        self.replication_factor = replication_factor
+        self.configs = configs
+        self.topic_config_error_code = topic_config_error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.topic_id,
+            self.error_code,
+            self.error_message,
+            self.num_partitions,
+            self.replication_factor,
+            self.configs,
+            self.topic_config_error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.topic_id,
+            other.error_code,
+            other.error_message,
+            other.num_partitions,
+            other.replication_factor,
+            other.configs,
+            other.topic_config_error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"num_partitions={self.num_partitions!r}, "
+            f"replication_factor={self.replication_factor!r}, "
+            f"configs={self.configs!r}, "
+            f"topic_config_error_code={self.topic_config_error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateTopicsResponse:
-    throttle_time: int = 0
-    topics: list[CreatableTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("throttle_time", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    topics: list[CreatableTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        topics: list[CreatableTopicResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_CreatableReplicaAssignment(r: Reader, version: int) -> CreatableReplicaAssignment:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,45 +28,261 @@ API_NAME = "describe_acls"
 REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 3
 FLEXIBLE_MIN_VERSION = 2
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeAclsRequest:
-    resource_type_filter: int = 0
-    resource_name_filter: str | None = None
-    pattern_type_filter: int = 3
-    principal_filter: str | None = None
-    host_filter: str | None = None
-    operation: int = 0
-    permission_type: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "host_filter",
+        "operation",
+        "pattern_type_filter",
+        "permission_type",
+        "principal_filter",
+        "resource_name_filter",
+        "resource_type_filter",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    resource_type_filter: int
+    resource_name_filter: str | None
+    pattern_type_filter: int
+    principal_filter: str | None
+    host_filter: str | None
+    operation: int
+    permission_type: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_type_filter: int = 0,
+        resource_name_filter: str | None = None,
+        pattern_type_filter: int = 3,
+        principal_filter: str | None = None,
+        host_filter: str | None = None,
+        operation: int = 0,
+        permission_type: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_type_filter = resource_type_filter
+        self.resource_name_filter = resource_name_filter
+        self.pattern_type_filter = pattern_type_filter
+        self.principal_filter = principal_filter
+        self.host_filter = host_filter
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_type_filter,
+            self.resource_name_filter,
+            self.pattern_type_filter,
+            self.principal_filter,
+            self.host_filter,
+            self.operation,
+            self.permission_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_type_filter,
+            other.resource_name_filter,
+            other.pattern_type_filter,
+            other.principal_filter,
+            other.host_filter,
+            other.operation,
+            other.permission_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type_filter={self.resource_type_filter!r}, "
+            f"resource_name_filter={self.resource_name_filter!r}, "
+            f"pattern_type_filter={self.pattern_type_filter!r}, "
+            f"principal_filter={self.principal_filter!r}, "
+            f"host_filter={self.host_filter!r}, "
+            f"operation={self.operation!r}, "
+            f"permission_type={self.permission_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AclDescription:
-    principal: str = ""
-    host: str = ""
-    operation: int = 0
-    permission_type: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "operation", "permission_type", "principal", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        principal: str = "",
+        host: str = "",
+        operation: int = 0,
+        permission_type: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.principal,
+            other.host,
+            other.operation,
+            other.permission_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"principal={self.principal!r}, "
+            f"host={self.host!r}, "
+            f"operation={self.operation!r}, "
+            f"permission_type={self.permission_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeAclsResource:
-    resource_type: int = 0
-    resource_name: str = ""
-    pattern_type: int = 3
-    acls: list[AclDescription] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("acls", "pattern_type", "resource_name", "resource_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    acls: list[AclDescription]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_type: int = 0,
+        resource_name: str = "",
+        pattern_type: int = 3,
+        acls: list[AclDescription] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.acls = [] if acls is _MISSING else acls
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.acls,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_type,
+            other.resource_name,
+            other.pattern_type,
+            other.acls,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"pattern_type={self.pattern_type!r}, "
+            f"acls={self.acls!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeAclsResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    resources: list[DescribeAclsResource] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "resources",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    error_message: str | None
+    resources: list[DescribeAclsResource]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        resources: list[DescribeAclsResource] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resources = [] if resources is _MISSING else resources
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.error_message,
+            self.resources,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.error_message,
+            other.resources,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"resources={self.resources!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_DescribeAclsRequest(r: Reader, version: int) -> DescribeAclsRequest:

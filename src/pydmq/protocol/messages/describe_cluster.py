@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -27,37 +27,212 @@ API_NAME = "describe_cluster"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeClusterRequest:
-    include_cluster_authorized_operations: bool = False
-    endpoint_type: int = 1
-    include_fenced_brokers: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "endpoint_type",
+        "include_cluster_authorized_operations",
+        "include_fenced_brokers",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    include_cluster_authorized_operations: bool
+    endpoint_type: int
+    include_fenced_brokers: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        include_cluster_authorized_operations: bool = False,
+        endpoint_type: int = 1,
+        include_fenced_brokers: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.endpoint_type = endpoint_type
+        self.include_fenced_brokers = include_fenced_brokers
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.include_cluster_authorized_operations,
+            self.endpoint_type,
+            self.include_fenced_brokers,
+            self.unknown_tagged_fields,
+        ) == (
+            other.include_cluster_authorized_operations,
+            other.endpoint_type,
+            other.include_fenced_brokers,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, "
+            f"endpoint_type={self.endpoint_type!r}, "
+            f"include_fenced_brokers={self.include_fenced_brokers!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeClusterBroker:
-    broker_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
-    is_fenced: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("broker_id", "host", "is_fenced", "port", "rack", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    broker_id: int
+    host: str
+    port: int
+    rack: str | None
+    is_fenced: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        broker_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        rack: str | None = None,
+        is_fenced: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.broker_id = broker_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.is_fenced = is_fenced
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.broker_id,
+            self.host,
+            self.port,
+            self.rack,
+            self.is_fenced,
+            self.unknown_tagged_fields,
+        ) == (
+            other.broker_id,
+            other.host,
+            other.port,
+            other.rack,
+            other.is_fenced,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"broker_id={self.broker_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}, "
+            f"is_fenced={self.is_fenced!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeClusterResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    endpoint_type: int = 1
-    cluster_id: str = ""
-    controller_id: int = -1
-    brokers: list[DescribeClusterBroker] = field(default_factory=list)
-    cluster_authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "brokers",
+        "cluster_authorized_operations",
+        "cluster_id",
+        "controller_id",
+        "endpoint_type",
+        "error_code",
+        "error_message",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    error_message: str | None
+    endpoint_type: int
+    cluster_id: str
+    controller_id: int
+    brokers: list[DescribeClusterBroker]
+    cluster_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        endpoint_type: int = 1,
+        cluster_id: str = "",
+        controller_id: int = -1,
+        brokers: list[DescribeClusterBroker] = _MISSING,
+        cluster_authorized_operations: int = -2147483648,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.error_message = error_message
+        self.endpoint_type = endpoint_type
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.brokers = [] if brokers is _MISSING else brokers
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.error_message,
+            self.endpoint_type,
+            self.cluster_id,
+            self.controller_id,
+            self.brokers,
+            self.cluster_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.error_message,
+            other.endpoint_type,
+            other.cluster_id,
+            other.controller_id,
+            other.brokers,
+            other.cluster_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"endpoint_type={self.endpoint_type!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"controller_id={self.controller_id!r}, "
+            f"brokers={self.brokers!r}, "
+            f"cluster_authorized_operations={self.cluster_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_DescribeClusterRequest(r: Reader, version: int) -> DescribeClusterRequest:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -30,60 +30,355 @@ API_NAME = "describe_configs"
 REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 4
 FLEXIBLE_MIN_VERSION = 4
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeConfigsResource:
-    resource_type: int = 0
-    resource_name: str = ""
-    configuration_keys: list[str] | None = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("configuration_keys", "resource_name", "resource_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    resource_type: int
+    resource_name: str
+    configuration_keys: list[str] | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_type: int = 0,
+        resource_name: str = "",
+        configuration_keys: list[str] | None = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configuration_keys = [] if configuration_keys is _MISSING else configuration_keys
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_type,
+            self.resource_name,
+            self.configuration_keys,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_type,
+            other.resource_name,
+            other.configuration_keys,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"configuration_keys={self.configuration_keys!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeConfigsRequest:
-    resources: list[DescribeConfigsResource] = field(default_factory=list)
-    include_synonyms: bool = False
-    include_documentation: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("include_documentation", "include_synonyms", "resources", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    resources: list[DescribeConfigsResource]
+    include_synonyms: bool
+    include_documentation: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resources: list[DescribeConfigsResource] = _MISSING,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resources = [] if resources is _MISSING else resources
+        self.include_synonyms = include_synonyms
+        self.include_documentation = include_documentation
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resources,
+            self.include_synonyms,
+            self.include_documentation,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resources,
+            other.include_synonyms,
+            other.include_documentation,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resources={self.resources!r}, "
+            f"include_synonyms={self.include_synonyms!r}, "
+            f"include_documentation={self.include_documentation!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeConfigsSynonym:
-    name: str = ""
-    value: str | None = None
-    source: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "source", "unknown_tagged_fields", "value")
+    __match_args__ = ()
+
+    name: str
+    value: str | None
+    source: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        value: str | None = None,
+        source: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.source = source
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.value,
+            self.source,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.value,
+            other.source,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"source={self.source!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeConfigsResourceResult:
-    name: str = ""
-    value: str | None = None
-    read_only: bool = False
-    config_source: int = -1
-    is_sensitive: bool = False
-    synonyms: list[DescribeConfigsSynonym] = field(default_factory=list)
-    config_type: int = 0
-    documentation: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "config_source",
+        "config_type",
+        "documentation",
+        "is_sensitive",
+        "name",
+        "read_only",
+        "synonyms",
+        "unknown_tagged_fields",
+        "value",
+    )
+    __match_args__ = ()
+
+    name: str
+    value: str | None
+    read_only: bool
+    config_source: int
+    is_sensitive: bool
+    synonyms: list[DescribeConfigsSynonym]
+    config_type: int
+    documentation: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        value: str | None = None,
+        read_only: bool = False,
+        config_source: int = -1,
+        is_sensitive: bool = False,
+        synonyms: list[DescribeConfigsSynonym] = _MISSING,
+        config_type: int = 0,
+        documentation: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.read_only = read_only
+        self.config_source = config_source
+        self.is_sensitive = is_sensitive
+        self.synonyms = [] if synonyms is _MISSING else synonyms
+        self.config_type = config_type
+        self.documentation = documentation
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.value,
+            self.read_only,
+            self.config_source,
+            self.is_sensitive,
+            self.synonyms,
+            self.config_type,
+            self.documentation,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.value,
+            other.read_only,
+            other.config_source,
+            other.is_sensitive,
+            other.synonyms,
+            other.config_type,
+            other.documentation,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"read_only={self.read_only!r}, "
+            f"config_source={self.config_source!r}, "
+            f"is_sensitive={self.is_sensitive!r}, "
+            f"synonyms={self.synonyms!r}, "
+            f"config_type={self.config_type!r}, "
+            f"documentation={self.documentation!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeConfigsResult:
-    error_code: int = 0
-    error_message: str | None = None
-    resource_type: int = 0
-    resource_name: str = ""
-    configs: list[DescribeConfigsResourceResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "configs",
+        "error_code",
+        "error_message",
+        "resource_name",
+        "resource_type",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+    configs: list[DescribeConfigsResourceResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        error_message: str | None = None,
+        resource_type: int = 0,
+        resource_name: str = "",
+        configs: list[DescribeConfigsResourceResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.configs = [] if configs is _MISSING else configs
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.error_message,
+            self.resource_type,
+            self.resource_name,
+            self.configs,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.error_message,
+            other.resource_type,
+            other.resource_name,
+            other.configs,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"configs={self.configs!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeConfigsResponse:
-    throttle_time: int = 0
-    results: list[DescribeConfigsResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("results", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    results: list[DescribeConfigsResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        results: list[DescribeConfigsResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.results = [] if results is _MISSING else results
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.results,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.results,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"results={self.results!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_DescribeConfigsResource(r: Reader, version: int) -> DescribeConfigsResource:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -32,60 +32,357 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicRequest:
-    name: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Cursor:
-    topic_name: str = ""
-    partition_index: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partition_index", "topic_name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_name: str
+    partition_index: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_name: str = "",
+        partition_index: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_name = topic_name
+        self.partition_index = partition_index
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_name,
+            self.partition_index,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_name,
+            other.partition_index,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partition_index={self.partition_index!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeTopicPartitionsRequest:
-    topics: list[TopicRequest] = field(default_factory=list)
-    response_partition_limit: int = 2000
-    cursor: Cursor | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("cursor", "response_partition_limit", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topics: list[TopicRequest]
+    response_partition_limit: int
+    cursor: Cursor | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topics: list[TopicRequest] = _MISSING,
+        response_partition_limit: int = 2000,
+        cursor: Cursor | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topics = [] if topics is _MISSING else topics
+        self.response_partition_limit = response_partition_limit
+        self.cursor = cursor
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topics,
+            self.response_partition_limit,
+            self.cursor,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topics,
+            other.response_partition_limit,
+            other.cursor,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"response_partition_limit={self.response_partition_limit!r}, "
+            f"cursor={self.cursor!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeTopicPartitionsResponsePartition:
-    error_code: int = 0
-    partition_index: int = 0
-    leader_id: int = 0
-    leader_epoch: int = -1
-    replica_nodes: list[int] = field(default_factory=list)
-    isr_nodes: list[int] = field(default_factory=list)
-    eligible_leader_replicas: list[int] | None = None
-    last_known_elr: list[int] | None = None
-    offline_replicas: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "eligible_leader_replicas",
+        "error_code",
+        "isr_nodes",
+        "last_known_elr",
+        "leader_epoch",
+        "leader_id",
+        "offline_replicas",
+        "partition_index",
+        "replica_nodes",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: list[int]
+    isr_nodes: list[int]
+    eligible_leader_replicas: list[int] | None
+    last_known_elr: list[int] | None
+    offline_replicas: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        partition_index: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = -1,
+        replica_nodes: list[int] = _MISSING,
+        isr_nodes: list[int] = _MISSING,
+        eligible_leader_replicas: list[int] | None = None,
+        last_known_elr: list[int] | None = None,
+        offline_replicas: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is _MISSING else replica_nodes
+        self.isr_nodes = [] if isr_nodes is _MISSING else isr_nodes
+        self.eligible_leader_replicas = eligible_leader_replicas
+        self.last_known_elr = last_known_elr
+        self.offline_replicas = [] if offline_replicas is _MISSING else offline_replicas
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.partition_index,
+            self.leader_id,
+            self.leader_epoch,
+            self.replica_nodes,
+            self.isr_nodes,
+            self.eligible_leader_replicas,
+            self.last_known_elr,
+            self.offline_replicas,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.partition_index,
+            other.leader_id,
+            other.leader_epoch,
+            other.replica_nodes,
+            other.isr_nodes,
+            other.eligible_leader_replicas,
+            other.last_known_elr,
+            other.offline_replicas,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"partition_index={self.partition_index!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"replica_nodes={self.replica_nodes!r}, "
+            f"isr_nodes={self.isr_nodes!r}, "
+            f"eligible_leader_replicas={self.eligible_leader_replicas!r}, "
+            f"last_known_elr={self.last_known_elr!r}, "
+            f"offline_replicas={self.offline_replicas!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeTopicPartitionsResponseTopic:
-    error_code: int = 0
-    name: str | None = None
-    topic_id: uuid.UUID = _ZERO_UUID
-    is_internal: bool = False
-    partitions: list[DescribeTopicPartitionsResponsePartition] = field(default_factory=list)
-    topic_authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "is_internal",
+        "name",
+        "partitions",
+        "topic_authorized_operations",
+        "topic_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    name: str | None
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[DescribeTopicPartitionsResponsePartition]
+    topic_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        name: str | None = None,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        is_internal: bool = False,
+        partitions: list[DescribeTopicPartitionsResponsePartition] = _MISSING,
+        topic_authorized_operations: int = -2147483648,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.name,
+            self.topic_id,
+            self.is_internal,
+            self.partitions,
+            self.topic_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.name,
+            other.topic_id,
+            other.is_internal,
+            other.partitions,
+            other.topic_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"is_internal={self.is_internal!r}, "
+            f"partitions={self.partitions!r}, "
+            f"topic_authorized_operations={self.topic_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeTopicPartitionsResponse:
-    throttle_time: int = 0
-    topics: list[DescribeTopicPartitionsResponseTopic] = field(default_factory=list)
-    next_cursor: Cursor | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("next_cursor", "throttle_time", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    topics: list[DescribeTopicPartitionsResponseTopic]
+    next_cursor: Cursor | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        topics: list[DescribeTopicPartitionsResponseTopic] = _MISSING,
+        next_cursor: Cursor | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.topics = [] if topics is _MISSING else topics
+        self.next_cursor = next_cursor
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.topics,
+            self.next_cursor,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.topics,
+            other.next_cursor,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"topics={self.topics!r}, "
+            f"next_cursor={self.next_cursor!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_TopicRequest(r: Reader, version: int) -> TopicRequest:

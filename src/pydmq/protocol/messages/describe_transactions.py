@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,39 +28,220 @@ API_NAME = "describe_transactions"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeTransactionsRequest:
-    transactional_ids: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("transactional_ids", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    transactional_ids: list[str]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_ids: list[str] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_ids = [] if transactional_ids is _MISSING else transactional_ids
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_ids,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_ids,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_ids={self.transactional_ids!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicData:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TransactionState:
-    error_code: int = 0
-    transactional_id: str = ""
-    transaction_state: str = ""
-    transaction_timeout: int = 0
-    transaction_start_time: int = 0
-    producer_id: int = 0
-    producer_epoch: int = 0
-    topics: list[TopicData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "producer_epoch",
+        "producer_id",
+        "topics",
+        "transaction_start_time",
+        "transaction_state",
+        "transaction_timeout",
+        "transactional_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    transactional_id: str
+    transaction_state: str
+    transaction_timeout: int
+    transaction_start_time: int
+    producer_id: int
+    producer_epoch: int
+    topics: list[TopicData]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        transactional_id: str = "",
+        transaction_state: str = "",
+        transaction_timeout: int = 0,
+        transaction_start_time: int = 0,
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        topics: list[TopicData] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.transactional_id = transactional_id
+        self.transaction_state = transaction_state
+        self.transaction_timeout = transaction_timeout
+        self.transaction_start_time = transaction_start_time
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.transactional_id,
+            self.transaction_state,
+            self.transaction_timeout,
+            self.transaction_start_time,
+            self.producer_id,
+            self.producer_epoch,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.transactional_id,
+            other.transaction_state,
+            other.transaction_timeout,
+            other.transaction_start_time,
+            other.producer_id,
+            other.producer_epoch,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"transactional_id={self.transactional_id!r}, "
+            f"transaction_state={self.transaction_state!r}, "
+            f"transaction_timeout={self.transaction_timeout!r}, "
+            f"transaction_start_time={self.transaction_start_time!r}, "
+            f"producer_id={self.producer_id!r}, "
+            f"producer_epoch={self.producer_epoch!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribeTransactionsResponse:
-    throttle_time: int = 0
-    transaction_states: list[TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("throttle_time", "transaction_states", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    transaction_states: list[TransactionState]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        transaction_states: list[TransactionState] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.transaction_states = [] if transaction_states is _MISSING else transaction_states
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.transaction_states,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.transaction_states,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"transaction_states={self.transaction_states!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_DescribeTransactionsRequest(r: Reader, version: int) -> DescribeTransactionsRequest:

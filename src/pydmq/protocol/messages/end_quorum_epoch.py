@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -35,81 +35,465 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 1
 FLEXIBLE_MIN_VERSION = 1
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 # Response structs renamed because the request uses the same name differently:
 #   response PartitionData -> PartitionDataResponse
 #   response TopicData -> TopicDataResponse
 
 
-@dataclass(slots=True, kw_only=True)
 class ReplicaInfo:
-    candidate_id: int = 0
-    candidate_directory_id: uuid.UUID = _ZERO_UUID
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("candidate_directory_id", "candidate_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    candidate_id: int
+    candidate_directory_id: uuid.UUID
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        candidate_id: int = 0,
+        candidate_directory_id: uuid.UUID = _ZERO_UUID,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.candidate_id = candidate_id
+        self.candidate_directory_id = candidate_directory_id
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.candidate_id,
+            self.candidate_directory_id,
+            self.unknown_tagged_fields,
+        ) == (
+            other.candidate_id,
+            other.candidate_directory_id,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"candidate_id={self.candidate_id!r}, "
+            f"candidate_directory_id={self.candidate_directory_id!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionData:
-    partition_index: int = 0
-    leader_id: int = 0
-    leader_epoch: int = 0
-    preferred_candidates: list[ReplicaInfo] = field(default_factory=list)
-    preferred_successors: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "leader_epoch",
+        "leader_id",
+        "partition_index",
+        "preferred_candidates",
+        "preferred_successors",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    preferred_candidates: list[ReplicaInfo]
+    preferred_successors: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        preferred_candidates: list[ReplicaInfo] = _MISSING,
+        preferred_successors: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.preferred_candidates = [] if preferred_candidates is _MISSING else preferred_candidates
+        self.preferred_successors = [] if preferred_successors is _MISSING else preferred_successors
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.leader_id,
+            self.leader_epoch,
+            self.preferred_candidates,
+            self.preferred_successors,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.leader_id,
+            other.leader_epoch,
+            other.preferred_candidates,
+            other.preferred_successors,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"preferred_candidates={self.preferred_candidates!r}, "
+            f"preferred_successors={self.preferred_successors!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicData:
-    topic_name: str = ""
-    partitions: list[PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic_name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_name: str
+    partitions: list[PartitionData]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_name: str = "",
+        partitions: list[PartitionData] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderEndpoint:
-    name: str = ""
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "name", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class EndQuorumEpochRequest:
-    cluster_id: str | None = None
-    topics: list[TopicData] = field(default_factory=list)
-    leader_endpoints: list[LeaderEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("cluster_id", "leader_endpoints", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    cluster_id: str | None
+    topics: list[TopicData]
+    leader_endpoints: list[LeaderEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        cluster_id: str | None = None,
+        topics: list[TopicData] = _MISSING,
+        leader_endpoints: list[LeaderEndpoint] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.topics = [] if topics is _MISSING else topics
+        self.leader_endpoints = [] if leader_endpoints is _MISSING else leader_endpoints
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.cluster_id,
+            self.topics,
+            self.leader_endpoints,
+            self.unknown_tagged_fields,
+        ) == (
+            other.cluster_id,
+            other.topics,
+            other.leader_endpoints,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"topics={self.topics!r}, "
+            f"leader_endpoints={self.leader_endpoints!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionDataResponse:
-    partition_index: int = 0
-    error_code: int = 0
-    leader_id: int = 0
-    leader_epoch: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "leader_epoch",
+        "leader_id",
+        "partition_index",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    error_code: int
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        error_code: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.error_code,
+            self.leader_id,
+            self.leader_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.error_code,
+            other.leader_id,
+            other.leader_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicDataResponse:
-    topic_name: str = ""
-    partitions: list[PartitionDataResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic_name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_name: str
+    partitions: list[PartitionDataResponse]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_name: str = "",
+        partitions: list[PartitionDataResponse] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_name = topic_name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_name={self.topic_name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "node_id", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    node_id: int
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.node_id,
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.node_id,
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class EndQuorumEpochResponse:
-    error_code: int = 0
-    topics: list[TopicDataResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "node_endpoints", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    error_code: int
+    topics: list[TopicDataResponse]
+    node_endpoints: list[NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        topics: list[TopicDataResponse] = _MISSING,
+        node_endpoints: list[NodeEndpoint] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.topics = [] if topics is _MISSING else topics
+        self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.topics,
+            self.node_endpoints,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.topics,
+            other.node_endpoints,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"topics={self.topics!r}, "
+            f"node_endpoints={self.node_endpoints!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ReplicaInfo(r: Reader, version: int) -> ReplicaInfo:

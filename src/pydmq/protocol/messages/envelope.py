@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -26,21 +26,105 @@ API_NAME = "envelope"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class EnvelopeRequest:
-    request_data: bytes = b""
-    request_principal: bytes | None = None
-    client_host_address: bytes = b""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "client_host_address",
+        "request_data",
+        "request_principal",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    request_data: bytes
+    request_principal: bytes | None
+    client_host_address: bytes
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        request_data: bytes = b"",
+        request_principal: bytes | None = None,
+        client_host_address: bytes = b"",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.request_data = request_data
+        self.request_principal = request_principal
+        self.client_host_address = client_host_address
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.request_data,
+            self.request_principal,
+            self.client_host_address,
+            self.unknown_tagged_fields,
+        ) == (
+            other.request_data,
+            other.request_principal,
+            other.client_host_address,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"request_data={self.request_data!r}, "
+            f"request_principal={self.request_principal!r}, "
+            f"client_host_address={self.client_host_address!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class EnvelopeResponse:
-    response_data: bytes | None = None
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "response_data", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    response_data: bytes | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        response_data: bytes | None = None,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.response_data = response_data
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.response_data,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.response_data,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"response_data={self.response_data!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_EnvelopeRequest(r: Reader, version: int) -> EnvelopeRequest:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -26,21 +26,100 @@ API_NAME = "expire_delegation_token"
 REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 2
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ExpireDelegationTokenRequest:
-    hmac: bytes = b""
-    expiry_time_period: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("expiry_time_period", "hmac", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    hmac: bytes
+    expiry_time_period: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        hmac: bytes = b"",
+        expiry_time_period: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.hmac = hmac
+        self.expiry_time_period = expiry_time_period
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.hmac,
+            self.expiry_time_period,
+            self.unknown_tagged_fields,
+        ) == (
+            other.hmac,
+            other.expiry_time_period,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"hmac={self.hmac!r}, "
+            f"expiry_time_period={self.expiry_time_period!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ExpireDelegationTokenResponse:
-    error_code: int = 0
-    expiry_timestamp: int = 0
-    throttle_time: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "expiry_timestamp", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    error_code: int
+    expiry_timestamp: int
+    throttle_time: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        expiry_timestamp: int = 0,
+        throttle_time: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.expiry_timestamp = expiry_timestamp
+        self.throttle_time = throttle_time
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.expiry_timestamp,
+            self.throttle_time,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.expiry_timestamp,
+            other.throttle_time,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"expiry_timestamp={self.expiry_timestamp!r}, "
+            f"throttle_time={self.throttle_time!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ExpireDelegationTokenRequest(r: Reader, version: int) -> ExpireDelegationTokenRequest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -39,130 +39,811 @@ REQUEST_MIN_VERSION = 4
 REQUEST_MAX_VERSION = 18
 FLEXIBLE_MIN_VERSION = 12
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchPartition:
-    partition: int = 0
-    current_leader_epoch: int = -1
-    fetch_offset: int = 0
-    last_fetched_epoch: int = -1
-    log_start_offset: int = -1
-    partition_max_bytes: int = 0
-    replica_directory_id: uuid.UUID = _ZERO_UUID
-    high_watermark: int = 9223372036854775807
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "current_leader_epoch",
+        "fetch_offset",
+        "high_watermark",
+        "last_fetched_epoch",
+        "log_start_offset",
+        "partition",
+        "partition_max_bytes",
+        "replica_directory_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    partition_max_bytes: int
+    replica_directory_id: uuid.UUID
+    high_watermark: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition: int = 0,
+        current_leader_epoch: int = -1,
+        fetch_offset: int = 0,
+        last_fetched_epoch: int = -1,
+        log_start_offset: int = -1,
+        partition_max_bytes: int = 0,
+        replica_directory_id: uuid.UUID = _ZERO_UUID,
+        high_watermark: int = 9223372036854775807,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.fetch_offset = fetch_offset
+        self.last_fetched_epoch = last_fetched_epoch
+        self.log_start_offset = log_start_offset
+        self.partition_max_bytes = partition_max_bytes
+        self.replica_directory_id = replica_directory_id
+        self.high_watermark = high_watermark
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition,
+            self.current_leader_epoch,
+            self.fetch_offset,
+            self.last_fetched_epoch,
+            self.log_start_offset,
+            self.partition_max_bytes,
+            self.replica_directory_id,
+            self.high_watermark,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition,
+            other.current_leader_epoch,
+            other.fetch_offset,
+            other.last_fetched_epoch,
+            other.log_start_offset,
+            other.partition_max_bytes,
+            other.replica_directory_id,
+            other.high_watermark,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition={self.partition!r}, "
+            f"current_leader_epoch={self.current_leader_epoch!r}, "
+            f"fetch_offset={self.fetch_offset!r}, "
+            f"last_fetched_epoch={self.last_fetched_epoch!r}, "
+            f"log_start_offset={self.log_start_offset!r}, "
+            f"partition_max_bytes={self.partition_max_bytes!r}, "
+            f"replica_directory_id={self.replica_directory_id!r}, "
+            f"high_watermark={self.high_watermark!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchTopic:
-    topic_id: uuid.UUID = _ZERO_UUID
-    topic: str = ""
-    partitions: list[FetchPartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    topic: str
+    partitions: list[FetchPartition]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        topic: str = "",
+        partitions: list[FetchPartition] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.topic = topic
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.topic,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.topic,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"topic={self.topic!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ForgottenTopic:
-    topic_id: uuid.UUID = _ZERO_UUID
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    topic: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        topic: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.topic = topic
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.topic,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.topic,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"topic={self.topic!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ReplicaState:
-    replica_id: int = -1
-    replica_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("replica_epoch", "replica_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    replica_id: int
+    replica_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        replica_id: int = -1,
+        replica_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.replica_id = replica_id
+        self.replica_epoch = replica_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.replica_id,
+            self.replica_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.replica_id,
+            other.replica_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"replica_id={self.replica_id!r}, "
+            f"replica_epoch={self.replica_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchRequest:
-    replica_id: int = -1
-    max_wait: int = 0
-    min_bytes: int = 0
-    max_bytes: int = 2147483647
-    isolation_level: int = 0
-    session_id: int = 0
-    session_epoch: int = -1
-    topics: list[FetchTopic] = field(default_factory=list)
-    forgotten_topics_data: list[ForgottenTopic] = field(default_factory=list)
-    rack_id: str = ""
-    cluster_id: str | None = None
-    replica_state: ReplicaState = field(default_factory=ReplicaState)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "cluster_id",
+        "forgotten_topics_data",
+        "isolation_level",
+        "max_bytes",
+        "max_wait",
+        "min_bytes",
+        "rack_id",
+        "replica_id",
+        "replica_state",
+        "session_epoch",
+        "session_id",
+        "topics",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    replica_id: int
+    max_wait: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    session_id: int
+    session_epoch: int
+    topics: list[FetchTopic]
+    forgotten_topics_data: list[ForgottenTopic]
+    rack_id: str
+    cluster_id: str | None
+    replica_state: ReplicaState
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        replica_id: int = -1,
+        max_wait: int = 0,
+        min_bytes: int = 0,
+        max_bytes: int = 2147483647,
+        isolation_level: int = 0,
+        session_id: int = 0,
+        session_epoch: int = -1,
+        topics: list[FetchTopic] = _MISSING,
+        forgotten_topics_data: list[ForgottenTopic] = _MISSING,
+        rack_id: str = "",
+        cluster_id: str | None = None,
+        replica_state: ReplicaState = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.replica_id = replica_id
+        self.max_wait = max_wait
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.isolation_level = isolation_level
+        self.session_id = session_id
+        self.session_epoch = session_epoch
+        self.topics = [] if topics is _MISSING else topics
+        self.forgotten_topics_data = (
+            [] if forgotten_topics_data is _MISSING else forgotten_topics_data
+        )
+        self.rack_id = rack_id
+        self.cluster_id = cluster_id
+        self.replica_state = ReplicaState() if replica_state is _MISSING else replica_state
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.replica_id,
+            self.max_wait,
+            self.min_bytes,
+            self.max_bytes,
+            self.isolation_level,
+            self.session_id,
+            self.session_epoch,
+            self.topics,
+            self.forgotten_topics_data,
+            self.rack_id,
+            self.cluster_id,
+            self.replica_state,
+            self.unknown_tagged_fields,
+        ) == (
+            other.replica_id,
+            other.max_wait,
+            other.min_bytes,
+            other.max_bytes,
+            other.isolation_level,
+            other.session_id,
+            other.session_epoch,
+            other.topics,
+            other.forgotten_topics_data,
+            other.rack_id,
+            other.cluster_id,
+            other.replica_state,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"replica_id={self.replica_id!r}, "
+            f"max_wait={self.max_wait!r}, "
+            f"min_bytes={self.min_bytes!r}, "
+            f"max_bytes={self.max_bytes!r}, "
+            f"isolation_level={self.isolation_level!r}, "
+            f"session_id={self.session_id!r}, "
+            f"session_epoch={self.session_epoch!r}, "
+            f"topics={self.topics!r}, "
+            f"forgotten_topics_data={self.forgotten_topics_data!r}, "
+            f"rack_id={self.rack_id!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"replica_state={self.replica_state!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AbortedTransaction:
-    producer_id: int = 0
-    first_offset: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("first_offset", "producer_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    producer_id: int
+    first_offset: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        producer_id: int = 0,
+        first_offset: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.producer_id = producer_id
+        self.first_offset = first_offset
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.producer_id,
+            self.first_offset,
+            self.unknown_tagged_fields,
+        ) == (
+            other.producer_id,
+            other.first_offset,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"producer_id={self.producer_id!r}, "
+            f"first_offset={self.first_offset!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class EpochEndOffset:
-    epoch: int = -1
-    end_offset: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("end_offset", "epoch", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    epoch: int
+    end_offset: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        epoch: int = -1,
+        end_offset: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.epoch = epoch
+        self.end_offset = end_offset
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.epoch,
+            self.end_offset,
+            self.unknown_tagged_fields,
+        ) == (
+            other.epoch,
+            other.end_offset,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"epoch={self.epoch!r}, "
+            f"end_offset={self.end_offset!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderIdAndEpoch:
-    leader_id: int = -1
-    leader_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("leader_epoch", "leader_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        leader_id: int = -1,
+        leader_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.leader_id,
+            self.leader_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.leader_id,
+            other.leader_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class SnapshotId:
-    end_offset: int = -1
-    epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("end_offset", "epoch", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    end_offset: int
+    epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        end_offset: int = -1,
+        epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.end_offset,
+            self.epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.end_offset,
+            other.epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"end_offset={self.end_offset!r}, "
+            f"epoch={self.epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionData:
-    partition_index: int = 0
-    error_code: int = 0
-    high_watermark: int = 0
-    last_stable_offset: int = -1
-    log_start_offset: int = -1
-    aborted_transactions: list[AbortedTransaction] | None = None
-    preferred_read_replica: int = -1
-    records: bytes | memoryview | None = None
-    diverging_epoch: EpochEndOffset = field(default_factory=EpochEndOffset)
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "aborted_transactions",
+        "current_leader",
+        "diverging_epoch",
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "partition_index",
+        "preferred_read_replica",
+        "records",
+        "snapshot_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    error_code: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    aborted_transactions: list[AbortedTransaction] | None
+    preferred_read_replica: int
+    records: bytes | memoryview | None
+    diverging_epoch: EpochEndOffset
+    current_leader: LeaderIdAndEpoch
+    snapshot_id: SnapshotId
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        error_code: int = 0,
+        high_watermark: int = 0,
+        last_stable_offset: int = -1,
+        log_start_offset: int = -1,
+        aborted_transactions: list[AbortedTransaction] | None = None,
+        preferred_read_replica: int = -1,
+        records: bytes | memoryview | None = None,
+        diverging_epoch: EpochEndOffset = _MISSING,
+        current_leader: LeaderIdAndEpoch = _MISSING,
+        snapshot_id: SnapshotId = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.aborted_transactions = aborted_transactions
+        self.preferred_read_replica = preferred_read_replica
+        self.records = records
+        self.diverging_epoch = EpochEndOffset() if diverging_epoch is _MISSING else diverging_epoch
+        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
+        self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.error_code,
+            self.high_watermark,
+            self.last_stable_offset,
+            self.log_start_offset,
+            self.aborted_transactions,
+            self.preferred_read_replica,
+            self.records,
+            self.diverging_epoch,
+            self.current_leader,
+            self.snapshot_id,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.error_code,
+            other.high_watermark,
+            other.last_stable_offset,
+            other.log_start_offset,
+            other.aborted_transactions,
+            other.preferred_read_replica,
+            other.records,
+            other.diverging_epoch,
+            other.current_leader,
+            other.snapshot_id,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"high_watermark={self.high_watermark!r}, "
+            f"last_stable_offset={self.last_stable_offset!r}, "
+            f"log_start_offset={self.log_start_offset!r}, "
+            f"aborted_transactions={self.aborted_transactions!r}, "
+            f"preferred_read_replica={self.preferred_read_replica!r}, "
+            f"records={self.records!r}, "
+            f"diverging_epoch={self.diverging_epoch!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"snapshot_id={self.snapshot_id!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchableTopicResponse:
-    topic_id: uuid.UUID = _ZERO_UUID
-    topic: str = ""
-    partitions: list[PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    topic: str
+    partitions: list[PartitionData]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        topic: str = "",
+        partitions: list[PartitionData] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.topic = topic
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.topic,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.topic,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"topic={self.topic!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "node_id", "port", "rack", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        rack: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.node_id,
+            self.host,
+            self.port,
+            self.rack,
+            self.unknown_tagged_fields,
+        ) == (
+            other.node_id,
+            other.host,
+            other.port,
+            other.rack,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    session_id: int = 0
-    responses: list[FetchableTopicResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "node_endpoints",
+        "responses",
+        "session_id",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    session_id: int
+    responses: list[FetchableTopicResponse]
+    node_endpoints: list[NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        session_id: int = 0,
+        responses: list[FetchableTopicResponse] = _MISSING,
+        node_endpoints: list[NodeEndpoint] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.session_id = session_id
+        self.responses = [] if responses is _MISSING else responses
+        self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.session_id,
+            self.responses,
+            self.node_endpoints,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.session_id,
+            other.responses,
+            other.node_endpoints,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"session_id={self.session_id!r}, "
+            f"responses={self.responses!r}, "
+            f"node_endpoints={self.node_endpoints!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_FetchPartition(r: Reader, version: int) -> FetchPartition:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -35,85 +35,492 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 1
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 # Response structs renamed because the request uses the same name differently:
 #   response PartitionSnapshot -> PartitionSnapshotResponse
 #   response TopicSnapshot -> TopicSnapshotResponse
 
 
-@dataclass(slots=True, kw_only=True)
 class SnapshotId:
-    end_offset: int = 0
-    epoch: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("end_offset", "epoch", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    end_offset: int
+    epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        end_offset: int = 0,
+        epoch: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.end_offset = end_offset
+        self.epoch = epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.end_offset,
+            self.epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.end_offset,
+            other.epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"end_offset={self.end_offset!r}, "
+            f"epoch={self.epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionSnapshot:
-    partition: int = 0
-    current_leader_epoch: int = 0
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)
-    position: int = 0
-    replica_directory_id: uuid.UUID = _ZERO_UUID
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "current_leader_epoch",
+        "partition",
+        "position",
+        "replica_directory_id",
+        "snapshot_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition: int
+    current_leader_epoch: int
+    snapshot_id: SnapshotId
+    position: int
+    replica_directory_id: uuid.UUID
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition: int = 0,
+        current_leader_epoch: int = 0,
+        snapshot_id: SnapshotId = _MISSING,
+        position: int = 0,
+        replica_directory_id: uuid.UUID = _ZERO_UUID,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition = partition
+        self.current_leader_epoch = current_leader_epoch
+        self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
+        self.position = position
+        self.replica_directory_id = replica_directory_id
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition,
+            self.current_leader_epoch,
+            self.snapshot_id,
+            self.position,
+            self.replica_directory_id,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition,
+            other.current_leader_epoch,
+            other.snapshot_id,
+            other.position,
+            other.replica_directory_id,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition={self.partition!r}, "
+            f"current_leader_epoch={self.current_leader_epoch!r}, "
+            f"snapshot_id={self.snapshot_id!r}, "
+            f"position={self.position!r}, "
+            f"replica_directory_id={self.replica_directory_id!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicSnapshot:
-    name: str = ""
-    partitions: list[PartitionSnapshot] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[PartitionSnapshot]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[PartitionSnapshot] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchSnapshotRequest:
-    replica_id: int = -1
-    max_bytes: int = 2147483647
-    topics: list[TopicSnapshot] = field(default_factory=list)
-    cluster_id: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("cluster_id", "max_bytes", "replica_id", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    replica_id: int
+    max_bytes: int
+    topics: list[TopicSnapshot]
+    cluster_id: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        replica_id: int = -1,
+        max_bytes: int = 2147483647,
+        topics: list[TopicSnapshot] = _MISSING,
+        cluster_id: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.replica_id = replica_id
+        self.max_bytes = max_bytes
+        self.topics = [] if topics is _MISSING else topics
+        self.cluster_id = cluster_id
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.replica_id,
+            self.max_bytes,
+            self.topics,
+            self.cluster_id,
+            self.unknown_tagged_fields,
+        ) == (
+            other.replica_id,
+            other.max_bytes,
+            other.topics,
+            other.cluster_id,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"replica_id={self.replica_id!r}, "
+            f"max_bytes={self.max_bytes!r}, "
+            f"topics={self.topics!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderIdAndEpoch:
-    leader_id: int = 0
-    leader_epoch: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("leader_epoch", "leader_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.leader_id,
+            self.leader_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.leader_id,
+            other.leader_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionSnapshotResponse:
-    index: int = 0
-    error_code: int = 0
-    snapshot_id: SnapshotId = field(default_factory=SnapshotId)
-    size: int = 0
-    position: int = 0
-    unaligned_records: bytes | memoryview | None = None
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "current_leader",
+        "error_code",
+        "index",
+        "position",
+        "size",
+        "snapshot_id",
+        "unaligned_records",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    index: int
+    error_code: int
+    snapshot_id: SnapshotId
+    size: int
+    position: int
+    unaligned_records: bytes | memoryview | None
+    current_leader: LeaderIdAndEpoch
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        index: int = 0,
+        error_code: int = 0,
+        snapshot_id: SnapshotId = _MISSING,
+        size: int = 0,
+        position: int = 0,
+        unaligned_records: bytes | memoryview | None = None,
+        current_leader: LeaderIdAndEpoch = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.snapshot_id = SnapshotId() if snapshot_id is _MISSING else snapshot_id
+        self.size = size
+        self.position = position
+        self.unaligned_records = unaligned_records
+        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.index,
+            self.error_code,
+            self.snapshot_id,
+            self.size,
+            self.position,
+            self.unaligned_records,
+            self.current_leader,
+            self.unknown_tagged_fields,
+        ) == (
+            other.index,
+            other.error_code,
+            other.snapshot_id,
+            other.size,
+            other.position,
+            other.unaligned_records,
+            other.current_leader,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"index={self.index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"snapshot_id={self.snapshot_id!r}, "
+            f"size={self.size!r}, "
+            f"position={self.position!r}, "
+            f"unaligned_records={self.unaligned_records!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicSnapshotResponse:
-    name: str = ""
-    partitions: list[PartitionSnapshotResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[PartitionSnapshotResponse]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[PartitionSnapshotResponse] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "node_id", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    node_id: int
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.node_id,
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.node_id,
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchSnapshotResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    topics: list[TopicSnapshotResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "node_endpoints", "throttle_time", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    topics: list[TopicSnapshotResponse]
+    node_endpoints: list[NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        topics: list[TopicSnapshotResponse] = _MISSING,
+        node_endpoints: list[NodeEndpoint] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.topics = [] if topics is _MISSING else topics
+        self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.topics,
+            self.node_endpoints,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.topics,
+            other.node_endpoints,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"topics={self.topics!r}, "
+            f"node_endpoints={self.node_endpoints!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_SnapshotId(r: Reader, version: int) -> SnapshotId:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -27,37 +27,214 @@ API_NAME = "find_coordinator"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 6
 FLEXIBLE_MIN_VERSION = 3
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class FindCoordinatorRequest:
-    key: str = ""
-    key_type: int = 0
-    coordinator_keys: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("coordinator_keys", "key", "key_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    key: str
+    key_type: int
+    coordinator_keys: list[str]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        key: str = "",
+        key_type: int = 0,
+        coordinator_keys: list[str] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.key = key
+        self.key_type = key_type
+        self.coordinator_keys = [] if coordinator_keys is _MISSING else coordinator_keys
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.key,
+            self.key_type,
+            self.coordinator_keys,
+            self.unknown_tagged_fields,
+        ) == (
+            other.key,
+            other.key_type,
+            other.coordinator_keys,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"key={self.key!r}, "
+            f"key_type={self.key_type!r}, "
+            f"coordinator_keys={self.coordinator_keys!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Coordinator:
-    key: str = ""
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "host",
+        "key",
+        "node_id",
+        "port",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    key: str
+    node_id: int
+    host: str
+    port: int
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        key: str = "",
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.key = key
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.key,
+            self.node_id,
+            self.host,
+            self.port,
+            self.error_code,
+            self.error_message,
+            self.unknown_tagged_fields,
+        ) == (
+            other.key,
+            other.node_id,
+            other.host,
+            other.port,
+            other.error_code,
+            other.error_message,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"key={self.key!r}, "
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class FindCoordinatorResponse:
-    throttle_time: int = 0
-    coordinators: list[Coordinator] = field(default_factory=list)
-    error_code: int = 0
-    error_message: str | None = None
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "coordinators",
+        "error_code",
+        "error_message",
+        "host",
+        "node_id",
+        "port",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    coordinators: list[Coordinator]
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        coordinators: list[Coordinator] = _MISSING,
+        error_code: int = 0,
+        error_message: str | None = None,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.coordinators = [] if coordinators is _MISSING else coordinators
+        self.error_code = error_code
+        self.error_message = error_message
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.coordinators,
+            self.error_code,
+            self.error_message,
+            self.node_id,
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.coordinators,
+            other.error_code,
+            other.error_message,
+            other.node_id,
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"coordinators={self.coordinators!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_FindCoordinatorRequest(r: Reader, version: int) -> FindCoordinatorRequest:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,26 +28,143 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class GetTelemetrySubscriptionsRequest:
-    client_instance_id: uuid.UUID = _ZERO_UUID
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("client_instance_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    client_instance_id: uuid.UUID
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        client_instance_id: uuid.UUID = _ZERO_UUID,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.client_instance_id = client_instance_id
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.client_instance_id,
+            self.unknown_tagged_fields,
+        ) == (
+            other.client_instance_id,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"client_instance_id={self.client_instance_id!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class GetTelemetrySubscriptionsResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    client_instance_id: uuid.UUID = _ZERO_UUID
-    subscription_id: int = 0
-    accepted_compression_types: list[int] = field(default_factory=list)
-    push_interval: int = 0
-    telemetry_max_bytes: int = 0
-    delta_temporality: bool = False
-    requested_metrics: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "accepted_compression_types",
+        "client_instance_id",
+        "delta_temporality",
+        "error_code",
+        "push_interval",
+        "requested_metrics",
+        "subscription_id",
+        "telemetry_max_bytes",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    client_instance_id: uuid.UUID
+    subscription_id: int
+    accepted_compression_types: list[int]
+    push_interval: int
+    telemetry_max_bytes: int
+    delta_temporality: bool
+    requested_metrics: list[str]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        client_instance_id: uuid.UUID = _ZERO_UUID,
+        subscription_id: int = 0,
+        accepted_compression_types: list[int] = _MISSING,
+        push_interval: int = 0,
+        telemetry_max_bytes: int = 0,
+        delta_temporality: bool = False,
+        requested_metrics: list[str] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.client_instance_id = client_instance_id
+        self.subscription_id = subscription_id
+        self.accepted_compression_types = (
+            [] if accepted_compression_types is _MISSING else accepted_compression_types
+        )
+        self.push_interval = push_interval
+        self.telemetry_max_bytes = telemetry_max_bytes
+        self.delta_temporality = delta_temporality
+        self.requested_metrics = [] if requested_metrics is _MISSING else requested_metrics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.client_instance_id,
+            self.subscription_id,
+            self.accepted_compression_types,
+            self.push_interval,
+            self.telemetry_max_bytes,
+            self.delta_temporality,
+            self.requested_metrics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.client_instance_id,
+            other.subscription_id,
+            other.accepted_compression_types,
+            other.push_interval,
+            other.telemetry_max_bytes,
+            other.delta_temporality,
+            other.requested_metrics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"client_instance_id={self.client_instance_id!r}, "
+            f"subscription_id={self.subscription_id!r}, "
+            f"accepted_compression_types={self.accepted_compression_types!r}, "
+            f"push_interval={self.push_interval!r}, "
+            f"telemetry_max_bytes={self.telemetry_max_bytes!r}, "
+            f"delta_temporality={self.delta_temporality!r}, "
+            f"requested_metrics={self.requested_metrics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_GetTelemetrySubscriptionsRequest(

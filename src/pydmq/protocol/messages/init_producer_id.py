@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -26,28 +26,158 @@ API_NAME = "init_producer_id"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 6
 FLEXIBLE_MIN_VERSION = 2
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class InitProducerIdRequest:
-    transactional_id: str | None = None
-    transaction_timeout: int = 0
-    producer_id: int = -1
-    producer_epoch: int = -1
-    enable2_pc: bool = False
-    keep_prepared_txn: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "enable2_pc",
+        "keep_prepared_txn",
+        "producer_epoch",
+        "producer_id",
+        "transaction_timeout",
+        "transactional_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    transactional_id: str | None
+    transaction_timeout: int
+    producer_id: int
+    producer_epoch: int
+    enable2_pc: bool
+    keep_prepared_txn: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_id: str | None = None,
+        transaction_timeout: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        enable2_pc: bool = False,
+        keep_prepared_txn: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.transaction_timeout = transaction_timeout
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.enable2_pc = enable2_pc
+        self.keep_prepared_txn = keep_prepared_txn
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_id,
+            self.transaction_timeout,
+            self.producer_id,
+            self.producer_epoch,
+            self.enable2_pc,
+            self.keep_prepared_txn,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_id,
+            other.transaction_timeout,
+            other.producer_id,
+            other.producer_epoch,
+            other.enable2_pc,
+            other.keep_prepared_txn,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_id={self.transactional_id!r}, "
+            f"transaction_timeout={self.transaction_timeout!r}, "
+            f"producer_id={self.producer_id!r}, "
+            f"producer_epoch={self.producer_epoch!r}, "
+            f"enable2_pc={self.enable2_pc!r}, "
+            f"keep_prepared_txn={self.keep_prepared_txn!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class InitProducerIdResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    producer_id: int = -1
-    producer_epoch: int = 0
-    ongoing_txn_producer_id: int = -1
-    ongoing_txn_producer_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "ongoing_txn_producer_epoch",
+        "ongoing_txn_producer_id",
+        "producer_epoch",
+        "producer_id",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    producer_id: int
+    producer_epoch: int
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = 0,
+        ongoing_txn_producer_id: int = -1,
+        ongoing_txn_producer_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.ongoing_txn_producer_id = ongoing_txn_producer_id
+        self.ongoing_txn_producer_epoch = ongoing_txn_producer_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.producer_id,
+            self.producer_epoch,
+            self.ongoing_txn_producer_id,
+            self.ongoing_txn_producer_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.producer_id,
+            other.producer_epoch,
+            other.ongoing_txn_producer_id,
+            other.ongoing_txn_producer_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"producer_id={self.producer_id!r}, "
+            f"producer_epoch={self.producer_epoch!r}, "
+            f"ongoing_txn_producer_id={self.ongoing_txn_producer_id!r}, "
+            f"ongoing_txn_producer_epoch={self.ongoing_txn_producer_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_InitProducerIdRequest(r: Reader, version: int) -> InitProducerIdRequest:

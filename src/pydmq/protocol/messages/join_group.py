@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,48 +28,285 @@ API_NAME = "join_group"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 9
 FLEXIBLE_MIN_VERSION = 6
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class JoinGroupRequestProtocol:
-    name: str = ""
-    metadata: bytes = b""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("metadata", "name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    metadata: bytes
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        metadata: bytes = b"",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.metadata = metadata
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.metadata,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.metadata,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"metadata={self.metadata!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class JoinGroupRequest:
-    group_id: str = ""
-    session_timeout: int = 0
-    rebalance_timeout: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-    protocol_type: str = ""
-    protocols: list[JoinGroupRequestProtocol] = field(default_factory=list)
-    reason: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "group_id",
+        "group_instance_id",
+        "member_id",
+        "protocol_type",
+        "protocols",
+        "reason",
+        "rebalance_timeout",
+        "session_timeout",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    group_id: str
+    session_timeout: int
+    rebalance_timeout: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: list[JoinGroupRequestProtocol]
+    reason: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str = "",
+        session_timeout: int = 0,
+        rebalance_timeout: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        protocol_type: str = "",
+        protocols: list[JoinGroupRequestProtocol] = _MISSING,
+        reason: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.session_timeout = session_timeout
+        self.rebalance_timeout = rebalance_timeout
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.protocol_type = protocol_type
+        self.protocols = [] if protocols is _MISSING else protocols
+        self.reason = reason
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.session_timeout,
+            self.rebalance_timeout,
+            self.member_id,
+            self.group_instance_id,
+            self.protocol_type,
+            self.protocols,
+            self.reason,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.session_timeout,
+            other.rebalance_timeout,
+            other.member_id,
+            other.group_instance_id,
+            other.protocol_type,
+            other.protocols,
+            other.reason,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"session_timeout={self.session_timeout!r}, "
+            f"rebalance_timeout={self.rebalance_timeout!r}, "
+            f"member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, "
+            f"protocol_type={self.protocol_type!r}, "
+            f"protocols={self.protocols!r}, "
+            f"reason={self.reason!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class JoinGroupResponseMember:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    metadata: bytes = b""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_instance_id", "member_id", "metadata", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        metadata: bytes = b"",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.metadata = metadata
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.member_id,
+            self.group_instance_id,
+            self.metadata,
+            self.unknown_tagged_fields,
+        ) == (
+            other.member_id,
+            other.group_instance_id,
+            other.metadata,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, "
+            f"metadata={self.metadata!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class JoinGroupResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    generation_id: int = -1
-    protocol_type: str | None = None
-    protocol_name: str | None = None
-    leader: str = ""
-    skip_assignment: bool = False
-    member_id: str = ""
-    members: list[JoinGroupResponseMember] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "generation_id",
+        "leader",
+        "member_id",
+        "members",
+        "protocol_name",
+        "protocol_type",
+        "skip_assignment",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: list[JoinGroupResponseMember]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        generation_id: int = -1,
+        protocol_type: str | None = None,
+        protocol_name: str | None = None,
+        leader: str = "",
+        skip_assignment: bool = False,
+        member_id: str = "",
+        members: list[JoinGroupResponseMember] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.generation_id = generation_id
+        self.protocol_type = protocol_type
+        self.protocol_name = protocol_name
+        self.leader = leader
+        self.skip_assignment = skip_assignment
+        self.member_id = member_id
+        self.members = [] if members is _MISSING else members
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.generation_id,
+            self.protocol_type,
+            self.protocol_name,
+            self.leader,
+            self.skip_assignment,
+            self.member_id,
+            self.members,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.generation_id,
+            other.protocol_type,
+            other.protocol_name,
+            other.leader,
+            other.skip_assignment,
+            other.member_id,
+            other.members,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"generation_id={self.generation_id!r}, "
+            f"protocol_type={self.protocol_type!r}, "
+            f"protocol_name={self.protocol_name!r}, "
+            f"leader={self.leader!r}, "
+            f"skip_assignment={self.skip_assignment!r}, "
+            f"member_id={self.member_id!r}, "
+            f"members={self.members!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_JoinGroupRequestProtocol(r: Reader, version: int) -> JoinGroupRequestProtocol:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,38 +28,204 @@ API_NAME = "leave_group"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 5
 FLEXIBLE_MIN_VERSION = 4
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class MemberIdentity:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    reason: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_instance_id", "member_id", "reason", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    member_id: str
+    group_instance_id: str | None
+    reason: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        reason: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.reason = reason
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.member_id,
+            self.group_instance_id,
+            self.reason,
+            self.unknown_tagged_fields,
+        ) == (
+            other.member_id,
+            other.group_instance_id,
+            other.reason,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, "
+            f"reason={self.reason!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaveGroupRequest:
-    group_id: str = ""
-    members: list[MemberIdentity] = field(default_factory=list)
-    member_id: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_id", "member_id", "members", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    group_id: str
+    members: list[MemberIdentity]
+    member_id: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str = "",
+        members: list[MemberIdentity] = _MISSING,
+        member_id: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.members = [] if members is _MISSING else members
+        self.member_id = member_id
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.members,
+            self.member_id,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.members,
+            other.member_id,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"members={self.members!r}, "
+            f"member_id={self.member_id!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class MemberResponse:
-    member_id: str = ""
-    group_instance_id: str | None = None
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "group_instance_id", "member_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    member_id: str
+    group_instance_id: str | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.member_id,
+            self.group_instance_id,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.member_id,
+            other.group_instance_id,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaveGroupResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    members: list[MemberResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "members", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    members: list[MemberResponse]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        members: list[MemberResponse] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.members = [] if members is _MISSING else members
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.members,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.members,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"members={self.members!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_MemberIdentity(r: Reader, version: int) -> MemberIdentity:

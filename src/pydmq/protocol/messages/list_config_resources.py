@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -27,27 +27,137 @@ API_NAME = "list_config_resources"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 1
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ListConfigResourcesRequest:
-    resource_types: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("resource_types", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    resource_types: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_types: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_types = [] if resource_types is _MISSING else resource_types
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_types,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_types,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_types={self.resource_types!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ConfigResource:
-    resource_name: str = ""
-    resource_type: int = 16
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("resource_name", "resource_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    resource_name: str
+    resource_type: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_name: str = "",
+        resource_type: int = 16,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_name = resource_name
+        self.resource_type = resource_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_name,
+            self.resource_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_name,
+            other.resource_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_name={self.resource_name!r}, "
+            f"resource_type={self.resource_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ListConfigResourcesResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    config_resources: list[ConfigResource] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("config_resources", "error_code", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    config_resources: list[ConfigResource]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        config_resources: list[ConfigResource] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.config_resources = [] if config_resources is _MISSING else config_resources
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.config_resources,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.config_resources,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"config_resources={self.config_resources!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ListConfigResourcesRequest(r: Reader, version: int) -> ListConfigResourcesRequest:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -27,30 +27,155 @@ API_NAME = "list_groups"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 5
 FLEXIBLE_MIN_VERSION = 3
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ListGroupsRequest:
-    states_filter: list[str] = field(default_factory=list)
-    types_filter: list[str] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("states_filter", "types_filter", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    states_filter: list[str]
+    types_filter: list[str]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        states_filter: list[str] = _MISSING,
+        types_filter: list[str] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.states_filter = [] if states_filter is _MISSING else states_filter
+        self.types_filter = [] if types_filter is _MISSING else types_filter
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.states_filter,
+            self.types_filter,
+            self.unknown_tagged_fields,
+        ) == (
+            other.states_filter,
+            other.types_filter,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"states_filter={self.states_filter!r}, "
+            f"types_filter={self.types_filter!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ListedGroup:
-    group_id: str = ""
-    protocol_type: str = ""
-    group_state: str = ""
-    group_type: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_id", "group_state", "group_type", "protocol_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str = "",
+        protocol_type: str = "",
+        group_state: str = "",
+        group_type: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.protocol_type = protocol_type
+        self.group_state = group_state
+        self.group_type = group_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.protocol_type,
+            self.group_state,
+            self.group_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.protocol_type,
+            other.group_state,
+            other.group_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"protocol_type={self.protocol_type!r}, "
+            f"group_state={self.group_state!r}, "
+            f"group_type={self.group_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ListGroupsResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    groups: list[ListedGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "groups", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    groups: list[ListedGroup]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        groups: list[ListedGroup] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.groups = [] if groups is _MISSING else groups
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.groups,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.groups,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"groups={self.groups!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ListGroupsRequest(r: Reader, version: int) -> ListGroupsRequest:

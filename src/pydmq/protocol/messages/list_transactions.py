@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -27,32 +27,181 @@ API_NAME = "list_transactions"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class ListTransactionsRequest:
-    state_filters: list[str] = field(default_factory=list)
-    producer_id_filters: list[int] = field(default_factory=list)
-    duration_filter: int = -1
-    transactional_id_pattern: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "duration_filter",
+        "producer_id_filters",
+        "state_filters",
+        "transactional_id_pattern",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    state_filters: list[str]
+    producer_id_filters: list[int]
+    duration_filter: int
+    transactional_id_pattern: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        state_filters: list[str] = _MISSING,
+        producer_id_filters: list[int] = _MISSING,
+        duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.state_filters = [] if state_filters is _MISSING else state_filters
+        self.producer_id_filters = [] if producer_id_filters is _MISSING else producer_id_filters
+        self.duration_filter = duration_filter
+        self.transactional_id_pattern = transactional_id_pattern
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.state_filters,
+            self.producer_id_filters,
+            self.duration_filter,
+            self.transactional_id_pattern,
+            self.unknown_tagged_fields,
+        ) == (
+            other.state_filters,
+            other.producer_id_filters,
+            other.duration_filter,
+            other.transactional_id_pattern,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"state_filters={self.state_filters!r}, "
+            f"producer_id_filters={self.producer_id_filters!r}, "
+            f"duration_filter={self.duration_filter!r}, "
+            f"transactional_id_pattern={self.transactional_id_pattern!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TransactionState:
-    transactional_id: str = ""
-    producer_id: int = 0
-    transaction_state: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("producer_id", "transaction_state", "transactional_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    transactional_id: str
+    producer_id: int
+    transaction_state: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_id: str = "",
+        producer_id: int = 0,
+        transaction_state: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.producer_id = producer_id
+        self.transaction_state = transaction_state
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_id,
+            self.producer_id,
+            self.transaction_state,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_id,
+            other.producer_id,
+            other.transaction_state,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_id={self.transactional_id!r}, "
+            f"producer_id={self.producer_id!r}, "
+            f"transaction_state={self.transaction_state!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ListTransactionsResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    unknown_state_filters: list[str] = field(default_factory=list)
-    transaction_states: list[TransactionState] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "throttle_time",
+        "transaction_states",
+        "unknown_state_filters",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    unknown_state_filters: list[str]
+    transaction_states: list[TransactionState]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        unknown_state_filters: list[str] = _MISSING,
+        transaction_states: list[TransactionState] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.unknown_state_filters = (
+            [] if unknown_state_filters is _MISSING else unknown_state_filters
+        )
+        self.transaction_states = [] if transaction_states is _MISSING else transaction_states
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.unknown_state_filters,
+            self.transaction_states,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.unknown_state_filters,
+            other.transaction_states,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_state_filters={self.unknown_state_filters!r}, "
+            f"transaction_states={self.transaction_states!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_ListTransactionsRequest(r: Reader, version: int) -> ListTransactionsRequest:

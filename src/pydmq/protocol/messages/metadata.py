@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -32,66 +32,406 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 13
 FLEXIBLE_MIN_VERSION = 9
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataRequestTopic:
-    topic_id: uuid.UUID = _ZERO_UUID
-    name: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    name: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        name: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.name,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.name,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"name={self.name!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataRequest:
-    topics: list[MetadataRequestTopic] | None = None
-    allow_auto_topic_creation: bool = True
-    include_cluster_authorized_operations: bool = False
-    include_topic_authorized_operations: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "allow_auto_topic_creation",
+        "include_cluster_authorized_operations",
+        "include_topic_authorized_operations",
+        "topics",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    topics: list[MetadataRequestTopic] | None
+    allow_auto_topic_creation: bool
+    include_cluster_authorized_operations: bool
+    include_topic_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topics: list[MetadataRequestTopic] | None = None,
+        allow_auto_topic_creation: bool = True,
+        include_cluster_authorized_operations: bool = False,
+        include_topic_authorized_operations: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topics = topics
+        self.allow_auto_topic_creation = allow_auto_topic_creation
+        self.include_cluster_authorized_operations = include_cluster_authorized_operations
+        self.include_topic_authorized_operations = include_topic_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topics,
+            self.allow_auto_topic_creation,
+            self.include_cluster_authorized_operations,
+            self.include_topic_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topics,
+            other.allow_auto_topic_creation,
+            other.include_cluster_authorized_operations,
+            other.include_topic_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topics={self.topics!r}, "
+            f"allow_auto_topic_creation={self.allow_auto_topic_creation!r}, "
+            f"include_cluster_authorized_operations={self.include_cluster_authorized_operations!r}, "
+            f"include_topic_authorized_operations={self.include_topic_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponseBroker:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "node_id", "port", "rack", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        rack: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.node_id,
+            self.host,
+            self.port,
+            self.rack,
+            self.unknown_tagged_fields,
+        ) == (
+            other.node_id,
+            other.host,
+            other.port,
+            other.rack,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponsePartition:
-    error_code: int = 0
-    partition_index: int = 0
-    leader_id: int = 0
-    leader_epoch: int = -1
-    replica_nodes: list[int] = field(default_factory=list)
-    isr_nodes: list[int] = field(default_factory=list)
-    offline_replicas: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "isr_nodes",
+        "leader_epoch",
+        "leader_id",
+        "offline_replicas",
+        "partition_index",
+        "replica_nodes",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    partition_index: int
+    leader_id: int
+    leader_epoch: int
+    replica_nodes: list[int]
+    isr_nodes: list[int]
+    offline_replicas: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        partition_index: int = 0,
+        leader_id: int = 0,
+        leader_epoch: int = -1,
+        replica_nodes: list[int] = _MISSING,
+        isr_nodes: list[int] = _MISSING,
+        offline_replicas: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.partition_index = partition_index
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.replica_nodes = [] if replica_nodes is _MISSING else replica_nodes
+        self.isr_nodes = [] if isr_nodes is _MISSING else isr_nodes
+        self.offline_replicas = [] if offline_replicas is _MISSING else offline_replicas
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.partition_index,
+            self.leader_id,
+            self.leader_epoch,
+            self.replica_nodes,
+            self.isr_nodes,
+            self.offline_replicas,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.partition_index,
+            other.leader_id,
+            other.leader_epoch,
+            other.replica_nodes,
+            other.isr_nodes,
+            other.offline_replicas,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"partition_index={self.partition_index!r}, "
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"replica_nodes={self.replica_nodes!r}, "
+            f"isr_nodes={self.isr_nodes!r}, "
+            f"offline_replicas={self.offline_replicas!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponseTopic:
-    error_code: int = 0
-    name: str | None = None
-    topic_id: uuid.UUID = _ZERO_UUID
-    is_internal: bool = False
-    partitions: list[MetadataResponsePartition] = field(default_factory=list)
-    topic_authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "error_code",
+        "is_internal",
+        "name",
+        "partitions",
+        "topic_authorized_operations",
+        "topic_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    name: str | None
+    topic_id: uuid.UUID
+    is_internal: bool
+    partitions: list[MetadataResponsePartition]
+    topic_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        name: str | None = None,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        is_internal: bool = False,
+        partitions: list[MetadataResponsePartition] = _MISSING,
+        topic_authorized_operations: int = -2147483648,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.name = name
+        self.topic_id = topic_id
+        self.is_internal = is_internal
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.topic_authorized_operations = topic_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.name,
+            self.topic_id,
+            self.is_internal,
+            self.partitions,
+            self.topic_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.name,
+            other.topic_id,
+            other.is_internal,
+            other.partitions,
+            other.topic_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"name={self.name!r}, "
+            f"topic_id={self.topic_id!r}, "
+            f"is_internal={self.is_internal!r}, "
+            f"partitions={self.partitions!r}, "
+            f"topic_authorized_operations={self.topic_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponse:
-    throttle_time: int = 0
-    brokers: list[MetadataResponseBroker] = field(default_factory=list)
-    cluster_id: str | None = None
-    controller_id: int = -1
-    topics: list[MetadataResponseTopic] = field(default_factory=list)
-    error_code: int = 0
-    cluster_authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "brokers",
+        "cluster_authorized_operations",
+        "cluster_id",
+        "controller_id",
+        "error_code",
+        "throttle_time",
+        "topics",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    brokers: list[MetadataResponseBroker]
+    cluster_id: str | None
+    controller_id: int
+    topics: list[MetadataResponseTopic]
+    error_code: int
+    cluster_authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        brokers: list[MetadataResponseBroker] = _MISSING,
+        cluster_id: str | None = None,
+        controller_id: int = -1,
+        topics: list[MetadataResponseTopic] = _MISSING,
+        error_code: int = 0,
+        cluster_authorized_operations: int = -2147483648,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.brokers = [] if brokers is _MISSING else brokers
+        self.cluster_id = cluster_id
+        self.controller_id = controller_id
+        self.topics = [] if topics is _MISSING else topics
+        self.error_code = error_code
+        self.cluster_authorized_operations = cluster_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.brokers,
+            self.cluster_id,
+            self.controller_id,
+            self.topics,
+            self.error_code,
+            self.cluster_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.brokers,
+            other.cluster_id,
+            other.controller_id,
+            other.topics,
+            other.error_code,
+            other.cluster_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"brokers={self.brokers!r}, "
+            f"cluster_id={self.cluster_id!r}, "
+            f"controller_id={self.controller_id!r}, "
+            f"topics={self.topics!r}, "
+            f"error_code={self.error_code!r}, "
+            f"cluster_authorized_operations={self.cluster_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_MetadataRequestTopic(r: Reader, version: int) -> MetadataRequestTopic:

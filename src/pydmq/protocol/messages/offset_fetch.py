@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -36,91 +36,542 @@ REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 10
 FLEXIBLE_MIN_VERSION = 6
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchRequestTopics:
-    topic_id: uuid.UUID = _ZERO_UUID
-    name: str = ""
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partition_indexes", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    name: str
+    partition_indexes: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        name: str = "",
+        partition_indexes: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.name,
+            self.partition_indexes,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.name,
+            other.partition_indexes,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"name={self.name!r}, "
+            f"partition_indexes={self.partition_indexes!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchRequestGroup:
-    group_id: str = ""
-    member_id: str | None = None
-    member_epoch: int = -1
-    topics: list[OffsetFetchRequestTopics] | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_id", "member_epoch", "member_id", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    group_id: str
+    member_id: str | None
+    member_epoch: int
+    topics: list[OffsetFetchRequestTopics] | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str = "",
+        member_id: str | None = None,
+        member_epoch: int = -1,
+        topics: list[OffsetFetchRequestTopics] | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.topics = topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.member_id,
+            self.member_epoch,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.member_id,
+            other.member_epoch,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"member_id={self.member_id!r}, "
+            f"member_epoch={self.member_epoch!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchRequestTopic:
-    name: str = ""
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partition_indexes", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partition_indexes: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partition_indexes: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partition_indexes,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partition_indexes,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partition_indexes={self.partition_indexes!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchRequest:
-    groups: list[OffsetFetchRequestGroup] = field(default_factory=list)
-    group_id: str = ""
-    topics: list[OffsetFetchRequestTopic] | None = None
-    require_stable: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_id", "groups", "require_stable", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    groups: list[OffsetFetchRequestGroup]
+    group_id: str
+    topics: list[OffsetFetchRequestTopic] | None
+    require_stable: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        groups: list[OffsetFetchRequestGroup] = _MISSING,
+        group_id: str = "",
+        topics: list[OffsetFetchRequestTopic] | None = None,
+        require_stable: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.groups = [] if groups is _MISSING else groups
+        self.group_id = group_id
+        self.topics = topics
+        self.require_stable = require_stable
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.groups,
+            self.group_id,
+            self.topics,
+            self.require_stable,
+            self.unknown_tagged_fields,
+        ) == (
+            other.groups,
+            other.group_id,
+            other.topics,
+            other.require_stable,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"groups={self.groups!r}, "
+            f"group_id={self.group_id!r}, "
+            f"topics={self.topics!r}, "
+            f"require_stable={self.require_stable!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchResponsePartitions:
-    partition_index: int = 0
-    committed_offset: int = 0
-    committed_leader_epoch: int = -1
-    metadata: str | None = None
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "committed_leader_epoch",
+        "committed_offset",
+        "error_code",
+        "metadata",
+        "partition_index",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        committed_offset: int = 0,
+        committed_leader_epoch: int = -1,
+        metadata: str | None = None,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.committed_offset,
+            self.committed_leader_epoch,
+            self.metadata,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.committed_offset,
+            other.committed_leader_epoch,
+            other.metadata,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"committed_offset={self.committed_offset!r}, "
+            f"committed_leader_epoch={self.committed_leader_epoch!r}, "
+            f"metadata={self.metadata!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchResponseTopics:
-    topic_id: uuid.UUID = _ZERO_UUID
-    name: str = ""
-    partitions: list[OffsetFetchResponsePartitions] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    name: str
+    partitions: list[OffsetFetchResponsePartitions]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        name: str = "",
+        partitions: list[OffsetFetchResponsePartitions] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchResponseGroup:
-    group_id: str = ""
-    topics: list[OffsetFetchResponseTopics] = field(default_factory=list)
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "group_id", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    group_id: str
+    topics: list[OffsetFetchResponseTopics]
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str = "",
+        topics: list[OffsetFetchResponseTopics] = _MISSING,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.topics = [] if topics is _MISSING else topics
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.topics,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.topics,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"topics={self.topics!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchResponsePartition:
-    partition_index: int = 0
-    committed_offset: int = 0
-    committed_leader_epoch: int = -1
-    metadata: str | None = None
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "committed_leader_epoch",
+        "committed_offset",
+        "error_code",
+        "metadata",
+        "partition_index",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    metadata: str | None
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        committed_offset: int = 0,
+        committed_leader_epoch: int = -1,
+        metadata: str | None = None,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.metadata = metadata
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.committed_offset,
+            self.committed_leader_epoch,
+            self.metadata,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.committed_offset,
+            other.committed_leader_epoch,
+            other.metadata,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"committed_offset={self.committed_offset!r}, "
+            f"committed_leader_epoch={self.committed_leader_epoch!r}, "
+            f"metadata={self.metadata!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchResponseTopic:
-    name: str = ""
-    partitions: list[OffsetFetchResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[OffsetFetchResponsePartition]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[OffsetFetchResponsePartition] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class OffsetFetchResponse:
-    throttle_time: int = 0
-    groups: list[OffsetFetchResponseGroup] = field(default_factory=list)
-    topics: list[OffsetFetchResponseTopic] = field(default_factory=list)
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "groups", "throttle_time", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    groups: list[OffsetFetchResponseGroup]
+    topics: list[OffsetFetchResponseTopic]
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        groups: list[OffsetFetchResponseGroup] = _MISSING,
+        topics: list[OffsetFetchResponseTopic] = _MISSING,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.groups = [] if groups is _MISSING else groups
+        self.topics = [] if topics is _MISSING else topics
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.groups,
+            self.topics,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.groups,
+            other.topics,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"groups={self.groups!r}, "
+            f"topics={self.topics!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_OffsetFetchRequestTopics(r: Reader, version: int) -> OffsetFetchRequestTopics:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -35,82 +35,483 @@ REQUEST_MIN_VERSION = 3
 REQUEST_MAX_VERSION = 13
 FLEXIBLE_MIN_VERSION = 9
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionProduceData:
-    index: int = 0
-    records: bytes | memoryview | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("index", "records", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    index: int
+    records: bytes | memoryview | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        index: int = 0,
+        records: bytes | memoryview | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.index = index
+        self.records = records
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.index,
+            self.records,
+            self.unknown_tagged_fields,
+        ) == (
+            other.index,
+            other.records,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"index={self.index!r}, "
+            f"records={self.records!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicProduceData:
-    topic_id: uuid.UUID = _ZERO_UUID
-    name: str = ""
-    partition_data: list[PartitionProduceData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partition_data", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    name: str
+    partition_data: list[PartitionProduceData]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        name: str = "",
+        partition_data: list[PartitionProduceData] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partition_data = [] if partition_data is _MISSING else partition_data
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.name,
+            self.partition_data,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.name,
+            other.partition_data,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"name={self.name!r}, "
+            f"partition_data={self.partition_data!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ProduceRequest:
-    transactional_id: str | None = None
-    acks: int = 0
-    timeout: int = 0
-    topic_data: list[TopicProduceData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("acks", "timeout", "topic_data", "transactional_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    transactional_id: str | None
+    acks: int
+    timeout: int
+    topic_data: list[TopicProduceData]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_id: str | None = None,
+        acks: int = 0,
+        timeout: int = 0,
+        topic_data: list[TopicProduceData] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.acks = acks
+        self.timeout = timeout
+        self.topic_data = [] if topic_data is _MISSING else topic_data
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_id,
+            self.acks,
+            self.timeout,
+            self.topic_data,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_id,
+            other.acks,
+            other.timeout,
+            other.topic_data,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_id={self.transactional_id!r}, "
+            f"acks={self.acks!r}, "
+            f"timeout={self.timeout!r}, "
+            f"topic_data={self.topic_data!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class BatchIndexAndErrorMessage:
-    batch_index: int = 0
-    batch_index_error_message: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("batch_index", "batch_index_error_message", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    batch_index: int
+    batch_index_error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        batch_index: int = 0,
+        batch_index_error_message: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.batch_index = batch_index
+        self.batch_index_error_message = batch_index_error_message
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.batch_index,
+            self.batch_index_error_message,
+            self.unknown_tagged_fields,
+        ) == (
+            other.batch_index,
+            other.batch_index_error_message,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"batch_index={self.batch_index!r}, "
+            f"batch_index_error_message={self.batch_index_error_message!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderIdAndEpoch:
-    leader_id: int = -1
-    leader_epoch: int = -1
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("leader_epoch", "leader_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        leader_id: int = -1,
+        leader_epoch: int = -1,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.leader_id,
+            self.leader_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.leader_id,
+            other.leader_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionProduceResponse:
-    index: int = 0
-    error_code: int = 0
-    base_offset: int = 0
-    log_append_time: int = -1
-    log_start_offset: int = -1
-    record_errors: list[BatchIndexAndErrorMessage] = field(default_factory=list)
-    error_message: str | None = None
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "base_offset",
+        "current_leader",
+        "error_code",
+        "error_message",
+        "index",
+        "log_append_time",
+        "log_start_offset",
+        "record_errors",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    index: int
+    error_code: int
+    base_offset: int
+    log_append_time: int
+    log_start_offset: int
+    record_errors: list[BatchIndexAndErrorMessage]
+    error_message: str | None
+    current_leader: LeaderIdAndEpoch
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        index: int = 0,
+        error_code: int = 0,
+        base_offset: int = 0,
+        log_append_time: int = -1,
+        log_start_offset: int = -1,
+        record_errors: list[BatchIndexAndErrorMessage] = _MISSING,
+        error_message: str | None = None,
+        current_leader: LeaderIdAndEpoch = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.index = index
+        self.error_code = error_code
+        self.base_offset = base_offset
+        self.log_append_time = log_append_time
+        self.log_start_offset = log_start_offset
+        self.record_errors = [] if record_errors is _MISSING else record_errors
+        self.error_message = error_message
+        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.index,
+            self.error_code,
+            self.base_offset,
+            self.log_append_time,
+            self.log_start_offset,
+            self.record_errors,
+            self.error_message,
+            self.current_leader,
+            self.unknown_tagged_fields,
+        ) == (
+            other.index,
+            other.error_code,
+            other.base_offset,
+            other.log_append_time,
+            other.log_start_offset,
+            other.record_errors,
+            other.error_message,
+            other.current_leader,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"index={self.index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"base_offset={self.base_offset!r}, "
+            f"log_append_time={self.log_append_time!r}, "
+            f"log_start_offset={self.log_start_offset!r}, "
+            f"record_errors={self.record_errors!r}, "
+            f"error_message={self.error_message!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicProduceResponse:
-    topic_id: uuid.UUID = _ZERO_UUID
-    name: str = ""
-    partition_responses: list[PartitionProduceResponse] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partition_responses", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    name: str
+    partition_responses: list[PartitionProduceResponse]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        name: str = "",
+        partition_responses: list[PartitionProduceResponse] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.name = name
+        self.partition_responses = [] if partition_responses is _MISSING else partition_responses
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.name,
+            self.partition_responses,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.name,
+            other.partition_responses,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"name={self.name!r}, "
+            f"partition_responses={self.partition_responses!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "node_id", "port", "rack", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        rack: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.node_id,
+            self.host,
+            self.port,
+            self.rack,
+            self.unknown_tagged_fields,
+        ) == (
+            other.node_id,
+            other.host,
+            other.port,
+            other.rack,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ProduceResponse:
-    responses: list[TopicProduceResponse] = field(default_factory=list)
-    throttle_time: int = 0
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("node_endpoints", "responses", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    responses: list[TopicProduceResponse]
+    throttle_time: int
+    node_endpoints: list[NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        responses: list[TopicProduceResponse] = _MISSING,
+        throttle_time: int = 0,
+        node_endpoints: list[NodeEndpoint] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.responses = [] if responses is _MISSING else responses
+        self.throttle_time = throttle_time
+        self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.responses,
+            self.throttle_time,
+            self.node_endpoints,
+            self.unknown_tagged_fields,
+        ) == (
+            other.responses,
+            other.throttle_time,
+            other.node_endpoints,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"responses={self.responses!r}, "
+            f"throttle_time={self.throttle_time!r}, "
+            f"node_endpoints={self.node_endpoints!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_PartitionProduceData(r: Reader, version: int) -> PartitionProduceData:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -35,81 +35,490 @@ REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 1
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class AcknowledgementBatch:
-    first_offset: int = 0
-    last_offset: int = 0
-    acknowledge_types: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("acknowledge_types", "first_offset", "last_offset", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    first_offset: int
+    last_offset: int
+    acknowledge_types: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        first_offset: int = 0,
+        last_offset: int = 0,
+        acknowledge_types: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.first_offset = first_offset
+        self.last_offset = last_offset
+        self.acknowledge_types = [] if acknowledge_types is _MISSING else acknowledge_types
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.first_offset,
+            self.last_offset,
+            self.acknowledge_types,
+            self.unknown_tagged_fields,
+        ) == (
+            other.first_offset,
+            other.last_offset,
+            other.acknowledge_types,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"first_offset={self.first_offset!r}, "
+            f"last_offset={self.last_offset!r}, "
+            f"acknowledge_types={self.acknowledge_types!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AcknowledgePartition:
-    partition_index: int = 0
-    acknowledgement_batches: list[AcknowledgementBatch] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("acknowledgement_batches", "partition_index", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    partition_index: int
+    acknowledgement_batches: list[AcknowledgementBatch]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        acknowledgement_batches: list[AcknowledgementBatch] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.acknowledgement_batches = (
+            [] if acknowledgement_batches is _MISSING else acknowledgement_batches
+        )
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.acknowledgement_batches,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.acknowledgement_batches,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"acknowledgement_batches={self.acknowledgement_batches!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class AcknowledgeTopic:
-    topic_id: uuid.UUID = _ZERO_UUID
-    partitions: list[AcknowledgePartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    partitions: list[AcknowledgePartition]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        partitions: list[AcknowledgePartition] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ShareAcknowledgeRequest:
-    group_id: str | None = None
-    member_id: str | None = None
-    share_session_epoch: int = 0
-    is_renew_ack: bool = False
-    topics: list[AcknowledgeTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "group_id",
+        "is_renew_ack",
+        "member_id",
+        "share_session_epoch",
+        "topics",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    group_id: str | None
+    member_id: str | None
+    share_session_epoch: int
+    is_renew_ack: bool
+    topics: list[AcknowledgeTopic]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str | None = None,
+        member_id: str | None = None,
+        share_session_epoch: int = 0,
+        is_renew_ack: bool = False,
+        topics: list[AcknowledgeTopic] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.share_session_epoch = share_session_epoch
+        self.is_renew_ack = is_renew_ack
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.member_id,
+            self.share_session_epoch,
+            self.is_renew_ack,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.member_id,
+            other.share_session_epoch,
+            other.is_renew_ack,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"member_id={self.member_id!r}, "
+            f"share_session_epoch={self.share_session_epoch!r}, "
+            f"is_renew_ack={self.is_renew_ack!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderIdAndEpoch:
-    leader_id: int = 0
-    leader_epoch: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("leader_epoch", "leader_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    leader_id: int
+    leader_epoch: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        leader_id: int = 0,
+        leader_epoch: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.leader_id,
+            self.leader_epoch,
+            self.unknown_tagged_fields,
+        ) == (
+            other.leader_id,
+            other.leader_epoch,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionData:
-    partition_index: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    current_leader: LeaderIdAndEpoch = field(default_factory=LeaderIdAndEpoch)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "current_leader",
+        "error_code",
+        "error_message",
+        "partition_index",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    error_code: int
+    error_message: str | None
+    current_leader: LeaderIdAndEpoch
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        current_leader: LeaderIdAndEpoch = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.error_message = error_message
+        self.current_leader = LeaderIdAndEpoch() if current_leader is _MISSING else current_leader
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.error_code,
+            self.error_message,
+            self.current_leader,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.error_code,
+            other.error_message,
+            other.current_leader,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ShareAcknowledgeTopicResponse:
-    topic_id: uuid.UUID = _ZERO_UUID
-    partitions: list[PartitionData] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic_id: uuid.UUID
+    partitions: list[PartitionData]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic_id: uuid.UUID = _ZERO_UUID,
+        partitions: list[PartitionData] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic_id = topic_id
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic_id,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic_id,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic_id={self.topic_id!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint:
-    node_id: int = 0
-    host: str = ""
-    port: int = 0
-    rack: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "node_id", "port", "rack", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        node_id: int = 0,
+        host: str = "",
+        port: int = 0,
+        rack: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self.rack = rack
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.node_id,
+            self.host,
+            self.port,
+            self.rack,
+            self.unknown_tagged_fields,
+        ) == (
+            other.node_id,
+            other.host,
+            other.port,
+            other.rack,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"node_id={self.node_id!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"rack={self.rack!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class ShareAcknowledgeResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    acquisition_lock_timeout: int = 0
-    responses: list[ShareAcknowledgeTopicResponse] = field(default_factory=list)
-    node_endpoints: list[NodeEndpoint] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "acquisition_lock_timeout",
+        "error_code",
+        "error_message",
+        "node_endpoints",
+        "responses",
+        "throttle_time",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    error_message: str | None
+    acquisition_lock_timeout: int
+    responses: list[ShareAcknowledgeTopicResponse]
+    node_endpoints: list[NodeEndpoint]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        acquisition_lock_timeout: int = 0,
+        responses: list[ShareAcknowledgeTopicResponse] = _MISSING,
+        node_endpoints: list[NodeEndpoint] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.error_message = error_message
+        self.acquisition_lock_timeout = acquisition_lock_timeout
+        self.responses = [] if responses is _MISSING else responses
+        self.node_endpoints = [] if node_endpoints is _MISSING else node_endpoints
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.error_message,
+            self.acquisition_lock_timeout,
+            self.responses,
+            self.node_endpoints,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.error_message,
+            other.acquisition_lock_timeout,
+            other.responses,
+            other.node_endpoints,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"acquisition_lock_timeout={self.acquisition_lock_timeout!r}, "
+            f"responses={self.responses!r}, "
+            f"node_endpoints={self.node_endpoints!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_AcknowledgementBatch(r: Reader, version: int) -> AcknowledgementBatch:

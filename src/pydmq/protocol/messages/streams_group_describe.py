@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -36,117 +36,735 @@ API_NAME = "streams_group_describe"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class StreamsGroupDescribeRequest:
-    group_ids: list[str] = field(default_factory=list)
-    include_authorized_operations: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("group_ids", "include_authorized_operations", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    group_ids: list[str]
+    include_authorized_operations: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_ids: list[str] = _MISSING,
+        include_authorized_operations: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_ids = [] if group_ids is _MISSING else group_ids
+        self.include_authorized_operations = include_authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_ids,
+            self.include_authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_ids,
+            other.include_authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_ids={self.group_ids!r}, "
+            f"include_authorized_operations={self.include_authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class KeyValue:
-    key: str = ""
-    value: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("key", "unknown_tagged_fields", "value")
+    __match_args__ = ()
+
+    key: str
+    value: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        key: str = "",
+        value: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.key,
+            self.value,
+            self.unknown_tagged_fields,
+        ) == (
+            other.key,
+            other.value,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"key={self.key!r}, "
+            f"value={self.value!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicInfo:
-    name: str = ""
-    partitions: int = 0
-    replication_factor: int = 0
-    topic_configs: list[KeyValue] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "name",
+        "partitions",
+        "replication_factor",
+        "topic_configs",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[KeyValue]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: int = 0,
+        replication_factor: int = 0,
+        topic_configs: list[KeyValue] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is _MISSING else topic_configs
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.replication_factor,
+            self.topic_configs,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.replication_factor,
+            other.topic_configs,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"replication_factor={self.replication_factor!r}, "
+            f"topic_configs={self.topic_configs!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Subtopology:
-    subtopology_id: str = ""
-    source_topics: list[str] = field(default_factory=list)
-    repartition_sink_topics: list[str] = field(default_factory=list)
-    state_changelog_topics: list[TopicInfo] = field(default_factory=list)
-    repartition_source_topics: list[TopicInfo] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "repartition_sink_topics",
+        "repartition_source_topics",
+        "source_topics",
+        "state_changelog_topics",
+        "subtopology_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    subtopology_id: str
+    source_topics: list[str]
+    repartition_sink_topics: list[str]
+    state_changelog_topics: list[TopicInfo]
+    repartition_source_topics: list[TopicInfo]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = "",
+        source_topics: list[str] = _MISSING,
+        repartition_sink_topics: list[str] = _MISSING,
+        state_changelog_topics: list[TopicInfo] = _MISSING,
+        repartition_source_topics: list[TopicInfo] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is _MISSING else source_topics
+        self.repartition_sink_topics = (
+            [] if repartition_sink_topics is _MISSING else repartition_sink_topics
+        )
+        self.state_changelog_topics = (
+            [] if state_changelog_topics is _MISSING else state_changelog_topics
+        )
+        self.repartition_source_topics = (
+            [] if repartition_source_topics is _MISSING else repartition_source_topics
+        )
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.subtopology_id,
+            self.source_topics,
+            self.repartition_sink_topics,
+            self.state_changelog_topics,
+            self.repartition_source_topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.subtopology_id,
+            other.source_topics,
+            other.repartition_sink_topics,
+            other.state_changelog_topics,
+            other.repartition_source_topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"subtopology_id={self.subtopology_id!r}, "
+            f"source_topics={self.source_topics!r}, "
+            f"repartition_sink_topics={self.repartition_sink_topics!r}, "
+            f"state_changelog_topics={self.state_changelog_topics!r}, "
+            f"repartition_source_topics={self.repartition_source_topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Topology:
-    epoch: int = 0
-    subtopologies: list[Subtopology] | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("epoch", "subtopologies", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    epoch: int
+    subtopologies: list[Subtopology] | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        epoch: int = 0,
+        subtopologies: list[Subtopology] | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.epoch = epoch
+        self.subtopologies = subtopologies
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.epoch,
+            self.subtopologies,
+            self.unknown_tagged_fields,
+        ) == (
+            other.epoch,
+            other.subtopologies,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"epoch={self.epoch!r}, "
+            f"subtopologies={self.subtopologies!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Endpoint:
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TaskOffset:
-    subtopology_id: str = ""
-    partition: int = 0
-    offset: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("offset", "partition", "subtopology_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    subtopology_id: str
+    partition: int
+    offset: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = "",
+        partition: int = 0,
+        offset: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.subtopology_id,
+            self.partition,
+            self.offset,
+            self.unknown_tagged_fields,
+        ) == (
+            other.subtopology_id,
+            other.partition,
+            other.offset,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"subtopology_id={self.subtopology_id!r}, "
+            f"partition={self.partition!r}, "
+            f"offset={self.offset!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "subtopology_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    subtopology_id: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.subtopology_id,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.subtopology_id,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"subtopology_id={self.subtopology_id!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Assignment:
-    active_tasks: list[TaskIds] = field(default_factory=list)
-    standby_tasks: list[TaskIds] = field(default_factory=list)
-    warmup_tasks: list[TaskIds] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("active_tasks", "standby_tasks", "unknown_tagged_fields", "warmup_tasks")
+    __match_args__ = ()
+
+    active_tasks: list[TaskIds]
+    standby_tasks: list[TaskIds]
+    warmup_tasks: list[TaskIds]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        active_tasks: list[TaskIds] = _MISSING,
+        standby_tasks: list[TaskIds] = _MISSING,
+        warmup_tasks: list[TaskIds] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.active_tasks = [] if active_tasks is _MISSING else active_tasks
+        self.standby_tasks = [] if standby_tasks is _MISSING else standby_tasks
+        self.warmup_tasks = [] if warmup_tasks is _MISSING else warmup_tasks
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.active_tasks,
+            self.standby_tasks,
+            self.warmup_tasks,
+            self.unknown_tagged_fields,
+        ) == (
+            other.active_tasks,
+            other.standby_tasks,
+            other.warmup_tasks,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"active_tasks={self.active_tasks!r}, "
+            f"standby_tasks={self.standby_tasks!r}, "
+            f"warmup_tasks={self.warmup_tasks!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Member:
-    member_id: str = ""
-    member_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    client_id: str = ""
-    client_host: str = ""
-    topology_epoch: int = 0
-    process_id: str = ""
-    user_endpoint: Endpoint | None = None
-    client_tags: list[KeyValue] = field(default_factory=list)
-    task_offsets: list[TaskOffset] = field(default_factory=list)
-    task_end_offsets: list[TaskOffset] = field(default_factory=list)
-    assignment: Assignment = field(default_factory=Assignment)
-    target_assignment: Assignment = field(default_factory=Assignment)
-    is_classic: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "assignment",
+        "client_host",
+        "client_id",
+        "client_tags",
+        "instance_id",
+        "is_classic",
+        "member_epoch",
+        "member_id",
+        "process_id",
+        "rack_id",
+        "target_assignment",
+        "task_end_offsets",
+        "task_offsets",
+        "topology_epoch",
+        "unknown_tagged_fields",
+        "user_endpoint",
+    )
+    __match_args__ = ()
+
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    topology_epoch: int
+    process_id: str
+    user_endpoint: Endpoint | None
+    client_tags: list[KeyValue]
+    task_offsets: list[TaskOffset]
+    task_end_offsets: list[TaskOffset]
+    assignment: Assignment
+    target_assignment: Assignment
+    is_classic: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        member_id: str = "",
+        member_epoch: int = 0,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        client_id: str = "",
+        client_host: str = "",
+        topology_epoch: int = 0,
+        process_id: str = "",
+        user_endpoint: Endpoint | None = None,
+        client_tags: list[KeyValue] = _MISSING,
+        task_offsets: list[TaskOffset] = _MISSING,
+        task_end_offsets: list[TaskOffset] = _MISSING,
+        assignment: Assignment = _MISSING,
+        target_assignment: Assignment = _MISSING,
+        is_classic: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.topology_epoch = topology_epoch
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = [] if client_tags is _MISSING else client_tags
+        self.task_offsets = [] if task_offsets is _MISSING else task_offsets
+        self.task_end_offsets = [] if task_end_offsets is _MISSING else task_end_offsets
+        self.assignment = Assignment() if assignment is _MISSING else assignment
+        self.target_assignment = (
+            Assignment() if target_assignment is _MISSING else target_assignment
+        )
+        self.is_classic = is_classic
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.member_id,
+            self.member_epoch,
+            self.instance_id,
+            self.rack_id,
+            self.client_id,
+            self.client_host,
+            self.topology_epoch,
+            self.process_id,
+            self.user_endpoint,
+            self.client_tags,
+            self.task_offsets,
+            self.task_end_offsets,
+            self.assignment,
+            self.target_assignment,
+            self.is_classic,
+            self.unknown_tagged_fields,
+        ) == (
+            other.member_id,
+            other.member_epoch,
+            other.instance_id,
+            other.rack_id,
+            other.client_id,
+            other.client_host,
+            other.topology_epoch,
+            other.process_id,
+            other.user_endpoint,
+            other.client_tags,
+            other.task_offsets,
+            other.task_end_offsets,
+            other.assignment,
+            other.target_assignment,
+            other.is_classic,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"member_id={self.member_id!r}, "
+            f"member_epoch={self.member_epoch!r}, "
+            f"instance_id={self.instance_id!r}, "
+            f"rack_id={self.rack_id!r}, "
+            f"client_id={self.client_id!r}, "
+            f"client_host={self.client_host!r}, "
+            f"topology_epoch={self.topology_epoch!r}, "
+            f"process_id={self.process_id!r}, "
+            f"user_endpoint={self.user_endpoint!r}, "
+            f"client_tags={self.client_tags!r}, "
+            f"task_offsets={self.task_offsets!r}, "
+            f"task_end_offsets={self.task_end_offsets!r}, "
+            f"assignment={self.assignment!r}, "
+            f"target_assignment={self.target_assignment!r}, "
+            f"is_classic={self.is_classic!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class DescribedGroup:
-    error_code: int = 0
-    error_message: str | None = None
-    group_id: str = ""
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    topology: Topology | None = None
-    members: list[Member] = field(default_factory=list)
-    authorized_operations: int = -2147483648
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "assignment_epoch",
+        "authorized_operations",
+        "error_code",
+        "error_message",
+        "group_epoch",
+        "group_id",
+        "group_state",
+        "members",
+        "topology",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    error_code: int
+    error_message: str | None
+    group_id: str
+    group_state: str
+    group_epoch: int
+    assignment_epoch: int
+    topology: Topology | None
+    members: list[Member]
+    authorized_operations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        error_code: int = 0,
+        error_message: str | None = None,
+        group_id: str = "",
+        group_state: str = "",
+        group_epoch: int = 0,
+        assignment_epoch: int = 0,
+        topology: Topology | None = None,
+        members: list[Member] = _MISSING,
+        authorized_operations: int = -2147483648,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.error_code = error_code
+        self.error_message = error_message
+        self.group_id = group_id
+        self.group_state = group_state
+        self.group_epoch = group_epoch
+        self.assignment_epoch = assignment_epoch
+        self.topology = topology
+        self.members = [] if members is _MISSING else members
+        self.authorized_operations = authorized_operations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.error_code,
+            self.error_message,
+            self.group_id,
+            self.group_state,
+            self.group_epoch,
+            self.assignment_epoch,
+            self.topology,
+            self.members,
+            self.authorized_operations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.error_code,
+            other.error_message,
+            other.group_id,
+            other.group_state,
+            other.group_epoch,
+            other.assignment_epoch,
+            other.topology,
+            other.members,
+            other.authorized_operations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"group_id={self.group_id!r}, "
+            f"group_state={self.group_state!r}, "
+            f"group_epoch={self.group_epoch!r}, "
+            f"assignment_epoch={self.assignment_epoch!r}, "
+            f"topology={self.topology!r}, "
+            f"members={self.members!r}, "
+            f"authorized_operations={self.authorized_operations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class StreamsGroupDescribeResponse:
-    throttle_time: int = 0
-    groups: list[DescribedGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("groups", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    groups: list[DescribedGroup]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        groups: list[DescribedGroup] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.groups = [] if groups is _MISSING else groups
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.groups,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.groups,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"groups={self.groups!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_StreamsGroupDescribeRequest(r: Reader, version: int) -> StreamsGroupDescribeRequest:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -37,134 +37,857 @@ API_NAME = "streams_group_heartbeat"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class KeyValue:
-    key: str = ""
-    value: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("key", "unknown_tagged_fields", "value")
+    __match_args__ = ()
+
+    key: str
+    value: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        key: str = "",
+        value: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.key,
+            self.value,
+            self.unknown_tagged_fields,
+        ) == (
+            other.key,
+            other.value,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"key={self.key!r}, "
+            f"value={self.value!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicInfo:
-    name: str = ""
-    partitions: int = 0
-    replication_factor: int = 0
-    topic_configs: list[KeyValue] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "name",
+        "partitions",
+        "replication_factor",
+        "topic_configs",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    name: str
+    partitions: int
+    replication_factor: int
+    topic_configs: list[KeyValue]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: int = 0,
+        replication_factor: int = 0,
+        topic_configs: list[KeyValue] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = partitions
+        self.replication_factor = replication_factor
+        self.topic_configs = [] if topic_configs is _MISSING else topic_configs
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.replication_factor,
+            self.topic_configs,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.replication_factor,
+            other.topic_configs,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"replication_factor={self.replication_factor!r}, "
+            f"topic_configs={self.topic_configs!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CopartitionGroup:
-    source_topics: list[int] = field(default_factory=list)
-    source_topic_regex: list[int] = field(default_factory=list)
-    repartition_source_topics: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "repartition_source_topics",
+        "source_topic_regex",
+        "source_topics",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    source_topics: list[int]
+    source_topic_regex: list[int]
+    repartition_source_topics: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        source_topics: list[int] = _MISSING,
+        source_topic_regex: list[int] = _MISSING,
+        repartition_source_topics: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.source_topics = [] if source_topics is _MISSING else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _MISSING else source_topic_regex
+        self.repartition_source_topics = (
+            [] if repartition_source_topics is _MISSING else repartition_source_topics
+        )
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.source_topics,
+            self.source_topic_regex,
+            self.repartition_source_topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.source_topics,
+            other.source_topic_regex,
+            other.repartition_source_topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"source_topics={self.source_topics!r}, "
+            f"source_topic_regex={self.source_topic_regex!r}, "
+            f"repartition_source_topics={self.repartition_source_topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Subtopology:
-    subtopology_id: str = ""
-    source_topics: list[str] = field(default_factory=list)
-    source_topic_regex: list[str] = field(default_factory=list)
-    state_changelog_topics: list[TopicInfo] = field(default_factory=list)
-    repartition_sink_topics: list[str] = field(default_factory=list)
-    repartition_source_topics: list[TopicInfo] = field(default_factory=list)
-    copartition_groups: list[CopartitionGroup] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "copartition_groups",
+        "repartition_sink_topics",
+        "repartition_source_topics",
+        "source_topic_regex",
+        "source_topics",
+        "state_changelog_topics",
+        "subtopology_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    subtopology_id: str
+    source_topics: list[str]
+    source_topic_regex: list[str]
+    state_changelog_topics: list[TopicInfo]
+    repartition_sink_topics: list[str]
+    repartition_source_topics: list[TopicInfo]
+    copartition_groups: list[CopartitionGroup]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = "",
+        source_topics: list[str] = _MISSING,
+        source_topic_regex: list[str] = _MISSING,
+        state_changelog_topics: list[TopicInfo] = _MISSING,
+        repartition_sink_topics: list[str] = _MISSING,
+        repartition_source_topics: list[TopicInfo] = _MISSING,
+        copartition_groups: list[CopartitionGroup] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.source_topics = [] if source_topics is _MISSING else source_topics
+        self.source_topic_regex = [] if source_topic_regex is _MISSING else source_topic_regex
+        self.state_changelog_topics = (
+            [] if state_changelog_topics is _MISSING else state_changelog_topics
+        )
+        self.repartition_sink_topics = (
+            [] if repartition_sink_topics is _MISSING else repartition_sink_topics
+        )
+        self.repartition_source_topics = (
+            [] if repartition_source_topics is _MISSING else repartition_source_topics
+        )
+        self.copartition_groups = [] if copartition_groups is _MISSING else copartition_groups
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.subtopology_id,
+            self.source_topics,
+            self.source_topic_regex,
+            self.state_changelog_topics,
+            self.repartition_sink_topics,
+            self.repartition_source_topics,
+            self.copartition_groups,
+            self.unknown_tagged_fields,
+        ) == (
+            other.subtopology_id,
+            other.source_topics,
+            other.source_topic_regex,
+            other.state_changelog_topics,
+            other.repartition_sink_topics,
+            other.repartition_source_topics,
+            other.copartition_groups,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"subtopology_id={self.subtopology_id!r}, "
+            f"source_topics={self.source_topics!r}, "
+            f"source_topic_regex={self.source_topic_regex!r}, "
+            f"state_changelog_topics={self.state_changelog_topics!r}, "
+            f"repartition_sink_topics={self.repartition_sink_topics!r}, "
+            f"repartition_source_topics={self.repartition_source_topics!r}, "
+            f"copartition_groups={self.copartition_groups!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Topology:
-    epoch: int = 0
-    subtopologies: list[Subtopology] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("epoch", "subtopologies", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    epoch: int
+    subtopologies: list[Subtopology]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        epoch: int = 0,
+        subtopologies: list[Subtopology] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.epoch = epoch
+        self.subtopologies = [] if subtopologies is _MISSING else subtopologies
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.epoch,
+            self.subtopologies,
+            self.unknown_tagged_fields,
+        ) == (
+            other.epoch,
+            other.subtopologies,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"epoch={self.epoch!r}, "
+            f"subtopologies={self.subtopologies!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TaskIds:
-    subtopology_id: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "subtopology_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    subtopology_id: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.subtopology_id,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.subtopology_id,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"subtopology_id={self.subtopology_id!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Endpoint:
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TaskOffset:
-    subtopology_id: str = ""
-    partition: int = 0
-    offset: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("offset", "partition", "subtopology_id", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    subtopology_id: str
+    partition: int
+    offset: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        subtopology_id: str = "",
+        partition: int = 0,
+        offset: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.subtopology_id = subtopology_id
+        self.partition = partition
+        self.offset = offset
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.subtopology_id,
+            self.partition,
+            self.offset,
+            self.unknown_tagged_fields,
+        ) == (
+            other.subtopology_id,
+            other.partition,
+            other.offset,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"subtopology_id={self.subtopology_id!r}, "
+            f"partition={self.partition!r}, "
+            f"offset={self.offset!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class StreamsGroupHeartbeatRequest:
-    group_id: str = ""
-    member_id: str = ""
-    member_epoch: int = 0
-    endpoint_information_epoch: int = 0
-    instance_id: str | None = None
-    rack_id: str | None = None
-    rebalance_timeout: int = -1
-    topology: Topology | None = None
-    active_tasks: list[TaskIds] | None = None
-    standby_tasks: list[TaskIds] | None = None
-    warmup_tasks: list[TaskIds] | None = None
-    process_id: str | None = None
-    user_endpoint: Endpoint | None = None
-    client_tags: list[KeyValue] | None = None
-    task_offsets: list[TaskOffset] | None = None
-    task_end_offsets: list[TaskOffset] | None = None
-    shutdown_application: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "active_tasks",
+        "client_tags",
+        "endpoint_information_epoch",
+        "group_id",
+        "instance_id",
+        "member_epoch",
+        "member_id",
+        "process_id",
+        "rack_id",
+        "rebalance_timeout",
+        "shutdown_application",
+        "standby_tasks",
+        "task_end_offsets",
+        "task_offsets",
+        "topology",
+        "unknown_tagged_fields",
+        "user_endpoint",
+        "warmup_tasks",
+    )
+    __match_args__ = ()
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    endpoint_information_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout: int
+    topology: Topology | None
+    active_tasks: list[TaskIds] | None
+    standby_tasks: list[TaskIds] | None
+    warmup_tasks: list[TaskIds] | None
+    process_id: str | None
+    user_endpoint: Endpoint | None
+    client_tags: list[KeyValue] | None
+    task_offsets: list[TaskOffset] | None
+    task_end_offsets: list[TaskOffset] | None
+    shutdown_application: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        group_id: str = "",
+        member_id: str = "",
+        member_epoch: int = 0,
+        endpoint_information_epoch: int = 0,
+        instance_id: str | None = None,
+        rack_id: str | None = None,
+        rebalance_timeout: int = -1,
+        topology: Topology | None = None,
+        active_tasks: list[TaskIds] | None = None,
+        standby_tasks: list[TaskIds] | None = None,
+        warmup_tasks: list[TaskIds] | None = None,
+        process_id: str | None = None,
+        user_endpoint: Endpoint | None = None,
+        client_tags: list[KeyValue] | None = None,
+        task_offsets: list[TaskOffset] | None = None,
+        task_end_offsets: list[TaskOffset] | None = None,
+        shutdown_application: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.group_id = group_id
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.instance_id = instance_id
+        self.rack_id = rack_id
+        self.rebalance_timeout = rebalance_timeout
+        self.topology = topology
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.process_id = process_id
+        self.user_endpoint = user_endpoint
+        self.client_tags = client_tags
+        self.task_offsets = task_offsets
+        self.task_end_offsets = task_end_offsets
+        self.shutdown_application = shutdown_application
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.group_id,
+            self.member_id,
+            self.member_epoch,
+            self.endpoint_information_epoch,
+            self.instance_id,
+            self.rack_id,
+            self.rebalance_timeout,
+            self.topology,
+            self.active_tasks,
+            self.standby_tasks,
+            self.warmup_tasks,
+            self.process_id,
+            self.user_endpoint,
+            self.client_tags,
+            self.task_offsets,
+            self.task_end_offsets,
+            self.shutdown_application,
+            self.unknown_tagged_fields,
+        ) == (
+            other.group_id,
+            other.member_id,
+            other.member_epoch,
+            other.endpoint_information_epoch,
+            other.instance_id,
+            other.rack_id,
+            other.rebalance_timeout,
+            other.topology,
+            other.active_tasks,
+            other.standby_tasks,
+            other.warmup_tasks,
+            other.process_id,
+            other.user_endpoint,
+            other.client_tags,
+            other.task_offsets,
+            other.task_end_offsets,
+            other.shutdown_application,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"group_id={self.group_id!r}, "
+            f"member_id={self.member_id!r}, "
+            f"member_epoch={self.member_epoch!r}, "
+            f"endpoint_information_epoch={self.endpoint_information_epoch!r}, "
+            f"instance_id={self.instance_id!r}, "
+            f"rack_id={self.rack_id!r}, "
+            f"rebalance_timeout={self.rebalance_timeout!r}, "
+            f"topology={self.topology!r}, "
+            f"active_tasks={self.active_tasks!r}, "
+            f"standby_tasks={self.standby_tasks!r}, "
+            f"warmup_tasks={self.warmup_tasks!r}, "
+            f"process_id={self.process_id!r}, "
+            f"user_endpoint={self.user_endpoint!r}, "
+            f"client_tags={self.client_tags!r}, "
+            f"task_offsets={self.task_offsets!r}, "
+            f"task_end_offsets={self.task_end_offsets!r}, "
+            f"shutdown_application={self.shutdown_application!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class Status:
-    status_code: int = 0
-    status_detail: str = ""
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("status_code", "status_detail", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    status_code: int
+    status_detail: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        status_code: int = 0,
+        status_detail: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.status_code = status_code
+        self.status_detail = status_detail
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.status_code,
+            self.status_detail,
+            self.unknown_tagged_fields,
+        ) == (
+            other.status_code,
+            other.status_detail,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"status_code={self.status_code!r}, "
+            f"status_detail={self.status_detail!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicPartition:
-    topic: str = ""
-    partitions: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("partitions", "topic", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    topic: str
+    partitions: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        topic: str = "",
+        partitions: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.topic = topic
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.topic,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.topic,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"topic={self.topic!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class EndpointToPartitions:
-    user_endpoint: Endpoint = field(default_factory=Endpoint)
-    active_partitions: list[TopicPartition] = field(default_factory=list)
-    standby_partitions: list[TopicPartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "active_partitions",
+        "standby_partitions",
+        "unknown_tagged_fields",
+        "user_endpoint",
+    )
+    __match_args__ = ()
+
+    user_endpoint: Endpoint
+    active_partitions: list[TopicPartition]
+    standby_partitions: list[TopicPartition]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        user_endpoint: Endpoint = _MISSING,
+        active_partitions: list[TopicPartition] = _MISSING,
+        standby_partitions: list[TopicPartition] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.user_endpoint = Endpoint() if user_endpoint is _MISSING else user_endpoint
+        self.active_partitions = [] if active_partitions is _MISSING else active_partitions
+        self.standby_partitions = [] if standby_partitions is _MISSING else standby_partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.user_endpoint,
+            self.active_partitions,
+            self.standby_partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.user_endpoint,
+            other.active_partitions,
+            other.standby_partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"user_endpoint={self.user_endpoint!r}, "
+            f"active_partitions={self.active_partitions!r}, "
+            f"standby_partitions={self.standby_partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class StreamsGroupHeartbeatResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    member_id: str = ""
-    member_epoch: int = 0
-    heartbeat_interval: int = 0
-    acceptable_recovery_lag: int = 0
-    task_offset_interval: int = 0
-    status: list[Status] | None = None
-    active_tasks: list[TaskIds] | None = None
-    standby_tasks: list[TaskIds] | None = None
-    warmup_tasks: list[TaskIds] | None = None
-    endpoint_information_epoch: int = 0
-    partitions_by_user_endpoint: list[EndpointToPartitions] | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "acceptable_recovery_lag",
+        "active_tasks",
+        "endpoint_information_epoch",
+        "error_code",
+        "error_message",
+        "heartbeat_interval",
+        "member_epoch",
+        "member_id",
+        "partitions_by_user_endpoint",
+        "standby_tasks",
+        "status",
+        "task_offset_interval",
+        "throttle_time",
+        "unknown_tagged_fields",
+        "warmup_tasks",
+    )
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    error_message: str | None
+    member_id: str
+    member_epoch: int
+    heartbeat_interval: int
+    acceptable_recovery_lag: int
+    task_offset_interval: int
+    status: list[Status] | None
+    active_tasks: list[TaskIds] | None
+    standby_tasks: list[TaskIds] | None
+    warmup_tasks: list[TaskIds] | None
+    endpoint_information_epoch: int
+    partitions_by_user_endpoint: list[EndpointToPartitions] | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        member_id: str = "",
+        member_epoch: int = 0,
+        heartbeat_interval: int = 0,
+        acceptable_recovery_lag: int = 0,
+        task_offset_interval: int = 0,
+        status: list[Status] | None = None,
+        active_tasks: list[TaskIds] | None = None,
+        standby_tasks: list[TaskIds] | None = None,
+        warmup_tasks: list[TaskIds] | None = None,
+        endpoint_information_epoch: int = 0,
+        partitions_by_user_endpoint: list[EndpointToPartitions] | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.error_message = error_message
+        self.member_id = member_id
+        self.member_epoch = member_epoch
+        self.heartbeat_interval = heartbeat_interval
+        self.acceptable_recovery_lag = acceptable_recovery_lag
+        self.task_offset_interval = task_offset_interval
+        self.status = status
+        self.active_tasks = active_tasks
+        self.standby_tasks = standby_tasks
+        self.warmup_tasks = warmup_tasks
+        self.endpoint_information_epoch = endpoint_information_epoch
+        self.partitions_by_user_endpoint = partitions_by_user_endpoint
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.error_message,
+            self.member_id,
+            self.member_epoch,
+            self.heartbeat_interval,
+            self.acceptable_recovery_lag,
+            self.task_offset_interval,
+            self.status,
+            self.active_tasks,
+            self.standby_tasks,
+            self.warmup_tasks,
+            self.endpoint_information_epoch,
+            self.partitions_by_user_endpoint,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.error_message,
+            other.member_id,
+            other.member_epoch,
+            other.heartbeat_interval,
+            other.acceptable_recovery_lag,
+            other.task_offset_interval,
+            other.status,
+            other.active_tasks,
+            other.standby_tasks,
+            other.warmup_tasks,
+            other.endpoint_information_epoch,
+            other.partitions_by_user_endpoint,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"member_id={self.member_id!r}, "
+            f"member_epoch={self.member_epoch!r}, "
+            f"heartbeat_interval={self.heartbeat_interval!r}, "
+            f"acceptable_recovery_lag={self.acceptable_recovery_lag!r}, "
+            f"task_offset_interval={self.task_offset_interval!r}, "
+            f"status={self.status!r}, "
+            f"active_tasks={self.active_tasks!r}, "
+            f"standby_tasks={self.standby_tasks!r}, "
+            f"warmup_tasks={self.warmup_tasks!r}, "
+            f"endpoint_information_epoch={self.endpoint_information_epoch!r}, "
+            f"partitions_by_user_endpoint={self.partitions_by_user_endpoint!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_KeyValue(r: Reader, version: int) -> KeyValue:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -30,56 +30,330 @@ API_NAME = "txn_offset_commit"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 5
 FLEXIBLE_MIN_VERSION = 3
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitRequestPartition:
-    partition_index: int = 0
-    committed_offset: int = 0
-    committed_leader_epoch: int = -1
-    committed_metadata: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "committed_leader_epoch",
+        "committed_metadata",
+        "committed_offset",
+        "partition_index",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int
+    committed_metadata: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        committed_offset: int = 0,
+        committed_leader_epoch: int = -1,
+        committed_metadata: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.committed_offset = committed_offset
+        self.committed_leader_epoch = committed_leader_epoch
+        self.committed_metadata = committed_metadata
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.committed_offset,
+            self.committed_leader_epoch,
+            self.committed_metadata,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.committed_offset,
+            other.committed_leader_epoch,
+            other.committed_metadata,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"committed_offset={self.committed_offset!r}, "
+            f"committed_leader_epoch={self.committed_leader_epoch!r}, "
+            f"committed_metadata={self.committed_metadata!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitRequestTopic:
-    name: str = ""
-    partitions: list[TxnOffsetCommitRequestPartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[TxnOffsetCommitRequestPartition]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[TxnOffsetCommitRequestPartition] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitRequest:
-    transactional_id: str = ""
-    group_id: str = ""
-    producer_id: int = 0
-    producer_epoch: int = 0
-    generation_id: int = -1
-    member_id: str = ""
-    group_instance_id: str | None = None
-    topics: list[TxnOffsetCommitRequestTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "generation_id",
+        "group_id",
+        "group_instance_id",
+        "member_id",
+        "producer_epoch",
+        "producer_id",
+        "topics",
+        "transactional_id",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    topics: list[TxnOffsetCommitRequestTopic]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        transactional_id: str = "",
+        group_id: str = "",
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        generation_id: int = -1,
+        member_id: str = "",
+        group_instance_id: str | None = None,
+        topics: list[TxnOffsetCommitRequestTopic] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.group_id = group_id
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.generation_id = generation_id
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.transactional_id,
+            self.group_id,
+            self.producer_id,
+            self.producer_epoch,
+            self.generation_id,
+            self.member_id,
+            self.group_instance_id,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.transactional_id,
+            other.group_id,
+            other.producer_id,
+            other.producer_epoch,
+            other.generation_id,
+            other.member_id,
+            other.group_instance_id,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"transactional_id={self.transactional_id!r}, "
+            f"group_id={self.group_id!r}, "
+            f"producer_id={self.producer_id!r}, "
+            f"producer_epoch={self.producer_epoch!r}, "
+            f"generation_id={self.generation_id!r}, "
+            f"member_id={self.member_id!r}, "
+            f"group_instance_id={self.group_instance_id!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitResponsePartition:
-    partition_index: int = 0
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "partition_index", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    partition_index: int
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitResponseTopic:
-    name: str = ""
-    partitions: list[TxnOffsetCommitResponsePartition] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[TxnOffsetCommitResponsePartition]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[TxnOffsetCommitResponsePartition] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitResponse:
-    throttle_time: int = 0
-    topics: list[TxnOffsetCommitResponseTopic] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("throttle_time", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    topics: list[TxnOffsetCommitResponseTopic]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        topics: list[TxnOffsetCommitResponseTopic] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_TxnOffsetCommitRequestPartition(

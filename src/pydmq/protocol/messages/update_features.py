@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -28,40 +28,222 @@ API_NAME = "update_features"
 REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 0
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class FeatureUpdateKey:
-    feature: str = ""
-    max_version_level: int = 0
-    upgrade_type: int = 1
-    allow_downgrade: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "allow_downgrade",
+        "feature",
+        "max_version_level",
+        "unknown_tagged_fields",
+        "upgrade_type",
+    )
+    __match_args__ = ()
+
+    feature: str
+    max_version_level: int
+    upgrade_type: int
+    allow_downgrade: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        feature: str = "",
+        max_version_level: int = 0,
+        upgrade_type: int = 1,
+        allow_downgrade: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.feature = feature
+        self.max_version_level = max_version_level
+        self.upgrade_type = upgrade_type
+        self.allow_downgrade = allow_downgrade
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.feature,
+            self.max_version_level,
+            self.upgrade_type,
+            self.allow_downgrade,
+            self.unknown_tagged_fields,
+        ) == (
+            other.feature,
+            other.max_version_level,
+            other.upgrade_type,
+            other.allow_downgrade,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"feature={self.feature!r}, "
+            f"max_version_level={self.max_version_level!r}, "
+            f"upgrade_type={self.upgrade_type!r}, "
+            f"allow_downgrade={self.allow_downgrade!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class UpdateFeaturesRequest:
-    timeout: int = 60000
-    feature_updates: list[FeatureUpdateKey] = field(default_factory=list)
-    validate_only: bool = False
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("feature_updates", "timeout", "unknown_tagged_fields", "validate_only")
+    __match_args__ = ()
+
+    timeout: int
+    feature_updates: list[FeatureUpdateKey]
+    validate_only: bool
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        timeout: int = 60000,
+        feature_updates: list[FeatureUpdateKey] = _MISSING,
+        validate_only: bool = False,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.timeout = timeout
+        self.feature_updates = [] if feature_updates is _MISSING else feature_updates
+        self.validate_only = validate_only
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.timeout,
+            self.feature_updates,
+            self.validate_only,
+            self.unknown_tagged_fields,
+        ) == (
+            other.timeout,
+            other.feature_updates,
+            other.validate_only,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"timeout={self.timeout!r}, "
+            f"feature_updates={self.feature_updates!r}, "
+            f"validate_only={self.validate_only!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class UpdatableFeatureResult:
-    feature: str = ""
-    error_code: int = 0
-    error_message: str | None = None
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "error_message", "feature", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    feature: str
+    error_code: int
+    error_message: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        feature: str = "",
+        error_code: int = 0,
+        error_message: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.feature = feature
+        self.error_code = error_code
+        self.error_message = error_message
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.feature,
+            self.error_code,
+            self.error_message,
+            self.unknown_tagged_fields,
+        ) == (
+            other.feature,
+            other.error_code,
+            other.error_message,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"feature={self.feature!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class UpdateFeaturesResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    error_message: str | None = None
-    results: list[UpdatableFeatureResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "error_message", "results", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    error_message: str | None
+    results: list[UpdatableFeatureResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        error_message: str | None = None,
+        results: list[UpdatableFeatureResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.error_message = error_message
+        self.results = [] if results is _MISSING else results
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.error_message,
+            self.results,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.error_message,
+            other.results,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"error_message={self.error_message!r}, "
+            f"results={self.results!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_FeatureUpdateKey(r: Reader, version: int) -> FeatureUpdateKey:

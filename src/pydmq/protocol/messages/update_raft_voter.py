@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -31,49 +31,281 @@ REQUEST_MIN_VERSION = 0
 REQUEST_MAX_VERSION = 0
 FLEXIBLE_MIN_VERSION = 0
 _ZERO_UUID = uuid.UUID(int=0)
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class Listener:
-    name: str = ""
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "name", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class KRaftVersionFeature:
-    min_supported_version: int = 0
-    max_supported_version: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("max_supported_version", "min_supported_version", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    min_supported_version: int
+    max_supported_version: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        min_supported_version: int = 0,
+        max_supported_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.min_supported_version = min_supported_version
+        self.max_supported_version = max_supported_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.min_supported_version,
+            self.max_supported_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.min_supported_version,
+            other.max_supported_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"min_supported_version={self.min_supported_version!r}, "
+            f"max_supported_version={self.max_supported_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class UpdateRaftVoterRequest:
-    cluster_id: str | None = None
-    current_leader_epoch: int = 0
-    voter_id: int = 0
-    voter_directory_id: uuid.UUID = _ZERO_UUID
-    listeners: list[Listener] = field(default_factory=list)
-    k_raft_version_feature: KRaftVersionFeature = field(default_factory=KRaftVersionFeature)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "cluster_id",
+        "current_leader_epoch",
+        "k_raft_version_feature",
+        "listeners",
+        "unknown_tagged_fields",
+        "voter_directory_id",
+        "voter_id",
+    )
+    __match_args__ = ()
+
+    cluster_id: str | None
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    listeners: list[Listener]
+    k_raft_version_feature: KRaftVersionFeature
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        cluster_id: str | None = None,
+        current_leader_epoch: int = 0,
+        voter_id: int = 0,
+        voter_directory_id: uuid.UUID = _ZERO_UUID,
+        listeners: list[Listener] = _MISSING,
+        k_raft_version_feature: KRaftVersionFeature = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.cluster_id = cluster_id
+        self.current_leader_epoch = current_leader_epoch
+        self.voter_id = voter_id
+        self.voter_directory_id = voter_directory_id
+        self.listeners = [] if listeners is _MISSING else listeners
+        self.k_raft_version_feature = (
+            KRaftVersionFeature() if k_raft_version_feature is _MISSING else k_raft_version_feature
+        )
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.cluster_id,
+            self.current_leader_epoch,
+            self.voter_id,
+            self.voter_directory_id,
+            self.listeners,
+            self.k_raft_version_feature,
+            self.unknown_tagged_fields,
+        ) == (
+            other.cluster_id,
+            other.current_leader_epoch,
+            other.voter_id,
+            other.voter_directory_id,
+            other.listeners,
+            other.k_raft_version_feature,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"cluster_id={self.cluster_id!r}, "
+            f"current_leader_epoch={self.current_leader_epoch!r}, "
+            f"voter_id={self.voter_id!r}, "
+            f"voter_directory_id={self.voter_directory_id!r}, "
+            f"listeners={self.listeners!r}, "
+            f"k_raft_version_feature={self.k_raft_version_feature!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class CurrentLeader:
-    leader_id: int = -1
-    leader_epoch: int = -1
-    host: str = ""
-    port: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("host", "leader_epoch", "leader_id", "port", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    leader_id: int
+    leader_epoch: int
+    host: str
+    port: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        leader_id: int = -1,
+        leader_epoch: int = -1,
+        host: str = "",
+        port: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.host = host
+        self.port = port
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.leader_id,
+            self.leader_epoch,
+            self.host,
+            self.port,
+            self.unknown_tagged_fields,
+        ) == (
+            other.leader_id,
+            other.leader_epoch,
+            other.host,
+            other.port,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"leader_id={self.leader_id!r}, "
+            f"leader_epoch={self.leader_epoch!r}, "
+            f"host={self.host!r}, "
+            f"port={self.port!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class UpdateRaftVoterResponse:
-    throttle_time: int = 0
-    error_code: int = 0
-    current_leader: CurrentLeader = field(default_factory=CurrentLeader)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("current_leader", "error_code", "throttle_time", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    throttle_time: int
+    error_code: int
+    current_leader: CurrentLeader
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        throttle_time: int = 0,
+        error_code: int = 0,
+        current_leader: CurrentLeader = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.throttle_time = throttle_time
+        self.error_code = error_code
+        self.current_leader = CurrentLeader() if current_leader is _MISSING else current_leader
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.throttle_time,
+            self.error_code,
+            self.current_leader,
+            self.unknown_tagged_fields,
+        ) == (
+            other.throttle_time,
+            other.error_code,
+            other.current_leader,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"throttle_time={self.throttle_time!r}, "
+            f"error_code={self.error_code!r}, "
+            f"current_leader={self.current_leader!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_Listener(r: Reader, version: int) -> Listener:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 from pydmq.protocol.errors import UnsupportedVersionError
 from pydmq.protocol.primitives import Reader, Writer
@@ -31,57 +31,329 @@ API_NAME = "write_txn_markers"
 REQUEST_MIN_VERSION = 1
 REQUEST_MAX_VERSION = 2
 FLEXIBLE_MIN_VERSION = 1
+# Default of list, dict and struct fields: replaced by a fresh value per instance.
+_MISSING: Any = object()
 
 
-@dataclass(slots=True, kw_only=True)
 class WritableTxnMarkerTopic:
-    name: str = ""
-    partition_indexes: list[int] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partition_indexes", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partition_indexes: list[int]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partition_indexes: list[int] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partition_indexes = [] if partition_indexes is _MISSING else partition_indexes
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partition_indexes,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partition_indexes,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partition_indexes={self.partition_indexes!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class WritableTxnMarker:
-    producer_id: int = 0
-    producer_epoch: int = 0
-    transaction_result: bool = False
-    topics: list[WritableTxnMarkerTopic] = field(default_factory=list)
-    coordinator_epoch: int = 0
-    transaction_version: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = (
+        "coordinator_epoch",
+        "producer_epoch",
+        "producer_id",
+        "topics",
+        "transaction_result",
+        "transaction_version",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    producer_id: int
+    producer_epoch: int
+    transaction_result: bool
+    topics: list[WritableTxnMarkerTopic]
+    coordinator_epoch: int
+    transaction_version: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        producer_id: int = 0,
+        producer_epoch: int = 0,
+        transaction_result: bool = False,
+        topics: list[WritableTxnMarkerTopic] = _MISSING,
+        coordinator_epoch: int = 0,
+        transaction_version: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.transaction_result = transaction_result
+        self.topics = [] if topics is _MISSING else topics
+        self.coordinator_epoch = coordinator_epoch
+        self.transaction_version = transaction_version
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.producer_id,
+            self.producer_epoch,
+            self.transaction_result,
+            self.topics,
+            self.coordinator_epoch,
+            self.transaction_version,
+            self.unknown_tagged_fields,
+        ) == (
+            other.producer_id,
+            other.producer_epoch,
+            other.transaction_result,
+            other.topics,
+            other.coordinator_epoch,
+            other.transaction_version,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"producer_id={self.producer_id!r}, "
+            f"producer_epoch={self.producer_epoch!r}, "
+            f"transaction_result={self.transaction_result!r}, "
+            f"topics={self.topics!r}, "
+            f"coordinator_epoch={self.coordinator_epoch!r}, "
+            f"transaction_version={self.transaction_version!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class WriteTxnMarkersRequest:
-    markers: list[WritableTxnMarker] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("markers", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    markers: list[WritableTxnMarker]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        markers: list[WritableTxnMarker] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.markers = [] if markers is _MISSING else markers
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.markers,
+            self.unknown_tagged_fields,
+        ) == (
+            other.markers,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"markers={self.markers!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class WritableTxnMarkerPartitionResult:
-    partition_index: int = 0
-    error_code: int = 0
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("error_code", "partition_index", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    partition_index: int
+    error_code: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        partition_index: int = 0,
+        error_code: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.partition_index = partition_index
+        self.error_code = error_code
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.partition_index,
+            self.error_code,
+            self.unknown_tagged_fields,
+        ) == (
+            other.partition_index,
+            other.error_code,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"partition_index={self.partition_index!r}, "
+            f"error_code={self.error_code!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class WritableTxnMarkerTopicResult:
-    name: str = ""
-    partitions: list[WritableTxnMarkerPartitionResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("name", "partitions", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    name: str
+    partitions: list[WritableTxnMarkerPartitionResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        partitions: list[WritableTxnMarkerPartitionResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.partitions = [] if partitions is _MISSING else partitions
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.partitions,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.partitions,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"partitions={self.partitions!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class WritableTxnMarkerResult:
-    producer_id: int = 0
-    topics: list[WritableTxnMarkerTopicResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("producer_id", "topics", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    producer_id: int
+    topics: list[WritableTxnMarkerTopicResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        producer_id: int = 0,
+        topics: list[WritableTxnMarkerTopicResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.producer_id = producer_id
+        self.topics = [] if topics is _MISSING else topics
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.producer_id,
+            self.topics,
+            self.unknown_tagged_fields,
+        ) == (
+            other.producer_id,
+            other.topics,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"producer_id={self.producer_id!r}, "
+            f"topics={self.topics!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
-@dataclass(slots=True, kw_only=True)
 class WriteTxnMarkersResponse:
-    markers: list[WritableTxnMarkerResult] = field(default_factory=list)
-    unknown_tagged_fields: dict[int, bytes] = field(default_factory=dict)
+    __slots__ = ("markers", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    markers: list[WritableTxnMarkerResult]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        markers: list[WritableTxnMarkerResult] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.markers = [] if markers is _MISSING else markers
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.markers,
+            self.unknown_tagged_fields,
+        ) == (
+            other.markers,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"markers={self.markers!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
 
 
 def _read_WritableTxnMarkerTopic(r: Reader, version: int) -> WritableTxnMarkerTopic:
