@@ -36,7 +36,9 @@ class Dispatch:
         raise NotImplementedError
 
 
-_INITIAL_BUFFER = 256 * 1024
+# Per connection, zero-filled (resident) at accept: 256 KiB made 1,000 idle connections pin
+# 250 MiB of RSS. Start small; _make_room grows (doubling) for the clients that send big frames.
+_INITIAL_BUFFER = 16 * 1024
 _MAX_PREALLOCATE = 1024 * 1024
 _MAX_BACKLOG_FRAMES = 1000
 _ids = itertools.count(1)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import struct
 
+from pydmq.failpoints import failpoint
+
 __all__ = [
     "fsync_dir",
     "read_checkpoint_file",
@@ -44,7 +46,9 @@ def write_atomically(
             os.fsync(fd)
     finally:
         os.close(fd)
+    failpoint("checkpoint.rename.before")
     os.replace(tmp, path)
+    failpoint("checkpoint.rename.after")
     if durable:
         fsync_dir(os.path.dirname(os.path.abspath(path)))
 

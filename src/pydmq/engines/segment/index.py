@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import lmdb
 
+from pydmq.failpoints import failpoint
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["LogIndex", "SegmentMeta", "segment_prefix"]
@@ -151,7 +152,9 @@ class LogIndex:
             for k, v in packed:
                 txn.put(k, v, db=self._segment_db)
 
+        failpoint("index.put.before_commit")
         self._write(fn)
+        failpoint("index.put.after_commit")
 
     def delete_segment(self, prefix: bytes, *, keep_meta: bool = False) -> None:
         """Delete every index entry (and the meta unless ``keep_meta``) of one segment."""

@@ -17,6 +17,7 @@ from pydmq.engines.segment.loader import (
     LogLoader,
 )
 from pydmq.engines.segment.segment import LogSegment
+from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BatchHeader
 from pydmq.storage.api import (
     FetchDataInfo,
@@ -121,6 +122,7 @@ class SegmentLog:
             self.flush()
 
     def _roll(self, base_offset: int) -> LogSegment:
+        failpoint("segment.roll.before")
         old = self._segments.last
         old.active = False
         segment = LogSegment(
@@ -134,6 +136,7 @@ class SegmentLog:
         segment.active = True
         self._segments.add(segment)
         self._write_index()
+        failpoint("segment.roll.after")
         return segment
 
     def maybe_roll(self, now_ms: int) -> None:
@@ -301,6 +304,7 @@ class SegmentLog:
         deleted = 0
         for segment in list(self._segments)[:count]:
             self._delete_segment(segment)
+            failpoint("retention.delete.segment")
             deleted += 1
         if deleted:
             first = self._segments.first.base_offset

@@ -20,6 +20,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
+from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
 from pydmq.storage.api import TimestampAndOffset, TopicPartition
 
@@ -152,10 +153,12 @@ class LogSegment:
         """Append whole batches with one write; index every ``index.interval.bytes``."""
         start = self.size
         view = memoryview(records)
+        failpoint("segment.append.before_write")
         written = os.write(self._fd, view)
         while written < len(view):  # regular files rarely write short; be correct anyway
             view = view[written:]
             written = os.write(self._fd, view)
+        failpoint("segment.append.after_write")
         self.size = start + len(records)
         self._track(headers, start)
 
