@@ -177,7 +177,7 @@ class Broker:
         while True:
             await asyncio.sleep(min(checkpoint_every, retention_every))
             try:
-                self.replica_manager.checkpoint_all()
+                await self.replica_manager.checkpoint_changed()
                 if time.monotonic() >= next_retention:
                     self.replica_manager.cleanup_logs()
                     next_retention = time.monotonic() + retention_every

@@ -84,7 +84,9 @@ class UnifiedLog:
         self.leader_epochs: list[tuple[int, int]] = []  # (epoch, start offset)
         self._load_leader_epochs()
         self._load_producer_state()
+        self._snapshot_end = self.producer_state.map_end_offset
         self.high_watermark = self._load_high_watermark()
+        self._checkpointed_hw = self.high_watermark
 
     # -- offsets ---------------------------------------------------------------------
     @property
@@ -302,6 +304,19 @@ class UnifiedLog:
 
     def take_producer_snapshot(self) -> None:
         self.engine_log.write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
+        self._snapshot_end = self.producer_state.map_end_offset
+
+    def maybe_checkpoint(self) -> int:
+        """Write the high-watermark checkpoint and producer snapshot only if they changed since
+        the last write; returns how many files were written (each costs two fsyncs)."""
+        written = 0
+        if self.high_watermark != self._checkpointed_hw:
+            self.checkpoint_high_watermark()
+            written += 1
+        if self.producer_state.map_end_offset != self._snapshot_end:
+            self.take_producer_snapshot()
+            written += 1
+        return written
 
     # -- high watermark --------------------------------------------------------------
     def _load_high_watermark(self) -> int:
@@ -320,6 +335,7 @@ class UnifiedLog:
 
     def checkpoint_high_watermark(self) -> None:
         self.engine_log.write_checkpoint(_HIGH_WATERMARK, _HWM.pack(self.high_watermark))
+        self._checkpointed_hw = self.high_watermark
 
     # -- maintenance -----------------------------------------------------------------
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
