@@ -1,0 +1,173 @@
+"""Asynchronous, pipelined client connection for traffic between pydmq nodes.
+
+Raft RPCs, controller-to-broker pushes, broker-to-controller requests and follower fetches
+all use :class:`NodeConnection`: one TCP connection to one node, many requests in flight,
+responses matched by correlation id. Versions are given by the caller (every node of a
+cluster runs pydmq, so there is no ApiVersions negotiation). A broken connection fails
+every pending request with :class:`NodeConnectionError`; the next request reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import struct
+from typing import Any, Final
+
+from pydmq.protocol.errors import ProtocolError
+from pydmq.protocol.headers import request_header_version, response_header_version
+from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.primitives import Reader, Writer
+
+__all__ = ["NodeConnection", "NodeConnectionError"]
+
+_SIZE: Final = struct.Struct(">i")
+_MAX_FRAME: Final = 256 * 1024 * 1024
+
+
+class NodeConnectionError(ConnectionError):
+    """The node could not be reached, closed the connection, or did not answer in time."""
+
+
+class NodeConnection:
+    """One connection to ``host:port``; owned by the event loop that uses it."""
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        connect_timeout: float = 2.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.client_id = client_id
+        self.connect_timeout = connect_timeout
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._read_task: asyncio.Task[None] | None = None
+        self._pending: dict[int, tuple[asyncio.Future[Any], int, int]] = {}
+        self._correlation_id = 0
+        self._connecting: asyncio.Lock = asyncio.Lock()
+        self._closed = False
+
+    def __repr__(self) -> str:
+        return f"NodeConnection({self.host}:{self.port})"
+
+    @property
+    def connected(self) -> bool:
+        return self._writer is not None and not self._writer.is_closing()
+
+    async def _connect(self) -> asyncio.StreamWriter:
+        async with self._connecting:
+            if self._writer is not None and not self._writer.is_closing():
+                return self._writer
+            if self._closed:
+                raise NodeConnectionError(f"connection to {self.host}:{self.port} was closed")
+            try:
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_connection(self.host, self.port, limit=_MAX_FRAME),
+                    self.connect_timeout,
+                )
+            except (OSError, TimeoutError) as exc:
+                raise NodeConnectionError(
+                    f"cannot connect to {self.host}:{self.port}: {exc}"
+                ) from exc
+            sock = writer.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._reader, self._writer = reader, writer
+            self._read_task = asyncio.create_task(self._read_loop(reader))
+            return writer
+
+    async def request(
+        self, api_key: int, version: int, request: Any, *, timeout: float = 5.0
+    ) -> Any:
+        """Send ``request`` and return the decoded response; raises NodeConnectionError."""
+        schema = API_SCHEMAS[api_key]
+        writer = await self._connect()
+        self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+        correlation_id = self._correlation_id
+        w = Writer()
+        w.int32(0)
+        w.int16(api_key)
+        w.int16(version)
+        w.int32(correlation_id)
+        w.nullable_string(self.client_id)
+        if request_header_version(api_key, version) >= 2:
+            w.tagged_fields({})
+        schema.encode_request(w, request, version)
+        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[correlation_id] = (future, api_key, version)
+        try:
+            writer.write(w.buf)
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError as exc:
+            # The response may still come; a late one is dropped by the read loop.
+            raise NodeConnectionError(
+                f"{schema.name} to {self.host}:{self.port} timed out after {timeout}s"
+            ) from exc
+        finally:
+            self._pending.pop(correlation_id, None)
+
+    async def _read_loop(self, reader: asyncio.StreamReader) -> None:
+        error: BaseException | None = None
+        try:
+            while True:
+                size = _SIZE.unpack(await reader.readexactly(4))[0]
+                if size < 4 or size > _MAX_FRAME:
+                    raise ProtocolError(f"invalid response size {size}")
+                frame = await reader.readexactly(size)
+                r = Reader(frame)
+                correlation_id = r.int32()
+                entry = self._pending.get(correlation_id)
+                if entry is None:
+                    continue
+                future, api_key, version = entry
+                if response_header_version(api_key, version) >= 1:
+                    r.tagged_fields()
+                try:
+                    response = API_SCHEMAS[api_key].decode_response(r, version)
+                except ProtocolError as exc:
+                    if not future.done():
+                        future.set_exception(
+                            NodeConnectionError(f"undecodable response from {self}: {exc}")
+                        )
+                    continue
+                if not future.done():
+                    future.set_result(response)
+        except asyncio.CancelledError:
+            error = NodeConnectionError(f"connection to {self} closed")
+            raise
+        except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
+            error = NodeConnectionError(f"connection to {self} lost: {exc}")
+        finally:
+            self._drop(error or NodeConnectionError(f"connection to {self} closed"))
+
+    def _drop(self, error: BaseException) -> None:
+        writer, self._writer, self._reader = self._writer, None, None
+        if writer is not None:
+            writer.close()
+        for future, _, _ in list(self._pending.values()):
+            if not future.done():
+                future.set_exception(error)
+        self._pending.clear()
+
+    def reset(self) -> None:
+        """Drop the current connection (pending requests fail); the next request reconnects."""
+        task, self._read_task = self._read_task, None
+        if task is not None:
+            task.cancel()
+        self._drop(NodeConnectionError(f"connection to {self} reset"))
+
+    async def close(self) -> None:
+        self._closed = True
+        task = self._read_task
+        self.reset()
+        if task is not None:
+            with contextlib.suppress(BaseException):
+                await task
