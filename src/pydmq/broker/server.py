@@ -1,5 +1,21 @@
 """Broker: the composition root of one node. Builds the plugin host, the storage engines, the
 replica manager and topic registry, opens listeners and runs log maintenance.
+
+Single-node mode (no ``controller.quorum.voters``): the topic registry is ``topics.json`` and
+this node leads every partition, opened at start.
+
+Cluster mode is decided here, once, from the configuration (docs/CLUSTER.md):
+
+- the ``controller`` role builds the :class:`~pydmq.controller.runtime.ControllerRuntime`,
+  whose APIs are served on the controller listener(s) by a dispatcher of their own, so a
+  client on a broker listener can never reach them (and vice versa);
+- the ``broker`` role builds :class:`~pydmq.broker.cluster.runtime.BrokerCluster`
+  (registration and heartbeats, metadata cache, replica fetchers, AlterPartition manager,
+  controller client). The topic registry is the metadata cache's in-memory one, fed only by
+  UpdateMetadata; partitions are opened only by LeaderAndIsr.
+
+Start: controller runtime, listeners, then registration. Stop (SIGTERM): ControlledShutdown
+to the active controller (bounded), fetchers, then the rest.
 """
 
 from __future__ import annotations
@@ -7,33 +23,46 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hashlib
 import logging
 import socket
 import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+from pydmq.broker.cluster.runtime import BrokerCluster
+from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
 from pydmq.broker.dispatcher import RequestDispatcher
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.topic_ops import TopicOperations
 from pydmq.broker.topics import TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
-from pydmq.groups.coordinator import GroupConfig, GroupCoordinator
+from pydmq.groups.coordinator import (
+    GroupConfig,
+    GroupCoordinator,
+    offsets_leadership_listener,
+)
 from pydmq.groups.log import ConsumerOffsetsLog
 from pydmq.net.connection import KafkaConnection
+from pydmq.plugins.builtin import cluster_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.checkpoint import write_atomically
 
+if TYPE_CHECKING:
+    from pydmq.controller.runtime import ControllerRuntime
+
 __all__ = ["Broker", "Listener", "parse_listener"]
 
 log = logging.getLogger(__name__)
 _METADATA_DIR = "__pydmq_metadata"
+_CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,13 +94,33 @@ class Broker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
         metadata_dir = self.log_dir / _METADATA_DIR
-        self.topics = TopicRegistry(metadata_dir)
-        self.replica_manager = ReplicaManager(config, self.plugins.storage_engines())
+        roles = config.process_roles
+        self.cluster_mode = config.is_cluster_mode
+        self.has_broker_role = not self.cluster_mode or "broker" in roles
+        self.replica_manager = ReplicaManager(
+            config, self.plugins.storage_engines(), self.plugins.replication_strategies()
+        )
+        self.listeners = [parse_listener(uri) for uri in config.listeners]
+        self.advertised = [parse_listener(uri) for uri in config.advertised_listeners]
+        # Cluster mode: the broker role (None in single-node mode or on a controller-only node)
+        # and the controller role (None unless this node is a voter with that role).
+        self.cluster: BrokerCluster | None = None
+        self.controller: ControllerRuntime | None = None
+        self.controller_dispatcher: RequestDispatcher | None = None
+        self._controller_listeners: set[str] = set()
+        self.topics: TopicRegistry
+        if self.cluster_mode and self.has_broker_role:
+            self.cluster = BrokerCluster(self)
+            self.topics = self.cluster.metadata_cache.topics
+        else:
+            self.topics = TopicRegistry(metadata_dir)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
-        self.topic_ops = TopicOperations(self)
+        self.topic_ops: TopicOperations = (
+            ClusterTopicOperations(self) if self.cluster is not None else TopicOperations(self)
+        )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
@@ -79,9 +128,22 @@ class Broker:
             assignors=self.plugins.group_assignors(),
             topics=self.topics,
         )
-        self.dispatcher = RequestDispatcher(self, self.plugins.api_handlers())
-        self.listeners = [parse_listener(uri) for uri in config.listeners]
-        self.advertised = [parse_listener(uri) for uri in config.advertised_listeners]
+        if self.cluster is not None:
+            # __consumer_offsets leadership makes this broker a group coordinator (or not).
+            self.cluster.leadership_listeners.append(
+                offsets_leadership_listener(self.group_coordinator, self.replica_manager)
+            )
+        handlers = dict(self.plugins.api_handlers())
+        if self.cluster is not None:
+            for spec in cluster_handlers():
+                handlers.setdefault(spec.api_key, spec)
+        self.dispatcher = RequestDispatcher(self, handlers)
+        if self.cluster_mode and "controller" in roles:
+            from pydmq.controller.runtime import ControllerRuntime
+
+            self.controller = ControllerRuntime(self)
+            self.controller_dispatcher = RequestDispatcher(self, self.controller.handler_specs())
+            self._controller_listeners = set(config.controller_listener_names)
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
@@ -90,15 +152,33 @@ class Broker:
 
     # -- identity --------------------------------------------------------------------
     def _load_or_create_cluster_id(self) -> str:
+        """The id in meta.properties; a configured ``cluster.id`` must match it (Kafka's
+        InconsistentClusterIdException)."""
+        configured = self.config.get_str("cluster.id")
         path = self.log_dir / "meta.properties"
         if path.exists():
             for line in path.read_text(encoding="utf-8").splitlines():
                 if line.startswith("cluster.id="):
-                    return line.split("=", 1)[1].strip()
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+                    stored = line.split("=", 1)[1].strip()
+                    if configured and configured != stored:
+                        raise ValueError(
+                            f"cluster.id {configured!r} does not match {stored!r} in {path}"
+                        )
+                    return stored
+        cluster_id = configured or self._default_cluster_id()
         text = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
         write_atomically(str(path), text.encode())
         return cluster_id
+
+    def _default_cluster_id(self) -> str:
+        if self.config.is_cluster_mode:
+            voters = ",".join(
+                f"{i}@{host}:{port}"
+                for i, (host, port) in sorted(self.config.controller_quorum_voters.items())
+            )
+            digest = hashlib.sha256(f"pydmq-cluster:{voters}".encode()).digest()[:16]
+            return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
     def topic_config(self, name: str) -> TopicConfig:
         info = self.topics.get(name)
@@ -129,16 +209,24 @@ class Broker:
                 )
 
     async def start(self) -> None:
-        self.open_logs()
+        if self.controller is not None:
+            await self.controller.start()
+        if self.cluster is None and self.has_broker_role:
+            self.open_logs()  # single-node mode; in cluster mode LeaderAndIsr opens partitions
         self.group_coordinator.load()
         self.group_coordinator.start()
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
         for listener in self.listeners:
+            dispatcher = self._dispatcher_for(listener.name)
+            if dispatcher is None:
+                continue
 
-            def factory(name: str = listener.name) -> KafkaConnection:
+            def factory(
+                name: str = listener.name, dispatcher: RequestDispatcher = dispatcher
+            ) -> KafkaConnection:
                 connection = KafkaConnection(
-                    self.dispatcher, max_request, name, on_close=self.connections.discard
+                    dispatcher, max_request, name, on_close=self.connections.discard
                 )
                 self.connections.add(connection)
                 return connection
@@ -161,14 +249,25 @@ class Broker:
                 for a in self.advertised
             ]
         self._tasks.append(asyncio.create_task(self._maintenance_loop()))
+        if self.cluster is not None:
+            self.cluster.start()  # registration: the listeners must be bound by now
         self.plugins.broker_startup(self)
         log.info(
-            "pydmq node %d serving %s (data in %s, cluster id %s)",
+            "pydmq node %d serving %s (data in %s, cluster id %s%s)",
             self.node_id,
             ", ".join(self.config.listeners),
             self.log_dir,
             self.cluster_id,
+            f", roles {','.join(sorted(self.config.process_roles))}" if self.cluster_mode else "",
         )
+
+    def _dispatcher_for(self, listener_name: str) -> RequestDispatcher | None:
+        """Controller listeners get the controller's APIs only; the others the broker's."""
+        if listener_name in self._controller_listeners:
+            return self.controller_dispatcher
+        if self.cluster_mode and listener_name in self.config.controller_listener_names:
+            return None  # a controller listener on a node without the controller role
+        return self.dispatcher if self.has_broker_role else None
 
     async def _maintenance_loop(self) -> None:
         retention_every = self.config.get_int("log.retention.check.interval.ms") / 1000
@@ -186,6 +285,13 @@ class Broker:
                 log.exception("maintenance failed")
 
     async def stop(self) -> None:
+        cluster = self.cluster
+        if cluster is not None:
+            # Leadership moves away while this broker still serves, so clients fail over
+            # without waiting for the session timeout (Kafka's controlled shutdown).
+            with contextlib.suppress(Exception):
+                await cluster.controlled_shutdown(_CONTROLLED_SHUTDOWN_TIMEOUT_S)
+            await cluster.fetchers.shutdown()
         for server in self._servers:
             server.close()
         for connection in list(self.connections):
@@ -195,15 +301,27 @@ class Broker:
                 await asyncio.wait_for(server.wait_closed(), 2)
         for task in self._tasks:
             task.cancel()
+        if cluster is not None:
+            await cluster.stop()
+        if self.controller is not None:
+            with contextlib.suppress(Exception):
+                await self.controller.stop()
         self.replica_manager.fetch_purgatory.notify_all()
+        self.replica_manager.produce_purgatory.notify_all()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()
         log.info("pydmq node %d stopped", self.node_id)
 
     def bootstrap(self) -> str:
-        """``host:port`` of the first listener (IPv6 hosts in brackets), for clients."""
-        listener = self.listeners[0]
+        """``host:port`` of the first client listener (IPv6 hosts in brackets), for clients."""
+        controller_names = (
+            set(self.config.controller_listener_names) if self.cluster_mode else set()
+        )
+        listener = next(
+            (item for item in self.listeners if item.name not in controller_names),
+            self.listeners[0],
+        )
         host = listener.host or "127.0.0.1"
         if ":" in host:
             host = f"[{host}]"

@@ -31,6 +31,12 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--advertised-listeners", help="listeners published to clients")
     parser.add_argument("--log-dirs", help="data directory")
     parser.add_argument("--node-id", type=int, help="node.id")
+    parser.add_argument("--process-roles", help="process.roles, e.g. broker,controller")
+    parser.add_argument(
+        "--controller-quorum-voters",
+        metavar="ID@HOST:PORT,...",
+        help="controller.quorum.voters; set it to run as a node of a cluster",
+    )
     parser.add_argument(
         "--override",
         "-o",
@@ -52,6 +58,8 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         ("advertised_listeners", "advertised.listeners"),
         ("log_dirs", "log.dirs"),
         ("node_id", "node.id"),
+        ("process_roles", "process.roles"),
+        ("controller_quorum_voters", "controller.quorum.voters"),
     ):
         value = getattr(args, flag)
         if value is not None:
@@ -61,7 +69,9 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
             raise ConfigError(f"--override expects KEY=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         values[key.strip()] = value.strip()
-    return BrokerConfig(values)
+    config = BrokerConfig(values)
+    config.check_cluster_mode()
+    return config
 
 
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydmq.config.definitions import (
@@ -16,14 +17,72 @@ from pydmq.config.definitions import (
     one_of,
 )
 
-__all__ = ["BROKER_CONFIGS", "BrokerConfig", "load_properties"]
+__all__ = ["BROKER_CONFIGS", "BrokerConfig", "load_properties", "parse_quorum_voters"]
 
 _DAY_MS = 24 * 3600 * 1000
 T = ConfigType
+_LISTENER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def parse_quorum_voters(entries: Iterable[str]) -> dict[int, tuple[str, int]]:
+    """``["1@host:9093", "2@[::1]:9093"]`` -> ``{1: ("host", 9093), 2: ("::1", 9093)}``.
+
+    Raises ConfigError on a malformed entry, a port outside 1-65535 or a duplicate id.
+    """
+    voters: dict[int, tuple[str, int]] = {}
+    for raw in entries:
+        entry = raw.strip()
+        if not entry:
+            continue
+        node, sep, address = entry.partition("@")
+        if address.startswith("["):
+            host, bracket, rest = address[1:].partition("]")
+            colon, port = rest[:1], rest[1:]
+            ok = bool(bracket) and colon == ":"
+        else:
+            host, colon, port = address.rpartition(":")
+            ok = bool(colon) and ":" not in host
+        node = node.strip()
+        if not (sep and ok and host and node.isdigit() and port.isdigit()):
+            raise ConfigError(f"controller.quorum.voters entry {entry!r} is not id@host:port")
+        node_id, port_number = int(node), int(port)
+        if not 0 < port_number < 65536:
+            raise ConfigError(f"controller.quorum.voters entry {entry!r}: bad port")
+        if node_id in voters:
+            raise ConfigError(f"controller.quorum.voters names node {node_id} twice")
+        voters[node_id] = (host, port_number)
+    return voters
+
+
+def _valid_voters(value: object) -> str | None:
+    assert isinstance(value, list)
+    try:
+        parse_quorum_voters(value)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
+def _listener_name(value: object) -> str | None:
+    return None if _LISTENER_NAME.match(str(value)) else "not a listener name"
+
+
+def _non_empty_names(value: object) -> str | None:
+    assert isinstance(value, list)
+    if not value:
+        return "must name at least one listener"
+    bad = [v for v in value if not _LISTENER_NAME.match(v)]
+    return f"not listener names: {', '.join(bad)}" if bad else None
+
 
 BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("node.id", T.INT, 1, "The node id of this server.", at_least(0), read_only=True),
     ConfigDef("broker.id", T.INT, -1, "Alias of node.id kept for old tools.", read_only=True),
+    ConfigDef("cluster.id", T.STRING, "",
+              "Cluster id written to meta.properties on first start (Kafka sets it with "
+              "kafka-storage format). Empty: derived from controller.quorum.voters in cluster "
+              "mode, so every node of one quorum agrees; random on a single node.",
+              read_only=True),
     ConfigDef("process.roles", T.LIST, ["broker", "controller"], "Roles of this node.",
               list_of("broker", "controller"), read_only=True),
     ConfigDef("listeners", T.LIST, ["PLAINTEXT://127.0.0.1:9092"],
@@ -32,9 +91,35 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "Listeners published to clients; defaults to listeners.", read_only=True),
     ConfigDef("listener.security.protocol.map", T.LIST, ["PLAINTEXT:PLAINTEXT"],
               "Listener name to security protocol.", read_only=True),
-    ConfigDef("controller.quorum.voters", T.LIST, [], "id@host:port of the controller voters.",
-              read_only=True),
+    ConfigDef("controller.quorum.voters", T.LIST, [],
+              "id@host:port of the controller voters; empty = single-node mode.",
+              _valid_voters, read_only=True),
+    ConfigDef("controller.listener.names", T.LIST, ["CONTROLLER"],
+              "Listeners that serve the controller APIs only.", _non_empty_names, read_only=True),
+    ConfigDef("inter.broker.listener.name", T.STRING, "PLAINTEXT",
+              "Listener brokers use to reach each other.", _listener_name, read_only=True),
     ConfigDef("broker.rack", T.STRING, None, "Rack of this broker.", read_only=True),
+    ConfigDef("broker.session.timeout.ms", T.INT, 9000,
+              "The controller fences a broker after this long without a heartbeat.",
+              at_least(1), read_only=True),
+    ConfigDef("broker.heartbeat.interval.ms", T.INT, 2000, "Broker heartbeat period.",
+              at_least(1), read_only=True),
+    ConfigDef("controller.quorum.election.timeout.ms", T.INT, 1000,
+              "Election timeout, randomised in [t, 2t).", at_least(1), read_only=True),
+    ConfigDef("controller.quorum.fetch.timeout.ms", T.INT, 2000,
+              "A follower without leader contact for this long starts an election.",
+              at_least(1), read_only=True),
+    ConfigDef("controller.quorum.election.backoff.max.ms", T.INT, 1000,
+              "Largest backoff before a new election.", at_least(0), read_only=True),
+    ConfigDef("metadata.log.max.snapshot.interval.records", T.LONG, 10000,
+              "Snapshot the metadata log after this many records (pydmq).", at_least(1),
+              read_only=True),
+    ConfigDef("replica.lag.time.max.ms", T.LONG, 30000,
+              "A follower behind for this long leaves the ISR.", at_least(1), read_only=True),
+    ConfigDef("replica.fetch.wait.max.ms", T.INT, 500, "Follower fetch long-poll.",
+              at_least(0), read_only=True),
+    ConfigDef("replica.fetch.max.bytes", T.INT, 1048576,
+              "Bytes a follower fetches per partition.", at_least(0), read_only=True),
     ConfigDef("log.dirs", T.LIST, ["./pydmq-data"], "Data directories.", read_only=True),
     ConfigDef("log.dir", T.STRING, None, "Single data directory (log.dirs wins).", read_only=True),
     ConfigDef("log.engine", T.STRING, "segment", "Default storage engine for new logs (pydmq)."),
@@ -91,7 +176,8 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
               "Fetch sessions kept.", at_least(0)),
     ConfigDef("offsets.topic.num.partitions", T.INT, 50, "Partitions of __consumer_offsets.",
               at_least(1), read_only=True),
-    ConfigDef("offsets.topic.replication.factor", T.SHORT, 1, "RF of __consumer_offsets.",
+    ConfigDef("offsets.topic.replication.factor", T.SHORT, 3,
+              "RF of __consumer_offsets, capped at the number of registered brokers.",
               at_least(1), read_only=True),
     ConfigDef("offsets.retention.minutes", T.INT, 10080, "Committed offsets retention.",
               at_least(1)),
@@ -162,6 +248,77 @@ class BrokerConfig(ConfigValues):
         advertised = self.get("advertised.listeners")
         return list(advertised) if isinstance(advertised, list) and advertised else self.listeners
 
+    # -- cluster mode ---------------------------------------------------------------------------
+
+    @property
+    def process_roles(self) -> frozenset[str]:
+        """``{"broker", "controller"}`` by default."""
+        return frozenset(self.get_list("process.roles"))
+
+    @property
+    def controller_quorum_voters(self) -> dict[int, tuple[str, int]]:
+        """Voter id -> (host, port) of its controller listener; empty in single-node mode."""
+        return parse_quorum_voters(self.get_list("controller.quorum.voters"))
+
+    @property
+    def is_cluster_mode(self) -> bool:
+        """True when ``controller.quorum.voters`` is set (see docs/CLUSTER.md)."""
+        return bool(self.controller_quorum_voters)
+
+    @property
+    def controller_listener_names(self) -> list[str]:
+        """Listener names serving controller APIs only (the first is the one voters dial)."""
+        return self.get_list("controller.listener.names")
+
+    @property
+    def inter_broker_listener_name(self) -> str:
+        return self.get_str("inter.broker.listener.name")
+
+    def listener_security_protocols(self) -> dict[str, str]:
+        """Listener name -> security protocol; controller listeners default to PLAINTEXT."""
+        mapping: dict[str, str] = {}
+        for item in self.get_list("listener.security.protocol.map"):
+            name, sep, protocol = item.partition(":")
+            if sep:
+                mapping[name.strip()] = protocol.strip()
+        for name in self.controller_listener_names:
+            mapping.setdefault(name, "PLAINTEXT")
+        return mapping
+
+    def check_cluster_mode(self) -> None:
+        """Cross-key checks of a cluster-mode config (Kafka's start-up checks); raises ConfigError.
+
+        A no-op in single-node mode. A controller must be one of the voters and bind a
+        controller listener; a broker must bind the inter-broker listener; no listener may be
+        both a controller listener and the inter-broker one.
+        """
+        voters = self.controller_quorum_voters
+        if not voters:
+            return
+        roles = self.process_roles
+        names = {_listener_uri_name(uri) for uri in self.listeners}
+        controller_names = self.controller_listener_names
+        inter_broker = self.inter_broker_listener_name
+        if "controller" in roles:
+            if self.node_id not in voters:
+                raise ConfigError(
+                    f"node.id {self.node_id} has the controller role but is not in "
+                    f"controller.quorum.voters ({', '.join(map(str, sorted(voters)))})"
+                )
+            if controller_names[0] not in names:
+                raise ConfigError(
+                    f"the controller role needs a {controller_names[0]} listener in listeners"
+                )
+        elif self.node_id in voters:
+            raise ConfigError(f"node.id {self.node_id} is a voter but lacks the controller role")
+        if "broker" in roles:
+            if inter_broker in controller_names:
+                raise ConfigError(
+                    f"inter.broker.listener.name {inter_broker} is a controller listener"
+                )
+            if inter_broker not in names:
+                raise ConfigError(f"inter.broker.listener.name {inter_broker} is not in listeners")
+
     def retention_ms(self) -> int:
         for name, factor in (("log.retention.ms", 1), ("log.retention.minutes", 60000)):
             value = self.get(name)
@@ -226,3 +383,8 @@ def load_properties(path: Path) -> dict[str, object]:
         else:
             raise ConfigError(f"{path}:{number}: expected key=value, got {stripped!r}")
     return values
+
+
+def _listener_uri_name(uri: str) -> str:
+    """``"CONTROLLER://127.0.0.1:19092"`` -> ``"CONTROLLER"``."""
+    return uri.partition("://")[0].strip()

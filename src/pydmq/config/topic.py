@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from pydmq.config.broker import TOPIC_DEFAULT_SOURCES, BrokerConfig
@@ -18,6 +19,13 @@ __all__ = [
 
 T = ConfigType
 _INF = 2**63 - 1
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+def _strategy_name(value: object) -> str | None:
+    # Any registered strategy may be named (plugins add them), so only the shape is checked here.
+    return None if _NAME.match(str(value)) else "must be a strategy name such as isr or quorum"
+
 
 TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("cleanup.policy", T.LIST, ["delete"], "delete and/or compact.",
@@ -47,6 +55,9 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("segment.ms", T.LONG, 604800000, "Roll after this time.", at_least(1)),
     ConfigDef("unclean.leader.election.enable", T.BOOLEAN, False, "Allow unclean elections."),
     ConfigDef("pydmq.engine", T.STRING, "segment", "Storage engine of this topic (pydmq)."),
+    ConfigDef("pydmq.replication.strategy", T.STRING, "isr",
+              "Replication strategy of this topic by registered name: isr or quorum (pydmq).",
+              _strategy_name),
 )
 
 _BY_NAME = {d.name: d for d in TOPIC_CONFIGS}

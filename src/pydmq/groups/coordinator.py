@@ -1,6 +1,16 @@
 """GroupCoordinator: the classic group protocol and committed offsets, owned by the event loop.
 
-Every group is coordinated by this node. Flows follow Kafka's classic coordinator:
+A group is coordinated by the leader of its ``__consumer_offsets`` partition
+(:func:`pydmq.groups.log.partition_for`). Single-node mode: every partition is led here and
+:meth:`GroupCoordinator.load` replays the whole topic at start-up. Cluster mode: the broker
+calls :meth:`GroupCoordinator.on_elected` when it becomes leader of a partition (the
+partition's records are replayed in the background, yielding to the loop; meanwhile its groups
+answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it stops
+being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered NOT_COORDINATOR,
+timers cancelled); groups of partitions not led here answer NOT_COORDINATOR. A write to
+``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote await
+:meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only after
+the group's record is committed. Flows follow Kafka's classic coordinator:
 
 - JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
   v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
@@ -26,8 +36,8 @@ Every group is coordinated by this node. Flows follow Kafka's classic coordinato
   ``offsets.retention.minutes`` after the group became Empty (simple groups: after the commit),
   checked every ``offsets.retention.check.interval.ms``; an Empty group without offsets is
   then removed (Dead).
-- Start-up: ``load`` replays ``__consumer_offsets``: offsets, and groups as Empty with their
-  generation and protocol type (members are not restored).
+- Loading (``load`` or ``on_elected``) replays ``__consumer_offsets``: offsets, and groups as
+  Empty with their generation and protocol type (members are not restored).
 - Consumer groups (KIP-848) live in :attr:`GroupCoordinator.consumer`
   (:mod:`pydmq.groups.consumer`); they share the offsets store and ``__consumer_offsets``. A
   group id is either classic or consumer: JoinGroup on a consumer group with members (and a
@@ -41,13 +51,14 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydmq.groups.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
+    ConsumerGroupLoad,
     HeartbeatRequest,
     HeartbeatResult,
     TopicView,
@@ -62,6 +73,7 @@ from pydmq.groups.group import (
     SyncResult,
     subscribed_topics,
 )
+from pydmq.groups.log import OFFSETS_TOPIC, OffsetsAppendError
 from pydmq.groups.offsets import OffsetAndMetadata, OffsetStore, TopicPartitionKey
 from pydmq.groups.records import (
     GroupMetadataKey,
@@ -75,6 +87,7 @@ from pydmq.groups.records import (
 )
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import Record
+from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
@@ -87,17 +100,123 @@ __all__ = [
     "JoinRequest",
     "MemberSummary",
     "OffsetsLog",
+    "coordinator_error",
+    "offsets_leadership_listener",
 ]
 
 log = logging.getLogger(__name__)
 
 
-class OffsetsLog(Protocol):
-    """Where group records go (``__consumer_offsets``) and come back from at start-up."""
+_LOAD_YIELD_RECORDS = 1000  # a partition load yields to the loop after this many records
 
-    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None: ...
+
+class OffsetsLog(Protocol):
+    """Where group records go (``__consumer_offsets``) and come back from when loading.
+
+    ``append`` appends at once (raising :class:`~pydmq.groups.log.OffsetsAppendError` when
+    nothing was appended) and returns None when the records are committed, else a future of
+    the commit's error code. ``partition_for`` and ``replay_partition`` are used in cluster
+    mode only (a coordinator that owns every partition never asks)."""
+
+    def append(
+        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+    ) -> asyncio.Future[int] | None: ...
 
     def replay(self) -> Iterator[Record]: ...
+
+    def partition_for(self, group_id: str) -> int: ...
+
+    def replay_partition(self, index: int) -> Iterator[Record]: ...
+
+
+class _HostedReplicas(Protocol):
+    """The replica manager as :func:`offsets_leadership_listener` reads it."""
+
+    def get(self, tp: TopicPartition) -> _LedReplica | None: ...
+
+
+class _LedReplica(Protocol):
+    @property
+    def leader_epoch(self) -> int: ...
+
+
+def offsets_leadership_listener(
+    coordinator: GroupCoordinator, replicas: _HostedReplicas
+) -> Callable[[TopicPartition, bool], None]:
+    """A leadership listener (``BrokerCluster.leadership_listeners``: called with
+    ``(partition, is_leader)`` after LeaderAndIsr or StopReplica changed a partition here)
+    that elects or resigns the coordinator for ``__consumer_offsets`` partitions, with the
+    leader epoch the replica now has (None when the replica is gone)."""
+
+    def listener(tp: TopicPartition, is_leader: bool) -> None:
+        if tp.topic != OFFSETS_TOPIC:
+            return
+        replica = replicas.get(tp)
+        if is_leader and replica is not None:
+            coordinator.on_elected(tp.partition, replica.leader_epoch)
+        else:
+            coordinator.on_resigned(tp.partition, None if replica is None else replica.leader_epoch)
+
+    return listener
+
+
+def coordinator_error(code: int, *, offsets: bool = False) -> int:
+    """A produce error of a ``__consumer_offsets`` append as a group API answers it (Kafka's
+    mapping): unavailable partition or replicas -> COORDINATOR_NOT_AVAILABLE, leadership lost
+    -> NOT_COORDINATOR, too large -> INVALID_COMMIT_OFFSET_SIZE (offsets) or
+    UNKNOWN_SERVER_ERROR."""
+    match code:
+        case (
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            | ErrorCode.NOT_ENOUGH_REPLICAS
+            | ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+            | ErrorCode.REQUEST_TIMED_OUT
+        ):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        case ErrorCode.NOT_LEADER_OR_FOLLOWER | ErrorCode.KAFKA_STORAGE_ERROR:
+            return ErrorCode.NOT_COORDINATOR
+        case (
+            ErrorCode.MESSAGE_TOO_LARGE
+            | ErrorCode.RECORD_LIST_TOO_LARGE
+            | ErrorCode.INVALID_FETCH_SIZE
+        ):
+            return (
+                ErrorCode.INVALID_COMMIT_OFFSET_SIZE if offsets else ErrorCode.UNKNOWN_SERVER_ERROR
+            )
+        case _:
+            return code
+
+
+async def _committed() -> int:
+    return ErrorCode.NONE
+
+
+def _no_append(group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+    raise RuntimeError("a loading offsets store does not write")
+
+
+class _GroupLoad:
+    """What one load (a partition, or the whole topic at start-up) replayed, before it
+    becomes groups."""
+
+    __slots__ = ("consumer", "metadata", "offsets", "records")
+
+    def __init__(self) -> None:
+        self.metadata: dict[str, GroupMetadataValue] = {}
+        self.offsets = OffsetStore(_no_append)
+        self.consumer: ConsumerGroupLoad = {}
+        self.records = 0
+
+
+@dataclass(slots=True, eq=False)
+class _OwnedPartition:
+    """A ``__consumer_offsets`` partition led here (cluster mode)."""
+
+    index: int
+    leader_epoch: int
+    loading: bool = True
+    load_task: asyncio.Task[None] | None = None
+    resigned: asyncio.Future[None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,13 +309,25 @@ class GroupCoordinator:
         *,
         assignors: Mapping[str, GroupAssignorSpec] | None = None,
         topics: TopicView | None = None,
+        owns_all_partitions: bool | None = None,
     ) -> None:
         self.config = config
         self._log = offsets_log
         self._clock = clock
         self.groups: dict[str, ClassicGroup] = {}
-        self.offsets = OffsetStore(offsets_log.append)
-        self.loading = False
+        self.offsets = OffsetStore(self._append)
+        # Single-node mode: every partition is led here. Cluster mode (the offsets log says
+        # so, unless told): only the partitions elected through on_elected.
+        self._owns_all = (
+            not getattr(offsets_log, "cluster_mode", False)
+            if owns_all_partitions is None
+            else owns_all_partitions
+        )
+        self._full_load = False
+        self._partitions: dict[int, _OwnedPartition] = {}
+        self._write_seq = 0
+        self._pending_writes: dict[str, tuple[int, asyncio.Future[int]]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
         self._retention_handle: asyncio.TimerHandle | None = None
         self._sync_timers: dict[str, asyncio.TimerHandle] = {}
         if assignors is None:
@@ -204,57 +335,270 @@ class GroupCoordinator:
 
             assignors = {spec.name: spec for spec in builtin_assignors()}
         self.consumer = ConsumerGroupCoordinator(
-            config.consumer, offsets_log.append, self.offsets, assignors, topics
+            config.consumer, self._append, self.offsets, assignors, topics
         )
 
     # -- lifecycle -------------------------------------------------------------------
+    @property
+    def loading(self) -> bool:
+        """True while the start-up load or any partition load is in progress."""
+        return self._full_load or any(p.loading for p in self._partitions.values())
+
+    @property
+    def owns_all_partitions(self) -> bool:
+        return self._owns_all
+
     def load(self) -> None:
-        """Replay ``__consumer_offsets``: committed offsets and Empty groups."""
-        self.loading = True
+        """Single-node mode: replay all of ``__consumer_offsets`` (committed offsets and Empty
+        groups) synchronously, before serving. Cluster mode: nothing (see :meth:`on_elected`)."""
+        if not self._owns_all:
+            return
+        self._full_load = True
         try:
-            metadata: dict[str, GroupMetadataValue] = {}
-            count = 0
+            load = _GroupLoad()
             for record in self._log.replay():
-                count += 1
-                if record.key is None:
-                    continue
-                try:
-                    if is_consumer_key(record.key):
-                        self.consumer.replay(record.key, record.value)
-                        continue
-                    key = decode_key(record.key)
-                    if isinstance(key, OffsetCommitKey):
-                        value = (
-                            None
-                            if record.value is None
-                            else decode_offset_commit_value(record.value)
-                        )
-                        self.offsets.replay_commit(key, value)
-                    elif record.value is None:
-                        metadata.pop(key.group, None)
-                    else:
-                        metadata[key.group] = decode_group_metadata_value(record.value)
-                except GroupRecordError as exc:
-                    log.warning("skipping undecodable __consumer_offsets record: %s", exc)
-            self.consumer.finish_load()
-            now = self._clock()
-            for group_id in set(metadata) | set(self.offsets.groups()):
-                if group_id in self.consumer.groups:
-                    continue
-                group = ClassicGroup(group_id, now)
-                stored = metadata.get(group_id)
-                if stored is not None:
-                    group.generation_id = stored.generation
-                    group.protocol_type = stored.protocol_type or None
-                    if not stored.members and stored.current_state_timestamp > 0:
-                        group.state_timestamp_ms = stored.current_state_timestamp
-                self.groups[group_id] = group
-            if count:
+                self._replay(load, record)
+            groups = self._install(load, start_timers=False)
+            if load.records:
                 log.info(
-                    "loaded %d groups from %d __consumer_offsets records", len(self.groups), count
+                    "loaded %d groups from %d __consumer_offsets records", groups, load.records
                 )
         finally:
-            self.loading = False
+            self._full_load = False
+
+    def _replay(self, load: _GroupLoad, record: Record) -> None:
+        load.records += 1
+        if record.key is None:
+            return
+        try:
+            if is_consumer_key(record.key):
+                self.consumer.replay(record.key, record.value, load.consumer)
+                return
+            key = decode_key(record.key)
+            if isinstance(key, OffsetCommitKey):
+                value = None if record.value is None else decode_offset_commit_value(record.value)
+                load.offsets.replay_commit(key, value)
+            elif record.value is None:
+                load.metadata.pop(key.group, None)
+            else:
+                load.metadata[key.group] = decode_group_metadata_value(record.value)
+        except GroupRecordError as exc:
+            log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+
+    def _install(self, load: _GroupLoad, *, start_timers: bool) -> int:
+        """Turn a finished load into offsets and groups; returns how many classic groups."""
+        self.offsets.adopt(load.offsets)
+        self.consumer.finish_load(load.consumer, start_timers=start_timers)
+        now = self._clock()
+        count = 0
+        for group_id in set(load.metadata) | set(load.offsets.groups()):
+            if group_id in self.consumer.groups:
+                continue
+            group = ClassicGroup(group_id, now)
+            stored = load.metadata.get(group_id)
+            if stored is not None:
+                group.generation_id = stored.generation
+                group.protocol_type = stored.protocol_type or None
+                if not stored.members and stored.current_state_timestamp > 0:
+                    group.state_timestamp_ms = stored.current_state_timestamp
+            self.groups[group_id] = group
+            count += 1
+        return count
+
+    # -- partition ownership (cluster mode) --------------------------------------------
+    def on_elected(self, partition_index: int, leader_epoch: int) -> asyncio.Task[None] | None:
+        """This broker became leader of ``__consumer_offsets`` partition ``partition_index``
+        at ``leader_epoch``: load its groups in the background (returns the load task; None
+        when nothing is to load: already led here, a stale epoch, or single-node mode).
+        Needs the running loop."""
+        if self._owns_all:
+            return None
+        owned = self._partitions.get(partition_index)
+        if owned is not None:
+            if leader_epoch > owned.leader_epoch:
+                owned.leader_epoch = leader_epoch  # still leader: nothing to reload
+            return None
+        owned = _OwnedPartition(partition_index, leader_epoch)
+        self._partitions[partition_index] = owned
+        log.info(
+            "loading groups of %s-%d (leader epoch %d)",
+            "__consumer_offsets",
+            partition_index,
+            leader_epoch,
+        )
+        task = asyncio.get_running_loop().create_task(self._load_partition(owned))
+        owned.load_task = task
+        return task
+
+    async def _load_partition(self, owned: _OwnedPartition) -> None:
+        started = time.monotonic()
+        load = _GroupLoad()
+        try:
+            for record in self._log.replay_partition(owned.index):
+                self._replay(load, record)
+                if load.records % _LOAD_YIELD_RECORDS == 0:
+                    await asyncio.sleep(0)
+                    if self._partitions.get(owned.index) is not owned:
+                        return  # resigned meanwhile
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading __consumer_offsets-%d failed", owned.index)
+            if self._partitions.get(owned.index) is owned:
+                del self._partitions[owned.index]  # its groups answer NOT_COORDINATOR
+            return
+        if self._partitions.get(owned.index) is not owned:
+            return
+        groups = self._install(load, start_timers=True)
+        owned.loading = False
+        owned.load_task = None
+        log.info(
+            "loaded __consumer_offsets-%d in %.0f ms: %d records, %d classic groups",
+            owned.index,
+            (time.monotonic() - started) * 1000,
+            load.records,
+            groups,
+        )
+
+    def on_resigned(self, partition_index: int, leader_epoch: int | None = None) -> None:
+        """This broker is no longer leader of ``__consumer_offsets`` partition
+        ``partition_index`` (became follower at ``leader_epoch``, or the replica was stopped or
+        deleted: None): unload its groups. A resignation older than the election is ignored."""
+        if self._owns_all:
+            return
+        owned = self._partitions.get(partition_index)
+        if owned is None:
+            return
+        if leader_epoch is not None and 0 <= leader_epoch < owned.leader_epoch:
+            log.info(
+                "ignoring resignation of __consumer_offsets-%d at epoch %d (led at epoch %d)",
+                partition_index,
+                leader_epoch,
+                owned.leader_epoch,
+            )
+            return
+        del self._partitions[partition_index]
+        if owned.load_task is not None and not owned.load_task.done():
+            owned.load_task.cancel()
+        partition_for = self._log.partition_for
+        classic, consumer = self._unload(lambda g: partition_for(g) == partition_index)
+        if owned.resigned is not None and not owned.resigned.done():
+            owned.resigned.set_result(None)
+        log.info(
+            "unloaded __consumer_offsets-%d: %d classic and %d consumer groups",
+            partition_index,
+            classic,
+            consumer,
+        )
+
+    def owned_partitions(self) -> dict[int, tuple[int, bool]]:
+        """Cluster mode: partition -> (leader epoch, loading) of the partitions led here."""
+        return {i: (p.leader_epoch, p.loading) for i, p in self._partitions.items()}
+
+    def ownership_error(self, group_id: str) -> int:
+        """NONE when ``group_id`` is coordinated here and loaded; COORDINATOR_LOAD_IN_PROGRESS
+        while its partition loads; NOT_COORDINATOR when its partition is led elsewhere."""
+        if self._owns_all:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._full_load else ErrorCode.NONE
+        owned = self._partitions.get(self._log.partition_for(group_id))
+        if owned is None:
+            return ErrorCode.NOT_COORDINATOR
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if owned.loading else ErrorCode.NONE
+
+    def _unload(self, owned_elsewhere: Callable[[str], bool]) -> tuple[int, int]:
+        doomed = [g for g in self.groups.values() if owned_elsewhere(g.group_id)]
+        for group in doomed:
+            self._shutdown_group(group, ErrorCode.NOT_COORDINATOR)
+            group.transition_to(GroupState.DEAD, self._clock())
+            del self.groups[group.group_id]
+        consumer = self.consumer.unload(owned_elsewhere)
+        self.offsets.unload(owned_elsewhere)
+        for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
+            del self._pending_writes[group_id]
+        return len(doomed), len(consumer)
+
+    def _shutdown_group(self, group: ClassicGroup, error: int) -> None:
+        """Cancel a group's timers and answer its waiting JoinGroup/SyncGroup with ``error``."""
+        if group.join_timer is not None:
+            group.join_timer.cancel()
+            group.join_timer = None
+        for pending in group.pending_members.values():
+            if pending is not None:
+                pending.cancel()
+        group.pending_members.clear()
+        handle = self._sync_timers.pop(group.group_id, None)
+        if handle is not None:
+            handle.cancel()
+        for member in group.members.values():
+            self._cancel_heartbeat(member)
+            if member.awaiting_join:
+                assert member.join_future is not None
+                member.join_future.set_result(JoinResult(error, member.member_id))
+            if member.awaiting_sync:
+                assert member.sync_future is not None
+                member.sync_future.set_result(SyncResult(error))
+
+    # -- writes ----------------------------------------------------------------------
+    def _append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        """Append to the group's partition; remember an uncommitted append for await_writes."""
+        waiter = self._log.append(group_id, records)
+        if waiter is not None:
+            self._write_seq += 1
+            self._pending_writes[group_id] = (self._write_seq, waiter)
+
+    @property
+    def write_mark(self) -> int:
+        """Taken before serving a request; :meth:`await_writes` then waits for what the
+        request appended."""
+        return self._write_seq
+
+    def wrote_since(self, group_id: str, mark: int) -> bool:
+        """True when records of ``group_id`` appended since ``mark`` may be uncommitted (never
+        in single-node mode: handlers then answer without awaiting)."""
+        entry = self._pending_writes.get(group_id)
+        return entry is not None and entry[0] > mark
+
+    def await_writes(
+        self, group_id: str, mark: int, *, offsets: bool = False
+    ) -> Coroutine[Any, Any, int]:
+        """An awaitable of the commit of what was appended for ``group_id`` since ``mark``:
+        NONE, or the error a group API answers (NOT_COORDINATOR on a resignation meanwhile).
+        Call it right after serving the request (it picks the append to wait for then)."""
+        entry = self._pending_writes.get(group_id)
+        if entry is None or entry[0] <= mark:
+            return _committed()
+        return self._await_commit(group_id, entry[1], offsets=offsets)
+
+    async def _await_commit(
+        self, group_id: str, waiter: asyncio.Future[int], *, offsets: bool = False
+    ) -> int:
+        resigned: asyncio.Future[None] | None = None
+        if not self._owns_all:
+            owned = self._partitions.get(self._log.partition_for(group_id))
+            if owned is None:
+                return ErrorCode.NOT_COORDINATOR
+            if owned.resigned is None:
+                owned.resigned = asyncio.get_running_loop().create_future()
+            resigned = owned.resigned
+        try:
+            if resigned is None:
+                code = await asyncio.shield(waiter)
+            else:
+                await asyncio.wait((waiter, resigned), return_when=asyncio.FIRST_COMPLETED)
+                if not waiter.done():
+                    return ErrorCode.NOT_COORDINATOR
+                code = waiter.result()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("waiting for the commit of group %s records failed", group_id)
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return coordinator_error(code, offsets=offsets)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = self._loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def start(self) -> None:
         """Start the periodic offsets-retention check (needs the running loop)."""
@@ -265,26 +609,17 @@ class GroupCoordinator:
         if self._retention_handle is not None:
             self._retention_handle.cancel()
             self._retention_handle = None
+        for owned in self._partitions.values():
+            if owned.load_task is not None and not owned.load_task.done():
+                owned.load_task.cancel()
+        for task in list(self._tasks):
+            task.cancel()
+        self.consumer.stop()
+        for group in self.groups.values():
+            self._shutdown_group(group, ErrorCode.NOT_COORDINATOR)
         for handle in self._sync_timers.values():
             handle.cancel()
         self._sync_timers.clear()
-        self.consumer.stop()
-        for group in self.groups.values():
-            if group.join_timer is not None:
-                group.join_timer.cancel()
-            for pending in group.pending_members.values():
-                if pending is not None:
-                    pending.cancel()
-            for member in group.members.values():
-                self._cancel_heartbeat(member)
-                if member.awaiting_join:
-                    assert member.join_future is not None
-                    member.join_future.set_result(
-                        JoinResult(ErrorCode.NOT_COORDINATOR, member.member_id)
-                    )
-                if member.awaiting_sync:
-                    assert member.sync_future is not None
-                    member.sync_future.set_result(SyncResult(ErrorCode.NOT_COORDINATOR))
 
     @staticmethod
     def _loop() -> asyncio.AbstractEventLoop:
@@ -292,16 +627,23 @@ class GroupCoordinator:
 
     # -- JoinGroup -------------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
+        mark = self._write_seq
         outcome = self._join(request)
         if isinstance(outcome, JoinResult):
+            if outcome.error_code == ErrorCode.NONE:
+                # a static member replaced in a Stable group: answered once stored
+                error = await self.await_writes(request.group_id, mark)
+                if error:
+                    return JoinResult(error, outcome.member_id)
             return outcome
         return await outcome
 
     def _join(self, req: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
         if not req.group_id:
             return JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id)
-        if self.loading:
-            return JoinResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, req.member_id)
+        error = self.ownership_error(req.group_id)
+        if error:
+            return JoinResult(error, req.member_id)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
@@ -795,8 +1137,9 @@ class GroupCoordinator:
     ) -> SyncResult | asyncio.Future[SyncResult]:
         if not group_id:
             return SyncResult(ErrorCode.INVALID_GROUP_ID)
-        if self.loading:
-            return SyncResult(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        error = self.ownership_error(group_id)
+        if error:
+            return SyncResult(error)
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -840,13 +1183,51 @@ class GroupCoordinator:
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
         for member in group.members.values():
             member.assignment = assignments.get(member.member_id, b"")
+        mark = self._write_seq
         try:
             self._store_group(group)
-        except Exception:
-            log.exception("storing group %s failed", group.group_id)
-            self._reset_and_propagate_assignment_error(group, ErrorCode.COORDINATOR_NOT_AVAILABLE)
-            self._prepare_rebalance(group)
+        except Exception as exc:
+            if isinstance(exc, OffsetsAppendError):
+                log.warning("storing group %s failed: %s", group.group_id, exc)
+                error = coordinator_error(exc.error_code)
+            else:
+                log.exception("storing group %s failed", group.group_id)
+                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+            self._assignment_not_stored(group, error)
             return
+        if self.wrote_since(group.group_id, mark):
+            # cluster mode: hand the assignment out once the record is committed
+            committed = self.await_writes(group.group_id, mark)
+            self._spawn(self._complete_sync_when_committed(group, group.generation_id, committed))
+            return
+        self._propagate_assignment(group)
+
+    async def _complete_sync_when_committed(
+        self, group: ClassicGroup, generation_id: int, committed: Coroutine[Any, Any, int]
+    ) -> None:
+        error = await committed
+        if (
+            self.groups.get(group.group_id) is not group
+            or group.generation_id != generation_id
+            or not group.is_in(GroupState.COMPLETING_REBALANCE)
+        ):
+            return  # unloaded, or the group moved on while the record was replicated
+        if error:
+            log.warning(
+                "group %s: assignment of generation %d not committed (error %d)",
+                group.group_id,
+                generation_id,
+                error,
+            )
+            self._assignment_not_stored(group, error)
+            return
+        self._propagate_assignment(group)
+
+    def _assignment_not_stored(self, group: ClassicGroup, error: int) -> None:
+        self._reset_and_propagate_assignment_error(group, error)
+        self._prepare_rebalance(group)
+
+    def _propagate_assignment(self, group: ClassicGroup) -> None:
         group.transition_to(GroupState.STABLE, self._clock())
         for member in group.members.values():
             if member.awaiting_sync:
@@ -865,8 +1246,9 @@ class GroupCoordinator:
     ) -> int:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        error = self.ownership_error(group_id)
+        if error:
+            return error
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -892,6 +1274,10 @@ class GroupCoordinator:
 
     # -- ConsumerGroupHeartbeat (KIP-848) --------------------------------------------
     def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        if req.group_id:
+            error = self.ownership_error(req.group_id)
+            if error:
+                return HeartbeatResult(error)
         return self.consumer.heartbeat(req, self._classic_guard)
 
     def _classic_guard(self, group_id: str) -> int:
@@ -902,7 +1288,7 @@ class GroupCoordinator:
             return ErrorCode.NONE
         if group.members or group.pending_members or not group.is_in(GroupState.EMPTY):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        self._log.append(group_id, [(GroupMetadataKey(group_id).encode(), None)])
+        self._append(group_id, [(GroupMetadataKey(group_id).encode(), None)])
         group.transition_to(GroupState.DEAD, self._clock())
         del self.groups[group_id]
         return ErrorCode.NONE
@@ -914,8 +1300,9 @@ class GroupCoordinator:
         """Returns (top-level error, one error per leaving member)."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        error = self.ownership_error(group_id)
+        if error:
+            return error, []
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
@@ -955,8 +1342,9 @@ class GroupCoordinator:
 
         if not req.group_id:
             return all_fail(ErrorCode.INVALID_GROUP_ID)
-        if self.loading:
-            return all_fail(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        error = self.ownership_error(req.group_id)
+        if error:
+            return all_fail(error)
         if req.group_id in self.consumer.groups:
             error = self.consumer.validate_offset_commit(
                 req.group_id, req.member_id, req.generation_id, req.api_version
@@ -995,10 +1383,15 @@ class GroupCoordinator:
             results[tp] = ErrorCode.NONE
         try:
             self.offsets.commit(req.group_id, accepted)
-        except Exception:
-            log.exception("storing offsets of group %s failed", req.group_id)
+        except Exception as exc:
+            if isinstance(exc, OffsetsAppendError):
+                code = coordinator_error(exc.error_code, offsets=True)
+                log.warning("storing offsets of group %s failed: %s", req.group_id, exc)
+            else:
+                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                log.exception("storing offsets of group %s failed", req.group_id)
             for tp in accepted:
-                results[tp] = ErrorCode.COORDINATOR_NOT_AVAILABLE
+                results[tp] = code
             if group is not None:
                 self._maybe_drop(group)
         return results
@@ -1029,8 +1422,9 @@ class GroupCoordinator:
     ) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None]]]:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+        error = self.ownership_error(group_id)
+        if error:
+            return error, []
         if group_id in self.consumer.groups:
             error = self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
             if error:
@@ -1049,8 +1443,9 @@ class GroupCoordinator:
     ) -> tuple[int, dict[TopicPartitionKey, int]]:
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, {}
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, {}
+        error = self.ownership_error(group_id)
+        if error:
+            return error, {}
         if group_id in self.consumer.groups:
             consumer_results: dict[TopicPartitionKey, int] = {
                 tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
@@ -1058,20 +1453,32 @@ class GroupCoordinator:
                 else ErrorCode.NONE
                 for tp in partitions
             }
-            self.offsets.delete(group_id, [tp for tp, e in consumer_results.items() if not e])
-            return ErrorCode.NONE, consumer_results
+            deletable = [tp for tp, e in consumer_results.items() if not e]
+            return self._delete_offsets(group_id, deletable, consumer_results)
         group = self.groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartitionKey, int] = {}
-        deletable: list[TopicPartitionKey] = []
+        deletable = []
         for tp in partitions:
             if not group.is_in(GroupState.EMPTY) and group.is_subscribed_to(tp[0]):
                 results[tp] = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             else:
                 results[tp] = ErrorCode.NONE
                 deletable.append(tp)
-        self.offsets.delete(group_id, deletable)
+        return self._delete_offsets(group_id, deletable, results)
+
+    def _delete_offsets(
+        self,
+        group_id: str,
+        deletable: list[TopicPartitionKey],
+        results: dict[TopicPartitionKey, int],
+    ) -> tuple[int, dict[TopicPartitionKey, int]]:
+        try:
+            self.offsets.delete(group_id, deletable)
+        except OffsetsAppendError as exc:
+            log.warning("deleting offsets of group %s failed: %s", group_id, exc)
+            return coordinator_error(exc.error_code), {}
         return ErrorCode.NONE, results
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
@@ -1080,25 +1487,31 @@ class GroupCoordinator:
             if not group_id:
                 results[group_id] = ErrorCode.INVALID_GROUP_ID
                 continue
-            if self.loading:
-                results[group_id] = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            error = self.ownership_error(group_id)
+            if error:
+                results[group_id] = error
                 continue
-            if group_id in self.consumer.groups:
-                results[group_id] = self.consumer.delete_group(group_id)
-                continue
-            group = self.groups.get(group_id)
-            if group is None:
-                results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-                continue
-            match group.state:
-                case GroupState.DEAD:
-                    results[group_id] = ErrorCode.GROUP_ID_NOT_FOUND
-                case GroupState.EMPTY:
-                    self._delete_group(group)
-                    results[group_id] = ErrorCode.NONE
-                case _:
-                    results[group_id] = ErrorCode.NON_EMPTY_GROUP
+            try:
+                results[group_id] = self._delete_group_by_id(group_id)
+            except OffsetsAppendError as exc:
+                log.warning("deleting group %s failed: %s", group_id, exc)
+                results[group_id] = coordinator_error(exc.error_code)
         return results
+
+    def _delete_group_by_id(self, group_id: str) -> int:
+        if group_id in self.consumer.groups:
+            return self.consumer.delete_group(group_id)
+        group = self.groups.get(group_id)
+        if group is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND
+        match group.state:
+            case GroupState.DEAD:
+                return ErrorCode.GROUP_ID_NOT_FOUND
+            case GroupState.EMPTY:
+                self._delete_group(group)
+                return ErrorCode.NONE
+            case _:
+                return ErrorCode.NON_EMPTY_GROUP
 
     def _delete_group(self, group: ClassicGroup) -> None:
         for handle in group.pending_members.values():
@@ -1106,15 +1519,16 @@ class GroupCoordinator:
                 handle.cancel()
         group.pending_members.clear()
         self.offsets.delete_group(group.group_id)
-        self._log.append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)])
+        self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)])
         group.transition_to(GroupState.DEAD, self._clock())
         self.groups.pop(group.group_id, None)
 
     # -- describe / list -------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
+        error = self.ownership_error(group_id)
+        if error:
+            return error, GroupSummary(group_id, "", "", "")
         group = self.groups.get(group_id)
-        if self.loading:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, GroupSummary(group_id, "", "", "")
         if group_id in self.consumer.groups:
             return ErrorCode.NONE, self._describe_consumer_group(group_id)
         if group is None:
@@ -1143,6 +1557,11 @@ class GroupCoordinator:
         return ErrorCode.NONE, GroupSummary(
             group_id, group.state.value, group.protocol_type or "", protocol, members
         )
+
+    def list_groups_error(self) -> int:
+        """COORDINATOR_LOAD_IN_PROGRESS while a partition loads (the listing lacks its
+        groups), else NONE."""
+        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self.loading else ErrorCode.NONE
 
     def list_groups(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every live group."""
@@ -1210,9 +1629,7 @@ class GroupCoordinator:
                 for m in group.members.values()
             ),
         )
-        self._log.append(
-            group.group_id, [(GroupMetadataKey(group.group_id).encode(), value.encode())]
-        )
+        self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), value.encode())])
 
     # -- retention -------------------------------------------------------------------
     def _schedule_retention(self) -> None:
@@ -1240,9 +1657,7 @@ class GroupCoordinator:
             if not self.offsets.has_offsets(group.group_id) and not group.members:
                 if base is not None and base + retention > now:
                     continue
-                self._log.append(
-                    group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)]
-                )
+                self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)])
                 group.transition_to(GroupState.DEAD, now)
                 del self.groups[group.group_id]
         for group_id, consumer_group in list(self.consumer.groups.items()):

@@ -1,19 +1,28 @@
 """The internal compacted topic ``__consumer_offsets``: partitioning, appends and replay.
 
 A group lives in partition ``abs(java_string_hashcode(group_id)) % partitions`` (Kafka's
-``Utils.abs`` of ``String.hashCode``). Records are built as RecordBatch v2 and appended
-through the partition's ``UnifiedLog.append_as_leader`` (the produce path: validation, offset
-assignment, fetch wake-up). The topic is created internal (``cleanup.policy=compact``) on first
-use with ``offsets.topic.num.partitions`` partitions; if someone created it first, its actual
-partition count is used.
+``Utils.abs`` of ``String.hashCode``); the coordinator of the group is the leader of that
+partition. Records are built as RecordBatch v2 and handed to an :class:`OffsetsTopicWriter`,
+which appends them to the partition's leader log (the produce path: validation, offset
+assignment, fetch wake-up) and tells when they are committed.
+
+Single-node mode: the topic is created internal (``cleanup.policy=compact``) on first use with
+``offsets.topic.num.partitions`` partitions (if someone created it first, its actual partition
+count is used), and an append is committed as soon as it is in the log (the high watermark
+follows the log end offset). Cluster mode: the controller creates the topic (FindCoordinator
+asks for it), and an append is committed once the high watermark passed it (acks=-1): the
+writer returns a future the coordinator awaits before answering.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import (
     Record,
     SimpleRecord,
@@ -22,18 +31,30 @@ from pydmq.protocol.records import (
     iter_batch_headers,
     validate_crc,
 )
+from pydmq.replication.delayed_produce import PendingAck, await_acks
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.log import LogAppendError
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
 
-__all__ = ["OFFSETS_TOPIC", "ConsumerOffsetsLog", "java_string_hashcode", "partition_for"]
+__all__ = [
+    "OFFSETS_TOPIC",
+    "ConsumerOffsetsLog",
+    "OffsetsAppendError",
+    "OffsetsTopicWriter",
+    "ReplicaManagerOffsetsWriter",
+    "is_cluster_mode",
+    "java_string_hashcode",
+    "partition_for",
+]
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _RECORDS_PER_BATCH = 500
 _READ_BYTES = 1 << 20
+_COMMIT_TIMEOUT_MS = 5000  # Kafka's offsets.commit.timeout.ms default
 
 
 def java_string_hashcode(s: str) -> int:
@@ -50,11 +71,95 @@ def partition_for(group_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-class ConsumerOffsetsLog:
-    """Appends to and replays ``__consumer_offsets`` through the broker's replica manager."""
+def is_cluster_mode(config: object) -> bool:
+    """``BrokerConfig.is_cluster_mode`` (a property or a method), False when absent."""
+    value: Any = getattr(config, "is_cluster_mode", False)
+    if callable(value):
+        value = value()
+    return bool(value)
 
-    def __init__(self, broker: Broker) -> None:
+
+class OffsetsAppendError(Exception):
+    """Nothing was appended to ``__consumer_offsets``; ``error_code`` says why (a produce
+    error: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, MESSAGE_TOO_LARGE...)."""
+
+    def __init__(self, error_code: int, message: str = "") -> None:
+        super().__init__(message or ErrorCode(error_code).name)
+        self.error_code = error_code
+
+
+class OffsetsTopicWriter(Protocol):
+    """Appends one record batch to ``__consumer_offsets`` partition ``partition`` as its leader.
+
+    The append happens before ``append`` returns (so records land in the order the coordinator
+    changed its state) with acks=-1 semantics; raises :class:`OffsetsAppendError` when nothing
+    was appended. Returns None when the batch is already committed (the high watermark passed
+    its last offset: always so in single-node mode), else a future resolved with 0 once it is,
+    or with a produce error code when it cannot be any more (NOT_LEADER_OR_FOLLOWER on a
+    leadership change, REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``). The future is
+    awaited by several requests: resolve it, never cancel it.
+    """
+
+    def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None: ...
+
+
+class ReplicaManagerOffsetsWriter:
+    """The writer over the broker's replica manager: an acks=-1 produce of the coordinator.
+
+    Appends through ``ReplicaManager.append(required_acks=-1)`` (refused before appending when
+    the ISR is below the minimum). When the high watermark did not pass the batch at once
+    (cluster mode), the returned future is settled by the delayed-produce purgatory
+    (:func:`pydmq.replication.delayed_produce.await_acks`): NONE once committed,
+    NOT_LEADER_OR_FOLLOWER on a leadership change, NOT_ENOUGH_REPLICAS_AFTER_APPEND, or
+    REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+    """
+
+    def __init__(self, broker: Broker, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
         self._broker = broker
+        self._timeout_ms = timeout_ms
+        self._waiting: set[asyncio.Task[None]] = set()
+
+    def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None:
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        replica_manager = self._broker.replica_manager
+        hosted = replica_manager.get(tp)
+        if hosted is None:
+            raise OffsetsAppendError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here")
+        try:
+            info = replica_manager.append(hosted, batch, required_acks=-1)
+        except LogAppendError as exc:
+            raise OffsetsAppendError(exc.error_code, str(exc)) from None
+        required_offset = info.last_offset + 1
+        if hosted.high_watermark >= required_offset:
+            return None
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def report(code: int) -> None:
+            if not future.done():
+                future.set_result(code)
+
+        pending = PendingAck(hosted, required_offset, report)
+        task = asyncio.ensure_future(
+            await_acks(replica_manager.produce_purgatory, [pending], self._timeout_ms)
+        )
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+        return future
+
+
+class ConsumerOffsetsLog:
+    """``__consumer_offsets`` of one broker: group records in, records back out at load."""
+
+    def __init__(self, broker: Broker, writer: OffsetsTopicWriter | None = None) -> None:
+        self._broker = broker
+        self.writer: OffsetsTopicWriter = (
+            writer if writer is not None else ReplicaManagerOffsetsWriter(broker)
+        )
+        self._creation: asyncio.Future[Any] | None = None
+
+    @property
+    def cluster_mode(self) -> bool:
+        return is_cluster_mode(self._broker.config)
 
     @property
     def exists(self) -> bool:
@@ -63,12 +168,17 @@ class ConsumerOffsetsLog:
     @property
     def num_partitions(self) -> int:
         topic = self._broker.topics.get(OFFSETS_TOPIC)
-        if topic is not None:
+        if topic is not None and topic.partitions:
             return len(topic.partitions)
         return self._broker.config.get_int("offsets.topic.num.partitions")
 
     def ensure_created(self) -> None:
+        """Single-node mode: create the topic here. Cluster mode: ask the controller (see
+        :meth:`request_creation`); the topic appears with a later UpdateMetadata."""
         if self.exists:
+            return
+        if self.cluster_mode:
+            self.request_creation()
             return
         self._broker.topic_ops.create_topic(
             OFFSETS_TOPIC,
@@ -77,49 +187,79 @@ class ConsumerOffsetsLog:
         )
         log.info("created %s", OFFSETS_TOPIC)
 
+    def request_creation(self) -> None:
+        """Cluster mode: ``broker.topic_ops.ensure_offsets_topic()`` (forwarded to the
+        controller; may return an awaitable), at most one request in flight."""
+        if self._creation is not None and not self._creation.done():
+            return
+        ensure = getattr(self._broker.topic_ops, "ensure_offsets_topic", None)
+        if ensure is None:
+            log.warning("cannot create %s: no ensure_offsets_topic on topic_ops", OFFSETS_TOPIC)
+            return
+        result = ensure()
+        if inspect.isawaitable(result):
+            self._creation = asyncio.ensure_future(result)
+            self._creation.add_done_callback(_log_creation_failure)
+
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, self.num_partitions)
 
-    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        """Append ``(key, value)`` records (value None = tombstone) to the group's partition."""
+    def append(
+        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+    ) -> asyncio.Future[int] | None:
+        """Append ``(key, value)`` records (value None = tombstone) to the group's partition.
+
+        Returns None when committed, else a future of the commit's error code (see
+        :class:`OffsetsTopicWriter`); raises :class:`OffsetsAppendError` if nothing was
+        appended."""
         if not records:
-            return
-        self.ensure_created()
-        tp = TopicPartition(OFFSETS_TOPIC, self.partition_for(group_id))
-        replica_manager = self._broker.replica_manager
-        partition = replica_manager.get(tp)
-        if partition is None:
-            raise RuntimeError(f"{tp} is not hosted here")
+            return None
+        if not self.cluster_mode:
+            self.ensure_created()
+        partition = self.partition_for(group_id)
+        pending: asyncio.Future[int] | None = None
         for start in range(0, len(records), _RECORDS_PER_BATCH):
             chunk = records[start : start + _RECORDS_PER_BATCH]
             batch = build_batch([SimpleRecord(k, v) for k, v in chunk])
-            replica_manager.append(partition, memoryview(bytearray(batch)))
+            waiter = self.writer.append(partition, memoryview(bytearray(batch)))
+            if waiter is not None:
+                pending = waiter  # the last batch committing commits the earlier ones
+        return pending
 
     def replay(self) -> Iterator[Record]:
         """Every record of every partition, in offset order per partition."""
         if not self.exists:
             return
         for index in range(self.num_partitions):
-            partition = self._broker.replica_manager.get(TopicPartition(OFFSETS_TOPIC, index))
-            if partition is None:
-                continue
-            unified = partition.log
-            offset = unified.log_start_offset
-            end = unified.log_end_offset
-            while offset < end:
-                data = unified.read(offset, _READ_BYTES, end, True)
-                if not data.buffers:
-                    break
-                buf = b"".join(bytes(b) for b in data.buffers)
-                next_offset = offset
-                for header in iter_batch_headers(buf):
-                    next_offset = header.next_offset
-                    if header.is_control:
-                        continue
-                    validate_crc(buf, header)
-                    for record in decode_records(buf, header):
-                        if record.offset >= offset:
-                            yield record
-                if next_offset <= offset:
-                    break
-                offset = next_offset
+            yield from self.replay_partition(index)
+
+    def replay_partition(self, index: int) -> Iterator[Record]:
+        """The records of partition ``index`` up to its current log end offset."""
+        partition = self._broker.replica_manager.get(TopicPartition(OFFSETS_TOPIC, index))
+        if partition is None:
+            return
+        unified = partition.log
+        offset = unified.log_start_offset
+        end = unified.log_end_offset
+        while offset < end:
+            data = unified.read(offset, _READ_BYTES, end, True)
+            if not data.buffers:
+                break
+            buf = b"".join(bytes(b) for b in data.buffers)
+            next_offset = offset
+            for header in iter_batch_headers(buf):
+                next_offset = header.next_offset
+                if header.is_control:
+                    continue
+                validate_crc(buf, header)
+                for record in decode_records(buf, header):
+                    if record.offset >= offset:
+                        yield record
+            if next_offset <= offset:
+                break
+            offset = next_offset
+
+
+def _log_creation_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("creating %s failed: %s", OFFSETS_TOPIC, future.exception())

@@ -111,6 +111,19 @@ class OffsetStore:
                 doomed.append(tp)
         return self.delete(group_id, doomed)
 
+    # -- ownership -------------------------------------------------------------------
+    def adopt(self, loaded: OffsetStore) -> None:
+        """Take over the offsets replayed into ``loaded`` (a partition finished loading)."""
+        self._offsets.update(loaded._offsets)
+
+    def unload(self, owned_elsewhere: Callable[[str], bool]) -> int:
+        """Forget (no tombstones) the offsets of the groups ``owned_elsewhere`` selects: their
+        partition's leadership moved away. Returns how many groups were forgotten."""
+        doomed = [g for g in self._offsets if owned_elsewhere(g)]
+        for group_id in doomed:
+            del self._offsets[group_id]
+        return len(doomed)
+
     # -- replay ----------------------------------------------------------------------
     def replay_commit(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
         tp = (key.topic, key.partition)

@@ -7,7 +7,7 @@ from types import ModuleType
 from pydmq.broker.handler import ApiHandlerSpec
 from pydmq.plugins.markers import hookimpl
 
-__all__ = ["BUILTIN_PLUGINS", "HANDLER_MODULES"]
+__all__ = ["BUILTIN_PLUGINS", "CLUSTER_HANDLER_MODULES", "HANDLER_MODULES", "cluster_handlers"]
 
 HANDLER_MODULES: tuple[str, ...] = (
     "api_versions",
@@ -39,7 +39,26 @@ HANDLER_MODULES: tuple[str, ...] = (
     "offset_delete",
     "consumer_group_heartbeat",
     "consumer_group_describe",
+    "elect_leaders",
+    "alter_partition_reassignments",
+    "list_partition_reassignments",
 )
+
+
+# The controller-to-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata). A cluster-mode
+# broker serves them on its broker listeners; a single-node broker neither serves nor
+# advertises them (as Kafka 4, whose ApiVersions no longer lists keys 4-7).
+CLUSTER_HANDLER_MODULES: tuple[str, ...] = ("leader_and_isr", "stop_replica", "update_metadata")
+
+
+def cluster_handlers() -> list[ApiHandlerSpec]:
+    """The handlers of :data:`CLUSTER_HANDLER_MODULES`, added by the broker in cluster mode."""
+    import importlib
+
+    return [
+        importlib.import_module(f"pydmq.broker.handlers.{name}").HANDLER
+        for name in CLUSTER_HANDLER_MODULES
+    ]
 
 
 class BuiltinApiHandlers:
@@ -69,4 +88,15 @@ def _assignor_plugins() -> list[ModuleType]:
     return [assignors]
 
 
-BUILTIN_PLUGINS: list[object] = [BuiltinApiHandlers(), *_engine_plugins(), *_assignor_plugins()]
+def _replication_plugins() -> list[ModuleType]:
+    from pydmq.replication import plugin as strategies
+
+    return [strategies]
+
+
+BUILTIN_PLUGINS: list[object] = [
+    BuiltinApiHandlers(),
+    *_engine_plugins(),
+    *_assignor_plugins(),
+    *_replication_plugins(),
+]

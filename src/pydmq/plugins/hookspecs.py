@@ -14,7 +14,9 @@ from pydmq.plugins.markers import hookspec
 
 if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
+    from pydmq.assignment.placement import ReplicaPlacerSpec
     from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.replication.strategy import ReplicationStrategySpec
     from pydmq.storage.api import StorageEngineSpec
 
 __all__ = [
@@ -25,6 +27,8 @@ __all__ = [
     "pydmq_on_topic_deleted",
     "pydmq_register_api_handlers",
     "pydmq_register_group_assignors",
+    "pydmq_register_replica_placers",
+    "pydmq_register_replication_strategies",
     "pydmq_register_storage_engines",
 ]
 
@@ -73,6 +77,45 @@ def pydmq_register_group_assignors() -> list[GroupAssignorSpec]:
         Two plugins registering the same name is an error.
 
     Called: once, when the broker is built (before any listener opens).
+
+    .. versionadded:: 0.2
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_register_replica_placers() -> list[ReplicaPlacerSpec]:
+    """Return replica placers: how the controller spreads the replicas of new partitions.
+
+    :return: a list of :class:`~pydmq.assignment.placement.ReplicaPlacerSpec`; ``factory()``
+        builds an object with ``place(partitions, replication_factor, brokers, start)``
+        returning one replica list per partition id (first replica = preferred leader), each
+        of distinct ids from ``brokers`` (the usable brokers, with ``id`` and ``rack``). It
+        must be pure; it raises ``InvalidReplicationFactorError`` when the replication factor
+        cannot be met. The built-in is ``striped`` (Kafka's rack-aware round robin). Two
+        plugins registering the same name is an error.
+
+    Called: once, when the controller is built (before it serves requests).
+
+    .. versionadded:: 0.2
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_register_replication_strategies() -> list[ReplicationStrategySpec]:
+    """Return replication strategies: how a partition commits writes and elects leaders.
+
+    :return: a list of :class:`~pydmq.replication.strategy.ReplicationStrategySpec`;
+        ``factory()`` builds a :class:`~pydmq.replication.strategy.ReplicationStrategy` with
+        ``min_insync_replicas``, ``high_watermark``, ``may_shrink_isr_to`` and
+        ``elect_leader``. A topic picks one by name with the ``pydmq.replication.strategy``
+        topic config (default ``isr``). The object is resolved once per partition and called
+        directly on the produce path (the high watermark), so it must be pure and cheap. The
+        built-ins are ``isr`` (Kafka's rules) and ``quorum`` (majority ISR). Two plugins
+        registering the same name is an error.
+
+    Called: once, when the broker and the controller are built (before they serve requests).
 
     .. versionadded:: 0.2
     """

@@ -12,7 +12,9 @@ from pydmq.plugins.markers import PROJECT_NAME
 
 if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
+    from pydmq.assignment.placement import ReplicaPlacerSpec
     from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.replication.strategy import ReplicationStrategySpec
     from pydmq.storage.api import StorageEngineSpec
 
 __all__ = ["DuplicateRegistrationError", "PluginHost"]
@@ -82,6 +84,30 @@ class PluginHost:
                     )
                 assignors[spec.name] = spec
         return assignors
+
+    def replica_placers(self) -> dict[str, ReplicaPlacerSpec]:
+        """Replica placers by name, in registration order (built-ins first)."""
+        placers: dict[str, ReplicaPlacerSpec] = {}
+        for specs in reversed(self._pm.hook.pydmq_register_replica_placers()):
+            for spec in specs:
+                if spec.name in placers:
+                    raise DuplicateRegistrationError(
+                        f"replica placer {spec.name!r} registered twice"
+                    )
+                placers[spec.name] = spec
+        return placers
+
+    def replication_strategies(self) -> dict[str, ReplicationStrategySpec]:
+        """Replication strategies by name, in registration order (built-ins first)."""
+        strategies: dict[str, ReplicationStrategySpec] = {}
+        for specs in reversed(self._pm.hook.pydmq_register_replication_strategies()):
+            for spec in specs:
+                if spec.name in strategies:
+                    raise DuplicateRegistrationError(
+                        f"replication strategy {spec.name!r} registered twice"
+                    )
+                strategies[spec.name] = spec
+        return strategies
 
     def configure(self, config: Mapping[str, str]) -> None:
         self._pm.hook.pydmq_configure(config=config)

@@ -3,30 +3,63 @@
 Opens logs through the storage engine chosen per topic (``pydmq.engine`` topic config, default
 ``log.engine``), wakes delayed fetches after appends, and runs log maintenance (retention,
 segment roll by time, flushes, checkpoints). Owned by the event loop.
+
+Single-node mode opens every partition as its leader (:meth:`ReplicaManager.make_leader`).
+Cluster mode opens a partition only when the controller's LeaderAndIsr names this broker a
+replica (:meth:`ReplicaManager.apply_partition_state`), and closes or deletes it on
+StopReplica (:meth:`ReplicaManager.stop_replica`). Two purgatories wait on partitions:
+long-polling fetches (woken by appends and high watermark moves) and ``acks=-1`` produces
+(woken by high watermark moves, ISR and leadership changes:
+:meth:`ReplicaManager.notify_high_watermark`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
 from pydmq.replication.partition import Partition, append_policy
 from pydmq.replication.purgatory import DelayedOperationPurgatory
-from pydmq.storage.api import StorageEngine, StorageEngineSpec, TopicPartition
+from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
+from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, TopicPartition
 from pydmq.storage.log import LogAppendInfo, UnifiedLog
 
-__all__ = ["ReplicaManager", "UnknownEngineError"]
+__all__ = ["PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
 
 log = logging.getLogger(__name__)
 
 
 class UnknownEngineError(ValueError):
     """A topic names a storage engine no plugin registered."""
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """One partition's state from a LeaderAndIsr request, decoupled from the wire class."""
+
+    tp: TopicPartition
+    topic_id: uuid.UUID
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    replicas: list[int]
+    isr: list[int]
+
+
+class Transition(enum.Enum):
+    """What applying a :class:`PartitionState` did to the local replica."""
+
+    LEADER = "leader"  # leads now (new leadership or new leader epoch)
+    FOLLOWER = "follower"  # follows a new leader epoch: fetch again after truncation
+    UNCHANGED = "unchanged"  # same epochs (replicas/ISR refreshed)
+    STALE = "stale"  # older than what is applied: ignored
 
 
 class ReplicaManager:
@@ -36,12 +69,17 @@ class ReplicaManager:
         self,
         config: BrokerConfig,
         engines: Mapping[str, StorageEngineSpec],
+        strategies: Mapping[str, ReplicationStrategySpec] | None = None,
     ) -> None:
         self.config = config
         self._engine_specs = dict(engines)
         self._engines: dict[str, StorageEngine] = {}
+        self._strategy_specs = dict(strategies or {})
+        self._strategies: dict[str, ReplicationStrategy] = {}
         self.partitions: dict[TopicPartition, Partition] = {}
+        self._engine_of: dict[TopicPartition, str] = {}
         self.fetch_purgatory = DelayedOperationPurgatory()
+        self.produce_purgatory = DelayedOperationPurgatory()
 
     # -- engines ---------------------------------------------------------------------
     def engine(self, name: str) -> StorageEngine:
@@ -62,6 +100,26 @@ class ReplicaManager:
     def engine_names(self) -> list[str]:
         return sorted(self._engine_specs)
 
+    def strategy(self, name: str) -> ReplicationStrategy:
+        """The replication strategy registered as ``name`` (``isr`` when none is)."""
+        strategy = self._strategies.get(name)
+        if strategy is None:
+            spec = self._strategy_specs.get(name)
+            if spec is None:
+                if name != "isr":
+                    log.warning("unknown replication strategy %r: using isr", name)
+                strategy = ISR_STRATEGY
+            else:
+                strategy = spec.factory()
+            self._strategies[name] = strategy
+        return strategy
+
+    def _open_log(self, tp: TopicPartition, topic_config: TopicConfig) -> UnifiedLog:
+        engine_name = topic_config.get_str("pydmq.engine")
+        engine_log = self.engine(engine_name).open_log(tp, topic_config.log_config())
+        self._engine_of[tp] = engine_name
+        return UnifiedLog(engine_log, self.config.get_int("producer.id.expiration.ms"))
+
     # -- partitions ------------------------------------------------------------------
     def get(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
@@ -81,9 +139,7 @@ class ReplicaManager:
             existing.leader_epoch = leader_epoch
             existing.log.maybe_assign_epoch_start_offset(leader_epoch, existing.log.log_end_offset)
             return existing
-        engine = self.engine(topic_config.get_str("pydmq.engine"))
-        engine_log = engine.open_log(tp, topic_config.log_config())
-        unified = UnifiedLog(engine_log, self.config.get_int("producer.id.expiration.ms"))
+        unified = self._open_log(tp, topic_config)
         unified.update_high_watermark(unified.log_end_offset)
         unified.maybe_assign_epoch_start_offset(leader_epoch, unified.log_end_offset)
         partition = Partition(
@@ -96,25 +152,116 @@ class ReplicaManager:
             isr=isr,
             policy=append_policy(topic_config),
             min_insync_replicas=topic_config.get_int("min.insync.replicas"),
+            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
         )
         self.partitions[tp] = partition
         return partition
 
+    # -- cluster mode: LeaderAndIsr / StopReplica -----------------------------------------
+    def open_partition(
+        self, tp: TopicPartition, topic_id: uuid.UUID, topic_config: TopicConfig
+    ) -> Partition:
+        """Open ``tp``'s log as a replica with no leadership yet (cluster mode)."""
+        existing = self.partitions.get(tp)
+        if existing is not None:
+            return existing
+        partition = Partition(
+            tp=tp,
+            topic_id=topic_id,
+            log=self._open_log(tp, topic_config),
+            leader_id=-1,
+            leader_epoch=-1,
+            replicas=[],
+            isr=[],
+            policy=append_policy(topic_config),
+            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
+            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+            replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
+            partition_epoch=-1,
+            local_broker_id=self.config.node_id,
+        )
+        self.partitions[tp] = partition
+        return partition
+
+    def apply_partition_state(self, state: PartitionState, topic_config: TopicConfig) -> Transition:
+        """Apply one LeaderAndIsr partition state: open the log if needed, then lead or follow.
+
+        Epochs older than the applied ones are STALE (Kafka answers STALE_CONTROLLER_EPOCH for
+        the partition); equal ones refresh replicas and ISR only.
+        """
+        partition = self.partitions.get(state.tp)
+        if partition is not None and (
+            state.leader_epoch < partition.leader_epoch
+            or state.partition_epoch < partition.partition_epoch
+        ):
+            return Transition.STALE
+        if partition is None:
+            partition = self.open_partition(state.tp, state.topic_id, topic_config)
+        now_ms = int(time.time() * 1000)
+        if state.leader == self.config.node_id:
+            was = (partition.is_leader, partition.leader_epoch)
+            partition.make_leader(
+                state.leader_epoch, state.partition_epoch, state.replicas, state.isr, now_ms
+            )
+            if was == (True, state.leader_epoch):
+                return Transition.UNCHANGED
+            return Transition.LEADER
+        new_epoch = partition.make_follower(
+            state.leader, state.leader_epoch, state.partition_epoch, state.replicas, state.isr
+        )
+        return Transition.FOLLOWER if new_epoch else Transition.UNCHANGED
+
+    def stop_replica(self, tp: TopicPartition, *, delete: bool) -> None:
+        """Close ``tp`` (StopReplica); with ``delete`` its log is removed too."""
+        partition = self.partitions.pop(tp, None)
+        engine_name = self._engine_of.pop(tp, None)
+        if partition is not None:
+            try:
+                if delete:
+                    partition.log.engine_log.close()
+                else:
+                    partition.log.close()
+            except Exception:
+                log.exception("closing %s failed", tp)
+        if delete and engine_name is not None:
+            self.engine(engine_name).delete_log(tp)
+        self.notify_high_watermark(tp)
+
+    def notify_high_watermark(self, tp: TopicPartition) -> None:
+        """Wake what waits on ``tp``'s high watermark or leadership: parked acks=-1 produces
+        and long-polling fetches (consumers read up to the high watermark)."""
+        self.produce_purgatory.notify(tp)
+        self.fetch_purgatory.notify(tp)
+
     def update_config(self, topic: str, topic_config: TopicConfig) -> None:
+        """Apply a topic's new configs to its hosted partitions: append policy, min ISR and
+        the engine log's retention/segment/flush settings."""
+        log_config: LogConfig | None = None
         for tp, partition in self.partitions.items():
             if tp.topic == topic:
                 partition.policy = append_policy(topic_config)
                 partition.min_insync_replicas = topic_config.get_int("min.insync.replicas")
+                engine_log = partition.log.engine_log
+                # Both built-in engines read their LogConfig from ``config`` on every decision.
+                if isinstance(getattr(engine_log, "config", None), LogConfig):
+                    if log_config is None:
+                        log_config = topic_config.log_config()
+                    engine_log.config = log_config  # type: ignore[attr-defined]
 
     def delete_partition(self, tp: TopicPartition, engine_name: str) -> None:
         partition = self.partitions.pop(tp, None)
+        self._engine_of.pop(tp, None)
         if partition is not None:
             partition.log.engine_log.close()
         self.engine(engine_name).delete_log(tp)
-        self.fetch_purgatory.notify(tp)
+        self.notify_high_watermark(tp)
 
-    def append(self, partition: Partition, records: memoryview) -> LogAppendInfo:
-        info = partition.append_records_to_leader(records)
+    def append(
+        self, partition: Partition, records: memoryview, required_acks: int = 1
+    ) -> LogAppendInfo:
+        """Append a produced record set as leader; raises LogAppendError (incl. not leader,
+        not enough replicas for ``required_acks=-1``)."""
+        info = partition.append_records_to_leader(records, required_acks)
         if not info.duplicate:
             self.fetch_purgatory.notify(partition.tp)
         return info
@@ -156,6 +303,8 @@ class ReplicaManager:
             except Exception:
                 log.exception("closing %s failed", partition.tp)
         self.partitions.clear()
+        self._engine_of.clear()
+        self.produce_purgatory.notify_all()
         for engine in self._engines.values():
             engine.close()
         self._engines.clear()

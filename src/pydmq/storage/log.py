@@ -2,6 +2,8 @@
 
 Validates produced batches, assigns offsets in place, keeps idempotent-producer state, the
 high watermark and the leader-epoch cache, and refines timestamp lookups to single records.
+A follower appends the leader's batches unchanged (:meth:`UnifiedLog.append_as_follower`) and
+truncates a diverging tail found with OffsetForLeaderEpoch (:meth:`UnifiedLog.truncate_to`).
 Engines only store bytes. Owned by the broker's event loop.
 """
 
@@ -22,6 +24,7 @@ from pydmq.protocol.records import (
     decode_records,
     parse_batch_header,
     patch_offsets,
+    read_frame_length,
     set_log_append_time,
     validate_batch,
 )
@@ -32,7 +35,7 @@ from pydmq.storage.api import (
     TimestampAndOffset,
 )
 
-__all__ = ["LogAppendError", "LogAppendInfo", "UnifiedLog"]
+__all__ = ["LogAppendError", "LogAppendInfo", "UnexpectedAppendOffsetError", "UnifiedLog"]
 
 _PRODUCER_SNAPSHOT = "producer-state"
 _LEADER_EPOCHS = "leader-epoch-checkpoint"
@@ -47,6 +50,19 @@ class LogAppendError(Exception):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+
+
+class UnexpectedAppendOffsetError(LogAppendError):
+    """A follower append whose first offset is below the log end offset (it overlaps the log).
+
+    The replica fetcher truncates (OffsetForLeaderEpoch) and fetches again; Kafka raises
+    UnexpectedAppendOffsetException in the same place.
+    """
+
+    def __init__(self, message: str, first_offset: int, log_end_offset: int) -> None:
+        super().__init__(ErrorCode.OFFSET_OUT_OF_RANGE, message)
+        self.first_offset = first_offset
+        self.log_end_offset = log_end_offset
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +156,65 @@ class UnifiedLog:
         if self._unflushed >= policy.flush_messages:
             self.flush()
         return LogAppendInfo(base, offset - 1, append_time, self.log_start_offset)
+
+    def append_as_follower(
+        self, records: bytes | bytearray | memoryview, flush_messages: int | None = None
+    ) -> LogAppendInfo | None:
+        """Append batches fetched from the leader with its offsets and leader epochs unchanged.
+
+        Each batch's framing and CRC are checked (a follower must not store a corrupt copy),
+        offsets must increase from at least the log end offset, the leader-epoch cache learns
+        each batch's ``partitionLeaderEpoch`` and the producer state is updated. Producer
+        sequences are not enforced: the leader validated them and a follower cannot refuse
+        the leader's log (Kafka only warns here too). An incomplete trailing batch (a fetch
+        cut at max bytes) is ignored. Returns None when no complete batch was given.
+        """
+        view = memoryview(records)
+        headers: list[BatchHeader] = []
+        position = 0
+        end = len(view)
+        next_offset = self.engine_log.log_end_offset
+        try:
+            while position < end:
+                frame = read_frame_length(view, position)
+                if frame is None or position + frame[1] > end:
+                    break
+                header = parse_batch_header(view, position)
+                validate_batch(view, header, from_client=False)
+                if header.base_offset < next_offset:
+                    raise UnexpectedAppendOffsetError(
+                        f"follower append at {header.base_offset} below the expected offset "
+                        f"{next_offset}",
+                        header.base_offset,
+                        self.engine_log.log_end_offset,
+                    )
+                next_offset = header.next_offset
+                headers.append(header)
+                position += header.size
+        except CorruptRecordError as exc:
+            raise LogAppendError(exc.error_code, str(exc)) from None
+        if not headers:
+            return None
+        if position < end:
+            view = view[:position]
+        for header in headers:
+            epoch = header.partition_leader_epoch
+            if epoch >= 0:
+                self.maybe_assign_epoch_start_offset(epoch, header.base_offset)
+        self.engine_log.append(view, headers)
+        now_ms = int(time.time() * 1000)
+        state = self.producer_state
+        for header in headers:
+            if header.producer_id >= 0:
+                state.update(header, header.base_offset, header.last_offset, now_ms)
+            elif header.last_offset >= state.map_end_offset:
+                state.map_end_offset = header.last_offset + 1
+        self._unflushed += 1
+        if flush_messages is not None and self._unflushed >= flush_messages:
+            self.flush()
+        return LogAppendInfo(
+            headers[0].base_offset, headers[-1].last_offset, -1, self.log_start_offset
+        )
 
     def _validate(
         self, records: memoryview, policy: AppendPolicy, now_ms: int
@@ -257,27 +332,47 @@ class UnifiedLog:
 
     # -- leader epochs ---------------------------------------------------------------
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
-        if epoch >= 0 and (not self.leader_epochs or epoch > self.leader_epochs[-1][0]):
-            self.leader_epochs.append((epoch, start_offset))
-            self._save_leader_epochs()
+        """Record that ``epoch`` starts at ``start_offset`` (Kafka's LeaderEpochFileCache.assign).
+
+        Nothing changes when ``epoch`` is already the latest and starts at or before
+        ``start_offset`` (every append of the current epoch: this is on the produce path).
+        Otherwise entries that would no longer be monotonic (an epoch >= ``epoch`` or a start
+        >= ``start_offset``) are dropped first, so an epoch that never got a record gives way
+        to the one that did.
+        """
+        epochs = self.leader_epochs
+        if epochs:
+            latest, latest_start = epochs[-1]
+            if latest == epoch and latest_start <= start_offset:
+                return
+        if epoch < 0:
+            return
+        while epochs and (epochs[-1][0] >= epoch or epochs[-1][1] >= start_offset):
+            epochs.pop()
+        epochs.append((epoch, start_offset))
+        self._save_leader_epochs()
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """(largest epoch <= ``epoch``, end offset of that epoch) as OffsetForLeaderEpoch needs.
+        """(epoch, end offset) for OffsetForLeaderEpoch, with Kafka's rules.
 
-        Returns (-1, -1) when the epoch is older than anything known.
+        - the latest epoch: (epoch, log end offset);
+        - an older epoch: (the largest known epoch <= ``epoch``, the start offset of the next
+          higher known epoch), which is where the two logs may start to diverge;
+        - an epoch below every known one: (``epoch``, start offset of the first known epoch),
+          as the data before it was deleted and the follower may replicate from there;
+        - ``-1``, an epoch above the latest, or an empty cache: (-1, -1) (UNDEFINED).
         """
-        if not self.leader_epochs:
+        epochs = self.leader_epochs
+        if epoch < 0 or not epochs:
             return -1, -1
-        if epoch == self.leader_epochs[-1][0]:
+        if epoch == epochs[-1][0]:
             return epoch, self.log_end_offset
-        found = -1
-        for index, (known, _start) in enumerate(self.leader_epochs):
+        floor = -1
+        for known, start in epochs:
             if known > epoch:
-                if index == 0:
-                    return -1, -1
-                return self.leader_epochs[index - 1][0], self.leader_epochs[index][1]
-            found = known
-        return found, self.log_end_offset
+                return (floor if floor >= 0 else epoch), start
+            floor = known
+        return -1, -1
 
     def _save_leader_epochs(self) -> None:
         data = json.dumps({"version": 1, "epochs": self.leader_epochs}).encode()
@@ -344,13 +439,56 @@ class UnifiedLog:
             self.high_watermark = self.log_start_offset
         return changed
 
-    def truncate_to(self, offset: int) -> None:
-        self.engine_log.truncate_to(offset)
-        self.leader_epochs = [(e, s) for e, s in self.leader_epochs if s < offset]
+    def truncate_to(self, offset: int) -> bool:
+        """Remove every batch at or after ``offset`` (a follower's diverging tail).
+
+        The engine truncates at a batch boundary, so an offset inside a batch removes that whole
+        batch. Then the epoch cache drops the epochs starting at or after the new log end
+        offset, the producer state is rebuilt for the shorter log (from the last snapshot if it
+        does not reach past it, else from the log start) and re-snapshotted, and the high
+        watermark is capped at the new log end offset. Returns whether the log changed.
+        """
+        truncated = offset < self.log_end_offset
+        if truncated:
+            self.engine_log.truncate_to(offset)
+        end = self.log_end_offset
+        if self.leader_epochs and self.leader_epochs[-1][1] >= end:
+            self.leader_epochs = [(e, s) for e, s in self.leader_epochs if s < end]
+            self._save_leader_epochs()
+        if truncated or self.producer_state.map_end_offset > end:
+            self._reload_producer_state()
+            self.take_producer_snapshot()
+        if self.high_watermark > end:
+            self.high_watermark = end
+        return truncated
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop the whole log and restart it empty at ``offset`` (a follower whose fetch offset
+        fell below the leader's log start). Epochs, producer state and the high watermark
+        restart with it."""
+        self.engine_log.truncate_fully_and_start_at(offset)
+        self.leader_epochs = []
         self._save_leader_epochs()
         self.producer_state = ProducerStateManager()
-        self.producer_state.rebuild_from(self.engine_log.batch_headers(self.log_start_offset))
-        self.high_watermark = min(self.high_watermark, self.log_end_offset)
+        self.producer_state.map_end_offset = offset
+        self.take_producer_snapshot()
+        self.high_watermark = offset
+
+    def _reload_producer_state(self) -> None:
+        state = ProducerStateManager()
+        start = self.log_start_offset
+        snapshot = self.engine_log.read_checkpoint(_PRODUCER_SNAPSHOT)
+        if snapshot:
+            try:
+                covered = state.load_snapshot(snapshot, 2**63 - 1)
+            except ValueError:
+                covered = -1
+            if 0 <= covered <= self.log_end_offset:
+                start = max(start, covered)
+            else:  # the snapshot reaches into the removed tail: replay the whole log
+                state = ProducerStateManager()
+        state.rebuild_from(self.engine_log.batch_headers(start))
+        self.producer_state = state
 
     def delete_old_segments(self, now_ms: int) -> int:
         deleted = self.engine_log.delete_retention_ms_breached(now_ms)

@@ -13,12 +13,18 @@ reason, another node id INVALID_REQUEST as in Kafka. BROKER_LOGGER is not accept
 API (Kafka: IncrementalAlterConfigs only) -> INVALID_REQUEST, as is any other type. A resource
 named twice in one request, or a config named twice in one resource -> INVALID_REQUEST.
 v1 is v0 (throttling), v2 is flexible.
+
+In cluster mode the request is forwarded to the active controller at the same version and its
+response returned (REQUEST_TIMED_OUT per item when no controller answers).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
+from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_configs import (
@@ -47,7 +53,7 @@ def broker_resource_error(ctx: RequestContext, name: str) -> TopicError:
     )
 
 
-def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     broker = ctx.broker
     response = AlterConfigsResponse()
     counts = resource_counts(request.resources)
@@ -83,6 +89,29 @@ def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsRes
             result.error_code = exc.error_code
             result.error_message = exc.message
     return response
+
+
+def handle(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return _handle_local(ctx, request)
+
+    def unavailable(code: int, message: str) -> AlterConfigsResponse:
+        return AlterConfigsResponse(
+            responses=[
+                AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                )
+                for r in request.resources
+            ]
+        )
+
+    return forward_to_controller(ctx, cluster, request, unavailable)
 
 
 HANDLER = ApiHandlerSpec(33, 0, 2, handle, "AlterConfigs")

@@ -6,7 +6,8 @@ target assignment (topic ids and names). An unknown group is GROUP_ID_NOT_FOUND 
 not found."; a classic group GROUP_ID_NOT_FOUND "Group <id> is not a consumer group." (the
 Java admin then falls back to DescribeGroups). Authorized operations when asked (no
 authorizer: every group operation). Version notes: v1 adds ``member_type`` (1 = consumer
-protocol).
+protocol). A group not coordinated here: NOT_COORDINATOR; still loading:
+COORDINATOR_LOAD_IN_PROGRESS.
 """
 
 from __future__ import annotations
@@ -48,10 +49,9 @@ def handle(
 
     response = ConsumerGroupDescribeResponse()
     for group_id in request.group_ids:
-        if groups.loading:
-            response.groups.append(
-                DescribedGroup(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
-            )
+        error = groups.ownership_error(group_id)
+        if error:
+            response.groups.append(DescribedGroup(group_id=group_id, error_code=error))
             continue
         group = consumer.groups.get(group_id)
         if group is None:

@@ -7,14 +7,18 @@ heartbeats, and leaves (-1; -2 = a static member's temporary leave); answers the
 partitions) when it changed, else null. Version notes: v0 lets the coordinator generate the
 member id on join (an empty member id); v1 (KIP-1082) requires the client's own member id on
 every request, and adds ``subscribed_topic_regex`` (RE2/J syntax; evaluated with Python ``re``,
-full match).
+full match). Cluster mode: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is
+not coordinated here / still loading; a heartbeat that wrote records (epoch, member,
+assignment changes) is answered once they are committed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
-from pydmq.groups.consumer.coordinator import HeartbeatRequest
+from pydmq.groups.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from pydmq.protocol.messages.consumer_group_heartbeat import (
     Assignment,
     ConsumerGroupHeartbeatRequest,
@@ -25,15 +29,15 @@ from pydmq.protocol.messages.consumer_group_heartbeat import (
 __all__ = ["HANDLER"]
 
 
-def handle(
-    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
-) -> ConsumerGroupHeartbeatResponse:
+def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> object:
+    group_coordinator = coordinator(ctx)
+    mark = group_coordinator.write_mark
     owned = (
         None
         if request.topic_partitions is None
         else {tp.topic_id: tp.partitions for tp in request.topic_partitions}
     )
-    result = coordinator(ctx).consumer_group_heartbeat(
+    result = group_coordinator.consumer_group_heartbeat(
         HeartbeatRequest(
             group_id=request.group_id,
             member_id=request.member_id,
@@ -50,6 +54,21 @@ def handle(
             api_version=ctx.api_version,
         )
     )
+    if group_coordinator.wrote_since(request.group_id, mark):
+        return _when_committed(group_coordinator.await_writes(request.group_id, mark), result)
+    return _response(result)
+
+
+async def _when_committed(
+    committed: Awaitable[int], result: HeartbeatResult
+) -> ConsumerGroupHeartbeatResponse:
+    error = await committed
+    if error and not result.error_code:
+        result = HeartbeatResult(error)
+    return _response(result)
+
+
+def _response(result: HeartbeatResult) -> ConsumerGroupHeartbeatResponse:
     assignment = (
         None
         if result.assignment is None

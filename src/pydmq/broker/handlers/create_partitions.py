@@ -6,13 +6,18 @@ manual ``assignments`` (one replica list per new partition, same size, known bro
 INVALID_REPLICA_ASSIGNMENT. ``validate_only`` checks without creating. A topic named twice in
 one request gets INVALID_REQUEST for each occurrence. v1 is v0 with throttling semantics, v2
 is flexible, v3 is v2 (KIP-890 version bump); the body is the same in all versions.
+
+In cluster mode the request is forwarded to the active controller at the same version and its
+response returned (REQUEST_TIMED_OUT per item when no controller answers).
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_partitions import (
@@ -24,7 +29,9 @@ from pydmq.protocol.messages.create_partitions import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreatePartitionsResponse:
+def _handle_local(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     broker = ctx.broker
     response = CreatePartitionsResponse()
     counts = collections.Counter(t.name for t in request.topics)
@@ -46,6 +53,24 @@ def handle(ctx: RequestContext, request: CreatePartitionsRequest) -> CreateParti
             result.error_code = exc.error_code
             result.error_message = exc.message
     return response
+
+
+def handle(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse | Awaitable[CreatePartitionsResponse]:
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return _handle_local(ctx, request)
+
+    def unavailable(code: int, message: str) -> CreatePartitionsResponse:
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsTopicResult(name=t.name, error_code=code, error_message=message)
+                for t in request.topics
+            ]
+        )
+
+    return forward_to_controller(ctx, cluster, request, unavailable, request.timeout)
 
 
 HANDLER = ApiHandlerSpec(37, 0, 3, handle, "CreatePartitions")

@@ -6,13 +6,18 @@ assignments, known and valid configs (INVALID_CONFIG). ``validate_only`` checks 
 creating. From v5 the result carries the partition count, replication factor and every config
 with its value and source; topic ids from v7. Duplicate names in one request -> INVALID_REQUEST
 for each duplicate.
+
+In cluster mode the request is forwarded to the active controller at the same version and its
+response returned (REQUEST_TIMED_OUT per item when no controller answers).
 """
 
 from __future__ import annotations
 
 import collections
+from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_ops import TopicError
 from pydmq.config.topic import TopicConfig
 from pydmq.protocol.errors import ErrorCode
@@ -36,13 +41,16 @@ CONFIG_SOURCES = {
 }
 
 
-def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     response = CreateTopicsResponse()
     counts = collections.Counter(t.name for t in request.topics)
     for topic in request.topics:
         result = CreatableTopicResult(
-            name=topic.name, error_code=ErrorCode.NONE, num_partitions=-1, replication_factor=-1,
+            name=topic.name,
+            error_code=ErrorCode.NONE,
+            num_partitions=-1,
+            replication_factor=-1,
         )
         response.topics.append(result)
         if counts[topic.name] > 1:
@@ -53,8 +61,12 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsRes
         configs = {c.name: c.value for c in topic.configs}
         try:
             created = broker.topic_ops.create_topic(
-                topic.name, topic.num_partitions, topic.replication_factor, configs,
-                assignments, request.validate_only,
+                topic.name,
+                topic.num_partitions,
+                topic.replication_factor,
+                configs,
+                assignments,
+                request.validate_only,
             )
         except TopicError as exc:
             result.error_code = exc.error_code
@@ -79,6 +91,31 @@ def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsRes
                     )
                 )
     return response
+
+
+def handle(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]:
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return _handle_local(ctx, request)
+
+    def unavailable(code: int, message: str) -> CreateTopicsResponse:
+        return CreateTopicsResponse(
+            topics=[
+                CreatableTopicResult(
+                    name=t.name,
+                    error_code=code,
+                    error_message=message,
+                    num_partitions=-1,
+                    replication_factor=-1,
+                    configs=None if ctx.api_version >= 5 else [],
+                )
+                for t in request.topics
+            ]
+        )
+
+    return forward_to_controller(ctx, cluster, request, unavailable, request.timeout)
 
 
 HANDLER = ApiHandlerSpec(19, 2, 7, handle, "CreateTopics")

@@ -2,10 +2,14 @@
 
 Deletes Empty groups with their committed offsets (tombstones in ``__consumer_offsets``).
 Per group: INVALID_GROUP_ID (empty id), GROUP_ID_NOT_FOUND (unknown or Dead), NON_EMPTY_GROUP
-(members present). No differences between versions besides flexible encoding (v2).
+(members present), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
+coordinated here / still loading. Cluster mode: answered once the tombstones are committed.
+No differences between versions besides flexible encoding (v2).
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
@@ -18,8 +22,31 @@ from pydmq.protocol.messages.delete_groups import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> DeleteGroupsResponse:
-    results = coordinator(ctx).delete_groups(request.groups_names)
+def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> object:
+    group_coordinator = coordinator(ctx)
+    mark = group_coordinator.write_mark
+    results = group_coordinator.delete_groups(request.groups_names)
+    committed = {
+        g: group_coordinator.await_writes(g, mark)
+        for g, code in results.items()
+        if code == 0 and group_coordinator.wrote_since(g, mark)
+    }
+    if committed:
+        return _when_committed(committed, request, results)
+    return _response(request, results)
+
+
+async def _when_committed(
+    committed: Mapping[str, Awaitable[int]],
+    request: DeleteGroupsRequest,
+    results: dict[str, int],
+) -> DeleteGroupsResponse:
+    for group_id, waiter in committed.items():
+        results[group_id] = await waiter
+    return _response(request, results)
+
+
+def _response(request: DeleteGroupsRequest, results: dict[str, int]) -> DeleteGroupsResponse:
     return DeleteGroupsResponse(
         results=[
             DeletableGroupResult(group_id=g, error_code=results[g]) for g in request.groups_names

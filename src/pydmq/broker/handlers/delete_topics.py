@@ -3,11 +3,18 @@
 By name (all versions) or by topic id (v6+; UNKNOWN_TOPIC_ID). Unknown names get
 UNKNOWN_TOPIC_OR_PARTITION; ``delete.topic.enable=false`` gives TOPIC_DELETION_DISABLED.
 Deleting removes the partitions' logs and their fetch-session entries.
+
+In cluster mode the request is forwarded to the active controller at the same version and its
+response returned (REQUEST_TIMED_OUT per item when no controller answers).
 """
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Awaitable
+
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_topics import (
@@ -18,8 +25,10 @@ from pydmq.protocol.messages.delete_topics import (
 
 __all__ = ["HANDLER"]
 
+_ZERO_UUID = uuid.UUID(int=0)
 
-def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+
+def _handle_local(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
     broker = ctx.broker
     response = DeleteTopicsResponse()
     wanted: list[tuple[str | None, object]] = []
@@ -46,6 +55,30 @@ def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsRes
             continue
         result.topic_id = deleted.topic_id
     return response
+
+
+def handle(
+    ctx: RequestContext, request: DeleteTopicsRequest
+) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]:
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return _handle_local(ctx, request)
+
+    def unavailable(code: int, message: str) -> DeleteTopicsResponse:
+        if ctx.api_version >= 6:
+            wanted = [(t.name, t.topic_id) for t in request.topics]
+        else:
+            wanted = [(name, _ZERO_UUID) for name in request.topic_names]
+        return DeleteTopicsResponse(
+            responses=[
+                DeletableTopicResult(
+                    name=name, topic_id=topic_id, error_code=code, error_message=message
+                )
+                for name, topic_id in wanted
+            ]
+        )
+
+    return forward_to_controller(ctx, cluster, request, unavailable, request.timeout)
 
 
 HANDLER = ApiHandlerSpec(20, 1, 6, handle, "DeleteTopics")

@@ -8,6 +8,11 @@ which pydmq gives for any other value). ``include_fenced_brokers`` (v2, KIP-1073
 nothing: a serving node is never fenced, ``is_fenced`` is false. Cluster authorized
 operations are -2147483648 unless requested; without an authorizer (as Kafka without one)
 every operation the CLUSTER resource supports is reported.
+
+Cluster mode answers from the metadata cache: the alive brokers with their endpoint on the
+listener asked on and the controller id as Metadata gives it (a broker). Controllers are
+described by the controller listener's own DescribeCluster; a broker asked for controllers
+answers UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers do.
 """
 
 from __future__ import annotations
@@ -47,6 +52,34 @@ def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClus
         response.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
         response.error_message = f"Unsupported endpoint type {endpoint_type}"
         response.controller_id = -1
+        return response
+    cluster = broker.cluster
+    if cluster is not None:
+        if endpoint_type != ENDPOINT_BROKERS:
+            response.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+            response.error_message = "The broker listener does not describe controllers"
+            response.controller_id = -1
+            return response
+        cache = cluster.metadata_cache
+        alive = cache.alive_broker_ids()
+        response.controller_id = (
+            cache.controller_id
+            if cache.is_alive(cache.controller_id)
+            else (alive[0] if alive else -1)
+        )
+        for broker_id in alive:
+            cached = cache.brokers[broker_id]
+            endpoint = cached.endpoint(ctx.listener)
+            if endpoint is not None:
+                response.brokers.append(
+                    DescribeClusterBroker(
+                        broker_id=broker_id,
+                        host=endpoint[0],
+                        port=endpoint[1],
+                        rack=cached.rack,
+                        is_fenced=False,
+                    )
+                )
         return response
     host, port = broker.advertised_endpoint(ctx.listener)
     rack = broker.config.get("broker.rack")

@@ -4,7 +4,8 @@ State, protocol type and members of each group. As Kafka: a Stable group reports
 and each member's metadata and assignment; other states report the members without them and
 protocol "". An unknown group is reported as state "Dead" with no error (GROUP_ID_NOT_FOUND is
 v6+, not advertised). Authorized operations from v3 (no authorizer: every group operation when
-asked, else Kafka's "not requested" sentinel); group instance ids from v4.
+asked, else Kafka's "not requested" sentinel); group instance ids from v4. Per group NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when it is
+not coordinated here / still loading (cluster mode).
 """
 
 from __future__ import annotations

@@ -9,6 +9,14 @@ names from v13 (UNKNOWN_TOPIC_ID). A fetch offset inside a batch returns that wh
 The first partition with data gets at least one whole batch even above the byte limits
 (KIP-74). read_committed reads up to the last stable offset (= high watermark until
 transactions exist). Fetch v18 (KIP-1166) is not advertised: Kafka 4.0/4.1 stop at v17.
+
+Replication: only the leader serves a partition (NOT_LEADER_OR_FOLLOWER otherwise, also for a
+partition hosted elsewhere in the cluster). A fetch with ``replica_id >= 0`` (in the body up to
+v14, ``replica_state`` from v15) comes from a follower: it reads up to the log end offset, not
+the high watermark, and its fetch offset tells the leader how far that follower got
+(``Partition.update_follower_fetch_state``), which may move the high watermark (waking
+parked acks=-1 produces and consumer long polls) or make the follower eligible for the ISR
+(the AlterPartition manager is woken).
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ from pydmq.protocol.messages.fetch import (
     PartitionData,
 )
 from pydmq.protocol.scatter import RecordsView
+from pydmq.replication.partition import Partition
 from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
 
 __all__ = ["HANDLER"]
@@ -73,15 +82,24 @@ def _resolve_topics(broker: Broker, request: FetchRequest, version: int) -> list
         for p in topic.partitions:
             targets.append(
                 _Target(
-                    name, topic_id, p.partition, p.fetch_offset, p.partition_max_bytes,
-                    p.current_leader_epoch, None, error,
+                    name,
+                    topic_id,
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                    None,
+                    error,
                 )
             )
     return targets
 
 
 def _apply_to_session(
-    session: FetchSession, targets: Iterable[_Target], request: FetchRequest, broker: Broker,
+    session: FetchSession,
+    targets: Iterable[_Target],
+    request: FetchRequest,
+    broker: Broker,
     version: int,
 ) -> list[_Target]:
     for target in targets:
@@ -89,8 +107,14 @@ def _apply_to_session(
         cached = session.partitions.get(key)
         if cached is None:
             cached = CachedPartition(
-                target.topic, target.topic_id, target.partition, target.fetch_offset,
-                target.partition_max_bytes, target.current_leader_epoch, -1, -1,
+                target.topic,
+                target.topic_id,
+                target.partition,
+                target.fetch_offset,
+                target.partition_max_bytes,
+                target.current_leader_epoch,
+                -1,
+                -1,
             )
             session.partitions[key] = cached
         else:
@@ -108,8 +132,14 @@ def _apply_to_session(
             error = ErrorCode.UNKNOWN_TOPIC_ID
         result.append(
             _Target(
-                cached.topic, cached.topic_id, cached.partition, cached.fetch_offset,
-                cached.partition_max_bytes, cached.current_leader_epoch, cached, error,
+                cached.topic,
+                cached.topic_id,
+                cached.partition,
+                cached.fetch_offset,
+                cached.partition_max_bytes,
+                cached.current_leader_epoch,
+                cached,
+                error,
             )
         )
     return result
@@ -119,14 +149,21 @@ class _FetchPlan:
     """What one Fetch request reads; ``read()`` may run again after a long-poll wake-up."""
 
     def __init__(
-        self, ctx: RequestContext, request: FetchRequest, targets: list[_Target],
-        session_id: int, incremental: bool,
+        self,
+        ctx: RequestContext,
+        request: FetchRequest,
+        targets: list[_Target],
+        session_id: int,
+        incremental: bool,
     ) -> None:
         self.ctx = ctx
         self.request = request
         self.targets = targets
         self.session_id = session_id
         self.incremental = incremental
+        version = ctx.api_version
+        self.replica_id = request.replica_id if version < 15 else request.replica_state.replica_id
+        self._follower_state_recorded = False
 
     def partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t.topic, t.partition) for t in self.targets if t.topic]
@@ -140,6 +177,10 @@ class _FetchPlan:
         has_error = False
         results: list[tuple[_Target, PartitionData]] = []
         read_committed = request.isolation_level == 1
+        follower = self.replica_id >= 0
+        record_follower = follower and not self._follower_state_recorded
+        self._follower_state_recorded = True
+        now_ms = int(time.time() * 1000) if record_follower else 0
         for target in self.targets:
             data = PartitionData(
                 partition_index=target.partition,
@@ -156,11 +197,19 @@ class _FetchPlan:
                 data.error_code = target.unknown_error
                 has_error = True
                 continue
-            partition = broker.replica_manager.get(TopicPartition(target.topic, target.partition))
+            tp = TopicPartition(target.topic, target.partition)
+            partition = broker.replica_manager.get(tp)
             if partition is None:
-                data.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                cluster = broker.cluster
+                data.error_code = (
+                    ErrorCode.NOT_LEADER_OR_FOLLOWER
+                    if cluster is not None and cluster.metadata_cache.partition(tp) is not None
+                    else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                )
                 has_error = True
                 continue
+            if record_follower and partition.is_leader:
+                self._record_follower_fetch(partition, target.fetch_offset, now_ms)
             log = partition.log
             data.high_watermark = log.high_watermark
             data.last_stable_offset = log.high_watermark
@@ -174,11 +223,17 @@ class _FetchPlan:
                 )
                 has_error = True
                 continue
+            if not partition.is_leader:
+                data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                has_error = True
+                continue
             limit = min(target.partition_max_bytes, remaining)
             try:
                 info = partition.read(
-                    target.fetch_offset, limit, min_one_batch=total == 0,
-                    to_high_watermark=True,
+                    target.fetch_offset,
+                    limit,
+                    min_one_batch=total == 0,
+                    to_high_watermark=not follower,
                 )
             except OffsetOutOfRangeError:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -191,6 +246,19 @@ class _FetchPlan:
             else:
                 data.records = b""
         return results, total, has_error
+
+    def _record_follower_fetch(self, partition: Partition, fetch_offset: int, now_ms: int) -> None:
+        """A follower fetching at ``fetch_offset`` holds everything before it."""
+        broker = self.ctx.broker
+        if partition.update_follower_fetch_state(self.replica_id, fetch_offset, now_ms):
+            broker.replica_manager.notify_high_watermark(partition.tp)
+        cluster = broker.cluster
+        if (
+            cluster is not None
+            and self.replica_id not in partition.isr
+            and fetch_offset >= partition.high_watermark
+        ):
+            cluster.alter_partition.wake()
 
     def respond(self, results: list[tuple[_Target, PartitionData]]) -> FetchResponse:
         response = FetchResponse(error_code=ErrorCode.NONE, session_id=self.session_id)
@@ -208,7 +276,9 @@ class _FetchPlan:
             key = (target.topic, target.topic_id)
             topic_response = by_topic.get(key)
             if topic_response is None:
-                topic_response = FetchableTopicResponse(topic=target.topic, topic_id=target.topic_id)
+                topic_response = FetchableTopicResponse(
+                    topic=target.topic, topic_id=target.topic_id
+                )
                 by_topic[key] = topic_response
                 response.responses.append(topic_response)
             topic_response.partitions.append(data)

@@ -1,9 +1,14 @@
 """FindCoordinator (key 10), v0-v6.
 
-Key type 0 (group): every group is coordinated by this node, answered with the advertised
-host/port of the listener the request came in on; ``__consumer_offsets`` is created (internal,
-compacted) on first use. Key type 1 (transaction): COORDINATOR_NOT_AVAILABLE until the
-transaction coordinator exists. Any other key type: INVALID_REQUEST.
+Key type 0 (group). Single-node mode: every group is coordinated by this node, answered with
+the advertised host/port of the listener the request came in on; ``__consumer_offsets`` is
+created (internal, compacted) on first use. Cluster mode: the coordinator is the leader of the
+group's ``__consumer_offsets`` partition as this broker's metadata (UpdateMetadata) has it,
+answered with that broker's endpoint on the listener the request came in on; while the topic
+does not exist its creation is asked of the controller and the answer is
+COORDINATOR_NOT_AVAILABLE, as it is for a partition without a leader or a leader without that
+listener. Key type 1 (transaction): COORDINATOR_NOT_AVAILABLE until the transaction
+coordinator exists. Any other key type: INVALID_REQUEST.
 v0-v3 carry one key and answer in the top-level fields (error message from v1); v4+ batch
 ``coordinator_keys`` and answer in ``coordinators``.
 """
@@ -11,8 +16,10 @@ v0-v3 carry one key and answer in the top-level fields (error message from v1); 
 from __future__ import annotations
 
 import logging
+from typing import Protocol
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.groups.log import OFFSETS_TOPIC, is_cluster_mode, partition_for
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.find_coordinator import (
     Coordinator,
@@ -28,31 +35,69 @@ _GROUP = 0
 _TRANSACTION = 1
 
 
+class BrokerEndpoints(Protocol):
+    """What FindCoordinator reads of the metadata cache (cluster mode): the endpoint of an
+    alive broker on a listener, None if it is not alive or has no such listener."""
+
+    def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None: ...
+
+
+def _not_available(key: str) -> Coordinator:
+    return Coordinator(
+        key=key,
+        node_id=-1,
+        host="",
+        port=-1,
+        error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        error_message="The coordinator is not available.",
+    )
+
+
+def _metadata_cache(broker: object) -> BrokerEndpoints | None:
+    """The broker role's metadata cache (``broker.cluster.metadata_cache``)."""
+    cluster = getattr(broker, "cluster", None)
+    cache: BrokerEndpoints | None = getattr(
+        cluster if cluster is not None else broker, "metadata_cache", None
+    )
+    return cache
+
+
+def _group_coordinator_in_cluster(ctx: RequestContext, key: str) -> Coordinator:
+    broker = ctx.broker
+    topic = broker.topics.get(OFFSETS_TOPIC)
+    if topic is None or not topic.partitions:
+        try:
+            broker.group_coordinator_log.request_creation()
+        except Exception:
+            log.exception("asking for the creation of %s failed", OFFSETS_TOPIC)
+        return _not_available(key)
+    index = partition_for(key, len(topic.partitions))
+    leader = next((p.leader for p in topic.partitions if p.index == index), -1)
+    if leader < 0:
+        return _not_available(key)
+    if leader == broker.node_id:
+        host, port = broker.advertised_endpoint(ctx.listener)
+        return Coordinator(key=key, node_id=leader, host=host, port=port)
+    cache = _metadata_cache(broker)
+    endpoint = None if cache is None else cache.endpoint(leader, ctx.listener)
+    if endpoint is None:
+        return _not_available(key)
+    return Coordinator(key=key, node_id=leader, host=endpoint[0], port=endpoint[1])
+
+
 def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     if key_type == _GROUP:
+        if is_cluster_mode(ctx.broker.config):
+            return _group_coordinator_in_cluster(ctx, key)
         try:
             ctx.broker.group_coordinator_log.ensure_created()
         except Exception:
             log.exception("creating __consumer_offsets failed")
-            return Coordinator(
-                key=key,
-                node_id=-1,
-                host="",
-                port=-1,
-                error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                error_message="The coordinator is not available.",
-            )
+            return _not_available(key)
         host, port = ctx.broker.advertised_endpoint(ctx.listener)
         return Coordinator(key=key, node_id=ctx.broker.node_id, host=host, port=port)
     if key_type == _TRANSACTION:
-        return Coordinator(
-            key=key,
-            node_id=-1,
-            host="",
-            port=-1,
-            error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-            error_message="The coordinator is not available.",
-        )
+        return _not_available(key)
     return Coordinator(
         key=key,
         node_id=-1,

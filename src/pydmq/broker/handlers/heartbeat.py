@@ -3,7 +3,8 @@
 Resets the member's session timer. Errors as Kafka: UNKNOWN_MEMBER_ID (unknown group or
 member), FENCED_INSTANCE_ID (a replaced static member), ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS while the group prepares a rebalance (the member must rejoin).
-Group instance id from v3.
+Group instance id from v3. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
+coordinated here / still loading (cluster mode).
 """
 
 from __future__ import annotations

@@ -13,12 +13,18 @@ anything but DELETE, or a config named twice in one resource -> INVALID_REQUEST;
 BROKER (4) and BROKER_LOGGER (8): pydmq has no dynamic broker configs or run-time logger
 levels, so they get INVALID_REQUEST (another node's id: INVALID_REQUEST as in Kafka); other
 resource types INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is flexible.
+
+In cluster mode the request is forwarded to the active controller at the same version and its
+response returned (REQUEST_TIMED_OUT per item when no controller answers).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
+from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.handlers.alter_configs import broker_resource_error
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
@@ -35,7 +41,7 @@ _BROKER = 4
 _BROKER_LOGGER = 8
 
 
-def handle(
+def _handle_local(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     broker = ctx.broker
@@ -74,6 +80,29 @@ def handle(
             result.error_code = exc.error_code
             result.error_message = exc.message
     return response
+
+
+def handle(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return _handle_local(ctx, request)
+
+    def unavailable(code: int, message: str) -> IncrementalAlterConfigsResponse:
+        return IncrementalAlterConfigsResponse(
+            responses=[
+                AlterConfigsResourceResponse(
+                    error_code=code,
+                    error_message=message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                )
+                for r in request.resources
+            ]
+        )
+
+    return forward_to_controller(ctx, cluster, request, unavailable)
 
 
 HANDLER = ApiHandlerSpec(44, 0, 1, handle, "IncrementalAlterConfigs")

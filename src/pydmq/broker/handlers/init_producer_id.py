@@ -6,11 +6,16 @@ restarts (:class:`~pydmq.producers.id_manager.ProducerIdManager`). A transaction
 transaction coordinator, which is a later issue: until then such requests get
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a non-retriable error every client surfaces at once
 (a retriable one such as COORDINATOR_NOT_AVAILABLE would make clients spin).
-v6 (KIP-939 two-phase commit) is not advertised.
+v6 (KIP-939 two-phase commit) is not advertised. In cluster mode ids come from blocks the
+controller allocates (AllocateProducerIds); while no block can be had the answer is
+COORDINATOR_NOT_AVAILABLE (retriable).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+
+from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager, ProducerIdsUnavailableError
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
@@ -20,12 +25,32 @@ __all__ = ["HANDLER"]
 _TRANSACTIONS_UNSUPPORTED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
-def handle(ctx: RequestContext, request: InitProducerIdRequest) -> InitProducerIdResponse:
+def handle(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
     if request.transactional_id is not None:
         return InitProducerIdResponse(
             error_code=_TRANSACTIONS_UNSUPPORTED, producer_id=-1, producer_epoch=-1
         )
+    cluster = ctx.broker.cluster
+    if cluster is not None:
+        producer_id = cluster.producer_ids.try_generate()
+        if producer_id is None:
+            return _from_new_block(cluster.producer_ids)
+        return InitProducerIdResponse(
+            error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
+        )
     producer_id = ctx.broker.producer_ids.generate_producer_id()
+    return InitProducerIdResponse(
+        error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
+    )
+
+
+async def _from_new_block(manager: ProducerIdBlockManager) -> InitProducerIdResponse:
+    try:
+        producer_id = await manager.generate_producer_id()
+    except ProducerIdsUnavailableError as exc:
+        return InitProducerIdResponse(error_code=exc.error_code, producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(
         error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
     )

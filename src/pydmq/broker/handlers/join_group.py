@@ -5,7 +5,8 @@ waits (asynchronously) until the rebalance completes. Version notes: rebalance t
 v1 (v0: the session timeout); v4+ requires a known member id (KIP-394: a new member is answered
 MEMBER_ID_REQUIRED with its id and joins again; v0-v3 join in one round trip); group instance
 id (static membership) from v5; protocol name nullable and protocol type in the response from
-v7; ``reason`` (v8) is logged only; ``skip_assignment`` (v9) is always false.
+v7; ``reason`` (v8) is logged only; ``skip_assignment`` (v9) is always false. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the
+group is not coordinated here / still loading (cluster mode).
 """
 
 from __future__ import annotations

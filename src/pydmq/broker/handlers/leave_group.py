@@ -3,7 +3,8 @@
 Removes members and rebalances the rest. v0-v2: one ``member_id``, the error is top-level.
 v3+: a batch of member identities (member id and/or group instance id: an empty member id with
 an instance id removes that static member) with one error per member (UNKNOWN_MEMBER_ID,
-FENCED_INSTANCE_ID). ``reason`` (v5) is logged only.
+FENCED_INSTANCE_ID). ``reason`` (v5) is logged only. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (top level) when
+the group is not coordinated here / still loading (cluster mode).
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@
 Every live group (groups that only hold committed offsets included, as Kafka lists them as
 Empty). States filter from v4 and types filter from v5, both case-insensitive; an empty filter
 matches everything. Group state in the response from v4, group type ("classic", or
-"consumer" for KIP-848 groups, whose protocol type is "consumer") from v5.
+"consumer" for KIP-848 groups, whose protocol type is "consumer") from v5. Cluster mode: the
+groups of the ``__consumer_offsets`` partitions led here; COORDINATOR_LOAD_IN_PROGRESS (with
+the groups already loaded) while one of them loads.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsRespons
     version = ctx.api_version
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
-    response = ListGroupsResponse()
-    for group_id, protocol_type, state, group_type in coordinator(ctx).list_groups_with_type():
+    group_coordinator = coordinator(ctx)
+    response = ListGroupsResponse(error_code=group_coordinator.list_groups_error())
+    for group_id, protocol_type, state, group_type in group_coordinator.list_groups_with_type():
         if states and state.lower() not in states:
             continue
         if types and group_type not in types:

@@ -5,12 +5,14 @@ read_committed), -2 earliest (log start offset), -3 max timestamp (v7+, KIP-734:
 carrying the largest timestamp), -4 earliest local (= earliest without tiered storage), -5
 latest tiered (v9+, KIP-1005: no tiered storage, so offset -1), otherwise the first record
 with timestamp >= target across batches and segments (offset -1 when none). A
-``current_leader_epoch`` (v4+) is checked against the partition's epoch.
+``current_leader_epoch`` (v4+) is checked against the partition's epoch. Only the leader
+answers (NOT_LEADER_OR_FOLLOWER).
 """
 
 from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -37,21 +39,19 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
         response.topics.append(topic_response)
         for p in topic.partitions:
             result = ListOffsetsPartitionResponse(
-                partition_index=p.partition_index, error_code=ErrorCode.NONE,
-                timestamp=-1, offset=-1, leader_epoch=-1,
+                partition_index=p.partition_index,
+                error_code=ErrorCode.NONE,
+                timestamp=-1,
+                offset=-1,
+                leader_epoch=-1,
             )
             topic_response.partitions.append(result)
-            partition = broker.replica_manager.get(TopicPartition(topic.name, p.partition_index))
+            epoch = p.current_leader_epoch if ctx.api_version >= 4 else -1
+            partition, error = leader_partition(
+                broker, TopicPartition(topic.name, p.partition_index), epoch
+            )
             if partition is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                continue
-            epoch = p.current_leader_epoch
-            if ctx.api_version >= 4 and epoch >= 0 and epoch != partition.leader_epoch:
-                result.error_code = (
-                    ErrorCode.FENCED_LEADER_EPOCH
-                    if epoch < partition.leader_epoch
-                    else ErrorCode.UNKNOWN_LEADER_EPOCH
-                )
+                result.error_code = error
                 continue
             log = partition.log
             upper = log.high_watermark

@@ -4,12 +4,24 @@ Topics null (v1+) or empty (v0) means all topics. Auto-creation happens when the
 it (v4+ flag; always for v0-v3), ``auto.create.topics.enable`` is true and the name is legal;
 an illegal name gets INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 Topic ids from v10 (lookup by id from v12: UNKNOWN_TOPIC_ID). Leader epochs from v7.
+
+Cluster mode answers from the metadata cache: the alive (unfenced) brokers with their endpoint
+on the listener the request came in on, leaders, epochs, replicas, ISR and offline replicas
+(a partition whose leader is not alive: LEADER_NOT_AVAILABLE, leader -1). ``controller_id``
+is a broker (clients send admin requests there, and brokers forward them): the active
+controller when it is also an alive broker, else the lowest alive broker. Auto-creation asks
+the controller (CreateTopics with the broker defaults; ``__consumer_offsets`` with the offsets
+topic settings) and answers LEADER_NOT_AVAILABLE until the topic arrives by UpdateMetadata, or
+the controller's error (INVALID_REPLICATION_FACTOR with too few brokers...).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 
+from pydmq.broker.cluster.runtime import BrokerCluster
+from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.server import Broker
 from pydmq.broker.topic_names import INTERNAL_TOPICS, topic_name_problem
@@ -24,6 +36,7 @@ from pydmq.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER", "broker_list"]
 
@@ -88,7 +101,103 @@ def _create_internal(broker: Broker, name: str) -> TopicInfo:
     raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name} is created by its owner")
 
 
-def handle(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
+def _cluster_brokers(cluster: BrokerCluster, listener: str) -> list[MetadataResponseBroker]:
+    out: list[MetadataResponseBroker] = []
+    for broker_id in cluster.metadata_cache.alive_broker_ids():
+        cached = cluster.metadata_cache.brokers[broker_id]
+        endpoint = cached.endpoint(listener)
+        if endpoint is None:
+            continue
+        out.append(
+            MetadataResponseBroker(
+                node_id=broker_id, host=endpoint[0], port=endpoint[1], rack=cached.rack
+            )
+        )
+    return out
+
+
+def _cluster_controller_id(cluster: BrokerCluster) -> int:
+    cache = cluster.metadata_cache
+    if cache.is_alive(cache.controller_id):
+        return cache.controller_id
+    alive = cache.alive_broker_ids()
+    return alive[0] if alive else -1
+
+
+def _cluster_topic_metadata(cluster: BrokerCluster, topic: TopicInfo) -> MetadataResponseTopic:
+    cache = cluster.metadata_cache
+    result = topic_metadata(cluster.broker, topic)
+    for p in result.partitions:
+        tp = TopicPartition(topic.name, p.partition_index)
+        p.offline_replicas = list(cache.offline(tp))
+        if not cache.is_alive(p.leader_id):
+            p.leader_id = -1
+            p.error_code = ErrorCode.LEADER_NOT_AVAILABLE
+    return result
+
+
+async def _handle_cluster(
+    ctx: RequestContext, request: MetadataRequest, cluster: BrokerCluster
+) -> MetadataResponse:
+    broker = ctx.broker
+    version = ctx.api_version
+    response = MetadataResponse(
+        brokers=_cluster_brokers(cluster, ctx.listener),
+        cluster_id=broker.cluster_id,
+        controller_id=_cluster_controller_id(cluster),
+    )
+    all_topics = request.topics is None or (version == 0 and not request.topics)
+    if all_topics:
+        response.topics = [_cluster_topic_metadata(cluster, t) for t in broker.topics]
+        return response
+    assert request.topics is not None
+    allow_auto = (version < 4 or request.allow_auto_topic_creation) and broker.config.get_bool(
+        "auto.create.topics.enable"
+    )
+    seen: set[str] = set()
+    for wanted in request.topics:
+        if wanted.name is None:
+            topic_id = wanted.topic_id
+            topic = broker.topics.by_id(topic_id) if topic_id is not None else None
+            if topic is None:
+                response.topics.append(_error_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+            else:
+                response.topics.append(_cluster_topic_metadata(cluster, topic))
+            continue
+        name = wanted.name
+        if name in seen:
+            continue
+        seen.add(name)
+        topic = broker.topics.get(name)
+        if topic is not None:
+            response.topics.append(_cluster_topic_metadata(cluster, topic))
+            continue
+        if topic_name_problem(name):
+            response.topics.append(_error_topic(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION))
+            continue
+        if not allow_auto:
+            response.topics.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+            continue
+        ops = broker.topic_ops
+        assert isinstance(ops, ClusterTopicOperations)
+        if name == OFFSETS_TOPIC:
+            code = await ops.ensure_offsets_topic()
+        elif name in INTERNAL_TOPICS:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        else:
+            code = await ops.create_via_controller(name)
+        if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT):
+            code = ErrorCode.LEADER_NOT_AVAILABLE
+        response.topics.append(_error_topic(name, None, code))
+    return response
+
+
+def handle(
+    ctx: RequestContext, request: MetadataRequest
+) -> MetadataResponse | Awaitable[MetadataResponse]:
+    cluster = ctx.broker.cluster
+    if cluster is not None:
+        return _handle_cluster(ctx, request, cluster)
     broker = ctx.broker
     version = ctx.api_version
     response = MetadataResponse(

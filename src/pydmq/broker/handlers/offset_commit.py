@@ -11,10 +11,14 @@ partition of an unknown topic gets UNKNOWN_TOPIC_OR_PARTITION, a metadata string
 broker default) sets an explicit expiry; v5+ have no such field. v10 (topic ids) is not
 advertised. For a KIP-848 consumer group, ``generation_id_or_member_epoch`` is the member
 epoch: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (older), FENCED_MEMBER_EPOCH (newer), and
-UNSUPPORTED_VERSION below v9, as Kafka 4.
+UNSUPPORTED_VERSION below v9, as Kafka 4. Cluster mode: NOT_COORDINATOR when the group's
+``__consumer_offsets`` partition is led elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it
+loads; the response waits until the offsets are committed (acks=-1).
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
@@ -30,7 +34,7 @@ from pydmq.protocol.messages.offset_commit import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitResponse:
+def handle(ctx: RequestContext, request: OffsetCommitRequest) -> object:
     version = ctx.api_version
     topics = ctx.broker.topics
     errors: dict[tuple[str, int], int] = {}
@@ -44,9 +48,11 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitRes
             else:
                 epoch = p.committed_leader_epoch if version >= 6 else -1
                 wanted[tp] = (p.committed_offset, epoch, p.committed_metadata)
+    group_coordinator = coordinator(ctx)
+    mark = group_coordinator.write_mark
     if wanted:
         errors.update(
-            coordinator(ctx).commit_offsets(
+            group_coordinator.commit_offsets(
                 CommitRequest(
                     group_id=request.group_id,
                     member_id=request.member_id,
@@ -58,6 +64,26 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> OffsetCommitRes
                 )
             )
         )
+    if group_coordinator.wrote_since(request.group_id, mark):
+        committed = group_coordinator.await_writes(request.group_id, mark, offsets=True)
+        return _when_committed(committed, request, errors)
+    return _response(request, errors)
+
+
+async def _when_committed(
+    committed: Awaitable[int],
+    request: OffsetCommitRequest,
+    errors: dict[tuple[str, int], int],
+) -> OffsetCommitResponse:
+    error = await committed
+    if error:
+        errors = {tp: e or error for tp, e in errors.items()}
+    return _response(request, errors)
+
+
+def _response(
+    request: OffsetCommitRequest, errors: dict[tuple[str, int], int]
+) -> OffsetCommitResponse:
     response = OffsetCommitResponse()
     for topic in request.topics:
         response.topics.append(

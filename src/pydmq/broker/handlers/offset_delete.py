@@ -3,10 +3,13 @@
 Deletes committed offsets of a group (tombstones). Top-level GROUP_ID_NOT_FOUND for an unknown
 group, INVALID_GROUP_ID for an empty id; per partition UNKNOWN_TOPIC_OR_PARTITION for an
 unknown topic and GROUP_SUBSCRIBED_TO_TOPIC while a member of a non-empty ``consumer`` group
-subscribes to the topic.
+subscribes to the topic. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
+coordinated here / still loading. Cluster mode: answered once the tombstones are committed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
@@ -21,7 +24,7 @@ from pydmq.protocol.messages.offset_delete import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteResponse:
+def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> object:
     topics = ctx.broker.topics
     errors: dict[tuple[str, int], int] = {}
     known: list[tuple[str, int]] = []
@@ -33,10 +36,32 @@ def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> OffsetDeleteRes
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(tp)
-    top, results = coordinator(ctx).delete_offsets(request.group_id, known)
+    group_coordinator = coordinator(ctx)
+    mark = group_coordinator.write_mark
+    top, results = group_coordinator.delete_offsets(request.group_id, known)
     if top:
         return OffsetDeleteResponse(error_code=top)
     errors.update(results)
+    if group_coordinator.wrote_since(request.group_id, mark):
+        committed = group_coordinator.await_writes(request.group_id, mark)
+        return _when_committed(committed, request, errors)
+    return _response(request, errors)
+
+
+async def _when_committed(
+    committed: Awaitable[int],
+    request: OffsetDeleteRequest,
+    errors: dict[tuple[str, int], int],
+) -> OffsetDeleteResponse:
+    error = await committed
+    if error:
+        return OffsetDeleteResponse(error_code=error)
+    return _response(request, errors)
+
+
+def _response(
+    request: OffsetDeleteRequest, errors: dict[tuple[str, int], int]
+) -> OffsetDeleteResponse:
     return OffsetDeleteResponse(
         topics=[
             OffsetDeleteResponseTopic(

@@ -7,7 +7,8 @@ error on every partition); leader epoch from v5; ``require_stable`` (v7) needs n
 there are no transactional offset commits yet; v8+ fetch several groups at once (each group's
 topics null = all). v9 carries the member id and epoch of a KIP-848 consumer group member:
 UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH as Kafka 4 (none given: no check). v10 (topic ids)
-is not advertised.
+is not advertised. Per group NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when it is not
+coordinated here / still loading (cluster mode).
 """
 
 from __future__ import annotations

@@ -3,12 +3,15 @@
 For each partition: the largest epoch <= the requested one and its end offset (the start of the
 next epoch, or the log end offset for the current epoch); UNDEFINED (-1, -1) for an epoch older
 than the log. ``current_leader_epoch`` is checked: FENCED_LEADER_EPOCH when older than ours,
-UNKNOWN_LEADER_EPOCH when newer. Java consumers validate positions with it (KIP-320).
+UNKNOWN_LEADER_EPOCH when newer. Java consumers validate positions with it (KIP-320); followers
+(``replica_id`` >= 0) truncate with it before fetching from a new leader. Only the leader
+answers (NOT_LEADER_OR_FOLLOWER).
 """
 
 from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -33,19 +36,13 @@ def handle(
                 error_code=ErrorCode.NONE, partition=p.partition, leader_epoch=-1, end_offset=-1
             )
             result.partitions.append(entry)
-            partition = ctx.broker.replica_manager.get(TopicPartition(topic.topic, p.partition))
+            partition, error = leader_partition(
+                ctx.broker, TopicPartition(topic.topic, p.partition), p.current_leader_epoch
+            )
             if partition is None:
-                entry.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                entry.error_code = error
                 continue
-            current = p.current_leader_epoch
-            if current >= 0 and current != partition.leader_epoch:
-                entry.error_code = (
-                    ErrorCode.FENCED_LEADER_EPOCH
-                    if current < partition.leader_epoch
-                    else ErrorCode.UNKNOWN_LEADER_EPOCH
-                )
-                continue
-            entry.leader_epoch, entry.end_offset = partition.log.end_offset_for_epoch(p.leader_epoch)
+            entry.leader_epoch, entry.end_offset = partition.last_offset_for_epoch(p.leader_epoch)
     return response
 
 

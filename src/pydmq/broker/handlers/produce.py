@@ -6,11 +6,21 @@ zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE). Idempotent retries of one 
 five batches return the original base offset. Transactional produce is not supported yet
 (transactions are a later issue): such batches get INVALID_TXN_STATE. ``max.message.bytes`` -> MESSAGE_TOO_LARGE.
 v13 (topic ids in Produce) is not advertised yet: Kafka 4.0 stops at v12.
+
+Replication: a partition not led here is NOT_LEADER_OR_FOLLOWER. ``acks=-1`` is refused with
+NOT_ENOUGH_REPLICAS before appending when the ISR is below the minimum; otherwise the records
+are appended and the response waits in the produce purgatory until the high watermark passed
+them on every partition (REQUEST_TIMED_OUT after ``timeout_ms``; see
+:mod:`pydmq.replication.delayed_produce`). ``acks=1`` answers after the leader's append. In
+single-node mode the high watermark follows each append, so nothing waits.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.produce import (
     PartitionProduceResponse,
@@ -19,6 +29,7 @@ from pydmq.protocol.messages.produce import (
     TopicProduceResponse,
 )
 from pydmq.protocol.records import BATCH_HEADER_SIZE, TRANSACTIONAL_FLAG
+from pydmq.replication.delayed_produce import PendingAck, await_acks, check_acks
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogAppendError
 
@@ -31,16 +42,34 @@ _MAGIC_AT = 16
 
 def _partition_error(index: int, code: int, message: str | None = None) -> PartitionProduceResponse:
     return PartitionProduceResponse(
-        index=index, error_code=code, base_offset=-1, log_append_time=-1, log_start_offset=-1,
+        index=index,
+        error_code=code,
+        base_offset=-1,
+        log_append_time=-1,
+        log_start_offset=-1,
         error_message=message,
     )
 
 
-def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | None:
+def _reporter(result: PartitionProduceResponse) -> Callable[[int], None]:
+    def report(code: int) -> None:
+        result.error_code = code
+        if code != ErrorCode.NONE and code != ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+            # Kafka answers a failed delayed produce without its offsets.
+            result.base_offset = -1
+            result.log_append_time = -1
+
+    return report
+
+
+def handle(
+    ctx: RequestContext, request: ProduceRequest
+) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     broker = ctx.broker
     replica_manager = broker.replica_manager
     acks = request.acks
     response = ProduceResponse()
+    pending: list[PendingAck] = []
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
         response.responses.append(topic_response)
@@ -50,11 +79,9 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | No
                     _partition_error(data.index, ErrorCode.INVALID_REQUIRED_ACKS)
                 )
                 continue
-            partition = replica_manager.get(TopicPartition(topic_data.name, data.index))
+            partition, error = leader_partition(broker, TopicPartition(topic_data.name, data.index))
             if partition is None:
-                topic_response.partition_responses.append(
-                    _partition_error(data.index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                )
+                topic_response.partition_responses.append(_partition_error(data.index, error))
                 continue
             records = data.records
             if records is None or len(records) == 0:
@@ -68,7 +95,8 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | No
                 # bad magics are CORRUPT_MESSAGE ("Invalid magic found in record"), below.
                 topic_response.partition_responses.append(
                     _partition_error(
-                        data.index, ErrorCode.INVALID_RECORD,
+                        data.index,
+                        ErrorCode.INVALID_RECORD,
                         f"Produce requests with version {ctx.api_version} are only allowed to "
                         "contain record batches with magic version 2",
                     )
@@ -84,38 +112,42 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> ProduceResponse | No
                 if attributes & TRANSACTIONAL_FLAG or request.transactional_id is not None:
                     topic_response.partition_responses.append(
                         _partition_error(
-                            data.index, ErrorCode.INVALID_TXN_STATE,
+                            data.index,
+                            ErrorCode.INVALID_TXN_STATE,
                             "transactions are not supported by this broker yet",
                         )
                     )
                     continue
-            if acks == -1 and len(partition.isr) < partition.min_insync_replicas:
-                topic_response.partition_responses.append(
-                    _partition_error(
-                        data.index, ErrorCode.NOT_ENOUGH_REPLICAS,
-                        f"ISR {partition.isr} is smaller than min.insync.replicas "
-                        f"{partition.min_insync_replicas}",
-                    )
-                )
-                continue
             try:
-                info = replica_manager.append(partition, view)
+                info = replica_manager.append(partition, view, acks)
             except LogAppendError as exc:
                 topic_response.partition_responses.append(
                     _partition_error(data.index, exc.error_code, exc.message)
                 )
                 continue
-            topic_response.partition_responses.append(
-                PartitionProduceResponse(
-                    index=data.index,
-                    error_code=ErrorCode.NONE,
-                    base_offset=info.first_offset,
-                    log_append_time=info.log_append_time,
-                    log_start_offset=info.log_start_offset,
-                )
+            result = PartitionProduceResponse(
+                index=data.index,
+                error_code=ErrorCode.NONE,
+                base_offset=info.first_offset,
+                log_append_time=info.log_append_time,
+                log_start_offset=info.log_start_offset,
             )
+            topic_response.partition_responses.append(result)
+            if acks == -1:
+                ack = PendingAck(partition, info.last_offset + 1, _reporter(result))
+                if not check_acks(ack):
+                    pending.append(ack)
     if acks == 0:
         return None
+    if pending:
+        return _respond_when_acked(ctx, response, pending, request.timeout)
+    return response
+
+
+async def _respond_when_acked(
+    ctx: RequestContext, response: ProduceResponse, pending: list[PendingAck], timeout_ms: int
+) -> ProduceResponse:
+    await await_acks(ctx.broker.replica_manager.produce_purgatory, pending, timeout_ms)
     return response
 
 

@@ -3,7 +3,9 @@
 The leader's assignments complete the rebalance; every member's response waits for them
 (asynchronously). Assignments sent by a non-leader are ignored, as Kafka does. Group instance
 id from v3; protocol type and name from v5 (checked against the group's:
-INCONSISTENT_GROUP_PROTOCOL, and echoed in the response).
+INCONSISTENT_GROUP_PROTOCOL, and echoed in the response). Cluster mode: NOT_COORDINATOR /
+COORDINATOR_LOAD_IN_PROGRESS when the group is not coordinated here / still loading; the
+assignment is handed out once the group record is committed (acks=-1).
 """
 
 from __future__ import annotations

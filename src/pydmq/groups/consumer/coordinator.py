@@ -75,6 +75,7 @@ from pydmq.protocol.errors import ErrorCode
 __all__ = [
     "ConsumerGroupConfig",
     "ConsumerGroupCoordinator",
+    "ConsumerGroupLoad",
     "HeartbeatRequest",
     "HeartbeatResult",
     "TopicLike",
@@ -171,6 +172,10 @@ class _Loaded:
     current: dict[str, rec.CurrentMemberValue] = field(default_factory=dict)
 
 
+ConsumerGroupLoad = dict[str, _Loaded]
+"""Consumer-group records of one ``__consumer_offsets`` load, by group id."""
+
+
 def _error(code: int, message: str | None = None) -> HeartbeatResult:
     return HeartbeatResult(code, message)
 
@@ -204,15 +209,19 @@ class ConsumerGroupCoordinator:
         self.default_assignor = default or next(iter(self.assignors), "")
 
     # -- lifecycle -------------------------------------------------------------------
-    def replay(self, key_bytes: bytes, value: bytes | None) -> None:
-        """One ``__consumer_offsets`` record with a consumer-group key (start-up)."""
+    def replay(
+        self, key_bytes: bytes, value: bytes | None, into: ConsumerGroupLoad | None = None
+    ) -> None:
+        """One ``__consumer_offsets`` record with a consumer-group key, into ``into`` (a
+        partition's load) or the start-up load."""
+        target = self._loaded if into is None else into
         key = rec.decode_consumer_key(key_bytes)
-        loaded = self._loaded.setdefault(key.group, _Loaded())
+        loaded = target.setdefault(key.group, _Loaded())
         member = key.member or ""
         match key.kind:
             case rec.GROUP_METADATA:
                 if value is None:
-                    self._loaded[key.group] = _Loaded()
+                    target[key.group] = _Loaded()
                 else:
                     loaded.epoch = rec.decode_epoch(value)
             case rec.PARTITION_METADATA:
@@ -235,8 +244,15 @@ class ConsumerGroupCoordinator:
                 else:
                     loaded.current[member] = rec.decode_current_member(value)
 
-    def finish_load(self) -> None:
-        for group_id, loaded in self._loaded.items():
+    def finish_load(
+        self, load: ConsumerGroupLoad | None = None, *, start_timers: bool = False
+    ) -> list[str]:
+        """Build the groups of a finished load (the start-up load by default); with
+        ``start_timers`` (a partition elected while serving) their members' session timers
+        start now, else :meth:`start` starts them. Returns the ids of the groups built."""
+        source = self._loaded if load is None else load
+        built: list[str] = []
+        for group_id, loaded in source.items():
             if loaded.epoch is None:
                 continue
             group = ConsumerGroup(group_id)
@@ -280,9 +296,25 @@ class ConsumerGroupCoordinator:
                     group.add_member(member)
                 group.target[member_id] = freeze(loaded.targets.get(member_id, {}))
             self.groups[group_id] = group
-        if self.groups:
-            log.info("loaded %d consumer groups", len(self.groups))
-        self._loaded.clear()
+            built.append(group_id)
+            if start_timers:
+                for member in group.members.values():
+                    self._schedule_session(group, member)
+        if built:
+            log.info("loaded %d consumer groups", len(built))
+        source.clear()
+        return built
+
+    def unload(self, owned_elsewhere: Callable[[str], bool]) -> list[str]:
+        """Forget the groups ``owned_elsewhere`` selects (their ``__consumer_offsets``
+        partition is led elsewhere now): timers cancelled, nothing written."""
+        doomed = [g for g in self.groups if owned_elsewhere(g)]
+        for group_id in doomed:
+            group = self.groups.pop(group_id)
+            for member in group.members.values():
+                member.cancel_timers()
+            group.dead = True
+        return doomed
 
     def start(self) -> None:
         """Start the session timers of the members loaded at start-up (needs the loop)."""

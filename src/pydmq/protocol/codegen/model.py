@@ -104,6 +104,8 @@ class ApiSpec:
     request: MessageSpec
     response: MessageSpec
     renamed: dict[str, str] = field(default_factory=dict)
+    # Where the schema came from, for the generated module's header; "" means kio.
+    source: str = ""
 
     @property
     def flexible_min_version(self) -> int:
@@ -174,7 +176,7 @@ def _convert_default(value: Any, kafka_type: str | None, is_array: bool) -> Any:
     raise TypeError(f"unsupported default {value!r}")
 
 
-def _implicit_default(f: FieldSpec) -> Any:
+def implicit_default(f: FieldSpec) -> Any:
     if f.is_array:
         return None if f.nullable and not f.has_explicit_default else []
     if f.struct is not None:
@@ -283,7 +285,7 @@ class _Builder:
                     raise ValueError(f"cannot merge field order of {spec.name} at v{v}")
             for f in spec.fields:
                 if not f.has_explicit_default:
-                    f.default = _implicit_default(f)
+                    f.default = implicit_default(f)
         return MessageSpec(kind=self.kind, root=self.root, structs=self.structs)
 
 
@@ -363,6 +365,14 @@ def build_api(api_key: int) -> ApiSpec:
 
 
 def build_all() -> list[ApiSpec]:
+    """Every API: kio's, plus the hand-written controller-to-broker APIs (keys 4-7)."""
     from kio.schema.index import api_key_map
 
-    return [build_api(k) for k in sorted(api_key_map)]
+    from pydmq.protocol.codegen.legacy import build_legacy
+
+    apis = [build_api(k) for k in sorted(api_key_map)]
+    legacy = build_legacy()
+    clash = {a.api_key for a in legacy} & set(api_key_map)
+    if clash:
+        raise ValueError(f"kio now defines the hand-written API keys {sorted(clash)}")
+    return sorted(apis + legacy, key=lambda a: a.api_key)

@@ -92,6 +92,12 @@ API_SCHEMAS: dict[int, ApiSchema] = {
     1: ApiSchema(1, "fetch", 4, 18, 12, "FetchRequest", "FetchResponse"),
     2: ApiSchema(2, "list_offsets", 1, 11, 6, "ListOffsetsRequest", "ListOffsetsResponse"),
     3: ApiSchema(3, "metadata", 0, 13, 9, "MetadataRequest", "MetadataResponse"),
+    4: ApiSchema(4, "leader_and_isr", 7, 7, 7, "LeaderAndIsrRequest", "LeaderAndIsrResponse"),
+    5: ApiSchema(5, "stop_replica", 4, 4, 4, "StopReplicaRequest", "StopReplicaResponse"),
+    6: ApiSchema(6, "update_metadata", 8, 8, 8, "UpdateMetadataRequest", "UpdateMetadataResponse"),
+    7: ApiSchema(
+        7, "controlled_shutdown", 3, 3, 3, "ControlledShutdownRequest", "ControlledShutdownResponse"
+    ),
     8: ApiSchema(8, "offset_commit", 2, 10, 8, "OffsetCommitRequest", "OffsetCommitResponse"),
     9: ApiSchema(9, "offset_fetch", 1, 10, 6, "OffsetFetchRequest", "OffsetFetchResponse"),
     10: ApiSchema(

@@ -1,0 +1,135 @@
+"""ControllerClient: the broker's channel to the active controller of the quorum.
+
+Only the Raft leader among ``controller.quorum.voters`` serves controller APIs; the others
+answer NOT_CONTROLLER. The client tries the voters in turn: first the one that answered last,
+then the Raft leader known locally (``leader_hint``: a combined broker+controller node knows it
+from its own quorum), then the others, and voters that recently failed or timed out last. Each
+attempt gets part of the deadline only, so a paused (SIGSTOPped) controller cannot eat the whole
+budget of a heartbeat: otherwise every broker misses its session and is fenced at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydmq.net.client import NodeConnection, NodeConnectionError
+from pydmq.protocol.errors import ErrorCode
+
+__all__ = ["ControllerClient", "ControllerUnavailableError"]
+
+log = logging.getLogger(__name__)
+
+_RETRY_BACKOFF_S = 0.1
+_MAX_BACKOFF_S = 1.0
+
+
+class ControllerUnavailableError(ConnectionError):
+    """No voter accepted the request as the active controller before the deadline."""
+
+
+def _is_not_controller(response: Any) -> bool:
+    return getattr(response, "error_code", ErrorCode.NONE) == ErrorCode.NOT_CONTROLLER
+
+
+class ControllerClient:
+    """Owned by the broker's event loop; one pipelined connection per voter."""
+
+    def __init__(
+        self,
+        voters: Mapping[int, tuple[str, int]],
+        *,
+        client_id: str,
+        leader_hint: Callable[[], int | None] | None = None,
+    ) -> None:
+        """``voters``: id -> (host, port), as ``BrokerConfig.controller_quorum_voters``."""
+        if not voters:
+            raise ValueError("a controller client needs at least one voter")
+        self.voters = sorted(voters)
+        self._connections = {
+            node_id: NodeConnection(host, port, client_id=client_id)
+            for node_id, (host, port) in voters.items()
+        }
+        self._active: int | None = None
+        self._leader_hint = leader_hint
+        self._suspect_until: dict[int, float] = {}
+
+    @property
+    def active_controller_id(self) -> int | None:
+        """The voter that last accepted a request (None before the first success)."""
+        return self._active
+
+    def _candidates(self) -> list[int]:
+        now = time.monotonic()
+        first: list[int] = []
+        if self._active is not None:
+            first.append(self._active)
+        hint = self._leader_hint() if self._leader_hint is not None else None
+        if hint is not None and hint in self._connections and hint not in first:
+            first.append(hint)
+        rest = [v for v in self.voters if v not in first]
+        healthy = [v for v in rest if self._suspect_until.get(v, 0.0) <= now]
+        suspect = [v for v in rest if self._suspect_until.get(v, 0.0) > now]
+        return first + healthy + suspect
+
+    def _suspect(self, voter: int, timeout: float) -> None:
+        self._suspect_until[voter] = time.monotonic() + max(2 * timeout, 1.0)
+        if self._active == voter:
+            self._active = None
+
+    async def send(
+        self,
+        api_key: int,
+        version: int,
+        request: Any,
+        timeout: float = 5.0,
+        *,
+        not_controller: Callable[[Any], bool] | None = None,
+    ) -> Any:
+        """Send ``request`` to the active controller and return its response.
+
+        Retries across voters until ``timeout`` seconds have passed. A response for which
+        ``not_controller`` is true (default: top-level error NOT_CONTROLLER) means "ask the
+        next voter"; APIs whose errors are per item (CreateTopics...) pass their own test.
+        Raises ControllerUnavailableError.
+        """
+        deadline = time.monotonic() + timeout
+        backoff = _RETRY_BACKOFF_S
+        last_error = "no voter tried"
+        while True:
+            for voter in self._candidates():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise ControllerUnavailableError(
+                        f"no active controller answered within {timeout}s ({last_error})"
+                    )
+                connection = self._connections[voter]
+                try:
+                    response = await connection.request(
+                        api_key, version, request, timeout=min(remaining, max(timeout / 2, 0.2))
+                    )
+                except NodeConnectionError as exc:
+                    last_error = str(exc)
+                    self._suspect(voter, timeout)
+                    continue
+                if (not_controller or _is_not_controller)(response):
+                    last_error = f"voter {voter} is not the active controller"
+                    self._suspect(voter, timeout)
+                    continue
+                self._active = voter
+                self._suspect_until.pop(voter, None)
+                return response
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ControllerUnavailableError(
+                    f"no active controller answered within {timeout}s ({last_error})"
+                )
+            await asyncio.sleep(min(backoff, remaining))
+            backoff = min(backoff * 2, _MAX_BACKOFF_S)
+
+    async def close(self) -> None:
+        for connection in self._connections.values():
+            await connection.close()

@@ -1,0 +1,197 @@
+"""MetadataCache: the cluster view a broker serves clients, fed only by UpdateMetadata.
+
+In cluster mode the controller owns the metadata; a broker keeps the last state pushed to it:
+alive brokers and their endpoints, the active controller, and every topic with its id,
+partitions (leader, leader epoch, replicas, ISR, offline replicas) and config overrides. Topics
+live in an in-memory :class:`~pydmq.broker.topics.TopicRegistry` (nothing is written to
+``topics.json``: after a restart the controller pushes a FULL update), so the handlers that
+read the registry in single-node mode read it unchanged in cluster mode.
+
+Update rules (as Kafka's ZooKeeper-era MetadataCache):
+
+- requests from an older controller epoch are refused (STALE_CONTROLLER_EPOCH, by the handler);
+- a ``metadata_offset`` (pydmq tagged field) older than the one applied is ignored;
+- ``type_`` 1 (FULL) replaces the topic set; otherwise listed partitions are upserted, and a
+  partition whose leader is -2 (Kafka's LeaderDuringDelete) is removed with its topic once
+  the topic has no partitions left;
+- a topic state carries the topic's complete config overrides (they replace ours);
+- ``live_brokers`` always replaces the alive set.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydmq.broker.topic_names import INTERNAL_TOPICS
+from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
+from pydmq.protocol.messages.update_metadata import (
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
+from pydmq.storage.api import TopicPartition
+
+__all__ = [
+    "UPDATE_FULL",
+    "CachedBroker",
+    "InMemoryTopicRegistry",
+    "MetadataCache",
+    "MetadataUpdate",
+]
+
+UPDATE_INCREMENTAL = 0
+UPDATE_FULL = 1  # pydmq.controller.propagation.FULL
+LEADER_DURING_DELETE = -2
+
+
+class InMemoryTopicRegistry(TopicRegistry):
+    """A TopicRegistry that never touches disk: the controller is the source of truth."""
+
+    def __init__(self) -> None:  # no super().__init__: it would load topics.json
+        self._by_name: dict[str, TopicInfo] = {}
+        self._by_id: dict[uuid.UUID, TopicInfo] = {}
+
+    def save(self) -> None:
+        """Nothing to persist: a restarted broker gets a FULL UpdateMetadata."""
+
+
+@dataclass(frozen=True, slots=True)
+class CachedBroker:
+    """An alive broker: its endpoints by listener name, and rack."""
+
+    node_id: int
+    endpoints: dict[str, tuple[str, int]]
+    rack: str | None
+
+    def endpoint(self, listener: str) -> tuple[str, int] | None:
+        return self.endpoints.get(listener)
+
+
+@dataclass(slots=True)
+class MetadataUpdate:
+    """What one applied UpdateMetadata changed, for the caller to act on."""
+
+    applied: bool
+    config_changed: set[str] = field(default_factory=set)
+    deleted_topics: list[TopicInfo] = field(default_factory=list)
+    created_topics: list[TopicInfo] = field(default_factory=list)
+
+
+class MetadataCache:
+    """Owned by the broker's event loop."""
+
+    def __init__(self, node_id: int, topics: TopicRegistry | None = None) -> None:
+        self.node_id = node_id
+        self.topics: TopicRegistry = topics if topics is not None else InMemoryTopicRegistry()
+        self.controller_id = -1
+        self.controller_epoch = -1
+        self.metadata_offset = -1
+        self.brokers: dict[int, CachedBroker] = {}
+        self.offline_replicas: dict[TopicPartition, list[int]] = {}
+
+    # -- reads -----------------------------------------------------------------------
+    def alive_broker_ids(self) -> list[int]:
+        return sorted(self.brokers)
+
+    def is_alive(self, broker_id: int) -> bool:
+        return broker_id in self.brokers
+
+    def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
+        broker = self.brokers.get(broker_id)
+        return None if broker is None else broker.endpoint(listener)
+
+    def partition(self, tp: TopicPartition) -> PartitionInfo | None:
+        topic = self.topics.get(tp.topic)
+        if topic is None:
+            return None
+        for p in topic.partitions:
+            if p.index == tp.partition:
+                return p
+        return None
+
+    def offline(self, tp: TopicPartition) -> list[int]:
+        return self.offline_replicas.get(tp, [])
+
+    # -- updates ---------------------------------------------------------------------
+    def update(self, request: UpdateMetadataRequest) -> MetadataUpdate:
+        """Apply one UpdateMetadata (its controller epoch already checked by the caller)."""
+        offset = request.metadata_offset
+        if 0 <= offset < self.metadata_offset:
+            return MetadataUpdate(applied=False)
+        self.controller_id = request.controller_id
+        self.controller_epoch = max(self.controller_epoch, request.controller_epoch)
+        if offset >= 0:
+            self.metadata_offset = offset
+        self.brokers = {
+            b.id_: CachedBroker(b.id_, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack)
+            for b in request.live_brokers
+        }
+        result = MetadataUpdate(applied=True)
+        listed: set[str] = set()
+        for state in request.topic_states:
+            listed.add(state.topic_name)
+            self._apply_topic(state.topic_name, state.topic_id, state, result)
+        if request.type_ == UPDATE_FULL:
+            for topic in list(self.topics):
+                if topic.name not in listed:
+                    self._remove_topic(topic, result)
+        return result
+
+    def _apply_topic(
+        self,
+        name: str,
+        topic_id: uuid.UUID,
+        state: UpdateMetadataTopicState,
+        result: MetadataUpdate,
+    ) -> None:
+        topic = self.topics.get(name)
+        if topic is not None and topic.topic_id != topic_id:
+            # Deleted and re-created under the same name while we were not told.
+            self._remove_topic(topic, result)
+            topic = None
+        configs = {c.name: c.value for c in state.configs if c.value is not None}
+        deleting = bool(state.partition_states) and all(
+            ps.leader == LEADER_DURING_DELETE for ps in state.partition_states
+        )
+        if topic is None and deleting:
+            return
+        if topic is None:
+            topic = TopicInfo(
+                name=name,
+                topic_id=topic_id,
+                partitions=[],
+                configs=configs,
+                internal=name in INTERNAL_TOPICS,
+            )
+            self.topics.add(topic)
+            result.created_topics.append(topic)
+        elif not deleting and configs != topic.configs:
+            topic.configs = configs
+            result.config_changed.add(name)
+        by_index = {p.index: p for p in topic.partitions}
+        for ps in state.partition_states:
+            tp = TopicPartition(name, ps.partition_index)
+            if ps.leader == LEADER_DURING_DELETE:
+                by_index.pop(ps.partition_index, None)
+                self.offline_replicas.pop(tp, None)
+                continue
+            by_index[ps.partition_index] = PartitionInfo(
+                ps.partition_index, ps.leader, ps.leader_epoch, list(ps.replicas), list(ps.isr)
+            )
+            if ps.offline_replicas:
+                self.offline_replicas[tp] = list(ps.offline_replicas)
+            else:
+                self.offline_replicas.pop(tp, None)
+        topic.partitions = [by_index[i] for i in sorted(by_index)]
+        if not topic.partitions and state.partition_states:
+            self._remove_topic(topic, result)
+
+    def _remove_topic(self, topic: TopicInfo, result: MetadataUpdate) -> None:
+        self.topics.remove(topic.name)
+        for p in topic.partitions:
+            self.offline_replicas.pop(TopicPartition(topic.name, p.index), None)
+        result.deleted_topics.append(topic)
+
+    def topic_names(self) -> Iterable[str]:
+        return [t.name for t in self.topics]

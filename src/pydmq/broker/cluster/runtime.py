@@ -1,0 +1,377 @@
+"""BrokerCluster: the broker role of a cluster-mode node.
+
+Composes what a broker needs to be driven by the controller: the metadata cache (fed by
+UpdateMetadata), registration and heartbeats, the replica fetchers, the AlterPartition
+manager and the client that reaches the active controller. It applies the controller's
+LeaderAndIsr (key 4), StopReplica (key 5) and UpdateMetadata (key 6) requests to the replica
+manager, fencing requests from deposed controllers (STALE_CONTROLLER_EPOCH) and requests
+meant for an older registration of this broker (STALE_BROKER_EPOCH).
+
+The controller sends LeaderAndIsr before the UpdateMetadata of the same change, so a brand-new
+topic's partitions can arrive before its configs (which choose the storage engine). Such
+partition states wait in ``pending`` and are applied right after the UpdateMetadata that
+introduces the topic; partitions already open apply at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydmq.broker.cluster.alter_partition import AlterPartitionManager
+from pydmq.broker.cluster.controller_client import ControllerClient, ControllerUnavailableError
+from pydmq.broker.cluster.lifecycle import BrokerEndpoint, BrokerLifecycleManager
+from pydmq.broker.cluster.metadata_cache import MetadataCache
+from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
+from pydmq.broker.cluster.replica_fetcher import FetchState, ReplicaFetcherManager
+from pydmq.config.topic import TopicConfig
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.controlled_shutdown import (
+    ControlledShutdownRequest,
+    ControlledShutdownResponse,
+)
+from pydmq.protocol.messages.leader_and_isr import (
+    LeaderAndIsrPartitionError,
+    LeaderAndIsrPartitionState,
+    LeaderAndIsrRequest,
+    LeaderAndIsrResponse,
+    LeaderAndIsrTopicError,
+)
+from pydmq.protocol.messages.stop_replica import (
+    StopReplicaPartitionError,
+    StopReplicaRequest,
+    StopReplicaResponse,
+)
+from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
+from pydmq.replication.replica_manager import PartitionState, Transition
+from pydmq.storage.api import TopicPartition
+
+if TYPE_CHECKING:
+    from pydmq.broker.server import Broker
+
+__all__ = ["BrokerCluster", "LeadershipListener"]
+
+log = logging.getLogger(__name__)
+
+LEADER_AND_ISR_FULL = 2  # pydmq.controller.propagation.FULL
+CONTROLLED_SHUTDOWN_API = 7
+CONTROLLED_SHUTDOWN_VERSION = 3
+_NO_LEADER = -1
+
+# Called with (partition, is_leader) after a partition became leader or follower here.
+LeadershipListener = Callable[[TopicPartition, bool], None]
+
+
+@dataclass(slots=True)
+class _Pending:
+    topic_id: uuid.UUID
+    state: LeaderAndIsrPartitionState
+
+
+class BrokerCluster:
+    """The broker role in cluster mode; built and started by :class:`Broker`."""
+
+    def __init__(self, broker: Broker) -> None:
+        config = broker.config
+        self.broker = broker
+        self.node_id = broker.node_id
+        self.inter_broker_listener = config.inter_broker_listener_name
+        self.metadata_cache = MetadataCache(self.node_id)
+        self.controller_client = ControllerClient(
+            config.controller_quorum_voters,
+            client_id=f"broker-{self.node_id}",
+            leader_hint=self._local_raft_leader,
+        )
+        rack = config.get("broker.rack")
+        self.lifecycle = BrokerLifecycleManager(
+            broker_id=self.node_id,
+            cluster_id=broker.cluster_id,
+            client=self.controller_client,
+            endpoints=self.advertised_endpoints,
+            rack=None if rack is None else str(rack),
+            heartbeat_interval_ms=config.get_int("broker.heartbeat.interval.ms"),
+            metadata_offset=lambda: self.metadata_cache.metadata_offset,
+        )
+        fetch_max = config.get_int("replica.fetch.max.bytes")
+        self.fetchers = ReplicaFetcherManager(
+            node_id=self.node_id,
+            partitions=broker.replica_manager.get,
+            endpoint=lambda b: self.metadata_cache.endpoint(b, self.inter_broker_listener),
+            max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
+            fetch_max_bytes=fetch_max,
+            response_max_bytes=max(fetch_max, 10 * 1024 * 1024),
+        )
+        lag_ms = config.get_int("replica.lag.time.max.ms")
+        self.alter_partition = AlterPartitionManager(
+            broker_id=self.node_id,
+            broker_epoch=lambda: self.lifecycle.broker_epoch,
+            client=self.controller_client,
+            partitions=lambda: list(broker.replica_manager.partitions.values()),
+            on_committed=broker.replica_manager.notify_high_watermark,
+            interval_ms=max(100, min(lag_ms // 2, 2500)),
+            is_eligible=self.metadata_cache.is_alive,
+        )
+        self.producer_ids = ProducerIdBlockManager(
+            broker_id=self.node_id,
+            broker_epoch=lambda: self.lifecycle.broker_epoch,
+            client=self.controller_client,
+        )
+        self.pending: dict[TopicPartition, _Pending] = {}
+        self.leadership_listeners: list[LeadershipListener] = []
+
+    # -- identity --------------------------------------------------------------------
+    def _local_raft_leader(self) -> int | None:
+        """The quorum leader as this node's own controller sees it (combined nodes only)."""
+        controller = self.broker.controller
+        leader = -1 if controller is None else controller.active_controller_id
+        return None if leader < 0 else leader
+
+    def advertised_endpoints(self) -> list[BrokerEndpoint]:
+        """The broker listeners (never controller ones) as clients and peers reach them."""
+        controller_names = set(self.broker.config.controller_listener_names)
+        protocols = self.broker.config.listener_security_protocols()
+        out: list[BrokerEndpoint] = []
+        for listener in self.broker.advertised:
+            if listener.name in controller_names:
+                continue
+            host, port = self.broker.advertised_endpoint(listener.name)
+            out.append(
+                BrokerEndpoint(listener.name, host, port, protocols.get(listener.name, "PLAINTEXT"))
+            )
+        return out
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.lifecycle.broker_epoch
+
+    @property
+    def controller_epoch(self) -> int:
+        return self.metadata_cache.controller_epoch
+
+    # -- lifecycle -------------------------------------------------------------------
+    def start(self) -> None:
+        self.lifecycle.start()
+        self.alter_partition.start()
+
+    async def controlled_shutdown(self, timeout: float = 5.0) -> bool:
+        """Ask the controller to move leadership away; True once it says none is left here.
+
+        Bounded by ``timeout``: a broker whose controller is gone still stops.
+        """
+        if self.lifecycle.broker_epoch < 0:
+            return False
+        self.lifecycle.begin_shutdown()
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            request = ControlledShutdownRequest(
+                broker_id=self.node_id, broker_epoch=self.lifecycle.broker_epoch
+            )
+            try:
+                response: ControlledShutdownResponse = await self.controller_client.send(
+                    CONTROLLED_SHUTDOWN_API, CONTROLLED_SHUTDOWN_VERSION, request, remaining
+                )
+            except ControllerUnavailableError as exc:
+                log.info("broker %d: controlled shutdown not possible: %s", self.node_id, exc)
+                return False
+            if response.error_code == ErrorCode.NONE and not response.remaining_partitions:
+                log.info("broker %d: controlled shutdown complete", self.node_id)
+                return True
+            await asyncio.sleep(min(0.2, max(0.0, deadline - time.monotonic())))
+        log.info("broker %d: controlled shutdown timed out", self.node_id)
+        return False
+
+    async def stop(self) -> None:
+        await self.fetchers.shutdown()
+        await self.alter_partition.stop()
+        await self.lifecycle.stop()
+        await self.controller_client.close()
+
+    # -- fencing ---------------------------------------------------------------------
+    def check_epochs(self, controller_epoch: int, broker_epoch: int) -> int:
+        """NONE, STALE_CONTROLLER_EPOCH or STALE_BROKER_EPOCH for a controller request."""
+        if controller_epoch < self.metadata_cache.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        ours = self.lifecycle.broker_epoch
+        if broker_epoch >= 0 and ours >= 0 and broker_epoch < ours:
+            return ErrorCode.STALE_BROKER_EPOCH
+        self.metadata_cache.controller_epoch = controller_epoch
+        return ErrorCode.NONE
+
+    # -- LeaderAndIsr ----------------------------------------------------------------
+    def leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+        code = self.check_epochs(request.controller_epoch, request.broker_epoch)
+        if code != ErrorCode.NONE:
+            return LeaderAndIsrResponse(error_code=code)
+        for leader in request.live_leaders:
+            self.fetchers.leader_endpoints[leader.broker_id] = (leader.host_name, leader.port)
+        response = LeaderAndIsrResponse(error_code=ErrorCode.NONE)
+        listed: set[TopicPartition] = set()
+        for topic_state in request.topic_states:
+            errors = LeaderAndIsrTopicError(topic_id=topic_state.topic_id)
+            response.topics.append(errors)
+            for ps in topic_state.partition_states:
+                tp = TopicPartition(topic_state.topic_name, ps.partition_index)
+                listed.add(tp)
+                code = self._apply_or_defer(tp, topic_state.topic_id, ps)
+                errors.partition_errors.append(
+                    LeaderAndIsrPartitionError(partition_index=ps.partition_index, error_code=code)
+                )
+        if request.type_ == LEADER_AND_ISR_FULL:
+            self._remove_stray(listed)
+        return response
+
+    def _apply_or_defer(
+        self, tp: TopicPartition, topic_id: uuid.UUID, ps: LeaderAndIsrPartitionState
+    ) -> int:
+        if self.node_id not in ps.replicas:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        existing = self.broker.replica_manager.get(tp)
+        topic = self.metadata_cache.topics.get(tp.topic)
+        if existing is None and (topic is None or topic.topic_id != topic_id):
+            self.pending[tp] = _Pending(topic_id, ps)
+            return ErrorCode.NONE
+        self.pending.pop(tp, None)
+        config = TopicConfig(self.broker.config, {} if topic is None else dict(topic.configs))
+        return self._apply(tp, topic_id, ps, config)
+
+    def _apply(
+        self,
+        tp: TopicPartition,
+        topic_id: uuid.UUID,
+        ps: LeaderAndIsrPartitionState,
+        config: TopicConfig,
+    ) -> int:
+        replica_manager = self.broker.replica_manager
+        existing = replica_manager.get(tp)
+        if existing is not None and existing.topic_id != topic_id:
+            # The topic was deleted and re-created while we missed the StopReplica.
+            self._stop(tp, delete=True)
+        state = PartitionState(
+            tp=tp,
+            topic_id=topic_id,
+            leader=ps.leader,
+            leader_epoch=ps.leader_epoch,
+            partition_epoch=ps.partition_epoch,
+            replicas=list(ps.replicas),
+            isr=list(ps.isr),
+        )
+        try:
+            transition = replica_manager.apply_partition_state(state, config)
+        except Exception:
+            log.exception("applying LeaderAndIsr to %s failed", tp)
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if transition is Transition.STALE:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if transition is Transition.LEADER:
+            self.fetchers.remove_partitions([tp])
+            log.info("%s: leader at epoch %d", tp, ps.leader_epoch)
+            self._notify_leadership(tp, True)
+        elif transition is Transition.FOLLOWER:
+            self.fetchers.remove_partitions([tp])
+            if ps.leader != _NO_LEADER:
+                self.fetchers.add_partitions([FetchState(tp, topic_id, ps.leader, ps.leader_epoch)])
+            log.info("%s: follower of %d at epoch %d", tp, ps.leader, ps.leader_epoch)
+            self._notify_leadership(tp, False)
+        else:
+            # Same leader epoch, new ISR (e.g. a fenced follower removed): the high watermark
+            # may have moved, so parked acks=-1 produces must re-check now, not at timeout.
+            replica_manager.notify_high_watermark(tp)
+        return ErrorCode.NONE
+
+    def _notify_leadership(self, tp: TopicPartition, is_leader: bool) -> None:
+        # Parked acks=-1 produces and long polls re-check (and fail as NOT_LEADER).
+        self.broker.replica_manager.notify_high_watermark(tp)
+        for listener in self.leadership_listeners:
+            try:
+                listener(tp, is_leader)
+            except Exception:
+                log.exception("leadership listener failed for %s", tp)
+
+    def _remove_stray(self, listed: set[TopicPartition]) -> None:
+        """After a FULL LeaderAndIsr: partitions hosted here that it does not list."""
+        for tp in list(self.broker.replica_manager.partitions):
+            if tp in listed:
+                continue
+            topic = self.metadata_cache.topics.get(tp.topic)
+            partition = self.broker.replica_manager.get(tp)
+            delete = topic is None or (
+                partition is not None and partition.topic_id != topic.topic_id
+            )
+            log.info("%s: not assigned here any more (%s)", tp, "deleting" if delete else "closing")
+            self._stop(tp, delete=delete)
+        for tp in [tp for tp in self.pending if tp not in listed]:
+            del self.pending[tp]
+
+    # -- StopReplica -----------------------------------------------------------------
+    def stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
+        code = self.check_epochs(request.controller_epoch, request.broker_epoch)
+        if code != ErrorCode.NONE:
+            return StopReplicaResponse(error_code=code)
+        response = StopReplicaResponse(error_code=ErrorCode.NONE)
+        for topic_state in request.topic_states:
+            for ps in topic_state.partition_states:
+                tp = TopicPartition(topic_state.topic_name, ps.partition_index)
+                partition = self.broker.replica_manager.get(tp)
+                error = ErrorCode.NONE
+                if partition is not None and 0 <= ps.leader_epoch < partition.leader_epoch:
+                    error = ErrorCode.FENCED_LEADER_EPOCH
+                else:
+                    self.pending.pop(tp, None)
+                    try:
+                        self._stop(tp, delete=ps.delete_partition)
+                    except Exception:
+                        log.exception("stopping %s failed", tp)
+                        error = ErrorCode.KAFKA_STORAGE_ERROR
+                response.partition_errors.append(
+                    StopReplicaPartitionError(
+                        topic_name=tp.topic, partition_index=tp.partition, error_code=error
+                    )
+                )
+        return response
+
+    def _stop(self, tp: TopicPartition, *, delete: bool) -> None:
+        self.fetchers.remove_partitions([tp])
+        partition = self.broker.replica_manager.get(tp)
+        was_leader = partition is not None and partition.is_leader
+        self.broker.replica_manager.stop_replica(tp, delete=delete)
+        if delete:
+            self.broker.fetch_sessions.forget_topic(tp.topic)
+        if was_leader:
+            self._notify_leadership(tp, False)
+
+    # -- UpdateMetadata --------------------------------------------------------------
+    def update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+        code = self.check_epochs(request.controller_epoch, request.broker_epoch)
+        if code != ErrorCode.NONE:
+            return UpdateMetadataResponse(error_code=code)
+        result = self.metadata_cache.update(request)
+        if not result.applied:
+            return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+        replica_manager = self.broker.replica_manager
+        for name in result.config_changed:
+            topic = self.metadata_cache.topics.get(name)
+            if topic is not None:
+                replica_manager.update_config(name, TopicConfig(self.broker.config, topic.configs))
+        for topic in result.deleted_topics:
+            self.broker.fetch_sessions.forget_topic(topic.name)
+        self._apply_pending()
+        if self.lifecycle.fenced:
+            self.lifecycle.heartbeat_now()
+        return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+    def _apply_pending(self) -> None:
+        for tp, pending in list(self.pending.items()):
+            topic = self.metadata_cache.topics.get(tp.topic)
+            if topic is None:
+                continue
+            del self.pending[tp]
+            if topic.topic_id != pending.topic_id:
+                continue  # the topic this state was for is gone
+            self._apply(
+                tp, pending.topic_id, pending.state, TopicConfig(self.broker.config, topic.configs)
+            )

@@ -1,0 +1,36 @@
+"""Cluster mode: admin requests are answered by the active controller (see
+:mod:`pydmq.broker.cluster.forwarding`). ``forward_to_controller`` sends the decoded request
+at the client's version and returns the controller's response; when no controller answers in
+time, ``on_unavailable(code, message)`` builds the handler's own error response
+(REQUEST_TIMED_OUT, as Kafka's forwarding manager answers a timed-out forward).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydmq.broker.cluster.forwarding import ControllerUnavailableError, forward
+from pydmq.protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from pydmq.broker.cluster.runtime import BrokerCluster
+    from pydmq.broker.handler import RequestContext
+
+__all__ = ["forward_to_controller"]
+
+R = TypeVar("R")
+
+
+async def forward_to_controller(
+    ctx: RequestContext,
+    cluster: BrokerCluster,
+    request: Any,
+    on_unavailable: Callable[[int, str], R],
+    timeout_ms: int = 0,
+) -> R:
+    try:
+        response: R = await forward(cluster, ctx.api_key, ctx.api_version, request, timeout_ms)
+    except ControllerUnavailableError as exc:
+        return on_unavailable(ErrorCode.REQUEST_TIMED_OUT, str(exc))
+    return response

@@ -1,0 +1,24 @@
+"""StopReplica (key 5), v4 only: stop replicating partitions, deleting them if asked.
+
+Cluster mode only (see :meth:`pydmq.broker.cluster.runtime.BrokerCluster.stop_replica`):
+fenced like LeaderAndIsr; a partition whose applied leader epoch is newer than the request's
+gets FENCED_LEADER_EPOCH. A single-node broker answers INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
+
+__all__ = ["HANDLER"]
+
+
+def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+    cluster = ctx.broker.cluster
+    if cluster is None:
+        return StopReplicaResponse(error_code=ErrorCode.INVALID_REQUEST)
+    return cluster.stop_replica(request)
+
+
+HANDLER = ApiHandlerSpec(5, 4, 4, handle, "StopReplica")

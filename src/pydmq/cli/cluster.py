@@ -1,0 +1,651 @@
+"""``pydmq cluster up|status``: run a local cluster of nodes, and show a cluster's health.
+
+``up N`` starts N combined broker+controller nodes (``pydmq serve``) as child processes on
+loopback, node ids 1..N, every node a voter; it prints the bootstrap string and waits. Ctrl-C
+or SIGTERM stops the nodes (SIGTERM each, then SIGKILL what is left after ``--stop-timeout``).
+
+``status`` asks a broker for Metadata (brokers, partitions) and the active controller for
+DescribeQuorum (voters, observers, lag). Controllers are reached on their controller listener:
+give ``--controller``, or let the command read ``controller.quorum.voters`` from the broker
+with DescribeConfigs.
+
+The planning, command-building and stopping helpers here are also used by
+:mod:`pydmq.testing.cluster`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from pydmq.cli.common import add_bootstrap_argument, format_table, run_guarded
+from pydmq.client import KafkaClient, KafkaError, error_name
+from pydmq.client.connection import parse_address
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+    DescribeConfigsResponse,
+)
+from pydmq.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    PartitionData,
+    ReplicaState,
+    TopicData,
+)
+from pydmq.protocol.messages.metadata import MetadataResponse
+
+__all__ = [
+    "DEFAULT_LAUNCHER",
+    "NodeSpec",
+    "add_parser",
+    "describe_quorum",
+    "discover_controllers",
+    "format_address",
+    "is_listening",
+    "node_command",
+    "plan_nodes",
+    "render_status",
+    "run_up",
+    "spawn",
+    "stop_processes",
+    "voters_of",
+]
+
+METADATA_TOPIC = "__cluster_metadata"
+DEFAULT_LAUNCHER = (sys.executable, "-m", "pydmq")
+_RESOURCE_BROKER = 4
+_POLL_S = 0.2
+
+
+# -- planning --------------------------------------------------------------------------------------
+
+
+def format_address(host: str, port: int) -> str:
+    """``host:port``, IPv6 hosts in brackets."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """Where one local node listens and keeps its data."""
+
+    node_id: int
+    host: str
+    port: int
+    controller_port: int
+    data_dir: Path
+    log_path: Path
+
+    @property
+    def bootstrap(self) -> str:
+        return format_address(self.host, self.port)
+
+    @property
+    def controller_address(self) -> str:
+        return format_address(self.host, self.controller_port)
+
+    @property
+    def voter(self) -> str:
+        return f"{self.node_id}@{self.controller_address}"
+
+
+def plan_nodes(
+    count: int,
+    data_dir: Path,
+    *,
+    host: str = "127.0.0.1",
+    base_port: int = 9092,
+    controller_base_port: int = 19092,
+    ports: Sequence[tuple[int, int]] | None = None,
+) -> list[NodeSpec]:
+    """Node ids 1..count; ports ``base + i`` unless ``ports`` gives (client, controller) pairs."""
+    if count < 1:
+        raise ValueError("a cluster needs at least one node")
+    pairs = (
+        list(ports)
+        if ports is not None
+        else [(base_port + i, controller_base_port + i) for i in range(count)]
+    )
+    if len(pairs) != count:
+        raise ValueError(f"{count} nodes need {count} port pairs, got {len(pairs)}")
+    used = [p for pair in pairs for p in pair]
+    if len(set(used)) != len(used) or not all(0 < p < 65536 for p in used):
+        raise ValueError(f"ports must be distinct and in 1-65535: {used}")
+    return [
+        NodeSpec(
+            node_id=i + 1,
+            host=host,
+            port=client,
+            controller_port=controller,
+            data_dir=data_dir / f"node-{i + 1}",
+            log_path=data_dir / f"node-{i + 1}.log",
+        )
+        for i, (client, controller) in enumerate(pairs)
+    ]
+
+
+def voters_of(specs: Sequence[NodeSpec]) -> str:
+    return ",".join(s.voter for s in specs)
+
+
+def node_command(
+    spec: NodeSpec,
+    voters: str,
+    overrides: Mapping[str, object] | None = None,
+    launcher: Sequence[str] = DEFAULT_LAUNCHER,
+) -> list[str]:
+    """``<launcher> serve ...`` for one combined broker+controller node."""
+    client = f"PLAINTEXT://{spec.bootstrap}"
+    cmd = [
+        *launcher,
+        "serve",
+        "--node-id",
+        str(spec.node_id),
+        "--process-roles",
+        "broker,controller",
+        "--listeners",
+        f"{client},CONTROLLER://{spec.controller_address}",
+        "--advertised-listeners",
+        client,
+        "--controller-quorum-voters",
+        voters,
+        "--log-dirs",
+        str(spec.data_dir),
+        "--override",
+        "controller.listener.names=CONTROLLER",
+        "--override",
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    ]
+    for key, value in (overrides or {}).items():
+        cmd += ["--override", f"{key}={value}"]
+    return cmd
+
+
+def is_listening(host: str, port: int, timeout: float = 0.2) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+# -- processes -------------------------------------------------------------------------------------
+
+
+def spawn(cmd: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """Start one node; its stdout and stderr go to ``log_path`` (appended)."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(
+            list(cmd),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
+def stop_processes(
+    processes: Mapping[int, subprocess.Popen[bytes]], timeout: float = 30.0
+) -> list[int]:
+    """SIGTERM every live process (SIGCONT first, in case it is paused), wait up to
+    ``timeout`` seconds for all of them, then SIGKILL the stragglers; returns their keys.
+
+    Only these processes are signalled, by their own PIDs.
+    """
+    for proc in processes.values():
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(signal.SIGCONT)
+                proc.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for proc in processes.values():
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(max(0.0, deadline - time.monotonic()))
+    killed = [key for key, proc in processes.items() if proc.poll() is None]
+    for key in killed:
+        processes[key].kill()
+    for key in killed:
+        processes[key].wait(10)
+    return killed
+
+
+def log_tail(path: Path, size: int = 2000) -> str:
+    try:
+        return path.read_bytes()[-size:].decode(errors="replace")
+    except OSError:
+        return "(no log)"
+
+
+# -- pydmq cluster up --------------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    """Raised from the SIGTERM handler to leave the wait loop."""
+
+
+def run_up(
+    specs: Sequence[NodeSpec],
+    commands: Mapping[int, Sequence[str]],
+    *,
+    start_timeout: float,
+    stop_timeout: float,
+    out: TextIO,
+    stop_event: threading.Event | None = None,
+) -> int:
+    """Start the nodes, wait until told to stop (SIGTERM/SIGINT or ``stop_event``), stop them.
+
+    Returns 0 after a requested stop, 1 when every node died by itself or none came up.
+    """
+
+    def say(text: str) -> None:
+        print(text, file=out, flush=True)
+
+    for spec in specs:
+        if is_listening(spec.host, spec.port) or is_listening(spec.host, spec.controller_port):
+            say(f"node {spec.node_id}: port {spec.port} or {spec.controller_port} is in use")
+            return 1
+    processes: dict[int, subprocess.Popen[bytes]] = {}
+    reported: set[int] = set()
+    by_id = {s.node_id: s for s in specs}
+
+    def report_exits() -> None:
+        for node_id, proc in processes.items():
+            code = proc.poll()
+            if code is not None and node_id not in reported:
+                reported.add(node_id)
+                spec = by_id[node_id]
+                say(f"node {node_id} (pid {proc.pid}) exited with code {code}; log {spec.log_path}")
+                say("  " + log_tail(spec.log_path, 600).strip().replace("\n", "\n  "))
+
+    previous: Any = None
+    in_main = threading.current_thread() is threading.main_thread()
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        raise _Stop
+
+    if in_main:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        for spec in specs:
+            spec.data_dir.mkdir(parents=True, exist_ok=True)
+            processes[spec.node_id] = spawn(commands[spec.node_id], spec.log_path)
+            say(
+                f"node {spec.node_id}: pid {processes[spec.node_id].pid}, client {spec.bootstrap},"
+                f" controller {spec.controller_address}, data {spec.data_dir}"
+            )
+        deadline = time.monotonic() + start_timeout
+        waiting = {s.node_id for s in specs}
+        while waiting and time.monotonic() < deadline:
+            report_exits()
+            waiting = {
+                i
+                for i in waiting
+                if i not in reported and not is_listening(by_id[i].host, by_id[i].port)
+            }
+            if waiting:
+                time.sleep(_POLL_S)
+        report_exits()
+        up = [s for s in specs if s.node_id not in reported and s.node_id not in waiting]
+        for node_id in sorted(waiting - reported):
+            say(f"node {node_id} is not listening after {start_timeout:g} s")
+        if not up:
+            say("no node came up")
+            return 1
+        say(f"bootstrap: {','.join(s.bootstrap for s in specs)}")
+        say(f"controllers: {voters_of(specs)}")
+        say(f"status: pydmq cluster status -b {specs[0].bootstrap}")
+        say("press Ctrl-C to stop")
+        while not (stop_event is not None and stop_event.is_set()):
+            report_exits()
+            if len(reported) == len(processes):
+                say("every node has exited")
+                return 1
+            time.sleep(_POLL_S)
+        return 0
+    except (_Stop, KeyboardInterrupt):
+        return 0
+    finally:
+        # A second Ctrl-C or SIGTERM while stopping must not orphan the nodes.
+        old_int: Any = None
+        if in_main:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            if processes:
+                say(f"stopping {len(processes)} node(s)")
+                for node_id in stop_processes(processes, stop_timeout):
+                    say(f"node {node_id} did not stop within {stop_timeout:g} s: killed")
+                say("stopped")
+        finally:
+            if in_main:
+                signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+                signal.signal(signal.SIGINT, signal.SIG_DFL if old_int is None else old_int)
+
+
+def _run_up(args: argparse.Namespace) -> int:
+    def body() -> int:
+        overrides = dict(_key_values(args.override))
+        data_dir = Path(args.data_dir)
+        specs = plan_nodes(
+            args.nodes,
+            data_dir,
+            host=args.host,
+            base_port=args.base_port,
+            controller_base_port=args.controller_base_port,
+        )
+        voters = voters_of(specs)
+        launcher = shlex.split(args.node_launcher) if args.node_launcher else DEFAULT_LAUNCHER
+        commands = {s.node_id: node_command(s, voters, overrides, launcher) for s in specs}
+        return run_up(
+            specs,
+            commands,
+            start_timeout=args.start_timeout,
+            stop_timeout=args.stop_timeout,
+            out=sys.stdout,
+        )
+
+    return run_guarded("cluster up", body)
+
+
+def _key_values(items: Sequence[str]) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--override expects KEY=VALUE, got {item!r}")
+        out.append((key.strip(), value.strip()))
+    return out
+
+
+# -- pydmq cluster status --------------------------------------------------------------------------
+
+
+_WALL_CLOCK_MIN_MS = 10**12  # 2001-09-09: smaller values are not wall-clock milliseconds
+
+
+def _ago(now_ms: int | None, timestamp: int) -> str:
+    """Age of a DescribeQuorum timestamp (epoch ms, -1 = never); raw if it is no wall time."""
+    if timestamp < 0:
+        return "-"
+    if now_ms is None or timestamp < _WALL_CLOCK_MIN_MS:
+        return str(timestamp)
+    return f"{max(0, now_ms - timestamp)} ms ago"
+
+
+def _replica_rows(
+    replicas: Sequence[ReplicaState], role: str, leader_id: int, leader_leo: int, now_ms: int | None
+) -> list[list[object]]:
+    rows: list[list[object]] = []
+    for r in sorted(replicas, key=lambda r: r.replica_id):
+        status = "Leader" if r.replica_id == leader_id else role
+        lag: object = max(0, leader_leo - r.log_end_offset) if leader_leo >= 0 else "-"
+        rows.append(
+            [
+                r.replica_id,
+                status,
+                r.log_end_offset,
+                lag,
+                _ago(now_ms, r.last_fetch_timestamp),
+                _ago(now_ms, r.last_caught_up_timestamp),
+            ]
+        )
+    return rows
+
+
+def _render_quorum(
+    quorum: DescribeQuorumResponse | None, note: str | None, now_ms: int | None
+) -> list[str]:
+    if quorum is None:
+        return [f"Quorum: {note or 'unknown'}"]
+    partition = next(
+        (p for t in quorum.topics if t.topic_name == METADATA_TOPIC for p in t.partitions), None
+    )
+    if quorum.error_code or partition is None or partition.error_code:
+        code = quorum.error_code or (
+            partition.error_code if partition else ErrorCode.UNKNOWN_SERVER_ERROR
+        )
+        message = quorum.error_message or (partition.error_message if partition else None)
+        return [f"Quorum: error {error_name(code)}" + (f": {message}" if message else "")]
+    leader_leo = next(
+        (v.log_end_offset for v in partition.current_voters if v.replica_id == partition.leader_id),
+        -1,
+    )
+    lines = [
+        f"Quorum ({METADATA_TOPIC}): leader {partition.leader_id}, epoch {partition.leader_epoch},"
+        f" high watermark {partition.high_watermark}"
+    ]
+    rows = _replica_rows(
+        partition.current_voters, "Follower", partition.leader_id, leader_leo, now_ms
+    )
+    rows += _replica_rows(partition.observers, "Observer", partition.leader_id, leader_leo, now_ms)
+    header = ["NODE", "STATUS", "LOG END OFFSET", "LAG", "LAST FETCH", "LAST CAUGHT UP"]
+    lines += ["  " + line for line in format_table(header, rows).splitlines()]
+    endpoints = {
+        n.node_id: ", ".join(
+            f"{lst.name} {format_address(lst.host, lst.port)}" for lst in n.listeners
+        )
+        for n in quorum.nodes
+    }
+    if endpoints:
+        lines.append("  endpoints: " + "; ".join(f"{k}: {v}" for k, v in sorted(endpoints.items())))
+    return lines
+
+
+def _ids(values: Sequence[int]) -> str:
+    return ",".join(map(str, values)) or "-"
+
+
+def render_status(
+    metadata: MetadataResponse,
+    quorum: DescribeQuorumResponse | None,
+    *,
+    quorum_note: str | None = None,
+    now_ms: int | None = None,
+) -> str:
+    """The report ``pydmq cluster status`` prints (pure: responses in, text out).
+
+    ``quorum_note`` explains a missing quorum answer; ``now_ms`` turns fetch timestamps into
+    ages.
+    """
+    lines = [f"Cluster: {metadata.cluster_id or '-'}  controller: {metadata.controller_id}"]
+    lines += _render_quorum(quorum, quorum_note, now_ms)
+    brokers = sorted(metadata.brokers, key=lambda b: b.node_id)
+    lines.append(f"Brokers ({len(brokers)}):")
+    table = format_table(
+        ["ID", "ADDRESS", "RACK"],
+        [[b.node_id, format_address(b.host, b.port), b.rack or "-"] for b in brokers],
+    )
+    lines += ["  " + line for line in table.splitlines()]
+    under: list[list[object]] = []
+    offline: list[list[object]] = []
+    partitions = 0
+    for topic in sorted(metadata.topics, key=lambda t: t.name or ""):
+        for p in sorted(topic.partitions, key=lambda p: p.partition_index):
+            partitions += 1
+            row: list[object] = [
+                topic.name,
+                p.partition_index,
+                p.leader_id,
+                _ids(p.replica_nodes),
+                _ids(p.isr_nodes),
+                _ids(p.offline_replicas),
+            ]
+            if p.leader_id < 0:
+                offline.append(row)
+            elif len(p.isr_nodes) < len(p.replica_nodes):
+                under.append(row)
+    header = ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"]
+    for title, rows in (("Under-replicated partitions", under), ("Offline partitions", offline)):
+        if not rows:
+            lines.append(f"{title}: none (of {partitions})")
+            continue
+        lines.append(f"{title} ({len(rows)} of {partitions}):")
+        lines += ["  " + line for line in format_table(header, rows).splitlines()]
+    return "\n".join(lines)
+
+
+def describe_quorum(
+    addresses: Sequence[str], timeout: float
+) -> tuple[DescribeQuorumResponse | None, str | None]:
+    """Ask each controller address in turn; the first clean answer wins (the leader's)."""
+    request = DescribeQuorumRequest(
+        topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData(partition_index=0)])]
+    )
+    problems: list[str] = []
+    for address in addresses:
+        try:
+            with KafkaClient(address, timeout=timeout) as client:
+                response = client.call(request, DescribeQuorumResponse)
+        except KafkaError as exc:
+            problems.append(f"{address}: {exc}")
+            continue
+        codes = [response.error_code] + [
+            p.error_code for t in response.topics for p in t.partitions
+        ]
+        bad = next((c for c in codes if c), 0)
+        if bad:
+            problems.append(f"{address}: {error_name(bad)}")
+            continue
+        return response, None
+    return None, "no controller answered DescribeQuorum (" + "; ".join(problems) + ")"
+
+
+def discover_controllers(client: KafkaClient, metadata: MetadataResponse) -> list[str]:
+    """Controller listener addresses from a broker's ``controller.quorum.voters`` config."""
+    from pydmq.config.broker import parse_quorum_voters
+
+    for broker in metadata.brokers:
+        resource = DescribeConfigsResource(
+            resource_type=_RESOURCE_BROKER,
+            resource_name=str(broker.node_id),
+            configuration_keys=["controller.quorum.voters"],
+        )
+        try:
+            response = client.call(
+                DescribeConfigsRequest(resources=[resource]),
+                DescribeConfigsResponse,
+                node_id=broker.node_id,
+            )
+        except KafkaError:
+            continue
+        for result in response.results:
+            for config in result.configs if not result.error_code else []:
+                if config.name == "controller.quorum.voters":
+                    voters = parse_quorum_voters((config.value or "").split(","))
+                    return [format_address(h, p) for _, (h, p) in sorted(voters.items())]
+    return []
+
+
+def _run_status(args: argparse.Namespace) -> int:
+    def body() -> int:
+        with KafkaClient(args.bootstrap_server, timeout=args.timeout) as client:
+            metadata = client.refresh_metadata(None)
+            controllers = [a for item in args.controller for a in item.split(",") if a.strip()]
+            for address in controllers:
+                parse_address(address)  # raises ValueError early on a malformed address
+            if not controllers:
+                controllers = discover_controllers(client, metadata)
+        if controllers:
+            quorum, note = describe_quorum(controllers, args.timeout)
+        else:
+            quorum, note = None, "single-node mode or unknown (pass --controller HOST:PORT)"
+        now_ms = int(time.time() * 1000)
+        print(render_status(metadata, quorum, quorum_note=note, now_ms=now_ms))
+        return 0
+
+    return run_guarded("cluster status", body)
+
+
+# -- parser ----------------------------------------------------------------------------------------
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "cluster",
+        help="run a local cluster (up) or show a cluster's health (status)",
+        description="Local multi-node clusters and cluster health.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    up = actions.add_parser(
+        "up",
+        help="start N local broker+controller nodes until Ctrl-C",
+        description="Start N combined broker+controller nodes on loopback as child processes; "
+        "Ctrl-C or SIGTERM stops them all.",
+    )
+    up.add_argument("nodes", nargs="?", type=_positive, default=3, help="node count (default 3)")
+    up.add_argument(
+        "--data-dir",
+        default="./pydmq-cluster",
+        help="parent of the node-<id> data directories and logs (default ./pydmq-cluster)",
+    )
+    up.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    up.add_argument(
+        "--base-port", type=int, default=9092, help="client port of node 1 (default 9092)"
+    )
+    up.add_argument(
+        "--controller-base-port",
+        type=int,
+        default=19092,
+        help="controller port of node 1 (default 19092)",
+    )
+    up.add_argument(
+        "--override",
+        "-o",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a property for every node (repeatable)",
+    )
+    up.add_argument(
+        "--start-timeout", type=float, default=30.0, help="seconds to wait for the nodes to listen"
+    )
+    up.add_argument(
+        "--stop-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait after SIGTERM before killing a node",
+    )
+    # The command that runs `serve` (tests substitute a fake node); default: python -m pydmq
+    up.add_argument("--node-launcher", help=argparse.SUPPRESS)
+    up.set_defaults(run=_run_up)
+
+    status = actions.add_parser(
+        "status",
+        help="quorum, brokers and under-replicated partitions",
+        description="Show the controller quorum (DescribeQuorum), the brokers and the "
+        "under-replicated and offline partitions (Metadata).",
+    )
+    add_bootstrap_argument(status)
+    status.add_argument(
+        "--controller",
+        action="append",
+        default=[],
+        metavar="HOST:PORT",
+        help="a controller listener (repeatable or comma-separated); default: read "
+        "controller.quorum.voters from the broker",
+    )
+    status.set_defaults(run=_run_status)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value

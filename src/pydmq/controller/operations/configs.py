@@ -1,0 +1,202 @@
+"""Topic config changes: AlterConfigs (33) and IncrementalAlterConfigs (44).
+
+Only TOPIC resources are controller state here; other resource types are refused with
+INVALID_REQUEST. The result is a ConfigRecord per key whose explicit value changes (a
+``None`` value deletes the key), so brokers learn exactly what changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from pydmq.config.definitions import ConfigError, ConfigType, parse_value
+from pydmq.config.topic import check_known
+from pydmq.controller.operations.common import (
+    DEFAULT_STRATEGY,
+    STRATEGY_CONFIG,
+    ControllerResult,
+    OperationContext,
+)
+from pydmq.controller.operations.topics import TopicOperationError, validate_topic_config_values
+from pydmq.metadata.image import MetadataImage
+from pydmq.metadata.records import RESOURCE_TOPIC, ConfigRecord, MetadataRecord
+from pydmq.protocol.errors import ErrorCode
+
+__all__ = [
+    "OP_APPEND",
+    "OP_DELETE",
+    "OP_SET",
+    "OP_SUBTRACT",
+    "AlterConfigsResource",
+    "ConfigResourceResult",
+    "IncrementalAlterConfigsResource",
+    "alter_configs",
+    "incremental_alter_configs",
+]
+
+# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids)
+OP_SET = 0
+OP_DELETE = 1
+OP_APPEND = 2
+OP_SUBTRACT = 3
+
+# Configs fixed at creation: changing them would need the partitions' data to move.
+_IMMUTABLE = {STRATEGY_CONFIG: DEFAULT_STRATEGY, "pydmq.engine": None}
+
+
+@dataclass(frozen=True, slots=True)
+class AlterConfigsResource:
+    """AlterConfigs: the resource's complete new set of explicit configs."""
+
+    resource_type: int
+    resource_name: str
+    configs: Mapping[str, str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementalAlterConfigsResource:
+    """IncrementalAlterConfigs: (name, operation, value) edits."""
+
+    resource_type: int
+    resource_name: str
+    operations: Sequence[tuple[str, int, str | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigResourceResult:
+    resource_type: int
+    resource_name: str
+    error_code: int
+    error_message: str | None = None
+
+
+def _topic_exists(image: MetadataImage, resource_type: int, name: str) -> None:
+    if resource_type != RESOURCE_TOPIC:
+        raise TopicOperationError(
+            ErrorCode.INVALID_REQUEST, f"resource type {resource_type} is not alterable here"
+        )
+    if name not in image.topics.by_name:
+        raise TopicOperationError(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
+        )
+
+
+def _apply_operations(
+    current: Mapping[str, str], operations: Sequence[tuple[str, int, str | None]]
+) -> dict[str, str | None]:
+    configs: dict[str, str | None] = dict(current)
+    for name, op, value in operations:
+        if op not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
+            raise TopicOperationError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {op}")
+        if op != OP_DELETE and value is None:
+            raise TopicOperationError(
+                ErrorCode.INVALID_REQUEST, f"Null value not supported for : {name}"
+            )
+        try:
+            definition = check_known(name)
+        except ConfigError as exc:
+            raise TopicOperationError(ErrorCode.INVALID_CONFIG, str(exc)) from None
+        if op == OP_SET:
+            configs[name] = value
+        elif op == OP_DELETE:
+            configs.pop(name, None)
+        else:
+            if definition.type != ConfigType.LIST:
+                verb = "append" if op == OP_APPEND else "subtract"
+                raise TopicOperationError(
+                    ErrorCode.INVALID_CONFIG,
+                    f"Config value {verb} is not allowed for config key: {name}",
+                )
+            raw = configs.get(name)
+            base = (
+                parse_value(ConfigType.LIST, raw, name) if raw is not None else definition.default
+            )
+            items = [str(v) for v in base] if isinstance(base, list | tuple) else []
+            given = parse_value(ConfigType.LIST, value, name)
+            assert isinstance(given, list)
+            if op == OP_APPEND:
+                items += [str(v) for v in given if str(v) not in items]
+            else:
+                items = [v for v in items if v not in {str(g) for g in given}]
+            configs[name] = ",".join(items)
+    return configs
+
+
+def _replace(
+    image: MetadataImage, ctx: OperationContext, name: str, new: Mapping[str, str | None]
+) -> list[MetadataRecord]:
+    explicit = validate_topic_config_values(ctx, new)
+    current = image.topic_config(name)
+    for key, default in _IMMUTABLE.items():
+        if explicit.get(key, default) != current.get(key, default):
+            raise TopicOperationError(
+                ErrorCode.INVALID_CONFIG, f"{key} cannot change after a topic is created"
+            )
+    records: list[MetadataRecord] = [
+        ConfigRecord(RESOURCE_TOPIC, name, key, None) for key in current if key not in explicit
+    ]
+    records.extend(
+        ConfigRecord(RESOURCE_TOPIC, name, key, value)
+        for key, value in explicit.items()
+        if current.get(key) != value
+    )
+    return records
+
+
+def alter_configs(
+    image: MetadataImage,
+    ctx: OperationContext,
+    resources: Sequence[AlterConfigsResource],
+    *,
+    validate_only: bool = False,
+) -> ControllerResult[list[ConfigResourceResult]]:
+    """Replace each topic's explicit configs (keys left out are deleted)."""
+    records: list[MetadataRecord] = []
+    results: list[ConfigResourceResult] = []
+    for res in resources:
+        try:
+            _topic_exists(image, res.resource_type, res.resource_name)
+            changes = _replace(image, ctx, res.resource_name, res.configs)
+        except TopicOperationError as exc:
+            results.append(
+                ConfigResourceResult(
+                    res.resource_type, res.resource_name, exc.error_code, exc.message
+                )
+            )
+            continue
+        results.append(ConfigResourceResult(res.resource_type, res.resource_name, ErrorCode.NONE))
+        if not validate_only:
+            records.extend(changes)
+    return ControllerResult(records, results)
+
+
+def incremental_alter_configs(
+    image: MetadataImage,
+    ctx: OperationContext,
+    resources: Sequence[IncrementalAlterConfigsResource],
+    *,
+    validate_only: bool = False,
+) -> ControllerResult[list[ConfigResourceResult]]:
+    """Apply SET / DELETE / APPEND / SUBTRACT edits to each topic's explicit configs.
+
+    Errors: unknown operation or a null value to SET/APPEND/SUBTRACT -> INVALID_REQUEST;
+    unknown name, bad value, APPEND/SUBTRACT on a non-list -> INVALID_CONFIG.
+    """
+    records: list[MetadataRecord] = []
+    results: list[ConfigResourceResult] = []
+    for res in resources:
+        try:
+            _topic_exists(image, res.resource_type, res.resource_name)
+            new = _apply_operations(image.topic_config(res.resource_name), res.operations)
+            changes = _replace(image, ctx, res.resource_name, new)
+        except (TopicOperationError, ConfigError) as exc:
+            code = getattr(exc, "error_code", ErrorCode.INVALID_CONFIG)
+            results.append(
+                ConfigResourceResult(res.resource_type, res.resource_name, code, str(exc))
+            )
+            continue
+        results.append(ConfigResourceResult(res.resource_type, res.resource_name, ErrorCode.NONE))
+        if not validate_only:
+            records.extend(changes)
+    return ControllerResult(records, results)

@@ -1,0 +1,327 @@
+"""ClusterProcess: N real pydmq nodes (broker + controller each) as child processes, for tests.
+
+Every node listens on two free loopback ports (client and controller listener); node ids are
+1..N and every node is a voter. Fault tests kill (SIGKILL), pause (SIGSTOP) and resume
+(SIGCONT) single nodes; only the PIDs this object started are ever signalled, and every wait
+is bounded::
+
+    with ClusterProcess(3, tmp_path) as cluster:
+        producer = Producer(cluster.bootstrap)
+        cluster.kill(2)
+        cluster.restart(2)
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from pydmq.cli.cluster import (
+    DEFAULT_LAUNCHER,
+    NodeSpec,
+    is_listening,
+    node_command,
+    plan_nodes,
+    spawn,
+    stop_processes,
+    voters_of,
+)
+from pydmq.testing.process import BrokerProcess
+
+__all__ = ["ClusterNode", "ClusterProcess", "free_ports"]
+
+
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct free ports (all held open while choosing, so none repeats)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sockets: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.socket(family, socket.SOCK_STREAM)
+            sockets.append(sock)
+            sock.bind((host, 0))
+        return [int(s.getsockname()[1]) for s in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
+def _wait_stopped(pid: int, stopped: bool, timeout: float) -> None:
+    """Until /proc says ``pid`` is (not) stopped; returns at once where there is no /proc."""
+    stat = Path(f"/proc/{pid}/stat")
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = stat.read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return
+        if (state in ("T", "t")) == stopped:
+            return
+        time.sleep(0.005)
+    raise TimeoutError(f"process {pid} did not {'stop' if stopped else 'continue'} in time")
+
+
+class ClusterNode(BrokerProcess):
+    """One node of a :class:`ClusterProcess`: a :class:`BrokerProcess` with a controller
+    listener and the cluster's voters. Owned by the test thread."""
+
+    def __init__(
+        self,
+        spec: NodeSpec,
+        voters: str,
+        overrides: Mapping[str, object] | None = None,
+        launcher: Sequence[str] = DEFAULT_LAUNCHER,
+    ) -> None:
+        super().__init__(
+            spec.data_dir,
+            host=spec.host,
+            port=spec.port,
+            overrides=overrides,
+            log_path=spec.log_path,
+        )
+        self.spec = spec
+        self.node_id = spec.node_id
+        self.controller_port = spec.controller_port
+        self.voters = voters
+        self.launcher = tuple(launcher)
+        self.paused = False
+
+    @property
+    def bootstrap(self) -> str:
+        return self.spec.bootstrap
+
+    @property
+    def controller_address(self) -> str:
+        return self.spec.controller_address
+
+    @property
+    def running(self) -> bool:
+        """Started and not exited (a paused node is running)."""
+        return self.process is not None and self.process.poll() is None
+
+    def command(self) -> list[str]:
+        return node_command(self.spec, self.voters, self.overrides, self.launcher)
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it to listen."""
+        if self.running:
+            raise RuntimeError(f"node {self.node_id} is already running")
+        self.spec.data_dir.mkdir(parents=True, exist_ok=True)
+        self.process = spawn(self.command(), self.log_path)
+        self.paused = False
+
+    def wait_listening(self, deadline: float) -> None:
+        """Until both listeners accept connections; raises if the process exits or time runs out."""
+        while True:
+            if self.process is None or self.process.poll() is not None:
+                code = None if self.process is None else self.process.returncode
+                raise RuntimeError(f"node {self.node_id} exited with {code}:\n{self.log_tail()}")
+            if is_listening(self.host, self.port) and is_listening(self.host, self.controller_port):
+                return
+            if time.monotonic() >= deadline:
+                raise TimeoutError(
+                    f"node {self.node_id} did not listen on {self.bootstrap} and "
+                    f"{self.controller_address} in time\n{self.log_tail()}"
+                )
+            time.sleep(0.05)
+
+    def start(self, timeout: float = 30.0) -> ClusterNode:
+        self.spawn()
+        try:
+            self.wait_listening(time.monotonic() + timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if sig in (signal.SIGKILL, signal.SIGTERM, signal.SIGINT) and self.paused:
+            self.resume()  # a stopped process would not act on SIGTERM until continued
+        super().kill(sig)
+        if sig == signal.SIGSTOP:
+            self.paused = True
+        elif sig == signal.SIGCONT:
+            self.paused = False
+
+    def pause(self, timeout: float = 5.0) -> None:
+        """SIGSTOP, then wait (bounded) until the kernel reports the process stopped."""
+        self.kill(signal.SIGSTOP)
+        if self.process is not None:
+            _wait_stopped(self.process.pid, True, timeout)
+
+    def resume(self, timeout: float = 5.0) -> None:
+        if self.running:
+            assert self.process is not None
+            self.process.send_signal(signal.SIGCONT)
+            _wait_stopped(self.process.pid, False, timeout)
+        self.paused = False
+
+    def stop(self, timeout: float = 15.0) -> None:
+        if self.process is not None:
+            stop_processes({self.node_id: self.process}, timeout)
+        self.process = None
+        self.paused = False
+
+
+class ClusterProcess:
+    """N node processes on free loopback ports; ``with`` starts and stops them all."""
+
+    def __init__(
+        self,
+        n: int = 3,
+        base_dir: str | Path = "./pydmq-cluster",
+        extra_config: Mapping[str, object] | None = None,
+        *,
+        host: str = "127.0.0.1",
+        node_config: Mapping[int, Mapping[str, object]] | None = None,
+        launcher: Sequence[str] = DEFAULT_LAUNCHER,
+    ) -> None:
+        """``extra_config`` applies to every node, ``node_config[node_id]`` to one node;
+        ``launcher`` is the command that runs ``serve`` (default ``python -m pydmq``)."""
+        self.base_dir = Path(base_dir)
+        self.host = host
+        ports = free_ports(2 * n, host)
+        specs = plan_nodes(
+            n, self.base_dir, host=host, ports=list(zip(ports[:n], ports[n:], strict=True))
+        )
+        self.voters = voters_of(specs)
+        per_node = node_config or {}
+        self.nodes: dict[int, ClusterNode] = {
+            s.node_id: ClusterNode(
+                s,
+                self.voters,
+                {**(extra_config or {}), **per_node.get(s.node_id, {})},
+                launcher,
+            )
+            for s in specs
+        }
+
+    # -- addresses ------------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's client listener, comma-separated."""
+        return ",".join(node.bootstrap for node in self.nodes.values())
+
+    @property
+    def controller_addresses(self) -> list[str]:
+        return [node.controller_address for node in self.nodes.values()]
+
+    def node(self, node_id: int) -> ClusterNode:
+        """The node with id ``node_id`` (1..N): ``pid``, ``port``, ``controller_port``..."""
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise KeyError(f"no node {node_id} (nodes: {sorted(self.nodes)})") from None
+
+    def running(self) -> list[int]:
+        """Ids of the nodes whose process is alive (paused ones included)."""
+        return [i for i, node in self.nodes.items() if node.running]
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 60.0) -> ClusterProcess:
+        """Spawn every node, then wait (up to ``timeout`` in all) for all to listen."""
+        try:
+            for node in self.nodes.values():
+                node.spawn()
+            deadline = time.monotonic() + timeout
+            for node in self.nodes.values():
+                node.wait_listening(deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, timeout: float = 20.0) -> list[int]:
+        """SIGTERM every running node at once, SIGKILL those still alive after ``timeout``;
+        returns the ids that had to be killed."""
+        processes = {
+            i: node.process
+            for i, node in self.nodes.items()
+            if node.process is not None and node.running
+        }
+        killed = stop_processes(processes, timeout) if processes else []
+        for node in self.nodes.values():
+            node.process = None
+            node.paused = False
+        return killed
+
+    def kill(self, node_id: int, sig: int = signal.SIGKILL) -> None:
+        """Send ``sig`` to one node (SIGKILL/SIGTERM/SIGINT also wait for it to exit)."""
+        self.node(node_id).kill(sig)
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the node keeps its sockets but answers nothing until :meth:`resume`.
+        Returns once the process is stopped."""
+        self.node(node_id).pause()
+
+    def resume(self, node_id: int) -> None:
+        self.node(node_id).resume()
+
+    def stop_node(self, node_id: int, timeout: float = 15.0) -> None:
+        """Graceful stop of one node (SIGTERM, SIGKILL after ``timeout``)."""
+        self.node(node_id).stop(timeout)
+
+    def start_node(self, node_id: int, timeout: float = 30.0) -> ClusterNode:
+        return self.node(node_id).start(timeout)
+
+    def restart(self, node_id: int, timeout: float = 30.0) -> ClusterNode:
+        """Stop (if running) and start one node on the same ports and data directory."""
+        node = self.node(node_id)
+        node.stop()
+        return node.start(timeout)
+
+    def wait_for(
+        self,
+        predicate_name: str,
+        check: Callable[[], bool],
+        timeout: float = 30.0,
+        interval: float = 0.1,
+    ) -> None:
+        """Poll ``check()`` until it returns True; TimeoutError naming ``predicate_name``."""
+        deadline = time.monotonic() + timeout
+        last: BaseException | None = None
+        while time.monotonic() < deadline:
+            try:
+                if check():
+                    return
+            except Exception as exc:  # e.g. a connection refused while nodes start
+                last = exc
+            time.sleep(interval)
+        raise TimeoutError(f"{predicate_name} not reached in {timeout} s (last error: {last!r})")
+
+    def wait_for_brokers(self, count: int | None = None, timeout: float = 30.0) -> None:
+        """Until Metadata from some node lists ``count`` (default N) brokers."""
+        from pydmq.client import KafkaClient
+
+        want = len(self.nodes) if count is None else count
+        addresses = [self.nodes[i].bootstrap for i in self.running()]
+
+        def check() -> bool:
+            with KafkaClient(addresses, timeout=2.0) as client:
+                return len(client.refresh_metadata([]).brokers) >= want
+
+        self.wait_for(f"{want} brokers in Metadata", check, timeout)
+
+    def log_tails(self, size: int = 2000) -> str:
+        """The end of every node's log, for failure messages."""
+        return "\n".join(
+            f"--- node {i} ({node.log_path}) ---\n{node.log_tail(size)}"
+            for i, node in self.nodes.items()
+        )
+
+    def __enter__(self) -> ClusterProcess:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

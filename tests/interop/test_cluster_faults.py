@@ -1,0 +1,423 @@
+"""A 3-node pydmq cluster of real processes on loopback, with real faults.
+
+RF=3, min.insync.replicas=2. A confluent-kafka producer (acks=all, idempotence on) streams
+unique values while the test ``kill -9``s the leader of partition 0, restarts it, kills the
+active controller, restarts it, and SIGSTOPs a follower for a while. Afterwards:
+
+* every acknowledged record is read back at the offset its delivery report gave;
+* no value appears twice (idempotence survives leader changes);
+* per partition, offsets follow the produce order;
+* once the ISR is full again, every replica's log holds the same batches (compared offline,
+  segment by segment, after a graceful stop).
+
+Also: with two of three nodes down, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing of it
+becomes visible; kafka-python and the Java producer follow a leader change.
+"""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pydmq.client import KafkaClient
+from pydmq.engines.segment.engine import SegmentStorageEngine
+from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.testing.cluster import ClusterProcess
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+confluent_admin = pytest.importorskip("confluent_kafka.admin")
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
+
+PARTITIONS = 3
+NODE_CONFIG = {
+    "broker.session.timeout.ms": 1000,
+    "broker.heartbeat.interval.ms": 250,
+    "replica.lag.time.max.ms": 3000,
+    "replica.fetch.wait.max.ms": 100,
+    "offsets.topic.replication.factor": 3,
+    "group.initial.rebalance.delay.ms": 0,
+}
+
+
+LOG_DIR = Path(__file__).resolve().parents[2] / "build" / "cluster-logs"
+
+
+@pytest.fixture
+def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
+    root = Path(tempfile.mkdtemp(prefix="pydmq-cluster-"))
+    c = ClusterProcess(3, root, NODE_CONFIG)
+    c.start()
+    try:
+        c.wait_for_brokers(3, timeout=30)
+        yield c
+    finally:
+        c.stop()
+        # Keep the node logs of the last run of each test for post-mortems.
+        keep = LOG_DIR / request.node.name
+        shutil.rmtree(keep, ignore_errors=True)
+        keep.mkdir(parents=True, exist_ok=True)
+        for node_id, node in c.nodes.items():
+            if node.log_path.exists():
+                shutil.copy(node.log_path, keep / f"node-{node_id}.log")
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _client(cluster: ClusterProcess) -> KafkaClient:
+    return KafkaClient([cluster.node(i).bootstrap for i in cluster.running()], timeout=3.0)
+
+
+def _metadata(
+    cluster: ClusterProcess, topic: str
+) -> tuple[int, dict[int, tuple[int, list[int], list[int]]]]:
+    """(controller id, {partition: (leader, replicas, isr)}) from any running node."""
+    with _client(cluster) as client:
+        response = client.refresh_metadata([topic])
+        parts: dict[int, tuple[int, list[int], list[int]]] = {}
+        for t in response.topics:
+            if t.name == topic:
+                for p in t.partitions:
+                    parts[p.partition_index] = (
+                        p.leader_id,
+                        list(p.replica_nodes),
+                        list(p.isr_nodes),
+                    )
+        return response.controller_id, parts
+
+
+def _create_topic(
+    cluster: ClusterProcess,
+    topic: str,
+    partitions: int = PARTITIONS,
+    assignment: list[list[int]] | None = None,
+) -> None:
+    admin = confluent_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    config = {"min.insync.replicas": "2"}
+    new_topic = (
+        confluent_admin.NewTopic(
+            topic, len(assignment), -1, replica_assignment=assignment, config=config
+        )
+        if assignment
+        else confluent_admin.NewTopic(topic, partitions, 3, config=config)
+    )
+    futures = admin.create_topics([new_topic], request_timeout=15)
+    futures[topic].result(20)
+    rf = len(assignment[0]) if assignment else 3
+
+    def ready() -> bool:
+        _, parts = _metadata(cluster, topic)
+        return len(parts) == partitions and all(
+            leader >= 0 and len(isr) == rf for leader, _, isr in parts.values()
+        )
+
+    cluster.wait_for(f"{topic} led with a full ISR", ready, timeout=30)
+
+
+def _wait_full_isr(cluster: ClusterProcess, topic: str, timeout: float = 45) -> None:
+    seen: list[object] = []
+
+    def full() -> bool:
+        _, parts = _metadata(cluster, topic)
+        seen[:] = [parts]
+        return bool(parts) and all(
+            leader >= 0 and len(isr) == 3 for leader, _, isr in parts.values()
+        )
+
+    try:
+        cluster.wait_for(f"{topic}: every ISR back to 3", full, timeout=timeout)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; last metadata {seen}") from None
+
+
+class StreamingProducer(threading.Thread):
+    """Produces value i (key k<i>) in order until stopped; records every delivery report."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.topic = topic
+        self.producer = confluent_kafka.Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "message.timeout.ms": 120000,
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
+        self.stop_event = threading.Event()
+        self.acked: dict[int, tuple[int, int]] = {}  # value -> (partition, offset)
+        self.failed: dict[int, str] = {}
+        self.sent = 0
+        self.lock = threading.Lock()
+
+    def _report(self, err: object, msg: object) -> None:
+        value = int(msg.value())  # type: ignore[attr-defined]
+        with self.lock:
+            if err is not None:
+                self.failed[value] = str(err)
+            else:
+                self.acked[value] = (msg.partition(), msg.offset())  # type: ignore[attr-defined]
+
+    def acked_count(self) -> int:
+        with self.lock:
+            return len(self.acked)
+
+    def wait_acked_more(self, extra: int, timeout: float) -> float:
+        """Seconds until ``extra`` more records are acknowledged (TimeoutError otherwise)."""
+        start = time.monotonic()
+        target = self.acked_count() + extra
+        while self.acked_count() < target:
+            if time.monotonic() - start > timeout:
+                raise TimeoutError(f"{extra} more acks not seen in {timeout} s")
+            time.sleep(0.02)
+        return time.monotonic() - start
+
+    def run(self) -> None:
+        i = 0
+        while not self.stop_event.is_set():
+            try:
+                self.producer.produce(
+                    self.topic,
+                    key=f"k{i}".encode(),
+                    value=str(i).encode(),
+                    on_delivery=self._report,
+                )
+                i += 1
+                self.sent = i
+            except BufferError:
+                self.producer.poll(0.05)
+                continue
+            if i % 50 == 0:
+                self.producer.poll(0)
+                time.sleep(0.005)
+        self.producer.flush(90)
+
+
+def _read_all(cluster: ClusterProcess, topic: str) -> dict[int, list[tuple[int, int]]]:
+    """{partition: [(offset, value)]} from offset 0 up to the high watermark."""
+    consumer = confluent_kafka.Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap,
+            "group.id": f"reader-{topic}",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    try:
+        ends = {}
+        for p in range(PARTITIONS):
+            _, high = consumer.get_watermark_offsets(
+                confluent_kafka.TopicPartition(topic, p), timeout=15
+            )
+            ends[p] = high
+        consumer.assign([confluent_kafka.TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        out: dict[int, list[tuple[int, int]]] = {p: [] for p in range(PARTITIONS)}
+        deadline = time.monotonic() + 90
+        while any((out[p][-1][0] + 1 if out[p] else 0) < ends[p] for p in range(PARTITIONS)):
+            assert time.monotonic() < deadline, (
+                f"read-back stalled: ends {ends}, read up to "
+                f"{ {p: (e[-1][0] if e else None) for p, e in out.items()} }"
+            )
+            for msg in consumer.consume(10000, 1.0):
+                if msg.error():
+                    continue
+                out[msg.partition()].append((msg.offset(), int(msg.value())))
+        return out
+    finally:
+        consumer.close()
+
+
+def _replica_batches(root: Path, topic: str, partition: int) -> list[tuple[int, int, int]]:
+    """(base offset, last offset delta, crc) of every batch in one node's replica."""
+    engine = SegmentStorageEngine(str(root))
+    try:
+        log = engine.open_log(TopicPartition(topic, partition), LogConfig())
+        try:
+            return [(h.base_offset, h.last_offset_delta, h.crc) for h in log.batch_headers(0)]
+        finally:
+            log.close()
+    finally:
+        engine.close()
+
+
+def test_acks_all_survives_leader_controller_and_follower_faults(cluster: ClusterProcess) -> None:
+    topic = "faults"
+    _create_topic(cluster, topic)
+    producer = StreamingProducer(cluster.bootstrap, topic)
+    producer.start()
+    outages: dict[str, float] = {}
+    try:
+        producer.wait_acked_more(2000, timeout=30)
+
+        # 1. kill -9 the leader of partition 0, measure time to acks again, restart it.
+        _, parts = _metadata(cluster, topic)
+        leader = parts[0][0]
+        cluster.kill(leader, signal.SIGKILL)
+        outages["partition leader kill -9"] = producer.wait_acked_more(500, timeout=60)
+        cluster.start_node(leader)
+        _wait_full_isr(cluster, topic)
+        producer.wait_acked_more(1000, timeout=30)
+
+        # 2. kill -9 the active controller, restart it.
+        controller, _ = _metadata(cluster, topic)
+        assert controller in cluster.nodes, f"no active controller in Metadata ({controller})"
+        cluster.kill(controller, signal.SIGKILL)
+        outages["controller kill -9"] = producer.wait_acked_more(500, timeout=60)
+        cluster.start_node(controller)
+        _wait_full_isr(cluster, topic)
+
+        # 3. SIGSTOP a follower of partition 0 for longer than replica.lag.time.max.ms.
+        _, parts = _metadata(cluster, topic)
+        leader, replicas, _ = parts[0]
+        follower = next(r for r in replicas if r != leader)
+        cluster.pause(follower)
+        try:
+            producer.wait_acked_more(1000, timeout=60)
+            time.sleep(4)
+            producer.wait_acked_more(500, timeout=60)
+        finally:
+            cluster.resume(follower)
+        _wait_full_isr(cluster, topic)
+        producer.wait_acked_more(1000, timeout=30)
+    finally:
+        producer.stop_event.set()
+        producer.join(120)
+    print(
+        f"outages until the next 500 acks: {outages}; acked {len(producer.acked)}, "
+        f"failed {len(producer.failed)}, sent {producer.sent}"
+    )
+    assert not producer.is_alive(), "producer did not finish flushing"
+
+    read = _read_all(cluster, topic)
+    at: dict[tuple[int, int], int] = {}
+    seen: dict[int, tuple[int, int]] = {}
+    for p, entries in read.items():
+        for offset, value in entries:
+            at[(p, offset)] = value
+            assert value not in seen, f"value {value} at {(p, offset)} and at {seen[value]}"
+            seen[value] = (p, offset)
+    lost = [v for v, where in producer.acked.items() if at.get(where) != v]
+    assert not lost, f"{len(lost)} acknowledged records lost or moved, e.g. {lost[:10]}"
+    for p, entries in read.items():
+        values = [v for _, v in entries]
+        assert values == sorted(values), f"partition {p}: order differs from produce order"
+        offsets = [o for o, _ in entries]
+        assert offsets == list(range(len(offsets))), f"partition {p}: offsets not contiguous"
+
+    # All replicas identical once the ISR is full: compare the logs offline.
+    _wait_full_isr(cluster, topic)
+    time.sleep(1.0)
+    cluster.stop()
+    for p in range(PARTITIONS):
+        logs = {i: _replica_batches(node.data_dir, topic, p) for i, node in cluster.nodes.items()}
+        first = next(iter(logs.values()))
+        assert first, f"partition {p}: empty replica"
+        for i, batches in logs.items():
+            assert batches == first, f"partition {p}: replica on node {i} differs"
+
+
+def test_acks_all_with_one_in_sync_replica_fails_and_writes_nothing(
+    cluster: ClusterProcess,
+) -> None:
+    # Two of the three voters stay up so the controller can shrink the ISR: the topic lives
+    # on the two nodes that are not the active controller, and one of them is killed.
+    topic = "min-isr"
+    controller, _ = _metadata(cluster, "__none__")
+    pair = [i for i in sorted(cluster.nodes) if i != controller][:2]
+    _create_topic(cluster, topic, partitions=1, assignment=[pair])
+    _, parts = _metadata(cluster, topic)
+    leader, replicas, _ = parts[0]
+    follower = next(r for r in replicas if r != leader)
+    cluster.kill(follower, signal.SIGKILL)
+
+    def shrunk() -> bool:
+        _, now = _metadata(cluster, topic)
+        return now[0][2] == [leader]
+
+    cluster.wait_for("ISR shrunk to the leader", shrunk, timeout=30)
+    producer = confluent_kafka.Producer(
+        {
+            "bootstrap.servers": cluster.node(leader).bootstrap,
+            "acks": "all",
+            "message.timeout.ms": 4000,
+            "retries": 0,
+        }
+    )
+    errors: list[object] = []
+    producer.produce(topic, value=b"must-not-be-visible", on_delivery=lambda e, m: errors.append(e))
+    producer.flush(15)
+    assert len(errors) == 1 and errors[0] is not None
+    assert errors[0].code() in (  # type: ignore[attr-defined]
+        confluent_kafka.KafkaError.NOT_ENOUGH_REPLICAS,
+    ), errors[0]
+    consumer = confluent_kafka.Consumer(
+        {"bootstrap.servers": cluster.node(leader).bootstrap, "group.id": "minisr"}
+    )
+    try:
+        low, high = consumer.get_watermark_offsets(
+            confluent_kafka.TopicPartition(topic, 0), timeout=10
+        )
+        assert (low, high) == (0, 0), "a rejected acks=all write became visible"
+    finally:
+        consumer.close()
+
+
+def test_kafka_python_and_java_follow_a_leader_change(cluster: ClusterProcess) -> None:
+    kafka = pytest.importorskip("kafka")
+    from .support import java_ready, run_java
+
+    topic = "follow"
+    _create_topic(cluster, topic, partitions=1)
+    producer = kafka.KafkaProducer(
+        bootstrap_servers=cluster.bootstrap.split(","),
+        acks="all",
+        retries=20,
+        request_timeout_ms=10000,
+        metadata_max_age_ms=1000,
+    )
+    futures = [producer.send(topic, value=f"a{i}".encode()) for i in range(200)]
+    producer.flush(30)
+    assert all(f.get(10).offset == i for i, f in enumerate(futures))
+    _, parts = _metadata(cluster, topic)
+    old_leader = parts[0][0]
+    cluster.kill(old_leader, signal.SIGKILL)
+    futures = [producer.send(topic, value=f"b{i}".encode()) for i in range(200)]
+    producer.flush(60)
+    offsets = [f.get(30).offset for f in futures]
+    assert offsets == list(range(200, 400))
+    producer.close(10)
+    _, parts = _metadata(cluster, topic)
+    assert parts[0][0] not in (old_leader, -1)
+
+    reason = java_ready()
+    if reason:
+        pytest.fail(reason)
+    alive = ",".join(cluster.node(i).bootstrap for i in cluster.running())
+    run_java(["produce", "--bootstrap", alive, "--topic", topic, "--count", "300", "--acks", "all"])
+    cluster.start_node(old_leader)
+    _wait_full_isr(cluster, topic)
+    consumer = kafka.KafkaConsumer(
+        bootstrap_servers=cluster.bootstrap.split(","),
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
+    tp = kafka.TopicPartition(topic, 0)
+    consumer.assign([tp])
+    got = []
+    deadline = time.monotonic() + 30
+    while len(got) < 700 and time.monotonic() < deadline:
+        for records in consumer.poll(1000).values():
+            got.extend(r.offset for r in records)
+    consumer.close()
+    assert got == list(range(700))

@@ -1,0 +1,84 @@
+"""An in-process cluster: N pydmq nodes (broker + controller) on one event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from pydmq.broker.server import Broker
+from pydmq.config.broker import BrokerConfig
+from pydmq.net.client import NodeConnection
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class Cluster:
+    """Nodes 1..n; ``brokers[i]`` is node i+1. Use inside one ``asyncio.run``."""
+
+    def __init__(self, root: Path, n: int = 3, **overrides: object) -> None:
+        self.broker_ports = [free_port() for _ in range(n)]
+        controller_ports = [free_port() for _ in range(n)]
+        voters = ",".join(f"{i + 1}@127.0.0.1:{controller_ports[i]}" for i in range(n))
+        self.brokers: list[Broker] = []
+        for i in range(n):
+            values: dict[str, object] = {
+                "node.id": i + 1,
+                "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]},"
+                f"CONTROLLER://127.0.0.1:{controller_ports[i]}",
+                "controller.quorum.voters": voters,
+                "log.dirs": str(root / f"node{i + 1}"),
+                "broker.heartbeat.interval.ms": 200,
+                "broker.session.timeout.ms": 3000,
+                "controller.quorum.election.timeout.ms": 300,
+                "controller.quorum.fetch.timeout.ms": 600,
+                "replica.fetch.wait.max.ms": 100,
+                "replica.lag.time.max.ms": 2000,
+            }
+            values.update({k.replace("_", "."): v for k, v in overrides.items()})
+            self.brokers.append(Broker(BrokerConfig(values)))
+        self.connections: list[NodeConnection] = []
+
+    async def start(self, timeout: float = 20.0) -> None:
+        await asyncio.gather(*(b.start() for b in self.brokers))
+        await asyncio.wait_for(
+            asyncio.gather(
+                *(b.cluster.lifecycle.unfenced.wait() for b in self.brokers if b.cluster)
+            ),
+            timeout,
+        )
+
+    def client(self, index: int) -> NodeConnection:
+        conn = NodeConnection("127.0.0.1", self.broker_ports[index], client_id="cluster-test")
+        self.connections.append(conn)
+        return conn
+
+    def broker(self, node_id: int) -> Broker:
+        return self.brokers[node_id - 1]
+
+    async def stop(self) -> None:
+        for conn in self.connections:
+            await conn.close()
+        await asyncio.gather(*(b.stop() for b in self.brokers), return_exceptions=True)
+
+
+async def wait_until(
+    predicate: Callable[[], bool | Awaitable[bool]], timeout: float = 10.0, every: float = 0.05
+) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        result: Any = predicate()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(every)

@@ -1,0 +1,175 @@
+"""Three pydmq nodes (broker + controller) in one event loop, driven over the wire."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
+from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest
+from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+from pydmq.protocol.messages.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from pydmq.protocol.records import SimpleRecord, build_batch
+from pydmq.storage.api import TopicPartition
+
+from .conftest import Cluster, wait_until
+
+
+def _produce(topic: str, partition: int, acks: int, *values: bytes) -> ProduceRequest:
+    batch = build_batch([SimpleRecord(None, v) for v in values])
+    return ProduceRequest(
+        acks=acks,
+        timeout=5000,
+        topic_data=[
+            TopicProduceData(
+                name=topic,
+                partition_data=[PartitionProduceData(index=partition, records=bytes(batch))],
+            )
+        ],
+    )
+
+
+async def _create(cluster: Cluster, name: str, partitions: int, rf: int) -> None:
+    conn = cluster.client(0)
+    response = await conn.request(
+        19,
+        7,
+        CreateTopicsRequest(
+            topics=[CreatableTopic(name=name, num_partitions=partitions, replication_factor=rf)],
+            timeout=10000,
+        ),
+    )
+    assert response.topics[0].error_code == ErrorCode.NONE, response
+    await wait_until(
+        lambda: all(
+            len([tp for tp in b.replica_manager.partitions if tp.topic == name])
+            == partitions * rf // len(cluster.brokers)
+            for b in cluster.brokers
+        )
+    )
+
+
+def _leader_of(cluster: Cluster, tp: TopicPartition) -> int:
+    for b in cluster.brokers:
+        partition = b.replica_manager.get(tp)
+        if partition is not None and partition.is_leader:
+            return b.node_id
+    raise AssertionError(f"no leader for {tp}")
+
+
+def test_replicated_produce_and_fetch(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        try:
+            await cluster.start()
+            await _create(cluster, "rep", 3, 3)
+            # Metadata from any broker: three brokers, leaders, full ISR.
+            md = await cluster.client(1).request(
+                3, 12, MetadataRequest(topics=[MetadataRequestTopic(name="rep")])
+            )
+            assert sorted(b.node_id for b in md.brokers) == [1, 2, 3]
+            (topic,) = md.topics
+            assert topic.error_code == ErrorCode.NONE
+            assert sorted(len(p.isr_nodes) for p in topic.partitions) == [3, 3, 3]
+
+            tp = TopicPartition("rep", 0)
+            leader = _leader_of(cluster, tp)
+            follower = next(b.node_id for b in cluster.brokers if b.node_id != leader)
+            # A follower refuses produce and consumer fetch.
+            response = await cluster.client(follower - 1).request(
+                0, 9, _produce("rep", 0, -1, b"x")
+            )
+            assert response.responses[0].partition_responses[0].error_code == (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER
+            )
+            # acks=-1 to the leader answers once every ISR member has the records.
+            response = await cluster.client(leader - 1).request(
+                0, 9, _produce("rep", 0, -1, b"a", b"b", b"c")
+            )
+            result = response.responses[0].partition_responses[0]
+            assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 0)
+            assert cluster.broker(leader).replica_manager.get(tp).high_watermark == 3
+            for b in cluster.brokers:
+                assert b.replica_manager.get(tp).log.log_end_offset == 3
+            await wait_until(
+                lambda: all(b.replica_manager.get(tp).high_watermark == 3 for b in cluster.brokers)
+            )
+            fetch = FetchRequest(
+                max_wait=0,
+                min_bytes=1,
+                max_bytes=1 << 20,
+                topics=[
+                    FetchTopic(
+                        topic="rep",
+                        partitions=[
+                            FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)
+                        ],
+                    )
+                ],
+            )
+            data = (
+                (await cluster.client(leader - 1).request(1, 12, fetch)).responses[0].partitions[0]
+            )
+            assert data.error_code == ErrorCode.NONE and data.high_watermark == 3
+            assert data.records is not None and len(data.records) > 0
+            data = (
+                (await cluster.client(follower - 1).request(1, 12, fetch))
+                .responses[0]
+                .partitions[0]
+            )
+            assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+            # Producer ids come from controller-allocated blocks, distinct across brokers.
+            ids = set()
+            for i in range(3):
+                r = await cluster.client(i).request(
+                    22, 4, InitProducerIdRequest(transaction_timeout=1000)
+                )
+                assert r.error_code == ErrorCode.NONE
+                ids.add(r.producer_id)
+            assert len(ids) == 3
+        finally:
+            await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_leader_failover_keeps_acknowledged_records(tmp_path: Path) -> None:
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        try:
+            await cluster.start()
+            await _create(cluster, "fo", 1, 3)
+            tp = TopicPartition("fo", 0)
+            leader = _leader_of(cluster, tp)
+            response = await cluster.client(leader - 1).request(
+                0, 9, _produce("fo", 0, -1, b"1", b"2")
+            )
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+            # Controlled shutdown of the leader moves leadership to an ISR member.
+            await cluster.broker(leader).stop()
+            survivors = [b for b in cluster.brokers if b.node_id != leader]
+            await wait_until(
+                lambda: any(
+                    (p := b.replica_manager.get(tp)) is not None and p.is_leader for b in survivors
+                )
+            )
+            new_leader = next(
+                b for b in survivors if (p := b.replica_manager.get(tp)) is not None and p.is_leader
+            )
+            partition = new_leader.replica_manager.get(tp)
+            assert partition is not None and partition.log.log_end_offset == 2
+            response = await cluster.client(new_leader.node_id - 1).request(
+                0, 9, _produce("fo", 0, -1, b"3")
+            )
+            result = response.responses[0].partition_responses[0]
+            assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 2)
+        finally:
+            await cluster.stop()
+
+    asyncio.run(scenario())

@@ -1,0 +1,131 @@
+"""Sans-network pieces of the broker role: truncation rule, metadata cache, forwarding test."""
+
+from __future__ import annotations
+
+import uuid
+
+from pydmq.broker.cluster.forwarding import is_not_controller
+from pydmq.broker.cluster.metadata_cache import UPDATE_FULL, MetadataCache
+from pydmq.broker.cluster.replica_fetcher import truncation_offset
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
+from pydmq.protocol.messages.update_metadata import (
+    UpdateMetadataBroker,
+    UpdateMetadataEndpoint,
+    UpdateMetadataPartitionState,
+    UpdateMetadataRequest,
+    UpdateMetadataTopicConfig,
+    UpdateMetadataTopicState,
+)
+from pydmq.storage.api import TopicPartition
+
+
+def _no_epoch(_epoch: int) -> tuple[int, int]:
+    return -1, -1
+
+
+def test_truncation_same_epoch_cuts_at_the_leaders_end() -> None:
+    assert truncation_offset(3, 120, 100, 3, 110, _no_epoch) == (110, True)
+    assert truncation_offset(3, 105, 100, 3, 110, _no_epoch) == (105, True)
+
+
+def test_truncation_undefined_keeps_the_high_watermark() -> None:
+    assert truncation_offset(3, 120, 100, -1, -1, _no_epoch) == (100, True)
+
+
+def test_truncation_to_an_older_epoch_the_follower_knows() -> None:
+    def ours(epoch: int) -> tuple[int, int]:
+        return (2, 90) if epoch == 2 else (-1, -1)
+
+    # Leader never saw our epoch 3: it ends epoch 2 at 95; we ended it at 90.
+    assert truncation_offset(3, 120, 80, 2, 95, ours) == (90, True)
+
+
+def test_truncation_to_an_epoch_the_follower_lacks_asks_again() -> None:
+    def ours(epoch: int) -> tuple[int, int]:
+        return (1, 70)  # our largest epoch <= 2 is 1, ending at 70
+
+    assert truncation_offset(3, 120, 60, 2, 95, ours) == (70, False)
+
+
+def _update(
+    offset: int,
+    *,
+    type_: int = 0,
+    leader: int = 1,
+    configs: dict[str, str] | None = None,
+    topic_id: uuid.UUID | None = None,
+) -> UpdateMetadataRequest:
+    return UpdateMetadataRequest(
+        controller_id=9,
+        controller_epoch=2,
+        type_=type_,
+        metadata_offset=offset,
+        live_brokers=[
+            UpdateMetadataBroker(
+                id_=b,
+                endpoints=[UpdateMetadataEndpoint(port=9000 + b, host="h", listener="PLAINTEXT")],
+            )
+            for b in (1, 2)
+        ],
+        topic_states=[
+            UpdateMetadataTopicState(
+                topic_name="t",
+                topic_id=topic_id or _TOPIC_ID,
+                partition_states=[
+                    UpdateMetadataPartitionState(
+                        partition_index=0,
+                        leader=leader,
+                        leader_epoch=4,
+                        isr=[1, 2],
+                        replicas=[1, 2, 3],
+                        offline_replicas=[3],
+                    )
+                ],
+                configs=[
+                    UpdateMetadataTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                ],
+            )
+        ],
+    )
+
+
+_TOPIC_ID = uuid.uuid4()
+
+
+def test_metadata_cache_applies_and_ignores_older_offsets() -> None:
+    cache = MetadataCache(1)
+    result = cache.update(_update(10, configs={"retention.ms": "5"}))
+    assert result.applied and [t.name for t in result.created_topics] == ["t"]
+    assert cache.alive_broker_ids() == [1, 2] and cache.endpoint(2, "PLAINTEXT") == ("h", 9002)
+    p = cache.partition(TopicPartition("t", 0))
+    assert p is not None and (p.leader, p.leader_epoch, p.isr) == (1, 4, [1, 2])
+    assert cache.offline(TopicPartition("t", 0)) == [3]
+    assert cache.topics.get("t").configs == {"retention.ms": "5"}  # type: ignore[union-attr]
+    assert not cache.update(_update(9, leader=2)).applied
+    changed = cache.update(_update(11, configs={}))
+    assert changed.config_changed == {"t"}
+
+
+def test_metadata_cache_deletes_on_leader_during_delete_and_full() -> None:
+    cache = MetadataCache(1)
+    cache.update(_update(1))
+    deleted = cache.update(_update(2, leader=-2))
+    assert [t.name for t in deleted.deleted_topics] == ["t"] and cache.topics.get("t") is None
+    cache.update(_update(3))
+    full = UpdateMetadataRequest(controller_epoch=2, type_=UPDATE_FULL, metadata_offset=4)
+    assert [t.name for t in cache.update(full).deleted_topics] == ["t"]
+
+
+def test_not_controller_detection_on_per_item_responses() -> None:
+    nc = CreateTopicsResponse(
+        topics=[CreatableTopicResult(name="a", error_code=ErrorCode.NOT_CONTROLLER)]
+    )
+    ok = CreateTopicsResponse(topics=[CreatableTopicResult(name="a", error_code=ErrorCode.NONE)])
+    mixed = CreateTopicsResponse(
+        topics=[
+            CreatableTopicResult(name="a", error_code=ErrorCode.NOT_CONTROLLER),
+            CreatableTopicResult(name="b", error_code=ErrorCode.TOPIC_ALREADY_EXISTS),
+        ]
+    )
+    assert is_not_controller(nc) and not is_not_controller(ok) and not is_not_controller(mixed)

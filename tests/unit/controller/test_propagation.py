@@ -1,0 +1,281 @@
+"""Propagation rules: which broker gets which LeaderAndIsr / StopReplica / UpdateMetadata."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+
+from pydmq.controller.propagation import (
+    FULL,
+    INCREMENTAL,
+    LEADER_DURING_DELETE,
+    BrokerPush,
+    delta_pushes,
+    full_push,
+)
+from pydmq.metadata.delta import MetadataDelta
+from pydmq.metadata.image import MetadataImage
+from pydmq.metadata.records import (
+    ConfigRecord,
+    Endpoint,
+    FenceBrokerRecord,
+    MetadataRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+)
+
+T1 = uuid.UUID(int=101)
+T2 = uuid.UUID(int=102)
+CONTROLLER = 3000
+EPOCH = 7
+
+
+def _register(
+    broker_id: int, *, fenced: bool = False, rack: str | None = None
+) -> RegisterBrokerRecord:
+    return RegisterBrokerRecord(
+        broker_id=broker_id,
+        incarnation_id=uuid.UUID(int=broker_id),
+        broker_epoch=10 + broker_id,
+        endpoints=(
+            Endpoint("PLAINTEXT", "127.0.0.1", 9000 + broker_id, 0),
+            Endpoint("EXTERNAL", f"b{broker_id}.example", 19000 + broker_id, 0),
+        ),
+        rack=rack,
+        fenced=fenced,
+        in_controlled_shutdown=False,
+    )
+
+
+def _partition(
+    topic_id: uuid.UUID, pid: int, replicas: tuple[int, ...], leader: int | None = None
+) -> PartitionRecord:
+    return PartitionRecord(
+        partition_id=pid,
+        topic_id=topic_id,
+        replicas=replicas,
+        isr=replicas,
+        removing_replicas=(),
+        adding_replicas=(),
+        leader=replicas[0] if leader is None else leader,
+        leader_recovery_state=0,
+        leader_epoch=0,
+        partition_epoch=0,
+    )
+
+
+def _replay(
+    image: MetadataImage, records: Iterable[MetadataRecord]
+) -> tuple[MetadataImage, MetadataDelta]:
+    delta = MetadataDelta(image)
+    records = list(records)
+    for rec in records:
+        delta.replay(rec)
+    return delta.apply(offset=image.offset + len(records), epoch=EPOCH), delta
+
+
+def _base() -> MetadataImage:
+    image, _ = _replay(
+        MetadataImage.EMPTY,
+        [
+            _register(1, rack="r1"),
+            _register(2, rack="r2"),
+            _register(3),
+            TopicRecord("orders", T1),
+            _partition(T1, 0, (1, 2)),
+            _partition(T1, 1, (2, 3)),
+            TopicRecord("audit", T2),
+            _partition(T2, 0, (3,)),
+            ConfigRecord(2, "orders", "retention.ms", "1000"),
+        ],
+    )
+    return image
+
+
+def _pushes(old: MetadataImage, records: list[MetadataRecord]) -> dict[int, BrokerPush]:
+    new, delta = _replay(old, records)
+    return delta_pushes(
+        old, new, delta, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+
+
+def _lai_partitions(push: BrokerPush) -> set[tuple[str, int]]:
+    assert push.leader_and_isr is not None
+    return {
+        (t.topic_name, p.partition_index)
+        for t in push.leader_and_isr.topic_states
+        for p in t.partition_states
+    }
+
+
+def test_leader_change_goes_to_the_replicas_only() -> None:
+    old = _base()
+    pushes = _pushes(old, [PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2, isr=(2,))])
+    assert {b for b, p in pushes.items() if p.leader_and_isr} == {1, 2}
+    push = pushes[2]
+    assert _lai_partitions(push) == {("orders", 0)}
+    assert push.leader_and_isr is not None
+    lai = push.leader_and_isr
+    assert lai.type_ == INCREMENTAL
+    assert lai.controller_id == CONTROLLER and lai.controller_epoch == EPOCH
+    assert lai.broker_epoch == 12
+    state = lai.topic_states[0].partition_states[0]
+    assert (state.leader, state.leader_epoch, state.isr, state.partition_epoch) == (2, 1, [2], 1)
+    assert state.replicas == [1, 2] and not state.is_new
+    assert [(ll.broker_id, ll.host_name, ll.port) for ll in lai.live_leaders] == [
+        (2, "127.0.0.1", 9002)
+    ]
+    # Everyone registered learns the new state through UpdateMetadata, nobody stops anything.
+    assert set(pushes) == {1, 2, 3}
+    assert all(p.stop_replica is None for p in pushes.values())
+    um = pushes[3].update_metadata
+    assert um is not None
+    assert um.metadata_offset == old.offset + 1
+    assert [(t.topic_name, [s.leader for s in t.partition_states]) for t in um.topic_states] == [
+        ("orders", [2])
+    ]
+    assert [c.name for c in um.topic_states[0].configs] == ["retention.ms"]
+
+
+def test_new_topic_marks_partitions_new() -> None:
+    old = _base()
+    t3 = uuid.UUID(int=103)
+    pushes = _pushes(old, [TopicRecord("new", t3), _partition(t3, 0, (3, 1))])
+    push = pushes[3]
+    assert push.leader_and_isr is not None
+    assert push.leader_and_isr.topic_states[0].partition_states[0].is_new
+    assert push.leader_and_isr.topic_states[0].topic_id == t3
+    assert 2 not in {b for b, p in pushes.items() if p.leader_and_isr}
+
+
+def test_reassignment_stops_the_removed_replica() -> None:
+    old = _base()
+    pushes = _pushes(
+        old,
+        [PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(2, 3), isr=(2, 3), leader=2)],
+    )
+    stop = pushes[1].stop_replica
+    assert stop is not None
+    assert [
+        (t.topic_name, [(s.partition_index, s.delete_partition) for s in t.partition_states])
+        for t in stop.topic_states
+    ] == [("orders", [(0, True)])]
+    assert pushes[1].leader_and_isr is None
+    assert _lai_partitions(pushes[3]) == {("orders", 0)}
+    order = [key for key, _ in pushes[1].requests()]
+    assert order == [5, 6]
+
+
+def test_deleted_topic_stops_and_deletes_everywhere() -> None:
+    old = _base()
+    pushes = _pushes(old, [RemoveTopicRecord(T1)])
+    for broker_id, pids in ((1, [0]), (2, [0, 1]), (3, [1])):
+        stop = pushes[broker_id].stop_replica
+        assert stop is not None
+        assert [s.partition_index for t in stop.topic_states for s in t.partition_states] == pids
+        assert all(s.delete_partition for t in stop.topic_states for s in t.partition_states)
+        assert pushes[broker_id].leader_and_isr is None
+    um = pushes[1].update_metadata
+    assert um is not None
+    (topic,) = um.topic_states
+    assert topic.topic_name == "orders"
+    assert {s.leader for s in topic.partition_states} == {LEADER_DURING_DELETE}
+
+
+def test_fencing_changes_live_brokers_and_offline_replicas() -> None:
+    old = _base()
+    pushes = _pushes(
+        old,
+        [
+            FenceBrokerRecord(id=1, epoch=11),
+            PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2, isr=(2,)),
+        ],
+    )
+    um = pushes[2].update_metadata
+    assert um is not None
+    assert [b.id_ for b in um.live_brokers] == [2, 3]
+    assert {e.listener for e in um.live_brokers[0].endpoints} == {"PLAINTEXT", "EXTERNAL"}
+    assert um.live_brokers[0].rack == "r2"
+    state = um.topic_states[0].partition_states[0]
+    assert state.offline_replicas == [1]
+    # The fenced broker still hears about it (it must catch up to be unfenced).
+    assert pushes[1].update_metadata is not None
+
+
+def test_broker_change_alone_sends_update_metadata_only() -> None:
+    old, _ = _replay(_base(), [FenceBrokerRecord(id=3, epoch=13)])
+    pushes = _pushes(old, [UnfenceBrokerRecord(id=3, epoch=13)])
+    assert set(pushes) == {1, 2, 3}
+    for push in pushes.values():
+        assert push.leader_and_isr is None and push.stop_replica is None
+        assert push.update_metadata is not None
+        assert push.update_metadata.topic_states == []
+        assert [b.id_ for b in push.update_metadata.live_brokers] == [1, 2, 3]
+
+
+def test_config_change_carries_the_complete_overrides() -> None:
+    old = _base()
+    pushes = _pushes(old, [ConfigRecord(2, "orders", "cleanup.policy", "compact")])
+    um = pushes[1].update_metadata
+    assert um is not None
+    (topic,) = um.topic_states
+    assert topic.partition_states == []
+    assert {(c.name, c.value) for c in topic.configs} == {
+        ("retention.ms", "1000"),
+        ("cleanup.policy", "compact"),
+    }
+
+
+def test_nothing_visible_changed_sends_nothing() -> None:
+    assert _pushes(_base(), [NoOpRecord()]) == {}
+
+
+def test_full_push_lists_every_replica_of_the_broker() -> None:
+    image = _base()
+    push = full_push(
+        image, 3, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert [key for key, _ in push.requests()] == [4, 6]
+    assert push.leader_and_isr is not None and push.update_metadata is not None
+    assert push.leader_and_isr.type_ == FULL
+    assert _lai_partitions(push) == {("orders", 1), ("audit", 0)}
+    assert {ll.broker_id for ll in push.leader_and_isr.live_leaders} == {2, 3}
+    um = push.update_metadata
+    assert um.type_ == FULL
+    assert um.metadata_offset == image.offset
+    assert {t.topic_name for t in um.topic_states} == {"orders", "audit"}
+    assert sum(len(t.partition_states) for t in um.topic_states) == 3
+    assert [b.id_ for b in um.live_brokers] == [1, 2, 3]
+
+
+def test_full_push_for_a_broker_without_replicas_is_still_sent() -> None:
+    image, _ = _replay(_base(), [_register(4, fenced=True)])
+    push = full_push(
+        image, 4, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert push.leader_and_isr is not None and push.leader_and_isr.topic_states == []
+    assert push.update_metadata is not None
+    assert push.update_metadata.broker_epoch == 14
+    assert 4 not in [b.id_ for b in push.update_metadata.live_brokers]
+
+
+def test_requests_round_trip_through_the_codecs() -> None:
+    from pydmq.protocol.messages import API_SCHEMAS
+    from pydmq.protocol.primitives import Reader, Writer
+
+    old = _base()
+    pushes = _pushes(
+        old, [RemoveTopicRecord(T2), PartitionChangeRecord(partition_id=1, topic_id=T1, leader=3)]
+    )
+    versions = {4: 7, 5: 4, 6: 8}
+    for push in pushes.values():
+        for key, request in push.requests():
+            w = Writer()
+            API_SCHEMAS[key].encode_request(w, request, versions[key])
+            decoded = API_SCHEMAS[key].decode_request(Reader(bytes(w.buf)), versions[key])
+            assert decoded == request

@@ -1,0 +1,72 @@
+"""Builders shared by the replication unit tests: logs on the memory engine, batches, partitions."""
+
+from __future__ import annotations
+
+import uuid
+
+from pydmq.engines.memory import MemoryLog
+from pydmq.protocol.records import SimpleRecord, build_batch
+from pydmq.replication.partition import Partition
+from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy
+from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.storage.log import AppendPolicy, UnifiedLog
+
+TP = TopicPartition("t", 0)
+POLICY = AppendPolicy(
+    max_message_bytes=1 << 20,
+    log_append_time=False,
+    timestamp_before_max_ms=2**62,
+    timestamp_after_max_ms=2**62,
+    flush_messages=2**63 - 1,
+)
+
+
+def new_log() -> UnifiedLog:
+    return UnifiedLog(MemoryLog(LogConfig()))
+
+
+def batch(
+    count: int = 1,
+    *,
+    base_offset: int = 0,
+    epoch: int = -1,
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+) -> memoryview:
+    records = [SimpleRecord(None, b"v%d" % i, (), 1000) for i in range(count)]
+    data = build_batch(
+        records,
+        base_offset=base_offset,
+        partition_leader_epoch=epoch,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+    )
+    return memoryview(bytearray(data))
+
+
+def partition(
+    local: int = 1,
+    *,
+    strategy: ReplicationStrategy = ISR_STRATEGY,
+    min_isr: int = 1,
+    lag_ms: int = 1000,
+    log: UnifiedLog | None = None,
+) -> Partition:
+    """A cluster-mode partition that has not received any LeaderAndIsr yet."""
+    return Partition(
+        tp=TP,
+        topic_id=uuid.UUID(int=1),
+        log=log or new_log(),
+        leader_id=-1,
+        leader_epoch=-1,
+        replicas=[],
+        isr=[],
+        policy=POLICY,
+        min_insync_replicas=min_isr,
+        strategy=strategy,
+        replica_lag_time_max_ms=lag_ms,
+        partition_epoch=-1,
+        local_broker_id=local,
+    )
