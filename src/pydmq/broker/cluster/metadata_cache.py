@@ -11,7 +11,7 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
 
 - requests from an older controller epoch are refused (STALE_CONTROLLER_EPOCH, by the handler);
 - a ``metadata_offset`` (pydmq tagged field) older than the one applied is ignored;
-- ``type_`` 1 (FULL) replaces the topic set; otherwise listed partitions are upserted, and a
+- ``type_`` 2 (FULL, Kafka's value) replaces the topic set; otherwise listed partitions are upserted, and a
   partition whose leader is -2 (Kafka's LeaderDuringDelete) is removed with its topic once
   the topic has no partitions left;
 - a topic state carries the topic's complete config overrides (they replace ours);
@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from pydmq.broker.topic_names import INTERNAL_TOPICS
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
+from pydmq.controller.propagation import FULL, INCREMENTAL
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
@@ -40,8 +41,8 @@ __all__ = [
     "MetadataUpdate",
 ]
 
-UPDATE_INCREMENTAL = 0
-UPDATE_FULL = 1  # pydmq.controller.propagation.FULL
+UPDATE_INCREMENTAL = INCREMENTAL
+UPDATE_FULL = FULL
 LEADER_DURING_DELETE = -2
 
 

@@ -30,6 +30,7 @@ from pydmq.broker.cluster.metadata_cache import MetadataCache
 from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 from pydmq.broker.cluster.replica_fetcher import FetchState, ReplicaFetcherManager
 from pydmq.config.topic import TopicConfig
+from pydmq.controller.propagation import FULL
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
@@ -58,7 +59,7 @@ __all__ = ["BrokerCluster", "LeadershipListener"]
 
 log = logging.getLogger(__name__)
 
-LEADER_AND_ISR_FULL = 2  # pydmq.controller.propagation.FULL
+LEADER_AND_ISR_FULL = FULL
 CONTROLLED_SHUTDOWN_API = 7
 CONTROLLED_SHUTDOWN_VERSION = 3
 _NO_LEADER = -1

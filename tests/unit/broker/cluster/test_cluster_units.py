@@ -129,3 +129,21 @@ def test_not_controller_detection_on_per_item_responses() -> None:
         ]
     )
     assert is_not_controller(nc) and not is_not_controller(ok) and not is_not_controller(mixed)
+
+
+def test_incremental_update_keeps_topics_it_does_not_list() -> None:
+    """Kafka's UpdateMetadata types: 1 incremental (upsert), 2 full (replace the topic set)."""
+    from pydmq.broker.cluster.metadata_cache import UPDATE_INCREMENTAL
+
+    assert (UPDATE_INCREMENTAL, UPDATE_FULL) == (1, 2)
+    cache = MetadataCache(1)
+    cache.update(_update(1))
+    other = UpdateMetadataRequest(
+        controller_epoch=2,
+        type_=UPDATE_INCREMENTAL,
+        metadata_offset=2,
+        topic_states=[UpdateMetadataTopicState(topic_name="u", topic_id=uuid.uuid4())],
+    )
+    result = cache.update(other)
+    assert not result.deleted_topics
+    assert cache.topics.get("t") is not None and cache.topics.get("u") is not None
