@@ -100,9 +100,10 @@ def _create_topic(
     topic: str,
     partitions: int = PARTITIONS,
     assignment: list[list[int]] | None = None,
+    strategy: str = "isr",
 ) -> None:
     admin = confluent_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
-    config = {"min.insync.replicas": "2"}
+    config = {"min.insync.replicas": "2", "pydmq.replication.strategy": strategy}
     new_topic = (
         confluent_admin.NewTopic(
             topic, len(assignment), -1, replica_assignment=assignment, config=config
@@ -251,9 +252,13 @@ def _replica_batches(root: Path, topic: str, partition: int) -> list[tuple[int, 
         engine.close()
 
 
-def test_acks_all_survives_leader_controller_and_follower_faults(cluster: ClusterProcess) -> None:
+@pytest.mark.parametrize("strategy", ["isr", "quorum"])
+def test_acks_all_survives_leader_controller_and_follower_faults(
+    cluster: ClusterProcess, strategy: str
+) -> None:
+    """Both built-in replication strategies face the same faults and the same checks."""
     topic = "faults"
-    _create_topic(cluster, topic)
+    _create_topic(cluster, topic, strategy=strategy)
     producer = StreamingProducer(cluster.bootstrap, topic)
     producer.start()
     outages: dict[str, float] = {}
@@ -421,3 +426,62 @@ def test_kafka_python_and_java_follow_a_leader_change(cluster: ClusterProcess) -
             got.extend(r.offset for r in records)
     consumer.close()
     assert got == list(range(700))
+
+
+def test_group_offsets_survive_the_coordinators_death(cluster: ClusterProcess) -> None:
+    """Committed offsets live in the replicated ``__consumer_offsets``: after the group's
+    coordinator (leader of its offsets partition) is killed, a new member of the group resumes
+    exactly where the first one committed, through the new coordinator."""
+    from pydmq.groups.log import OFFSETS_TOPIC, partition_for
+
+    topic, group, total = "grouped", "cluster-group", 3000
+    _create_topic(cluster, topic)
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(total):
+        producer.produce(topic, key=f"k{i}".encode(), value=str(i).encode())
+    assert producer.flush(30) == 0
+
+    def member() -> confluent_kafka.Consumer:
+        consumer = confluent_kafka.Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap,
+                "group.id": group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "session.timeout.ms": 6000,
+            }
+        )
+        consumer.subscribe([topic])
+        return consumer
+
+    first = member()
+    seen: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(seen) < 1000:
+        assert time.monotonic() < deadline, f"first member read only {len(seen)}"
+        for msg in first.consume(1000 - len(seen), 1.0):
+            if not msg.error():
+                seen.append(int(msg.value()))
+    first.commit(asynchronous=False)
+    first.close()
+
+    offsets_partition = partition_for(group, 50)
+    _, parts = _metadata(cluster, OFFSETS_TOPIC)
+    coordinator = parts[offsets_partition][0]
+    assert coordinator in cluster.nodes
+    cluster.kill(coordinator, signal.SIGKILL)
+
+    second = member()
+    rest: list[int] = []
+    deadline = time.monotonic() + 90
+    try:
+        while len(seen) + len(rest) < total:
+            assert time.monotonic() < deadline, f"second member read {len(rest)}"
+            for msg in second.consume(1000, 1.0):
+                if not msg.error():
+                    rest.append(int(msg.value()))
+        second.commit(asynchronous=False)
+    finally:
+        second.close()
+    assert not set(seen) & set(rest), "records committed by the first member were read again"
+    assert sorted(seen + rest) == list(range(total))
