@@ -32,7 +32,9 @@ NOTES = [
     "support from ApiVersions, and pydmq advertises Kafka 4's baseline (no Produce v2/Fetch "
     "v3). Not yet compared with Apache Kafka 4. confluent-kafka's librdkafka 2.16 compresses "
     "with all four codecs.",
-    "Transactions, SASL/TLS and cluster mode are not implemented yet, so they have no rows.",
+    "Transactions and SASL/TLS are not implemented yet, so they have no rows. Cluster-mode rows "
+    "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
+    "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
 ]
 
 # Multi-client scenarios: one row per test.
@@ -45,6 +47,7 @@ SCENARIOS = {
     "test_crash_recovery.py": "broker kill -9 recovery",
     "test_example_pipeline.py": "example pipeline",
     "test_librdkafka_suite.py": "librdkafka's own test suite (allow-list)",
+    "test_cluster_faults.py": "3-node cluster: failover, min.insync.replicas, groups",
 }
 # (test name pattern, feature row); first match wins.
 FEATURES: list[tuple[str, str]] = [

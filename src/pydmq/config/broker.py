@@ -123,6 +123,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("log.dirs", T.LIST, ["./pydmq-data"], "Data directories.", read_only=True),
     ConfigDef("log.dir", T.STRING, None, "Single data directory (log.dirs wins).", read_only=True),
     ConfigDef("log.engine", T.STRING, "segment", "Default storage engine for new logs (pydmq)."),
+    ConfigDef("pydmq.replica.placer", T.STRING, "striped",
+              "Replica placer (pydmq_register_replica_placers) the controller uses for new "
+              "partitions (pydmq).", read_only=True),
     ConfigDef("num.partitions", T.INT, 1, "Default partition count for new topics.", at_least(1)),
     ConfigDef("default.replication.factor", T.INT, 1, "Default replication factor.", at_least(1)),
     ConfigDef("min.insync.replicas", T.INT, 1, "Minimum ISR size for acks=all.", at_least(1)),

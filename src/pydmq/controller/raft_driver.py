@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -214,7 +215,30 @@ class RaftDriver:
         return self.core.read_committed(from_offset, max_entries)
 
     def describe_quorum(self) -> rm.DescribeQuorumResult:
-        return self.core.describe_quorum()
+        """The core's answer with its (monotonic) timestamps turned into wall-clock
+        milliseconds, which is what DescribeQuorum carries in Kafka."""
+        result = self.core.describe_quorum()
+        shift = int(time.time() * 1000) - self._clock()
+
+        def wall(states: tuple[rm.ReplicaState, ...]) -> tuple[rm.ReplicaState, ...]:
+            return tuple(
+                dataclasses.replace(
+                    s,
+                    last_fetch_timestamp=(
+                        s.last_fetch_timestamp + shift if s.last_fetch_timestamp >= 0 else -1
+                    ),
+                    last_caught_up_timestamp=(
+                        s.last_caught_up_timestamp + shift
+                        if s.last_caught_up_timestamp >= 0
+                        else -1
+                    ),
+                )
+                for s in states
+            )
+
+        return dataclasses.replace(
+            result, current_voters=wall(result.current_voters), observers=wall(result.observers)
+        )
 
     # -- outbound -----------------------------------------------------------------------------
 

@@ -154,7 +154,11 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
     """The operations' view of configuration and plugins (strategies, replica placer)."""
     strategies = {name: spec.factory() for name, spec in plugins.replication_strategies().items()}
     placers = plugins.replica_placers()
-    spec = placers.get("striped") or next(iter(placers.values()))
+    wanted = config.get_str("pydmq.replica.placer")
+    spec = placers.get(wanted)
+    if spec is None:
+        known = ", ".join(sorted(placers)) or "none"
+        raise ValueError(f"pydmq.replica.placer {wanted!r} is not registered (known: {known})")
     return OperationContext(
         strategies=strategies,
         placer=spec.factory(),

@@ -1,0 +1,51 @@
+"""The controller picks its replica placer by ``pydmq.replica.placer`` among registered ones."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from pydmq.assignment.placement import ReplicaPlacerSpec
+from pydmq.config.broker import BrokerConfig
+from pydmq.controller.runtime import operation_context
+from pydmq.plugins.host import PluginHost
+from pydmq.plugins.markers import hookimpl
+
+
+class EverythingOnOne:
+    """A third-party placer: every replica list starts with the lowest broker id."""
+
+    def place(
+        self,
+        partitions: Sequence[int],
+        replication_factor: int,
+        brokers: Sequence[Any],
+        start: int | None = None,
+    ) -> list[list[int]]:
+        ids = sorted(b.id for b in brokers)
+        return [ids[:replication_factor] for _ in partitions]
+
+
+class PlacerPlugin:
+    @hookimpl
+    def pydmq_register_replica_placers(self) -> list[ReplicaPlacerSpec]:
+        return [ReplicaPlacerSpec("on-one", EverythingOnOne)]
+
+
+def test_default_placer_is_striped() -> None:
+    context = operation_context(BrokerConfig(), PluginHost(load_entry_points=False))
+    assert type(context.placer).__name__ == "StripedReplicaPlacer"
+
+
+def test_a_registered_placer_is_chosen_by_config() -> None:
+    config = BrokerConfig({"pydmq.replica.placer": "on-one"})
+    context = operation_context(config, PluginHost([PlacerPlugin()], load_entry_points=False))
+    assert isinstance(context.placer, EverythingOnOne)
+
+
+def test_an_unknown_placer_is_a_clear_error() -> None:
+    config = BrokerConfig({"pydmq.replica.placer": "nope"})
+    with pytest.raises(ValueError, match="nope"):
+        operation_context(config, PluginHost(load_entry_points=False))
