@@ -275,6 +275,11 @@ class Simulation:
         node = self.nodes[message.dest]
         core = node.core
         if core is None:
+            sender = self.nodes[message.src]
+            if message.is_request and sender.core is not None:
+                # A crashed node refuses connections: the driver reports it as unreachable.
+                sender.core.handle_unreachable(self.now, message.dest)
+                self._drive(sender)
             return
         if message.is_request:
             response = core.handle_request(self.now, message.src, message.payload)

@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 from pydmq.controller import raft_wire
-from pydmq.net.client import NodeConnection, NodeConnectionError
+from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
 from pydmq.protocol.errors import ErrorCode, ProtocolError
 from pydmq.raft import messages as rm
 from pydmq.raft.core import Outbound, Parked, RaftCore
@@ -277,8 +277,13 @@ class RaftDriver:
                 api_key, raft_wire.API_VERSIONS[api_key], wire, timeout=timeout_ms / 1000
             )
         except NodeConnectionError as exc:
-            # No answer: the core retries once the request's deadline passes.
+            # No answer: the core retries once the request's deadline passes. A node that
+            # refused or dropped the connection is likely dead: tell the core at once, so
+            # a follower of a killed leader need not wait out fetch.timeout.
             log.debug("raft node %d -> %d: %s", self.node_id, outbound.dest, exc)
+            if isinstance(exc, NodeUnreachableError):
+                self.core.handle_unreachable(self.now_ms(), outbound.dest)
+                self._wake.set()
             return
         try:
             response = raft_wire.from_wire_response(outbound.message, answer)

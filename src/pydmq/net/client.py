@@ -20,7 +20,7 @@ from pydmq.protocol.headers import request_header_version, response_header_versi
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader, Writer
 
-__all__ = ["NodeConnection", "NodeConnectionError"]
+__all__ = ["NodeConnection", "NodeConnectionError", "NodeUnreachableError"]
 
 _SIZE: Final = struct.Struct(">i")
 _MAX_FRAME: Final = 256 * 1024 * 1024
@@ -28,6 +28,11 @@ _MAX_FRAME: Final = 256 * 1024 * 1024
 
 class NodeConnectionError(ConnectionError):
     """The node could not be reached, closed the connection, or did not answer in time."""
+
+
+class NodeUnreachableError(NodeConnectionError):
+    """Connection refused, reset or closed: the node's process is (probably) gone, unlike a
+    timeout, which a paused or overloaded node causes too."""
 
 
 class NodeConnection:
@@ -71,8 +76,12 @@ class NodeConnection:
                     asyncio.open_connection(self.host, self.port, limit=_MAX_FRAME),
                     self.connect_timeout,
                 )
-            except (OSError, TimeoutError) as exc:
+            except TimeoutError as exc:
                 raise NodeConnectionError(
+                    f"cannot connect to {self.host}:{self.port}: timed out"
+                ) from exc
+            except OSError as exc:
+                raise NodeUnreachableError(
                     f"cannot connect to {self.host}:{self.port}: {exc}"
                 ) from exc
             sock = writer.get_extra_info("socket")
@@ -143,7 +152,9 @@ class NodeConnection:
         except asyncio.CancelledError:
             error = NodeConnectionError(f"connection to {self} closed")
             raise
-        except (OSError, asyncio.IncompleteReadError, ProtocolError) as exc:
+        except (OSError, asyncio.IncompleteReadError) as exc:
+            error = NodeUnreachableError(f"connection to {self} lost: {exc}")
+        except ProtocolError as exc:
             error = NodeConnectionError(f"connection to {self} lost: {exc}")
         finally:
             self._drop(error or NodeConnectionError(f"connection to {self} closed"))

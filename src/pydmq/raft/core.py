@@ -839,6 +839,24 @@ class RaftCore:
 
     # -- responses ----------------------------------------------------------------------
 
+    def handle_unreachable(self, now_ms: int, dest: int) -> None:
+        """The driver could not reach ``dest`` at all: connection refused or reset, as when
+        its process died (not a timeout, which a paused or slow node also causes).
+
+        A follower whose leader is unreachable stops waiting out ``fetch.timeout``: it forgets
+        the leader contact (so it grants pre-votes) and starts a pre-vote after a short random
+        backoff, as if the leader had sent EndQuorumEpoch. Only timing changes: every safety
+        rule still applies to the election that follows.
+        """
+        if self._role is not Role.FOLLOWER or self._leader_id != dest:
+            return
+        self._last_leader_contact = None
+        backoff = self.config.retry_backoff_ms + self._rng.randrange(
+            max(1, self.config.election_backoff_max_ms // 4)
+        )
+        self._fetch_deadline = min(self._fetch_deadline, now_ms + backoff)
+        self._wakeup = True
+
     def handle_response(
         self,
         now_ms: int,

@@ -298,6 +298,22 @@ def test_end_quorum_epoch_lets_followers_elect_at_once() -> None:
     assert answer(other.handle_request(2, 1, vote(1, 3, pre_vote=True))).vote_granted
 
 
+def test_unreachable_leader_lets_a_follower_elect_before_fetch_timeout() -> None:
+    core, _, _ = make(state=QuorumState(3, None, 2))
+    core.handle_request(0, 2, BeginQuorumEpochRequest("c", 3, 2, 3))
+    core.poll(0)
+    assert core.role is Role.FOLLOWER
+    soon = CONFIG.retry_backoff_ms + CONFIG.election_backoff_max_ms
+    assert soon < CONFIG.fetch_timeout_ms
+    core.handle_unreachable(10, 3)  # not the leader: nothing changes
+    core.poll(10 + soon)
+    assert core.role is Role.FOLLOWER
+    core.handle_unreachable(10 + soon, 2)
+    core.poll(10 + 2 * soon)
+    assert core.role is Role.PROSPECTIVE
+    assert core.epoch == 3, "a pre-vote does not bump the epoch"
+
+
 # -- leader: commit, fetch, check-quorum -----------------------------------------------
 
 
