@@ -562,6 +562,9 @@ class ControllerRuntime:
         if self.image.offset >= offset:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # The waiting task may be cancelled (connection closed, shutdown) before the outcome:
+        # mark the exception retrieved so a later NotControllerError is not reported as lost.
+        future.add_done_callback(lambda f: f.cancelled() or f.exception())
         self._waiters.setdefault(offset, []).append(future)
         try:
             await asyncio.wait_for(asyncio.shield(future), timeout)
