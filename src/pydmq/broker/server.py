@@ -226,7 +226,7 @@ class Broker:
                 name: str = listener.name, dispatcher: RequestDispatcher = dispatcher
             ) -> KafkaConnection:
                 connection = KafkaConnection(
-                    dispatcher, max_request, name, on_close=self.connections.discard
+                    dispatcher, max_request, name, on_close=self._connection_closed
                 )
                 self.connections.add(connection)
                 return connection
@@ -312,6 +312,11 @@ class Broker:
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()
         log.info("pydmq node %d stopped", self.node_id)
+
+    def _connection_closed(self, connection: KafkaConnection) -> None:
+        self.connections.discard(connection)
+        if self.controller is not None and connection.listener in self._controller_listeners:
+            self.controller.connection_closed(connection.connection_id)
 
     def bootstrap(self) -> str:
         """``host:port`` of the first client listener (IPv6 hosts in brackets), for clients."""

@@ -200,6 +200,7 @@ class ControllerRuntime:
         self._lock = asyncio.Lock()
         # offset -> futures resolved once the entry at that offset is applied
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
+        self._heartbeat_connections: dict[int, int] = {}
         self._leader_epoch: int | None = None  # Raft epoch in which we lead, if we do
         self._epoch_start_offset = -1  # the leader-change entry of that epoch
         self._active = False
@@ -577,8 +578,28 @@ class ControllerRuntime:
                 f"offset {offset} not committed within {timeout:.1f}s"
             ) from None
 
-    def record_heartbeat(self, broker_id: int, broker_epoch: int) -> None:
-        """Note a heartbeat from the current incarnation of ``broker_id``."""
+    def record_heartbeat(
+        self, broker_id: int, broker_epoch: int, connection_id: int | None = None
+    ) -> None:
+        """Note a heartbeat from the current incarnation of ``broker_id`` (and the controller
+        listener connection it came on, see :meth:`connection_closed`)."""
         broker = self.image.brokers.get(broker_id)
         if broker is not None and broker.epoch == broker_epoch:
             self.last_heartbeat_ms[broker_id] = self.driver.now_ms()
+            if connection_id is not None:
+                self._heartbeat_connections[broker_id] = connection_id
+
+    def connection_closed(self, connection_id: int) -> None:
+        """A connection to the controller listener closed. If a broker heartbeated on it, its
+        process most likely died (kill -9 closes its sockets): its session is treated as
+        expired, so the fencing loop fences it within one period instead of waiting out
+        ``broker.session.timeout.ms``. A live broker reconnects, heartbeats and is unfenced
+        again once caught up, as after any fencing."""
+        expired = self.driver.now_ms() - self.session_timeout_ms - 1
+        for broker_id, conn in list(self._heartbeat_connections.items()):
+            if conn == connection_id:
+                del self._heartbeat_connections[broker_id]
+                if broker_id in self.last_heartbeat_ms:
+                    self.last_heartbeat_ms[broker_id] = min(
+                        self.last_heartbeat_ms[broker_id], expired
+                    )

@@ -31,7 +31,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     ) -> BrokerHeartbeatResponse:
         if not runtime.is_active:
             return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER, is_fenced=True)
-        runtime.record_heartbeat(request.broker_id, request.broker_epoch)
+        runtime.record_heartbeat(request.broker_id, request.broker_epoch, ctx.connection_id)
         reply, error, _ = await run_operation(
             runtime,
             lambda image: broker_heartbeat(
