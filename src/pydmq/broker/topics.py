@@ -1,8 +1,9 @@
 """TopicRegistry: the single node's topic metadata (names, ids, partitions, epochs, configs).
 
-Persisted as one JSON checkpoint in the log dir, replaced atomically on every change. Cluster
-mode (a later issue) replaces this with the KRaft metadata image; handlers only use the
-read-side methods here, so they will not change.
+Persisted as one JSON checkpoint in the log dir, replaced atomically on every change. In
+cluster mode the controller's metadata image is the truth and brokers hold an in-memory copy
+(``pydmq.broker.cluster.metadata_cache.InMemoryTopicRegistry``) fed by UpdateMetadata; the
+handlers use the same read-side methods in both modes.
 """
 
 from __future__ import annotations
