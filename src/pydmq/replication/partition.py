@@ -368,10 +368,23 @@ class Partition:
         """
         if self.leader_id != self.local_broker_id:
             return None
-        if self.pending_isr is not None:
-            return list(self.pending_isr) if self._resend_pending else None
-        leader_leo = self.log.log_end_offset
         remote = self.remote_replicas
+        if self.pending_isr is not None:
+            if not self._resend_pending:
+                return None
+            # Never (re)send an expansion for a follower that is not caught up now: it may have
+            # restarted and lost its unflushed tail since the proposal was made, and a
+            # controller that accepted it would make it electable without every committed
+            # record. Ask for the committed ISR instead: that settles the unknown outcome
+            # (INVALID_UPDATE_VERSION if the expansion was applied after all) while the
+            # maximal ISR keeps counting the joiner for the high watermark.
+            stale = [
+                r
+                for r in self.pending_isr
+                if r not in self.isr and not self._caught_up_to_join(remote.get(r))
+            ]
+            return list(self.isr) if stale else list(self.pending_isr)
+        leader_leo = self.log.log_end_offset
         lag = self.replica_lag_time_max_ms
         out_of_sync = [
             r
@@ -383,18 +396,21 @@ class Partition:
             shrunk = [r for r in self.isr if r not in out_of_sync]
             if shrunk and self.strategy.may_shrink_isr_to(shrunk, self.replicas):
                 return shrunk
-        high_watermark = self.log.high_watermark
         joining = [
-            r
-            for r in self.replicas
-            if r not in self.isr
-            and (state := remote.get(r)) is not None
-            and state.log_end_offset >= high_watermark
-            and state.log_end_offset >= self.leader_epoch_start_offset
+            r for r in self.replicas if r not in self.isr and self._caught_up_to_join(remote.get(r))
         ]
         if joining:
             return [*self.isr, *joining]
         return None
+
+    def _caught_up_to_join(self, state: ReplicaState | None) -> bool:
+        """A follower may join the ISR once its fetch offset reached both the high watermark
+        and the start of this leader epoch."""
+        return (
+            state is not None
+            and state.log_end_offset >= self.log.high_watermark
+            and state.log_end_offset >= self.leader_epoch_start_offset
+        )
 
     def isr_change_sent(self, proposed: list[int]) -> None:
         """An AlterPartition carrying ``proposed`` is in flight: count the larger ISR until the

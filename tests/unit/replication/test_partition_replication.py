@@ -152,6 +152,27 @@ def test_expansion_needs_the_hw_and_the_epoch_start() -> None:
     assert p.high_watermark == 5
 
 
+def test_expansion_not_resent_for_a_follower_that_fell_behind() -> None:
+    """Sim seed 51523 (quorum): an expansion proposed while broker 3 was caught up, resent
+    after 3 restarted without its unflushed tail, made the controller put a replica lacking
+    committed records into the ISR. The resend asks for the committed ISR instead."""
+    log = new_log()
+    p = partition(1, log=log)
+    p.make_leader(1, 1, [1, 2, 3], [1, 2], now_ms=0)
+    p.append_records_to_leader(batch(4))
+    p.update_follower_fetch_state(2, 4, now_ms=0, broker_epoch=1)
+    p.update_follower_fetch_state(3, 4, now_ms=0, broker_epoch=1)
+    assert p.high_watermark == 4
+    assert p.isr_change_proposal(now_ms=0) == [1, 2, 3]
+    p.isr_change_sent([1, 2, 3])
+    p.isr_change_failed(maybe_applied=True)
+    assert p.isr_change_proposal(now_ms=0) == [1, 2, 3]  # still caught up: resent as it was
+    p.update_follower_fetch_state(3, 0, now_ms=1, broker_epoch=2)  # restarted, tail lost
+    assert p.isr_change_proposal(now_ms=1) == [1, 2]
+    p.isr_change_sent([1, 2])
+    assert 3 in p.maximal_isr  # the first proposal may have been applied: keep counting it
+
+
 def test_failed_proposal_resent_when_it_may_have_been_applied() -> None:
     p = leader(lag_ms=10)
     p.append_records_to_leader(batch(1))
