@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
-_SUBCOMMANDS = ("serve", "topics", "produce", "consume", "groups", "cluster")
+_SUBCOMMANDS = ("serve", "topics", "produce", "consume", "groups", "cluster", "chaos")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,106 @@
+"""A consumer-group member of a chaos run, as its own process (so it can be ``kill -9``ed).
+
+    python -m pydmq.chaos.member BOOTSTRAP GROUP TOPICS CLIENT_ID OUT_FILE
+
+It subscribes (eager range assignment) and, for every batch it consumes, first appends one line
+per record to ``OUT_FILE`` (``topic partition offset value-hex``, unbuffered ``os.write``, so a
+``kill -9`` keeps what was written) and only then commits the next offsets synchronously:
+at-least-once, the checker verifies nothing below a committed offset was skipped. Offsets are
+committed only for partitions still assigned, and never for a batch during which a rebalance
+ran, so a member cannot commit over the partition's new owner.
+SIGTERM closes the consumer (leaving the group) and exits 0.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from types import FrameType
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    bootstrap, group, topics, client_id, out_path = list(sys.argv[1:] if argv is None else argv)
+    stopping = False
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": client_id,
+            "log.connection.close": False,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+            "partition.assignment.strategy": "range",
+        }
+    )
+    fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    rebalances = 0
+    assigned: set[tuple[str, int]] = set()
+
+    def on_assign(_c: object, partitions: list[TopicPartition]) -> None:
+        nonlocal rebalances
+        rebalances += 1
+        assigned.update((p.topic, p.partition) for p in partitions)
+
+    def on_revoke(_c: object, partitions: list[TopicPartition]) -> None:
+        nonlocal rebalances
+        rebalances += 1
+        assigned.difference_update((p.topic, p.partition) for p in partitions)
+
+    consumer.subscribe(
+        topics.split(","), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
+    )
+    try:
+        while not stopping:
+            before = rebalances
+            messages = consumer.consume(500, 0.2)
+            lines: list[str] = []
+            nexts: dict[tuple[str, int], int] = {}
+            for m in messages:
+                err = m.error()
+                if err is not None:
+                    if err.code() != KafkaError._PARTITION_EOF:
+                        print(f"consume error: {err}", file=sys.stderr, flush=True)
+                    continue
+                topic, partition, offset = m.topic(), m.partition(), m.offset()
+                if topic is None or partition is None or offset is None:
+                    continue
+                value = m.value()
+                lines.append(f"{topic} {partition} {offset} {value.hex() if value else '-'}\n")
+                nexts[(topic, partition)] = offset + 1
+            if not lines:
+                continue
+            os.write(fd, "".join(lines).encode())
+            # Commit only what this generation still owns: a batch that straddled a
+            # rebalance is left uncommitted (redelivered), never committed over a new owner.
+            nexts = {tp: o for tp, o in nexts.items() if tp in assigned}
+            if rebalances != before or not nexts:
+                continue
+            try:
+                consumer.commit(
+                    offsets=[TopicPartition(t, p, o) for (t, p), o in nexts.items()],
+                    asynchronous=False,
+                )
+            except KafkaException as exc:  # a rebalance or a coordinator change: redelivered
+                print(f"commit failed: {exc}", file=sys.stderr, flush=True)
+    finally:
+        os.close(fd)
+        consumer.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,320 @@
+"""One chaos run, start to verdict: cluster up, workload, faults, heal, drain, compare, check."""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydmq.chaos.checker import Report, check
+from pydmq.chaos.clients import (
+    CommitSampler,
+    GroupMember,
+    ProducerWorker,
+    ReaderWorker,
+    read_deliveries,
+)
+from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, Nemesis
+from pydmq.chaos.history import History, TopicPartitionKey
+from pydmq.chaos.observer import Observer
+from pydmq.chaos.topology import ChaosCluster
+from pydmq.engines.segment.engine import SegmentStorageEngine
+from pydmq.storage.api import LogConfig, TopicPartition
+
+__all__ = ["ChaosConfig", "RunResult", "run"]
+
+GROUP = "chaos-group"
+
+
+@dataclass(slots=True)
+class ChaosConfig:
+    duration: float = 60.0
+    seed: int = 1
+    base_dir: Path | None = None  # None: a temporary directory, removed unless keep
+    keep: bool = False
+    nodes: int = 3
+    partitions_per_topic: int = 3
+    producers: int = 3
+    rate: float = 150.0  # records/s per producer
+    readers: int = 1
+    members: int = 2
+    kinds: Sequence[str] = FAULT_KINDS
+    # Both built-in replication strategies, each its own RF=3, min.insync.replicas=2 topic.
+    strategies: Sequence[str] = ("isr", "quorum")
+
+
+@dataclass(slots=True)
+class RunResult:
+    report: Report
+    summary: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.report.ok and not self.summary.get("harness_errors")
+
+
+def _create_topics(bootstrap: str, config: ChaosConfig) -> list[str]:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "chaos-admin"})
+    topics = [f"chaos-{s}" for s in config.strategies]
+    new = [
+        NewTopic(
+            f"chaos-{s}",
+            config.partitions_per_topic,
+            REPLICATION_FACTOR,
+            config={"min.insync.replicas": "2", "pydmq.replication.strategy": s},
+        )
+        for s in config.strategies
+    ]
+    for future in admin.create_topics(new, request_timeout=20).values():
+        future.result(30)
+    return topics
+
+
+def _drain(
+    bootstrap: str, partitions: Sequence[TopicPartitionKey], timeout: float = 120.0
+) -> dict[TopicPartitionKey, list[tuple[int, bytes | None]]]:
+    """Every partition from offset 0 up to its high watermark, with a fresh consumer."""
+    from confluent_kafka import Consumer
+    from confluent_kafka import TopicPartition as CkTopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "client.id": "chaos-drain",
+            "group.id": "chaos-drain",
+            "enable.auto.commit": False,
+            "enable.partition.eof": False,
+        }
+    )
+    try:
+        ends = {}
+        for topic, p in partitions:
+            _, high = consumer.get_watermark_offsets(CkTopicPartition(topic, p), timeout=20)
+            ends[(topic, p)] = high
+        consumer.assign([CkTopicPartition(t, p, 0) for t, p in partitions])
+        out: dict[TopicPartitionKey, list[tuple[int, bytes | None]]] = {tp: [] for tp in ends}
+        deadline = time.monotonic() + timeout
+        while any((out[tp][-1][0] + 1 if out[tp] else 0) < ends[tp] for tp in ends):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"drain stalled: high watermarks {ends}")
+            for m in consumer.consume(10000, 1.0):
+                name, partition, offset = m.topic(), m.partition(), m.offset()
+                if m.error() is None and name is not None and partition is not None:
+                    key = (name, partition)
+                    if offset is not None and offset < ends[key]:
+                        out[key].append((offset, m.value()))
+        return out
+    finally:
+        consumer.close()
+
+
+def _replica_batches(data_dir: Path, tp: TopicPartitionKey) -> list[tuple[int, int, int]]:
+    engine = SegmentStorageEngine(str(data_dir))
+    try:
+        log = engine.open_log(TopicPartition(*tp), LogConfig())
+        try:
+            return [(h.base_offset, h.last_offset_delta, h.crc) for h in log.batch_headers(0)]
+        finally:
+            log.close()
+    finally:
+        engine.close()
+
+
+def compare_replicas(
+    data_dirs: dict[int, Path], high_watermarks: dict[TopicPartitionKey, int]
+) -> dict[TopicPartitionKey, str]:
+    """Offline, after a graceful stop: below the high watermark every replica must hold the
+    same batches (offset, size and CRC) and cover every offset."""
+    problems: dict[TopicPartitionKey, str] = {}
+    for tp, hw in high_watermarks.items():
+        committed: dict[int, list[tuple[int, int, int]]] = {}
+        for node_id, data_dir in data_dirs.items():
+            batches = [b for b in _replica_batches(data_dir, tp) if b[0] < hw]
+            committed[node_id] = batches
+            end = batches[-1][0] + batches[-1][1] + 1 if batches else 0
+            if end < hw:
+                problems[tp] = f"node {node_id} ends at {end} below the high watermark {hw}"
+        if tp in problems:
+            continue
+        reference_node, reference = next(iter(committed.items()))
+        for node_id, batches in committed.items():
+            if batches != reference:
+                at = next(
+                    (i for i, (a, b) in enumerate(zip(batches, reference, strict=False)) if a != b),
+                    min(len(batches), len(reference)),
+                )
+                mine = batches[at] if at < len(batches) else None
+                theirs = reference[at] if at < len(reference) else None
+                problems[tp] = (
+                    f"node {node_id} differs from node {reference_node} at batch {at}: "
+                    f"{mine} vs {theirs} (base offset, last offset delta, crc)"
+                )
+                break
+    return problems
+
+
+def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
+    temp = config.base_dir is None
+    base = Path(tempfile.mkdtemp(prefix="pydmq-chaos-")) if temp else Path(config.base_dir)  # type: ignore[arg-type]
+    rng = random.Random(config.seed)
+    cluster = ChaosCluster(config.nodes, base)
+    log(f"chaos: seed {config.seed}, {config.duration:.0f} s, data in {base}")
+    cluster.start()
+    harness_errors: list[str] = []
+    ok = False
+    producers: list[ProducerWorker] = []
+    readers: list[ReaderWorker] = []
+    members: list[GroupMember] = []
+    try:
+        topics = _create_topics(cluster.bootstrap, config)
+        partitions = [(t, p) for t in topics for p in range(config.partitions_per_topic)]
+        addresses = {i: cluster.direct_address(i) for i in cluster.node_ids}
+        nemesis_ref: list[Nemesis] = []
+        observer = Observer(
+            addresses, topics, lambda: nemesis_ref[0].avoid() if nemesis_ref else set()
+        )
+        observer.start()
+        members = [
+            GroupMember(f"member-{i}", cluster.bootstrap, GROUP, topics, base)
+            for i in range(config.members)
+        ]
+        producers = [
+            ProducerWorker(
+                f"producer-{i}", cluster.bootstrap, partitions, config.rate, rng.randrange(2**32)
+            )
+            for i in range(config.producers)
+        ]
+        readers = [
+            ReaderWorker(f"reader-{i}", cluster.bootstrap, partitions)
+            for i in range(config.readers)
+        ]
+        sampler = CommitSampler(cluster.bootstrap, GROUP, partitions)
+        nemesis = Nemesis(
+            cluster,
+            observer,
+            members,
+            [p.client_name for p in producers],
+            rng,
+            config.kinds,
+            log=log,
+        )
+        nemesis_ref.append(nemesis)
+        if not _wait(lambda: observer.healthy(REPLICATION_FACTOR), 60):
+            raise RuntimeError("topics never got a full ISR")
+
+        started = time.monotonic()
+        for worker in [*producers, *readers]:
+            worker.start()
+        for member in members:
+            member.start()
+        sampler.start()
+        if not _wait(lambda: all(_acked(p) > 0 for p in producers), 60):
+            harness_errors.append("producers got no acknowledgement within 60 s of starting")
+        log("chaos: workload running, injecting faults")
+        nemesis.run_until(started + config.duration)
+
+        log("chaos: healing")
+        nemesis.heal_everything()
+        if not nemesis.wait_healthy():
+            harness_errors.append("the cluster did not recover a full ISR after healing")
+        time.sleep(2.0)  # acknowledgements after the heal, on the healed cluster
+        for producer in producers:
+            producer.stop_event.set()
+        for producer in producers:
+            producer.join(120)
+            if producer.is_alive():
+                harness_errors.append(f"{producer.client_name} did not finish flushing")
+        ended = time.monotonic()
+
+        final_log = _drain(cluster.bootstrap, partitions)
+        ends = {tp: (entries[-1][0] + 1 if entries else 0) for tp, entries in final_log.items()}
+        if not _wait(lambda: _caught_up(sampler, ends), 90):
+            harness_errors.append("the group did not commit up to the high watermarks")
+        for member in members:
+            member.stop()
+        sampler.stop_event.set()
+        sampler.join(10)
+        final_committed = sampler.sample()
+        for reader in readers:
+            reader.stop_event.set()
+        for reader in readers:
+            reader.join(30)
+        observer.stop_event.set()
+        observer.join(10)
+
+        log("chaos: stopping the cluster to compare replicas offline")
+        cluster.stop()
+        mismatches = compare_replicas(
+            {i: cluster.cluster.node(i).data_dir for i in cluster.node_ids}, ends
+        )
+        history = History(
+            started_at=started,
+            ended_at=ended,
+            partitions=partitions,
+            writes=[w for p in producers for w in p.writes],
+            reads=[r for reader in readers for r in reader.reads],
+            deliveries=[d for m in members for d in read_deliveries(m.name, m.files)],
+            committed=sampler.samples,
+            final_log=final_log,
+            final_committed=final_committed,
+            faults=nemesis.faults,
+            elections=observer.elections,
+            replica_mismatches=mismatches,
+            client_errors=[e for p in producers for e in p.errors]
+            + [e for r in readers for e in r.errors][:20],
+        )
+        report = check(history)
+        summary = {
+            "seed": config.seed,
+            "duration_s": config.duration,
+            "nodes": config.nodes,
+            "topics": topics,
+            "producers": config.producers,
+            "rate_per_producer": config.rate,
+            "readers": config.readers,
+            "members": config.members,
+            "unhealthy": nemesis.unhealthy,
+            "harness_errors": harness_errors,
+            "data_dir": str(base) if config.keep or not temp else None,
+        }
+        result = RunResult(report, summary)
+        ok = result.ok
+        return result
+    finally:
+        for producer in producers:
+            producer.stop_event.set()
+        for reader in readers:
+            reader.stop_event.set()
+        for member in members:
+            member.stop(5)
+        cluster.stop()
+        if temp and ok and not config.keep:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _acked(producer: ProducerWorker) -> int:
+    return sum(1 for w in producer.writes[-2000:] if w.outcome == "acked")
+
+
+def _caught_up(sampler: CommitSampler, ends: dict[TopicPartitionKey, int]) -> bool:
+    committed = sampler.sample()
+    return all(committed.get(tp, 0) >= end for tp, end in ends.items() if end > 0)
+
+
+def _wait(check_fn: Callable[[], bool], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check_fn():
+                return True
+        except Exception:  # retried until the deadline
+            pass
+        time.sleep(0.2)
+    return False

@@ -1,0 +1,91 @@
+"""The cluster of a chaos run: N node processes whose every listener sits behind the proxy.
+
+Each node advertises its client listener at a proxy port, and every node's
+``controller.quorum.voters`` names the proxy ports of the controller listeners, so Raft,
+heartbeats, replica fetches, controller pushes and client traffic all cross the proxy and can
+be cut or delayed per link. The harness's own observer talks to the real ports directly.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydmq.chaos.proxy import ProxyProcess, Route
+from pydmq.testing.cluster import ClusterProcess, free_ports
+
+__all__ = ["NODE_CONFIG", "ChaosCluster", "node_label"]
+
+# A 1 s broker session, as the issue's availability goal assumes; fast fetch waits so a
+# follower that comes back catches up quickly.
+NODE_CONFIG: dict[str, object] = {
+    "broker.session.timeout.ms": 1000,
+    "broker.heartbeat.interval.ms": 250,
+    "replica.lag.time.max.ms": 3000,
+    "replica.fetch.wait.max.ms": 100,
+    "offsets.topic.replication.factor": 3,
+    "group.initial.rebalance.delay.ms": 0,
+}
+
+
+def node_label(node_id: int) -> str:
+    """The proxy's name for a node (see :func:`pydmq.chaos.proxy.classify`)."""
+    return f"node-{node_id}"
+
+
+class ChaosCluster:
+    """A :class:`ClusterProcess` plus the :class:`ProxyProcess` in front of it."""
+
+    def __init__(self, n: int, base_dir: Path, extra_config: dict[str, object] | None = None):
+        self.base_dir = base_dir
+        self.cluster = ClusterProcess(n, base_dir, {**NODE_CONFIG, **(extra_config or {})})
+        host = self.cluster.host
+        proxy_ports = free_ports(2 * n, host)
+        self.proxy_client_port: dict[int, int] = {}
+        self.proxy_controller_port: dict[int, int] = {}
+        routes: list[Route] = []
+        for k, (node_id, node) in enumerate(sorted(self.cluster.nodes.items())):
+            client_port, controller_port = proxy_ports[k], proxy_ports[n + k]
+            self.proxy_client_port[node_id] = client_port
+            self.proxy_controller_port[node_id] = controller_port
+            label = node_label(node_id)
+            routes.append(Route(label, host, client_port, host, node.port))
+            routes.append(Route(label, host, controller_port, host, node.controller_port))
+        voters = ",".join(
+            f"{i}@{host}:{port}" for i, port in sorted(self.proxy_controller_port.items())
+        )
+        for node_id, node in self.cluster.nodes.items():
+            node.overrides["advertised.listeners"] = (
+                f"PLAINTEXT://{host}:{self.proxy_client_port[node_id]}"
+            )
+            node.overrides["controller.quorum.voters"] = voters
+        self.proxy = ProxyProcess(routes, log_path=base_dir / "proxy.log")
+
+    @property
+    def node_ids(self) -> list[int]:
+        return sorted(self.cluster.nodes)
+
+    @property
+    def bootstrap(self) -> str:
+        """The proxied client listeners: what producers, consumers and readers use."""
+        host = self.cluster.host
+        return ",".join(f"{host}:{p}" for _, p in sorted(self.proxy_client_port.items()))
+
+    def direct_address(self, node_id: int) -> str:
+        """A node's real client listener, bypassing the proxy (for the observer only)."""
+        return self.cluster.node(node_id).bootstrap
+
+    def start(self) -> None:
+        self.base_dir.mkdir(parents=True, exist_ok=True)
+        self.proxy.start()
+        try:
+            self.cluster.start()
+            self.cluster.wait_for_brokers(len(self.cluster.nodes), timeout=60)
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        try:
+            self.cluster.stop()
+        finally:
+            self.proxy.stop()

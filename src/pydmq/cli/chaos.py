@@ -1,0 +1,80 @@
+"""``pydmq chaos``: the fault-injection harness (see :mod:`pydmq.chaos`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser"]
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0: {text}")
+    return value
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        from pydmq.chaos.faults import FAULT_KINDS
+        from pydmq.chaos.runner import ChaosConfig, run
+    except ModuleNotFoundError as exc:
+        print(
+            f"pydmq chaos needs {exc.name} (a test dependency): pip install -e '.[test]'",
+            file=sys.stderr,
+        )
+        return 2
+    kinds = args.faults.split(",") if args.faults else list(FAULT_KINDS)
+    unknown = sorted(set(kinds) - set(FAULT_KINDS))
+    if unknown:
+        print(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}", file=sys.stderr)
+        return 2
+    config = ChaosConfig(
+        duration=args.duration,
+        seed=args.seed,
+        base_dir=Path(args.data_dir) if args.data_dir else None,
+        keep=args.keep,
+        producers=args.producers,
+        rate=args.rate,
+        kinds=kinds,
+    )
+    result = run(config, log=lambda line: print(line, flush=True))
+    print(result.report.text())
+    for note in result.summary.get("harness_errors", []):
+        print(f"HARNESS ERROR: {note}")
+    document: dict[str, Any] = {**result.report.to_json(), "run": result.summary}
+    document["ok"] = result.ok
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(document, indent=2) + "\n")
+    print(json.dumps(document, separators=(",", ":")), flush=True)
+    return 0 if result.ok else 1
+
+
+def add_parser(sub: Any) -> None:
+    parser = sub.add_parser(
+        "chaos",
+        help="run a 3-node cluster under injected faults and check every acknowledged write",
+        description="Start a 3-node cluster on loopback behind a link-controlling proxy, run "
+        "idempotent acks=all producers, readers and a consumer group, inject faults (kill -9, "
+        "SIGSTOP, link cuts, delays) until --duration runs out, heal, read everything back and "
+        "check it. The last line of output is one JSON object; exit status 0 means no anomaly.",
+    )
+    parser.add_argument(
+        "--duration", type=_positive_float, default=60.0, help="seconds of faults (default 60)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument(
+        "--faults", default="", help="comma-separated fault kinds (default: every kind)"
+    )
+    parser.add_argument("--producers", type=int, default=3, help="producers (default 3)")
+    parser.add_argument(
+        "--rate", type=_positive_float, default=150.0, help="records/s per producer (default 150)"
+    )
+    parser.add_argument("--data-dir", help="keep node data and logs here (default: a temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the temp dir even on success")
+    parser.add_argument("--json-out", help="also write the JSON report to this file")
+    parser.set_defaults(run=_run)

@@ -1,0 +1,89 @@
+"""The short chaos pass CI runs: ``pydmq chaos`` with a fixed seed, every fault kind.
+
+It runs the real command in a child process (3 node processes behind the proxy, 3 idempotent
+acks=all producers, a reader, a 2-member group) and fails on any anomaly the checker reports:
+lost, moved, duplicated, reordered or inconsistent acknowledged writes, reads of truncated
+data, consumer skips, committed-offset regressions, replicas that differ offline. The longer
+documented run (docs/RELIABILITY.md) is the same command with a longer ``--duration``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("confluent_kafka")
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
+
+SEED = 20261126
+DURATION = 90
+ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "chaos"
+SAFETY = (
+    "lost",
+    "moved",
+    "duplicated",
+    "reordered",
+    "inconsistent_offsets",
+    "truncated_reads",
+    "corrupted",
+    "unknown_values",
+    "failed_but_present",
+    "consumer_skips",
+    "committed_regressions",
+    "replica_mismatches",
+)
+
+
+def test_short_chaos_pass_loses_nothing(tmp_path: Path) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    data_dir = tmp_path / "run"
+    output = ARTIFACTS / "short-pass.log"
+    with output.open("wb") as out:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pydmq",
+                "chaos",
+                "--duration",
+                str(DURATION),
+                "--seed",
+                str(SEED),
+                "--data-dir",
+                str(data_dir),
+                "--json-out",
+                str(ARTIFACTS / "short-pass.json"),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=540,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    text = output.read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("{"), f"no JSON report; output tail:\n{text[-4000:]}"
+    report = json.loads(lines[-1])
+    summary = "\n".join(lines[-60:-1])
+    for name in SAFETY:
+        assert report[name]["count"] == 0, f"{name}: {report[name]}\n{summary}"
+    assert not report["run"]["harness_errors"], summary
+    assert report["writes"]["acked"] > 1000, summary
+    by_kind = report["faults"]["by_kind"]
+    assert set(by_kind) == {
+        "kill_leader",
+        "kill_follower",
+        "kill_controller",
+        "pause_leader",
+        "isolate_leader",
+        "isolate_client",
+        "crash_member",
+        "slow_node",
+    }, summary
+    assert report["ok"] is True and proc.returncode == 0, summary
