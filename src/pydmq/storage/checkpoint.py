@@ -12,6 +12,7 @@ from pydmq.failpoints import failpoint
 
 __all__ = [
     "fsync_dir",
+    "make_dirs_durably",
     "read_checkpoint_file",
     "read_offset_checkpoint",
     "write_atomically",
@@ -29,6 +30,26 @@ def fsync_dir(path: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def make_dirs_durably(path: str) -> None:
+    """Create ``path`` and its missing parents; fsync the parent of each directory created.
+
+    Without the parent's fsync a power loss may drop a new directory with everything in it,
+    however durably its files were written.
+    """
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return
+    parent = os.path.dirname(path)
+    if parent != path:
+        make_dirs_durably(parent)
+    try:
+        os.mkdir(path)
+    except FileExistsError:
+        if not os.path.isdir(path):
+            raise
+    fsync_dir(parent)
 
 
 def write_atomically(

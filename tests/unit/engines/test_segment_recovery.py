@@ -265,3 +265,58 @@ def test_truncate_closed_segment_with_views_outstanding(tmp_path: Path) -> None:
     engine, log = open_log(tmp_path)
     check_prefix(log, batches, 3)
     engine.close()
+
+
+def crash(engine: SegmentStorageEngine, log: SegmentLog) -> None:
+    """Die without close: no flush, no recovery point, no pending index entries."""
+    for segment in log.segments:
+        segment.close()
+    engine.index._env.close()
+
+
+def test_hole_left_by_a_lost_tail_ends_the_log(tmp_path: Path) -> None:
+    """A power loss took a segment's unsynced tail but kept a later segment's file."""
+    engine, log = open_log(tmp_path)
+    batches = [make_batch(i * 2, 2, timestamp=1_000 + i, value_size=40) for i in range(30)]
+    for batch in batches[:8]:
+        append_batches(log, batch)
+    log.flush()
+    active = log.segments[-1]
+    synced_path, synced_size = Path(active.path), active.size
+    for batch in batches[8:]:
+        append_batches(log, batch)
+    assert synced_path.stat().st_size > synced_size and log.segments[-1] is not active
+    crash(engine, log)
+    os.truncate(synced_path, synced_size)  # the unsynced tail of that segment is gone
+    engine, log = open_log(tmp_path)
+    check_prefix(log, batches, 8)  # not 8 batches then a hole up to the next segment's base
+    assert segment_files(tmp_path)[-1] == synced_path
+    assert log.truncated_bytes > 0
+    append_batches(log, batches[8])
+    check_prefix(log, batches, 9)
+    engine.close()
+
+
+@pytest.mark.parametrize("flushed", [True, False])
+def test_gap_between_segments_after_a_crash(tmp_path: Path, flushed: bool) -> None:
+    """A gap (offsets skipped by the appender) between segments survives a crash once flushed;
+    past the recovery point it cannot be told from a lost tail and ends the log."""
+    engine, log = open_log(tmp_path)
+    batches = [make_batch(i * 2, 2, timestamp=1_000 + i, value_size=40) for i in range(5)]
+    for batch in batches:
+        append_batches(log, batch)
+    after_gap = make_batch(100, 2, timestamp=2_000, value_size=900)
+    append_batches(log, after_gap)
+    assert [s.base_offset for s in log.segments] == [0, 100]
+    if flushed:
+        log.flush()
+    crash(engine, log)
+    engine, log = open_log(tmp_path)
+    if flushed:
+        assert log.log_end_offset == 102
+        assert fetched_bytes(log.read(10, BIG, BIG, True)) == after_gap
+    else:
+        assert log.log_end_offset == 10 and len(segment_files(tmp_path)) == 1
+    for i, batch in enumerate(batches):
+        assert fetched_bytes(log.read(i * 2 + 1, 1, BIG, True)) == batch
+    engine.close()

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from pydmq.storage import checkpoint
 from pydmq.storage.checkpoint import (
+    make_dirs_durably,
     read_checkpoint_file,
     read_offset_checkpoint,
     write_atomically,
@@ -26,3 +30,19 @@ def test_offset_checkpoint_round_trip(tmp_path: Path) -> None:
     assert read_offset_checkpoint(path) == 2**40 + 7
     (tmp_path / "recovery").write_bytes(b"torn")
     assert read_offset_checkpoint(path) is None
+
+
+def test_make_dirs_durably_fsyncs_the_parent_of_each_new_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    synced: list[str] = []
+    monkeypatch.setattr(checkpoint, "fsync_dir", synced.append)
+    make_dirs_durably(str(tmp_path / "a" / "b"))
+    assert (tmp_path / "a" / "b").is_dir()
+    assert synced == [str(tmp_path), str(tmp_path / "a")]
+    synced.clear()
+    make_dirs_durably(str(tmp_path / "a" / "b"))
+    assert synced == []
+    (tmp_path / "file").write_bytes(b"")
+    with pytest.raises(FileExistsError):
+        make_dirs_durably(str(tmp_path / "file"))

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pydmq.engines.segment.index import LogIndex
 from pydmq.engines.segment.log import SegmentLog
 from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.storage.checkpoint import make_dirs_durably
 
 __all__ = ["INDEX_DIR_NAME", "SegmentStorageEngine"]
 
@@ -32,7 +33,7 @@ class SegmentStorageEngine:
     def __init__(self, data_dir: str, options: Mapping[str, str] | None = None) -> None:
         options = options or {}
         self.data_dir = os.path.abspath(data_dir)
-        os.makedirs(self.data_dir, exist_ok=True)
+        make_dirs_durably(self.data_dir)
         self._read_mode = options.get("active.segment.read", "pread")
         if self._read_mode not in _READ_MODES:
             raise ValueError(f"active.segment.read must be one of {_READ_MODES}")

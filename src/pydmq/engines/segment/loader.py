@@ -3,7 +3,9 @@
 Segments are the truth. A segment wholly below the recovery point whose LMDB metadata matches
 its file size is trusted as is; every other segment is scanned batch by batch (framing and
 CRC32C), a torn or corrupt tail is truncated away (with every later segment), and its index
-entries are rebuilt. Used once per log open, on the broker's event loop.
+entries are rebuilt. A segment that ends below the next one's base offset, at or past the
+recovery point, ends the log too (a power loss took its unsynced tail but kept a later file).
+Used once per log open, on the broker's event loop.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from pydmq.engines.segment.index import LogIndex, segment_prefix
 from pydmq.engines.segment.segment import LogSegment
 from pydmq.engines.segment.segments import LogSegments
 from pydmq.storage.api import LogConfig, TopicPartition
-from pydmq.storage.checkpoint import read_offset_checkpoint
+from pydmq.storage.checkpoint import fsync_dir, read_offset_checkpoint
 
 __all__ = [
     "LOG_START_OFFSET_CHECKPOINT",
@@ -67,6 +69,9 @@ class LogLoader:
 
     def load(self) -> LoadedLog:
         os.makedirs(self._dir, exist_ok=True)
+        # Make the directory's entry durable before anything in it is promised: it may be new,
+        # or created by an open that crashed before this fsync.
+        fsync_dir(os.path.dirname(os.path.abspath(self._dir)))
         bases: list[int] = []
         for name in os.listdir(self._dir):
             if name.endswith(_STRAY_SUFFIXES):
@@ -91,6 +96,12 @@ class LogLoader:
         recovered = 0
         truncated_bytes = 0
         for i, base in enumerate(bases):
+            if len(segments) and recovery_point <= segments.last.next_offset < base:
+                # A hole past the recovery point: the previous segment lost an unsynced tail
+                # that a power loss did not take from this later file (or the hole was never
+                # flushed). Nothing beyond it was promised; the log ends at the hole.
+                truncated_bytes += self._delete(bases[i:])
+                break
             path = os.path.join(self._dir, f"{base:020d}.log")
             file_size = os.path.getsize(path)
             meta = metas.get(base)
@@ -109,11 +120,8 @@ class LogLoader:
                     truncated_bytes += before - segment.size
                     segments.add(segment)
                     self._write_index(segment)
-                    for later in bases[i + 1 :]:  # everything after a corrupt batch is lost
-                        truncated_bytes += os.path.getsize(
-                            os.path.join(self._dir, f"{later:020d}.log")
-                        )
-                        LogSegment(self._dir, self._tp, later, self._index, 1).delete()
+                    # Everything after a corrupt batch is lost.
+                    truncated_bytes += self._delete(bases[i + 1 :])
                     break
                 self._write_index(segment)
             segments.add(segment)
@@ -131,6 +139,14 @@ class LogLoader:
         segments.last.active = True
         recovery_point = min(recovery_point, segments.last.next_offset)
         return LoadedLog(segments, log_start, recovery_point, recovered, truncated_bytes)
+
+    def _delete(self, bases: list[int]) -> int:
+        """Delete the segments of ``bases`` with their index entries; returns their bytes."""
+        removed = 0
+        for base in bases:
+            removed += os.path.getsize(os.path.join(self._dir, f"{base:020d}.log"))
+            LogSegment(self._dir, self._tp, base, self._index, 1).delete()
+        return removed
 
     def _index_consistent(self, segment: LogSegment) -> bool:
         """Drop index entries past the segment's end; False if the rest cannot be trusted."""
