@@ -41,6 +41,7 @@ class ChaosConfig:
     partitions_per_topic: int = 3
     producers: int = 3
     rate: float = 150.0  # records/s per producer
+    acks: str = "all"  # "1" disables idempotence: a demonstration that the checker sees loss
     readers: int = 1
     members: int = 2
     kinds: Sequence[str] = FAULT_KINDS
@@ -187,7 +188,12 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
         ]
         producers = [
             ProducerWorker(
-                f"producer-{i}", cluster.bootstrap, partitions, config.rate, rng.randrange(2**32)
+                f"producer-{i}",
+                cluster.bootstrap,
+                partitions,
+                config.rate,
+                rng.randrange(2**32),
+                config.acks,
             )
             for i in range(config.producers)
         ]
@@ -278,6 +284,7 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
             "topics": topics,
             "producers": config.producers,
             "rate_per_producer": config.rate,
+            "acks": config.acks,
             "readers": config.readers,
             "members": config.members,
             "unhealthy": nemesis.unhealthy,

@@ -40,6 +40,7 @@ def _run(args: argparse.Namespace) -> int:
         keep=args.keep,
         producers=args.producers,
         rate=args.rate,
+        acks=args.acks,
         kinds=kinds,
     )
     result = run(config, log=lambda line: print(line, flush=True))
@@ -73,6 +74,12 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--producers", type=int, default=3, help="producers (default 3)")
     parser.add_argument(
         "--rate", type=_positive_float, default=150.0, help="records/s per producer (default 150)"
+    )
+    parser.add_argument(
+        "--acks",
+        choices=("all", "1"),
+        default="all",
+        help="producer acks (default all, idempotent); 1 shows the loss acks=1 allows",
     )
     parser.add_argument("--data-dir", help="keep node data and logs here (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir even on success")
