@@ -10,7 +10,7 @@ Kinds (:data:`FAULT_KINDS`), taken in a shuffled round so every kind comes up eq
 ``isolate_leader``   cut every link between a partition leader and its peers (Raft, heartbeats,
                      replica fetches, controller pushes, both directions) for 2-4 s; clients can
                      still reach it.
-``isolate_client``   cut a producer off every node for 2-4 s.
+``isolate_client``   cut a producer, a group member or a reader off every node for 2-4 s.
 ``crash_member``     ``kill -9`` a consumer-group member; restarted after 0.5-2 s.
 ``slow_node``        delay every link to and from a node by 150 ms for 2-4 s.
 
@@ -52,7 +52,7 @@ class Nemesis:
         cluster: ChaosCluster,
         observer: Observer,
         members: Sequence[GroupMember],
-        producer_names: Sequence[str],
+        client_names: Sequence[str],
         rng: random.Random,
         kinds: Sequence[str] = FAULT_KINDS,
         recovery_timeout: float = 30.0,
@@ -64,7 +64,7 @@ class Nemesis:
         self.cluster = cluster
         self.observer = observer
         self.members = list(members)
-        self.producer_names = list(producer_names)
+        self.client_names = list(client_names)
         self.rng = rng
         self.kinds = list(kinds)
         self.recovery_timeout = recovery_timeout
@@ -160,7 +160,7 @@ class Nemesis:
                 return None
             return self._kill_node(kind, controller, "active controller")
         if kind == "isolate_client":
-            return self._isolate_client(self.rng.choice(self.producer_names))
+            return self._isolate_client(self.rng.choice(self.client_names))
         if kind == "crash_member":
             return self._crash_member(self.rng.choice(self.members))
         if kind == "slow_node":

@@ -206,7 +206,9 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
             cluster,
             observer,
             members,
-            [p.client_name for p in producers],
+            [p.client_name for p in producers]
+            + [r.client_name for r in readers]
+            + [m.name for m in members],
             rng,
             config.kinds,
             log=log,
