@@ -191,7 +191,9 @@ async def _committed() -> int:
     return ErrorCode.NONE
 
 
-def _no_append(group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+def _no_append(
+    group_id: str, records: list[tuple[bytes, bytes | None]]
+) -> asyncio.Future[int] | None:
     raise RuntimeError("a loading offsets store does not write")
 
 
@@ -539,12 +541,16 @@ class GroupCoordinator:
                 member.sync_future.set_result(SyncResult(error))
 
     # -- writes ----------------------------------------------------------------------
-    def _append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        """Append to the group's partition; remember an uncommitted append for await_writes."""
+    def _append(
+        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+    ) -> asyncio.Future[int] | None:
+        """Append to the group's partition; remember an uncommitted append for await_writes.
+        Returns the append's commit future (None: committed already)."""
         waiter = self._log.append(group_id, records)
         if waiter is not None:
             self._write_seq += 1
             self._pending_writes[group_id] = (self._write_seq, waiter)
+        return waiter
 
     @property
     def write_mark(self) -> int:

@@ -1,12 +1,17 @@
 """Committed offsets: the in-memory view of ``__consumer_offsets`` (group -> partition -> offset).
 
 The cache changes only after the records are appended (commit, delete, expire) or while
-replaying the topic at start-up, so it always equals what a replay would rebuild.
+replaying the topic at start-up, so it always equals what a replay would rebuild. An offset
+commit whose append is not committed yet (cluster mode: acks=-1 waits for the ISR) stays
+pending, invisible to OffsetFetch, until the append commits; a failed append drops it, as
+Kafka's pending offset commits do. Otherwise a coordinator cut off from its followers would
+show offsets that its successor never sees, and committed offsets would go backwards.
 Metadata strings are kept exactly as committed (control characters and non-ASCII included).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -15,7 +20,9 @@ from pydmq.groups.records import OffsetCommitKey, OffsetCommitValue
 __all__ = ["OffsetAndMetadata", "OffsetStore", "TopicPartitionKey"]
 
 TopicPartitionKey = tuple[str, int]
-Appender = Callable[[str, list[tuple[bytes, bytes | None]]], None]
+# Appends a group's records; returns None once they are committed, else a future of the
+# commit's error code (0 when committed).
+Appender = Callable[[str, list[tuple[bytes, bytes | None]]], "asyncio.Future[int] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +59,11 @@ class OffsetStore:
     def __init__(self, append: Appender) -> None:
         self._append = append
         self._offsets: dict[str, dict[TopicPartitionKey, OffsetAndMetadata]] = {}
+        # Commits appended but not committed yet: group -> partition -> sequence of the
+        # latest one. A pending commit is applied only if it is still the latest when its
+        # append commits (an older one never overwrites a newer one).
+        self._pending: dict[str, dict[TopicPartitionKey, int]] = {}
+        self._commit_seq = 0
 
     # -- reads -----------------------------------------------------------------------
     def groups(self) -> list[str]:
@@ -74,8 +86,38 @@ class OffsetStore:
             (OffsetCommitKey(group_id, t, p).encode(), o.to_value().encode())
             for (t, p), o in offsets.items()
         ]
-        self._append(group_id, records)
-        self._offsets.setdefault(group_id, {}).update(offsets)
+        waiter = self._append(group_id, records)
+        if waiter is None:
+            self._apply(group_id, offsets)
+            return
+        self._commit_seq += 1
+        seq = self._commit_seq
+        pending = self._pending.setdefault(group_id, {})
+        for tp in offsets:
+            pending[tp] = seq
+
+        def settled(future: asyncio.Future[int]) -> None:
+            committed = (
+                not future.cancelled() and future.exception() is None and not future.result()
+            )
+            waiting = self._pending.get(group_id, {})
+            latest = {tp: o for tp, o in offsets.items() if waiting.get(tp) == seq}
+            for tp in latest:
+                del waiting[tp]
+            if not waiting:
+                self._pending.pop(group_id, None)
+            if committed:
+                self._apply(group_id, latest)
+
+        waiter.add_done_callback(settled)
+
+    def _apply(self, group_id: str, offsets: dict[TopicPartitionKey, OffsetAndMetadata]) -> None:
+        if offsets:
+            self._offsets.setdefault(group_id, {}).update(offsets)
+
+    def pending(self, group_id: str) -> set[TopicPartitionKey]:
+        """Partitions of ``group_id`` with an offset commit whose append is not committed."""
+        return set(self._pending.get(group_id, {}))
 
     def delete(self, group_id: str, partitions: Iterable[TopicPartitionKey]) -> int:
         current = self._offsets.get(group_id)
@@ -122,6 +164,8 @@ class OffsetStore:
         doomed = [g for g in self._offsets if owned_elsewhere(g)]
         for group_id in doomed:
             del self._offsets[group_id]
+        for group_id in [g for g in self._pending if owned_elsewhere(g)]:
+            del self._pending[group_id]  # their appends settle as NOT_LEADER: never applied
         return len(doomed)
 
     # -- replay ----------------------------------------------------------------------

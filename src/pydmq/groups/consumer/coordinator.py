@@ -124,7 +124,7 @@ class _NoTopics:
         return iter(())
 
 
-Appender = Callable[[str, Sequence[tuple[bytes, bytes | None]]], None]
+Appender = Callable[[str, Sequence[tuple[bytes, bytes | None]]], object]  # its result is unused
 
 
 @dataclass(frozen=True, slots=True)
