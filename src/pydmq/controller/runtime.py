@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
 import logging
 import random
 import struct
@@ -81,6 +82,8 @@ __all__ = [
     "ControllerRuntime",
     "ControllerTimeoutError",
     "NotControllerError",
+    "SessionJudge",
+    "Verdict",
     "decode_payload",
     "encode_payload",
 ]
@@ -169,6 +172,47 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
     )
 
 
+class Verdict(enum.Enum):
+    BLIND = "blind"  # this controller could not have heard heartbeats: judge nobody
+    RENEW = "renew"  # it hears again: fresh sessions for every connected broker
+    JUDGE = "judge"  # fence brokers whose sessions expired
+
+
+class SessionJudge:
+    """Whether the fencing loop may judge broker sessions now (pure; times in ms).
+
+    Blind when the loop's own tick came late by more than half a session (the process was
+    paused or starved: heartbeats wait unread in its sockets), or when no majority of voters
+    fetched from this leader within a session (it may be the node that is cut off). The first
+    tick after a blind spell renews sessions instead of judging them.
+    """
+
+    def __init__(self, period_ms: int, session_timeout_ms: int, now_ms: int) -> None:
+        self.period_ms = period_ms
+        self.session_timeout_ms = session_timeout_ms
+        self.last_tick = now_ms
+        self.blind = False
+        self.newly_blind = False
+        self.why = ""
+
+    def tick(self, now_ms: int, quorum_contact_ms: int | None) -> Verdict:
+        stalled = now_ms - self.last_tick > self.period_ms + self.session_timeout_ms // 2
+        self.last_tick = now_ms
+        cut_off = (
+            quorum_contact_ms is not None and now_ms - quorum_contact_ms > self.session_timeout_ms
+        )
+        if stalled or cut_off:
+            self.newly_blind = not self.blind
+            self.blind = True
+            self.why = "event loop stalled" if stalled else "no quorum contact"
+            return Verdict.BLIND
+        self.newly_blind = False
+        if self.blind:
+            self.blind = False
+            return Verdict.RENEW
+        return Verdict.JUDGE
+
+
 class ControllerRuntime:
     """The controller role of one node; see the module docstring. Event-loop owned."""
 
@@ -201,6 +245,8 @@ class ControllerRuntime:
         # offset -> futures resolved once the entry at that offset is applied
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._heartbeat_connections: dict[int, int] = {}
+        # Brokers whose heartbeat connection closed and that have not heartbeated since.
+        self._closed_sessions: set[int] = set()
         self._leader_epoch: int | None = None  # Raft epoch in which we lead, if we do
         self._epoch_start_offset = -1  # the leader-change entry of that epoch
         self._active = False
@@ -490,12 +536,33 @@ class ControllerRuntime:
             )
 
     async def _fence_loop(self, epoch: int) -> None:
-        """Fence brokers whose heartbeats stopped (``broker.session.timeout.ms``)."""
+        """Fence brokers whose heartbeats stopped (``broker.session.timeout.ms``), one per
+        period, and only while this controller could have heard them.
+
+        A controller that could not hear heartbeats judges nobody: when its own loop stalled
+        (a paused or starved process: heartbeats wait unread in its sockets) or when no
+        majority of voters has fetched from it within a session (it may be the node cut
+        off). Once it hears again, every broker gets a fresh session, as on activation,
+        except brokers whose heartbeat connection closed. Without this, a controller cut off
+        from its peers fenced every broker, itself included, the moment the cut healed.
+        """
         period = max(0.05, min(1.0, self.session_timeout_ms / 4000))
+        judge = SessionJudge(int(period * 1000), self.session_timeout_ms, self.driver.now_ms())
         while self._active and self.epoch == epoch:
             await asyncio.sleep(period)
             if not self._active:
                 return
+            now = self.driver.now_ms()
+            verdict = judge.tick(now, self.driver.core.quorum_contact_ms(now))
+            if verdict is Verdict.BLIND:
+                if judge.newly_blind:
+                    log.info(
+                        "controller %d: not judging broker sessions (%s)", self.node_id, judge.why
+                    )
+                continue
+            if verdict is Verdict.RENEW:
+                self._renew_sessions(now)
+                continue
             try:
                 fenced = await self.run(
                     lambda image: fence_stale_brokers(
@@ -504,6 +571,7 @@ class ControllerRuntime:
                         now_ms=self.driver.now_ms(),
                         last_heartbeat_ms=self.last_heartbeat_ms,
                         session_timeout_ms=self.session_timeout_ms,
+                        limit=1,
                     )
                 )
             except ControllerError:
@@ -518,6 +586,13 @@ class ControllerRuntime:
                     fenced,
                     self.session_timeout_ms,
                 )
+
+    def _renew_sessions(self, now_ms: int) -> None:
+        """A fresh session for every broker still connected (see :meth:`_fence_loop`)."""
+        for broker_id in self.last_heartbeat_ms:
+            if broker_id not in self._closed_sessions:
+                self.last_heartbeat_ms[broker_id] = max(self.last_heartbeat_ms[broker_id], now_ms)
+        log.info("controller %d: judging broker sessions again (fresh sessions)", self.node_id)
 
     # -- operations ---------------------------------------------------------------------------
 
@@ -586,6 +661,7 @@ class ControllerRuntime:
         broker = self.image.brokers.get(broker_id)
         if broker is not None and broker.epoch == broker_epoch:
             self.last_heartbeat_ms[broker_id] = self.driver.now_ms()
+            self._closed_sessions.discard(broker_id)
             if connection_id is not None:
                 self._heartbeat_connections[broker_id] = connection_id
 
@@ -599,6 +675,7 @@ class ControllerRuntime:
         for broker_id, conn in list(self._heartbeat_connections.items()):
             if conn == connection_id:
                 del self._heartbeat_connections[broker_id]
+                self._closed_sessions.add(broker_id)
                 if broker_id in self.last_heartbeat_ms:
                     self.last_heartbeat_ms[broker_id] = min(
                         self.last_heartbeat_ms[broker_id], expired

@@ -233,6 +233,14 @@ class RaftCore:
     def is_leader(self) -> bool:
         return self._role is Role.LEADER
 
+    def quorum_contact_ms(self, now_ms: int) -> int | None:
+        """Leader only: when a majority last showed it still hears this leader (``now_ms`` for
+        a lone voter). None when not the leader."""
+        if self._role is not Role.LEADER or self._progress is None:
+            return None
+        contact = self._progress.quorum_contact_ms()
+        return now_ms if contact is None else contact
+
     @property
     def high_watermark(self) -> int:
         """Entries below this offset are committed. Never decreases while the core lives."""

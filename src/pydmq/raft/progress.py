@@ -73,11 +73,18 @@ class LeaderProgress:
 
     def quorum_lost_at(self, fetch_timeout_ms: int) -> int | None:
         """When check-quorum fails if no more fetches arrive; None for a lone voter."""
+        contact = self.quorum_contact_ms()
+        return None if contact is None else contact + fetch_timeout_ms
+
+    def quorum_contact_ms(self) -> int | None:
+        """When a majority of voters (this leader included) last showed they hear it: the
+        latest time by which enough followers had fetched (or leadership began, if later).
+        None for a lone voter, which never loses contact."""
         needed = majority(len(self.replicas) + 1) - 1
         if needed == 0:
             return None
         recent = sorted((p.last_fetch_ms for p in self.replicas.values()), reverse=True)
-        return max(self.began_ms, recent[needed - 1]) + fetch_timeout_ms
+        return max(self.began_ms, recent[needed - 1])
 
     def successors(self) -> tuple[int, ...]:
         """Voters ordered by how far their log got, best first (EndQuorumEpoch)."""

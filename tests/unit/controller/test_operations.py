@@ -292,6 +292,20 @@ def test_fence_stale_brokers_with_isr_strategy() -> None:
     assert (p1.leader, p1.isr, p1.leader_epoch, p1.partition_epoch) == (2, (2, 3), 0, 1)
 
 
+def test_fence_stale_brokers_limit_fences_the_stalest_first() -> None:
+    image = with_topic(cluster(3), "t", [[1, 2, 3]])
+    result = fence_stale_brokers(
+        image,
+        CTX,
+        now_ms=20_000,
+        last_heartbeat_ms={1: 5_000, 2: 1_000, 3: 19_000},
+        session_timeout_ms=9000,
+        limit=1,
+    )
+    assert result.response == [2]
+    assert not commit(image, result.records).brokers[1].fenced
+
+
 def test_fence_stale_brokers_with_quorum_strategy_keeps_a_majority_in_the_isr() -> None:
     image = with_topic(cluster(3), "q", [[1, 2, 3]], {"pydmq.replication.strategy": "quorum"})
     result = fence_stale_brokers(

@@ -150,20 +150,24 @@ def fence_stale_brokers(
     now_ms: int,
     last_heartbeat_ms: Mapping[int, int],
     session_timeout_ms: int,
+    limit: int | None = None,
 ) -> ControllerResult[list[int]]:
-    """Fence unfenced brokers whose last heartbeat is older than the session timeout.
+    """Fence unfenced brokers whose last heartbeat is older than the session timeout, the
+    stalest first and at most ``limit`` of them (Kafka fences one stale broker at a time, so
+    that heartbeats queued behind a stall are heard before more brokers go).
 
     Brokers missing from ``last_heartbeat_ms`` are not judged: the runtime starts every
     broker's clock when it becomes the active controller (as Kafka's heartbeat manager does).
     The response is the fenced broker ids.
     """
-    stale = [
-        b.id
+    candidates = sorted(
+        (last_heartbeat_ms[b.id], b.id)
         for b in image.brokers.values()
         if not b.fenced
         and b.id in last_heartbeat_ms
         and now_ms - last_heartbeat_ms[b.id] > session_timeout_ms
-    ]
+    )
+    stale = [broker_id for _, broker_id in candidates[:limit]]
     if not stale:
         return ControllerResult([], [])
     return ControllerResult(_fence_records(image, ctx, stale), sorted(stale))
