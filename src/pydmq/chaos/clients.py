@@ -7,6 +7,7 @@ sets ``client.id`` to its name, which is how the proxy tells whose link to cut.
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import signal
@@ -30,6 +31,27 @@ from pydmq.client import KafkaClient
 from pydmq.client.admin import offset_fetch
 
 __all__ = ["CommitSampler", "GroupMember", "ProducerWorker", "ReaderWorker", "read_deliveries"]
+
+
+# librdkafka debug contexts for the runner's clients (e.g. "eos,protocol,msg"), logged to
+# <PYDMQ_CHAOS_LOG_DIR or cwd>/<client>.librdkafka.log: for post-mortems of stuck clients.
+DEBUG_ENV = "PYDMQ_CHAOS_CLIENT_DEBUG"
+
+
+def client_logging(name: str) -> dict[str, Any]:
+    """Extra librdkafka config routing a client's log lines to its own file."""
+    contexts = os.environ.get(DEBUG_ENV, "")
+    if not contexts:
+        return {}
+    logger = logging.getLogger(f"pydmq.chaos.client.{name}")
+    logger.propagate = False
+    if not logger.handlers:
+        folder = Path(os.environ.get("PYDMQ_CHAOS_LOG_DIR", "."))
+        handler = logging.FileHandler(folder / f"{name}.librdkafka.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.DEBUG)
+    return {"debug": contexts, "logger": logger}
 
 
 class ProducerWorker(threading.Thread):
@@ -87,6 +109,7 @@ class ProducerWorker(threading.Thread):
                 "reconnect.backoff.max.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "error_cb": on_error,
+                **client_logging(self.client_name),
             }
         )
 
@@ -156,6 +179,7 @@ class ReaderWorker(threading.Thread):
         self.stop_event = threading.Event()
         self.reads: list[Read] = []
         self.errors: list[str] = []
+        self.last_offset: dict[TopicPartitionKey, int] = {}
 
     def run(self) -> None:
         from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
@@ -169,6 +193,7 @@ class ReaderWorker(threading.Thread):
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "topic.metadata.refresh.interval.ms": 1000,
+                **client_logging(self.client_name),
             }
         )
         consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in self.partitions])
@@ -186,6 +211,7 @@ class ReaderWorker(threading.Thread):
                         self.reads.append(
                             Read(self.client_name, topic, partition, offset, m.value(), now)
                         )
+                        self.last_offset[(topic, partition)] = offset
         finally:
             consumer.close()
 

@@ -7,7 +7,8 @@ per record to ``OUT_FILE`` (``topic partition offset value-hex``, unbuffered ``o
 ``kill -9`` keeps what was written) and only then commits the next offsets synchronously:
 at-least-once, the checker verifies nothing below a committed offset was skipped. Offsets are
 committed only for partitions still assigned, and never for a batch during which a rebalance
-ran, so a member cannot commit over the partition's new owner.
+ran, so a member cannot commit over the partition's new owner. A commit that failed is retried
+on the next round even when no new record arrives, so the group ends committed up to the end.
 SIGTERM closes the consumer (leaving the group) and exits 0.
 """
 
@@ -49,6 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     rebalances = 0
     assigned: set[tuple[str, int]] = set()
+    # Per partition owned now: the offset after the last recorded record, and the offset
+    # last committed. Both are forgotten on revocation: after a rebalance the position
+    # restarts from the group's committed offset, which another member may have moved.
+    done: dict[tuple[str, int], int] = {}
+    committed: dict[tuple[str, int], int] = {}
 
     def on_assign(_c: object, partitions: list[TopicPartition]) -> None:
         nonlocal rebalances
@@ -58,7 +64,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     def on_revoke(_c: object, partitions: list[TopicPartition]) -> None:
         nonlocal rebalances
         rebalances += 1
-        assigned.difference_update((p.topic, p.partition) for p in partitions)
+        for p in partitions:
+            tp = (p.topic, p.partition)
+            assigned.discard(tp)
+            done.pop(tp, None)
+            committed.pop(tp, None)
 
     consumer.subscribe(
         topics.split(","), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
@@ -81,21 +91,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 value = m.value()
                 lines.append(f"{topic} {partition} {offset} {value.hex() if value else '-'}\n")
                 nexts[(topic, partition)] = offset + 1
-            if not lines:
+            if lines:
+                os.write(fd, "".join(lines).encode())
+            if rebalances != before:
+                # The batch straddled a rebalance: its records are recorded (delivered) but
+                # not counted as progress of the current ownership; they are redelivered.
                 continue
-            os.write(fd, "".join(lines).encode())
-            # Commit only what this generation still owns: a batch that straddled a
-            # rebalance is left uncommitted (redelivered), never committed over a new owner.
-            nexts = {tp: o for tp, o in nexts.items() if tp in assigned}
-            if rebalances != before or not nexts:
+            for tp, o in nexts.items():
+                if tp in assigned:
+                    done[tp] = max(done.get(tp, 0), o)
+            # Commit whatever progress is not committed yet, also after a failed commit when
+            # no new records arrive (otherwise the tail would never be committed).
+            due = {tp: o for tp, o in done.items() if o > committed.get(tp, -1)}
+            if not due:
                 continue
             try:
                 consumer.commit(
-                    offsets=[TopicPartition(t, p, o) for (t, p), o in nexts.items()],
+                    offsets=[TopicPartition(t, p, o) for (t, p), o in due.items()],
                     asynchronous=False,
                 )
-            except KafkaException as exc:  # a rebalance or a coordinator change: redelivered
+            except KafkaException as exc:  # a rebalance or a coordinator change: retried
                 print(f"commit failed: {exc}", file=sys.stderr, flush=True)
+                continue
+            if rebalances == before:
+                committed.update(due)
     finally:
         os.close(fd)
         consumer.close()

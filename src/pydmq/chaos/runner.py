@@ -6,6 +6,7 @@ import random
 import shutil
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -250,10 +251,19 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
         sampler.stop_event.set()
         sampler.join(10)
         final_committed = sampler.sample()
+        if not _wait(lambda: all(_reader_caught_up(r, ends) for r in readers), 60):
+            harness_errors.append("a reader did not reach the high watermarks (see clients)")
         for reader in readers:
             reader.stop_event.set()
         for reader in readers:
             reader.join(30)
+        for producer in producers:
+            stuck = _silent_tail(producer, ended)
+            if stuck is not None:
+                harness_errors.append(
+                    f"{producer.client_name} got no acknowledgement in the last {stuck:.0f} s "
+                    "of the run (a stuck client; see clients)"
+                )
         observer.stop_event.set()
         observer.join(10)
 
@@ -279,6 +289,7 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
             + [e for r in readers for e in r.errors][:20],
         )
         report = check(history)
+        clients = _client_figures(producers, readers, ends)
         summary = {
             "seed": config.seed,
             "duration_s": config.duration,
@@ -289,6 +300,7 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
             "acks": config.acks,
             "readers": config.readers,
             "members": config.members,
+            "clients": clients,
             "unhealthy": nemesis.unhealthy,
             "harness_errors": harness_errors,
             "data_dir": str(base) if config.keep or not temp else None,
@@ -306,6 +318,46 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
         cluster.stop()
         if temp and ok and not config.keep:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def _client_figures(
+    producers: Sequence[ProducerWorker],
+    readers: Sequence[ReaderWorker],
+    ends: dict[TopicPartitionKey, int],
+) -> dict[str, Any]:
+    """Per producer: outcomes and the most frequent errors; per reader: how far it got."""
+    out: dict[str, Any] = {}
+    for producer in producers:
+        outcomes = Counter(w.outcome for w in producer.writes)
+        errors = Counter(w.error for w in producer.writes if w.error)
+        out[producer.client_name] = {
+            "incarnations": producer.incarnation + 1,
+            **outcomes,
+            "errors": dict(errors.most_common(5)),
+        }
+    for reader in readers:
+        last: dict[TopicPartitionKey, int] = {}
+        for r in reader.reads:
+            last[(r.topic, r.partition)] = max(last.get((r.topic, r.partition), -1), r.offset)
+        out[reader.client_name] = {
+            "reads": len(reader.reads),
+            "behind": {
+                f"{t}-{p}": end - 1 - last.get((t, p), -1) for (t, p), end in sorted(ends.items())
+            },
+        }
+    return out
+
+
+def _reader_caught_up(reader: ReaderWorker, ends: dict[TopicPartitionKey, int]) -> bool:
+    return all(end == 0 or reader.last_offset.get(tp, -1) >= end - 1 for tp, end in ends.items())
+
+
+def _silent_tail(producer: ProducerWorker, ended: float, limit: float = 30.0) -> float | None:
+    """Seconds without any acknowledgement before ``ended``, if more than ``limit``."""
+    last = max((w.acked_at for w in producer.writes if w.acked_at is not None), default=None)
+    if last is None or ended - last <= limit:
+        return None
+    return ended - last
 
 
 def _acked(producer: ProducerWorker) -> int:
