@@ -48,10 +48,17 @@ Handler = Callable[[RequestContext, Any], "HandlerResult | Awaitable[HandlerResu
 
 @dataclass(frozen=True, slots=True)
 class ApiHandlerSpec:
-    """One API key's handler and the version range it serves (and therefore advertises)."""
+    """One API key's handler and the version range it serves (and therefore advertises).
+
+    ``advertised_min`` (when set, below ``min_version``) is what ApiVersions advertises
+    instead: Kafka 4 advertises Produce from v0 but closes the connection on v0-v2 requests
+    (KAFKA-18659), because older librdkafka derives "the broker supports compression" from
+    the advertised minimum and silently stops compressing otherwise.
+    """
 
     api_key: int
     min_version: int
     max_version: int
     handle: Handler
     name: str = ""
+    advertised_min: int | None = None

@@ -34,7 +34,11 @@ def _api_keys(ctx_broker: object) -> list[ApiVersion]:
 
     assert isinstance(ctx_broker, Broker)
     return [
-        ApiVersion(api_key=spec.api_key, min_version=spec.min_version, max_version=spec.max_version)
+        ApiVersion(
+            api_key=spec.api_key,
+            min_version=spec.min_version if spec.advertised_min is None else spec.advertised_min,
+            max_version=spec.max_version,
+        )
         for spec in sorted(ctx_broker.dispatcher.handlers.values(), key=lambda s: s.api_key)
     ]
 
@@ -51,7 +55,11 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsRespo
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker))
     if ctx.api_version >= 3:
-        features = [SupportedFeatureKey(name="metadata.version", min_version=1, max_version=METADATA_VERSION)]
+        features = [
+            SupportedFeatureKey(
+                name="metadata.version", min_version=1, max_version=METADATA_VERSION
+            )
+        ]
         if ctx.api_version >= 4:
             # KAFKA-17011: a minimum of 0 is only safe to send from v4 on.
             features.append(SupportedFeatureKey(name="group.version", min_version=0, max_version=0))

@@ -6,7 +6,9 @@ carrying the largest timestamp), -4 earliest local (= earliest without tiered st
 latest tiered (v9+, KIP-1005: no tiered storage, so offset -1), otherwise the first record
 with timestamp >= target across batches and segments (offset -1 when none). A
 ``current_leader_epoch`` (v4+) is checked against the partition's epoch. Only the leader
-answers (NOT_LEADER_OR_FOLLOWER).
+answers (NOT_LEADER_OR_FOLLOWER). A special timestamp below the version that introduced it
+(-3 before v7, -4 before v8, -5 before v9) or an unknown negative one is UNSUPPORTED_VERSION
+for that partition, as in Kafka.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 EARLIEST_LOCAL = -4
 LATEST_TIERED = -5
+# The first request version allowed to ask for each special timestamp; any other negative
+# timestamp, or one asked for below its version, is UNSUPPORTED_VERSION, as Kafka answers.
+SPECIAL_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 
 def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
@@ -46,6 +51,9 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                 leader_epoch=-1,
             )
             topic_response.partitions.append(result)
+            if p.timestamp < 0 and ctx.api_version < SPECIAL_SINCE.get(p.timestamp, 1 << 15):
+                result.error_code = ErrorCode.UNSUPPORTED_VERSION
+                continue
             epoch = p.current_leader_epoch if ctx.api_version >= 4 else -1
             partition, error = leader_partition(
                 broker, TopicPartition(topic.name, p.partition_index), epoch
@@ -69,8 +77,6 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                         result.leader_epoch = found.leader_epoch
                 case -5:
                     pass
-                case target if target < 0:
-                    result.error_code = ErrorCode.INVALID_REQUEST
                 case target:
                     found = log.fetch_offset_by_timestamp(target)
                     if found is not None and found.offset < upper:

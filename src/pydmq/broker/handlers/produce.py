@@ -151,4 +151,5 @@ async def _respond_when_acked(
     return response
 
 
-HANDLER = ApiHandlerSpec(0, 3, 12, handle, "Produce")
+# Advertised from v0 like Kafka 4 (v0-v2 requests close the connection): see ApiHandlerSpec.
+HANDLER = ApiHandlerSpec(0, 3, 12, handle, "Produce", advertised_min=0)
