@@ -27,11 +27,10 @@ CLIENTS = {
 NOTES = [
     "Java producers run with their defaults, which enable idempotence: every Java produce row "
     "is an idempotent producer (acks=all in the 100,000-record test).",
-    "kcat 1.7.1 (Debian's, with librdkafka 2.0.2) was seen sending gzip, snappy and lz4 "
-    "batches uncompressed against pydmq (zstd is compressed); its old librdkafka derives codec "
-    "support from ApiVersions, and pydmq advertises Kafka 4's baseline (no Produce v2/Fetch "
-    "v3). Not yet compared with Apache Kafka 4. confluent-kafka's librdkafka 2.16 compresses "
-    "with all four codecs.",
+    "kcat 1.7.1 (Debian's, with librdkafka 2.0.2) derives codec support from Produce's "
+    "advertised minimum version; pydmq advertises Produce from v0 as Kafka 4 does (v0-v2 close "
+    "the connection), so kcat compresses with all four codecs; test_differential.py checks the "
+    "stored codec against Apache Kafka 4.4.",
     "Transactions and SASL/TLS are not implemented yet, so they have no rows. Cluster-mode rows "
     "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
     "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
@@ -48,6 +47,10 @@ SCENARIOS = {
     "test_example_pipeline.py": "example pipeline",
     "test_librdkafka_suite.py": "librdkafka's own test suite (allow-list)",
     "test_cluster_faults.py": "3-node cluster: failover, min.insync.replicas, groups",
+    "test_chaos.py": "3-node chaos pass (kill -9, SIGSTOP, link cuts; checker)",
+    "test_differential.py": "differential vs Apache Kafka 4.4 (same scenarios, same answers)",
+    "test_spark_cluster.py": "Spark against a 3-node cluster",
+    "test_foreign_python_suite.py": "kafka-python's own test suite (allow-list)",
 }
 # (test name pattern, feature row); first match wins.
 FEATURES: list[tuple[str, str]] = [
