@@ -22,7 +22,7 @@ pytest.importorskip("confluent_kafka")
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
 
 SEED = 20261126
-DURATION = 90
+DURATION = 60
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "chaos"
 SAFETY = (
     "lost",
