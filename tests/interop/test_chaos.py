@@ -19,25 +19,14 @@ import pytest
 
 pytest.importorskip("confluent_kafka")
 
+from pydmq.chaos.checker import ANOMALY_NAMES
+from pydmq.chaos.faults import FAULT_KINDS
+
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
 
 SEED = 20261126
 DURATION = 60
 ARTIFACTS = Path(__file__).resolve().parents[2] / "build" / "chaos"
-SAFETY = (
-    "lost",
-    "moved",
-    "duplicated",
-    "reordered",
-    "inconsistent_offsets",
-    "truncated_reads",
-    "corrupted",
-    "unknown_values",
-    "failed_but_present",
-    "consumer_skips",
-    "committed_regressions",
-    "replica_mismatches",
-)
 
 
 def test_short_chaos_pass_loses_nothing(tmp_path: Path) -> None:
@@ -71,19 +60,10 @@ def test_short_chaos_pass_loses_nothing(tmp_path: Path) -> None:
     assert lines and lines[-1].startswith("{"), f"no JSON report; output tail:\n{text[-4000:]}"
     report = json.loads(lines[-1])
     summary = "\n".join(lines[-60:-1])
-    for name in SAFETY:
+    for name in ANOMALY_NAMES:
         assert report[name]["count"] == 0, f"{name}: {report[name]}\n{summary}"
     assert not report["run"]["harness_errors"], summary
     assert report["writes"]["acked"] > 1000, summary
     by_kind = report["faults"]["by_kind"]
-    assert set(by_kind) == {
-        "kill_leader",
-        "kill_follower",
-        "kill_controller",
-        "pause_leader",
-        "isolate_leader",
-        "isolate_client",
-        "crash_member",
-        "slow_node",
-    }, summary
+    assert set(by_kind) == set(FAULT_KINDS), summary
     assert report["ok"] is True and proc.returncode == 0, summary

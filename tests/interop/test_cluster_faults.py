@@ -30,9 +30,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydmq.client import KafkaClient
-from pydmq.engines.segment.engine import SegmentStorageEngine
-from pydmq.storage.api import LogConfig, TopicPartition
-from pydmq.testing.cluster import ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, replica_batches
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
@@ -40,14 +38,7 @@ confluent_admin = pytest.importorskip("confluent_kafka.admin")
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
 PARTITIONS = 3
-NODE_CONFIG = {
-    "broker.session.timeout.ms": 1000,
-    "broker.heartbeat.interval.ms": 250,
-    "replica.lag.time.max.ms": 3000,
-    "replica.fetch.wait.max.ms": 100,
-    "offsets.topic.replication.factor": 3,
-    "group.initial.rebalance.delay.ms": 0,
-}
+NODE_CONFIG = FAST_FAILOVER
 
 
 LOG_DIR = Path(__file__).resolve().parents[2] / "build" / "cluster-logs"
@@ -239,19 +230,6 @@ def _read_all(cluster: ClusterProcess, topic: str) -> dict[int, list[tuple[int, 
         consumer.close()
 
 
-def _replica_batches(root: Path, topic: str, partition: int) -> list[tuple[int, int, int]]:
-    """(base offset, last offset delta, crc) of every batch in one node's replica."""
-    engine = SegmentStorageEngine(str(root))
-    try:
-        log = engine.open_log(TopicPartition(topic, partition), LogConfig())
-        try:
-            return [(h.base_offset, h.last_offset_delta, h.crc) for h in log.batch_headers(0)]
-        finally:
-            log.close()
-    finally:
-        engine.close()
-
-
 @pytest.mark.parametrize("strategy", ["isr", "quorum"])
 def test_acks_all_survives_leader_controller_and_follower_faults(
     cluster: ClusterProcess, strategy: str
@@ -325,7 +303,7 @@ def test_acks_all_survives_leader_controller_and_follower_faults(
     time.sleep(1.0)
     cluster.stop()
     for p in range(PARTITIONS):
-        logs = {i: _replica_batches(node.data_dir, topic, p) for i, node in cluster.nodes.items()}
+        logs = {i: replica_batches(node.data_dir, topic, p) for i, node in cluster.nodes.items()}
         first = next(iter(logs.values()))
         assert first, f"partition {p}: empty replica"
         for i, batches in logs.items():

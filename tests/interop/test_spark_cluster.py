@@ -38,7 +38,7 @@ from typing import Any
 
 import pytest
 
-from pydmq.testing.cluster import ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
 
 from . import spark_support as ss
 from .support import (
@@ -70,16 +70,7 @@ from pyspark.sql.types import (  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
-# As in test_cluster_faults.py: fast failure detection so that a killed leader is replaced
-# within a couple of seconds.
-NODE_CONFIG = {
-    "broker.session.timeout.ms": 1000,
-    "broker.heartbeat.interval.ms": 250,
-    "replica.lag.time.max.ms": 3000,
-    "replica.fetch.wait.max.ms": 100,
-    "offsets.topic.replication.factor": 3,
-    "group.initial.rebalance.delay.ms": 0,
-}
+NODE_CONFIG = FAST_FAILOVER  # a killed leader is replaced within a couple of seconds
 LOG_DIR = REPO_ROOT / "build" / "cluster-logs" / "test_spark_cluster"
 STREAM_TIMEOUT = 90.0  # seconds for a running stream to reach the expected offsets
 

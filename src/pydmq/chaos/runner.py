@@ -24,8 +24,7 @@ from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, Nemesis
 from pydmq.chaos.history import History, TopicPartitionKey
 from pydmq.chaos.observer import Observer
 from pydmq.chaos.topology import ChaosCluster
-from pydmq.engines.segment.engine import SegmentStorageEngine
-from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.testing.cluster import replica_batches
 
 __all__ = ["ChaosConfig", "RunResult", "run"]
 
@@ -117,18 +116,6 @@ def _drain(
         consumer.close()
 
 
-def _replica_batches(data_dir: Path, tp: TopicPartitionKey) -> list[tuple[int, int, int]]:
-    engine = SegmentStorageEngine(str(data_dir))
-    try:
-        log = engine.open_log(TopicPartition(*tp), LogConfig())
-        try:
-            return [(h.base_offset, h.last_offset_delta, h.crc) for h in log.batch_headers(0)]
-        finally:
-            log.close()
-    finally:
-        engine.close()
-
-
 def compare_replicas(
     data_dirs: dict[int, Path], high_watermarks: dict[TopicPartitionKey, int]
 ) -> dict[TopicPartitionKey, str]:
@@ -138,7 +125,7 @@ def compare_replicas(
     for tp, hw in high_watermarks.items():
         committed: dict[int, list[tuple[int, int, int]]] = {}
         for node_id, data_dir in data_dirs.items():
-            batches = [b for b in _replica_batches(data_dir, tp) if b[0] < hw]
+            batches = [b for b in replica_batches(data_dir, *tp) if b[0] < hw]
             committed[node_id] = batches
             end = batches[-1][0] + batches[-1][1] + 1 if batches else 0
             if end < hw:

@@ -11,20 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydmq.chaos.proxy import ProxyProcess, Route
-from pydmq.testing.cluster import ClusterProcess, free_ports
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, free_ports
 
 __all__ = ["NODE_CONFIG", "ChaosCluster", "node_label"]
 
-# A 1 s broker session, as the availability goal assumes; fast fetch waits so a
-# follower that comes back catches up quickly.
-NODE_CONFIG: dict[str, object] = {
-    "broker.session.timeout.ms": 1000,
-    "broker.heartbeat.interval.ms": 250,
-    "replica.lag.time.max.ms": 3000,
-    "replica.fetch.wait.max.ms": 100,
-    "offsets.topic.replication.factor": 3,
-    "group.initial.rebalance.delay.ms": 0,
-}
+# A 1 s broker session, as the availability goal assumes (see FAST_FAILOVER).
+NODE_CONFIG: dict[str, object] = dict(FAST_FAILOVER)
 
 
 def node_label(node_id: int) -> str:

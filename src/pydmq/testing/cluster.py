@@ -32,7 +32,18 @@ from pydmq.cli.cluster import (
 )
 from pydmq.testing.process import BrokerProcess
 
-__all__ = ["ClusterNode", "ClusterProcess", "free_ports"]
+__all__ = ["FAST_FAILOVER", "ClusterNode", "ClusterProcess", "free_ports", "replica_batches"]
+
+# Node settings for fault tests: a 1 s broker session (a killed or paused leader is replaced
+# within a couple of seconds), quick follower fetches, groups that start at once.
+FAST_FAILOVER: dict[str, object] = {
+    "broker.session.timeout.ms": 1000,
+    "broker.heartbeat.interval.ms": 250,
+    "replica.lag.time.max.ms": 3000,
+    "replica.fetch.wait.max.ms": 100,
+    "offsets.topic.replication.factor": 3,
+    "group.initial.rebalance.delay.ms": 0,
+}
 
 
 def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
@@ -48,6 +59,23 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
     finally:
         for sock in sockets:
             sock.close()
+
+
+def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[int, int, int]]:
+    """(base offset, last offset delta, CRC) of every batch of one node's replica, read
+    offline from its data directory (the node must be stopped)."""
+    from pydmq.engines.segment.engine import SegmentStorageEngine
+    from pydmq.storage.api import LogConfig, TopicPartition
+
+    engine = SegmentStorageEngine(str(data_dir))
+    try:
+        log = engine.open_log(TopicPartition(topic, partition), LogConfig())
+        try:
+            return [(h.base_offset, h.last_offset_delta, h.crc) for h in log.batch_headers(0)]
+        finally:
+            log.close()
+    finally:
+        engine.close()
 
 
 def _wait_stopped(pid: int, stopped: bool, timeout: float) -> None:

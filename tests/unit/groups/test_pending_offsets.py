@@ -13,19 +13,24 @@ from pydmq.groups.offsets import OffsetAndMetadata, OffsetStore
 from pydmq.protocol.errors import ErrorCode
 
 
+def _store_with_pending_appends() -> tuple[OffsetStore, list[asyncio.Future[int]]]:
+    """A store whose appends commit only when the test settles their futures."""
+    futures: list[asyncio.Future[int]] = []
+
+    def append(group: str, records: list[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
+        futures.append(asyncio.get_running_loop().create_future())
+        return futures[-1]
+
+    return OffsetStore(append), futures
+
+
 def _om(offset: int) -> OffsetAndMetadata:
     return OffsetAndMetadata(offset, -1, "", 0)
 
 
 def test_commit_applied_only_once_its_append_commits() -> None:
     async def scenario() -> None:
-        futures: list[asyncio.Future[int]] = []
-
-        def append(group: str, records: list[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
-            futures.append(asyncio.get_running_loop().create_future())
-            return futures[-1]
-
-        store = OffsetStore(append)
+        store, futures = _store_with_pending_appends()
         store.commit("g", {("t", 0): _om(10)})
         assert store.get("g", "t", 0) is None
         assert store.pending("g") == {("t", 0)}
@@ -40,13 +45,7 @@ def test_commit_applied_only_once_its_append_commits() -> None:
 
 def test_failed_append_is_never_applied() -> None:
     async def scenario() -> None:
-        futures: list[asyncio.Future[int]] = []
-
-        def append(group: str, records: list[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
-            futures.append(asyncio.get_running_loop().create_future())
-            return futures[-1]
-
-        store = OffsetStore(append)
+        store, futures = _store_with_pending_appends()
         store.commit("g", {("t", 0): _om(5)})
         futures[0].set_result(ErrorCode.NONE)
         await asyncio.sleep(0)
@@ -62,13 +61,7 @@ def test_failed_append_is_never_applied() -> None:
 
 def test_an_older_commit_settling_late_never_overwrites_a_newer_one() -> None:
     async def scenario() -> None:
-        futures: list[asyncio.Future[int]] = []
-
-        def append(group: str, records: list[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
-            futures.append(asyncio.get_running_loop().create_future())
-            return futures[-1]
-
-        store = OffsetStore(append)
+        store, futures = _store_with_pending_appends()
         store.commit("g", {("t", 0): _om(1), ("t", 1): _om(100)})
         store.commit("g", {("t", 0): _om(2)})
         futures[1].set_result(ErrorCode.NONE)
@@ -84,13 +77,7 @@ def test_an_older_commit_settling_late_never_overwrites_a_newer_one() -> None:
 
 def test_unloaded_group_drops_its_pending_commits() -> None:
     async def scenario() -> None:
-        futures: list[asyncio.Future[int]] = []
-
-        def append(group: str, records: list[tuple[bytes, bytes | None]]) -> asyncio.Future[int]:
-            futures.append(asyncio.get_running_loop().create_future())
-            return futures[-1]
-
-        store = OffsetStore(append)
+        store, futures = _store_with_pending_appends()
         store.commit("g", {("t", 0): _om(7)})
         store.unload(lambda group: group == "g")
         futures[0].set_result(ErrorCode.NONE)
