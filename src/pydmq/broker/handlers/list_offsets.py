@@ -8,7 +8,8 @@ with timestamp >= target across batches and segments (offset -1 when none). A
 ``current_leader_epoch`` (v4+) is checked against the partition's epoch. Only the leader
 answers (NOT_LEADER_OR_FOLLOWER). A special timestamp below the version that introduced it
 (-3 before v7, -4 before v8, -5 before v9) or an unknown negative one is UNSUPPORTED_VERSION
-for that partition, as in Kafka.
+for that partition, as in Kafka. A leader whose high watermark is still below the start of
+its leader epoch answers clients OFFSET_NOT_AVAILABLE (retriable), as Kafka does.
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                 continue
             log = partition.log
             upper = log.high_watermark
+            if request.replica_id < 0 and partition.leader_epoch_start_offset > upper:
+                # A new leader whose high watermark has not reached the start of its epoch
+                # would answer offsets below what clients may already have seen from the old
+                # leader (Spark reads that as data loss): Kafka answers OFFSET_NOT_AVAILABLE
+                # (retriable) to clients until the high watermark catches up.
+                result.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
+                continue
             match p.timestamp:
                 case -1:
                     result.offset = upper
