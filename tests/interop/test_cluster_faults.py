@@ -54,13 +54,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
         yield c
     finally:
         c.stop()
-        # Keep the node logs of the last run of each test for post-mortems.
-        keep = LOG_DIR / request.node.name
-        shutil.rmtree(keep, ignore_errors=True)
-        keep.mkdir(parents=True, exist_ok=True)
-        for node_id, node in c.nodes.items():
-            if node.log_path.exists():
-                shutil.copy(node.log_path, keep / f"node-{node_id}.log")
+        c.copy_logs(LOG_DIR / request.node.name)  # the last run of each test, for post-mortems
         shutil.rmtree(root, ignore_errors=True)
 
 

@@ -90,11 +90,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
         yield c
     finally:
         c.stop()
-        shutil.rmtree(LOG_DIR, ignore_errors=True)
-        LOG_DIR.mkdir(parents=True, exist_ok=True)
-        for node_id, node in c.nodes.items():
-            if node.log_path.exists():
-                shutil.copy(node.log_path, LOG_DIR / f"node-{node_id}.log")
+        c.copy_logs(LOG_DIR)
         if getattr(request.module, "_pydmq_failed", False):
             sys.stderr.write(f"\n--- node logs (full copies in {LOG_DIR}) ---\n")
             sys.stderr.write(c.log_tails(4000) + "\n")

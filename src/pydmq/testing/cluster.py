@@ -13,6 +13,7 @@ is bounded::
 
 from __future__ import annotations
 
+import shutil
 import signal
 import socket
 import time
@@ -335,6 +336,15 @@ class ClusterProcess:
                 return len(client.refresh_metadata([]).brokers) >= want
 
         self.wait_for(f"{want} brokers in Metadata", check, timeout)
+
+    def copy_logs(self, dest: Path) -> None:
+        """Replace ``dest`` with copies of every node's log (``node-<id>.log``), for
+        post-mortems after the cluster's temporary directory is gone."""
+        shutil.rmtree(dest, ignore_errors=True)
+        dest.mkdir(parents=True, exist_ok=True)
+        for node_id, node in self.nodes.items():
+            if node.log_path.exists():
+                shutil.copy(node.log_path, dest / f"node-{node_id}.log")
 
     def log_tails(self, size: int = 2000) -> str:
         """The end of every node's log, for failure messages."""
