@@ -13,7 +13,9 @@
 #   --timeout SEC     hard wall-clock limit per test number (default 240)
 #   --bootstrap H:P   don't start pydmq; aim the suite at this broker (e.g. the reference
 #                     Kafka from compat/kafka/start.sh). Tests of the `noautocreate`
-#                     scenario are then reported as skipped.
+#                     scenario are then reported as skipped, unless:
+#   --bootstrap-noautocreate H:P   an external broker with auto.create.topics.enable=false
+#                     for the `noautocreate` scenario (with --bootstrap)
 #   --quick           pass -Q ("quick mode", as the suite's own `make quick` does): fewer
 #                     messages, but every plain SUB_TEST() is then skipped, so the default
 #                     is the full-size run
@@ -42,6 +44,7 @@ tests_arg=""
 jobs=1
 per_test_timeout=240
 bootstrap=""
+bootstrap_noauto=""
 quick=0
 with_local=0
 keep=0
@@ -54,11 +57,12 @@ while [ $# -gt 0 ]; do
         --jobs) jobs="$2"; shift ;;
         --timeout) per_test_timeout="$2"; shift ;;
         --bootstrap) bootstrap="$2"; shift ;;
+        --bootstrap-noautocreate) bootstrap_noauto="$2"; shift ;;
         --quick) quick=1 ;;
         --local) with_local=1 ;;
         --keep) keep=1 ;;
         --build-only) build_only=1 ;;
-        -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -253,8 +257,8 @@ noauto_needed=0
 for n in $selected; do needs_noautocreate "$n" && noauto_needed=1; done
 
 if [ -n "$bootstrap" ]; then
-    default_bs="$bootstrap"; noauto_bs=""
-    say "using external broker $bootstrap"
+    default_bs="$bootstrap"; noauto_bs="$bootstrap_noauto"
+    say "using external broker $bootstrap${noauto_bs:+ (noautocreate scenario: $noauto_bs)}"
 else
     start_broker default; default_bs="$started_bs"
     say "pydmq broker (default scenario) on $default_bs, pid ${broker_pids[0]}"

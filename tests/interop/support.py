@@ -32,7 +32,7 @@ CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 PARTITIONS = 3
 
 # Records per codec in the parametrized tests, and in the one big test per client.
-CODEC_COUNT = int(os.environ.get("PYDMQ_INTEROP_CODEC_COUNT", "100000"))
+CODEC_COUNT = int(os.environ.get("PYDMQ_INTEROP_CODEC_COUNT", "20000"))
 BIG_COUNT = int(os.environ.get("PYDMQ_INTEROP_BIG_COUNT", "100000"))
 
 
