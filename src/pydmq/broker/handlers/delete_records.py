@@ -1,10 +1,12 @@
 """DeleteRecords (key 21), v0-v2.
 
 Per partition, raises the log start offset to ``offset`` (-1 = the high watermark) with
-``UnifiedLog.maybe_increment_log_start_offset``; segments wholly below it are deleted. An
-offset above the high watermark, or negative other than -1, gets OFFSET_OUT_OF_RANGE; a topic
-whose ``cleanup.policy`` lacks ``delete`` gets POLICY_VIOLATION (as Kafka); an unknown
-partition UNKNOWN_TOPIC_OR_PARTITION. ``low_watermark`` is the log start offset afterwards
+``UnifiedLog.maybe_increment_log_start_offset``; segments wholly below it are deleted. Checks
+in Kafka's order: a partition the cluster does not know is UNKNOWN_TOPIC_OR_PARTITION; one not
+led here (a follower, or hosted elsewhere) is NOT_LEADER_OR_FOLLOWER, so only the leader ever
+moves a log start on request; a topic whose ``cleanup.policy`` lacks ``delete`` gets
+POLICY_VIOLATION; an offset above the high watermark, or negative other than -1, gets
+OFFSET_OUT_OF_RANGE. ``low_watermark`` is the log start offset afterwards
 (-1 on error); an offset below the current log start is no error and changes nothing. Waiting
 fetches of the partition are woken. On one node every replica's log start moves at once, so
 the request never waits for ``timeout``. v1 is v0 (throttling), v2 is flexible.
@@ -13,6 +15,7 @@ the request never waits for ``timeout``. v1 is v0 (throttling), v2 is flexible.
 from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_records import (
     DeleteRecordsPartitionResult,
@@ -41,9 +44,9 @@ def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsR
             )
             topic_result.partitions.append(result)
             tp = TopicPartition(topic.name, p.partition_index)
-            partition = replica_manager.get(tp)
+            partition, error = leader_partition(broker, tp)
             if partition is None:
-                result.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                result.error_code = error
                 continue
             if deletable is None:
                 policy = broker.topic_config(topic.name).get("cleanup.policy")
