@@ -9,7 +9,13 @@ committed and proposed ISR, as Kafka's PendingExpandIsr/PendingShrinkIsr states 
 write is never called committed on fewer replicas than the controller may elect from.
 
 A follower appends the leader's batches as they are, takes ``min(leader HW, own LEO)`` as its
-high watermark, and truncates a diverging tail found with OffsetForLeaderEpoch.
+high watermark and the leader's log start offset (never above its own log end, never back) as
+its log start, and truncates a diverging tail found with OffsetForLeaderEpoch.
+
+The leader also keeps the log start offset each follower reports in its fetches: the low
+watermark (Kafka's ``lowWatermarkIfLeader``) is the smallest log start offset over the leader
+and its followers, and a DeleteRecords is answered once it reached the requested offset, so a
+new leader never has the deleted records back.
 
 Single-node mode is the special case replicas == ISR == [this broker]: the high watermark
 follows the log end offset after each append.
@@ -18,6 +24,7 @@ follows the log end offset after each append.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pydmq.config.topic import TopicConfig
@@ -77,19 +84,24 @@ class ReplicaState:
     leader). ``last_caught_up_time_ms`` is the last time the follower was known to hold
     everything the leader had: when it fetched at the leader's log end offset, or when it
     fetched at least the leader's log end offset as of its previous fetch (it then was caught
-    up at that previous fetch time).
+    up at that previous fetch time). ``log_start_offset`` is the log start offset the follower
+    reported in its fetches (-1 until it reports one to this leader); it never exceeds the
+    follower's log end offset and never moves back.
     """
 
     replica_id: int
     log_end_offset: int = -1
+    log_start_offset: int = -1
     last_caught_up_time_ms: int = 0
     last_fetch_leader_log_end_offset: int = -1
     last_fetch_time_ms: int = 0
     broker_epoch: int = -1
 
     def update_fetch_state(
-        self, fetch_offset: int, leader_log_end_offset: int, now_ms: int
+        self, fetch_offset: int, leader_log_end_offset: int, now_ms: int, log_start_offset: int = -1
     ) -> None:
+        if log_start_offset >= 0:
+            self.log_start_offset = max(self.log_start_offset, min(log_start_offset, fetch_offset))
         if fetch_offset >= leader_log_end_offset:
             self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, now_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset:
@@ -331,9 +343,18 @@ class Partition:
 
     # -- leader: followers ------------------------------------------------------------
     def update_follower_fetch_state(
-        self, replica_id: int, fetch_offset: int, now_ms: int, broker_epoch: int = -1
+        self,
+        replica_id: int,
+        fetch_offset: int,
+        now_ms: int,
+        broker_epoch: int = -1,
+        log_start_offset: int = -1,
     ) -> bool:
         """Record a follower's fetch at ``fetch_offset``; True when the high watermark advanced.
+
+        ``log_start_offset`` is the follower's log start offset from the fetch (-1: not sent);
+        it is kept for :meth:`low_watermark`, capped at ``fetch_offset`` (the follower's log
+        end) and never moved back.
 
         Ignored (False) unless this broker leads and ``replica_id`` is one of its followers, and
         when ``broker_epoch`` (the fetch's ``replica_epoch``, -1 if unknown) is older than one
@@ -349,10 +370,41 @@ class Partition:
             return False
         state.broker_epoch = broker_epoch
         previous = state.log_end_offset
-        state.update_fetch_state(fetch_offset, self.log.log_end_offset, now_ms)
+        state.update_fetch_state(fetch_offset, self.log.log_end_offset, now_ms, log_start_offset)
         if fetch_offset != previous and replica_id in self._maximal_isr:
             return self.maybe_increment_high_watermark()
         return False
+
+    def low_watermark(self, is_alive: Callable[[int], bool] | None = None) -> int:
+        """The smallest log start offset over the leader and its followers (leader only).
+
+        A follower counts when it is in the maximal ISR (the controller may elect it) or when
+        ``is_alive(follower)`` is true (Kafka's ``lowWatermarkIfLeader`` counts the replicas on
+        alive brokers). A counted follower that has not reported a log start to this leader
+        yet makes it -1. On one node this is the log start offset.
+        """
+        low = self.log.log_start_offset
+        isr = self._maximal_isr
+        for replica_id, state in self.remote_replicas.items():
+            if (
+                replica_id in isr or (is_alive is not None and is_alive(replica_id))
+            ) and state.log_start_offset < low:
+                low = state.log_start_offset
+        return low
+
+    def delete_records_satisfied(
+        self, required_offset: int, is_alive: Callable[[int], bool] | None = None
+    ) -> tuple[bool, int, int]:
+        """Whether a delayed DeleteRecords up to ``required_offset`` may answer.
+
+        ``(done, error code, low watermark)``: ``(False, NONE, lw)`` while the low watermark is
+        below ``required_offset``, then ``(True, NONE, lw)``; ``(True, NOT_LEADER_OR_FOLLOWER,
+        -1)`` once this broker stopped leading (Kafka's DelayedDeleteRecords).
+        """
+        if self.leader_id != self.local_broker_id:
+            return True, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+        low = self.low_watermark(is_alive)
+        return low >= required_offset, ErrorCode.NONE, low
 
     def isr_change_proposal(self, now_ms: int) -> list[int] | None:
         """The ISR this leader wants, or None (no change wanted, or one already in flight).
@@ -473,6 +525,18 @@ class Partition:
         if new_hw > self.log.high_watermark:
             return self.log.update_high_watermark(new_hw)
         return False
+
+    def update_follower_log_start_offset(self, leader_log_start_offset: int) -> bool:
+        """Take the leader's log start offset (a DeleteRecords or retention on the leader) as
+        this follower's, capped at the own log end offset and never moving back; the next
+        fetch reports it to the leader. True when it moved."""
+        if self.leader_id == self.local_broker_id:
+            return False
+        log = self.log
+        new_start = min(leader_log_start_offset, log.log_end_offset)
+        if new_start <= log.log_start_offset:
+            return False
+        return log.maybe_increment_log_start_offset(new_start)
 
     def truncate_to(self, offset: int) -> bool:
         """Remove the log from ``offset`` on (a diverging tail); True when the log changed."""

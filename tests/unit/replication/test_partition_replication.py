@@ -249,3 +249,84 @@ def test_follower_truncation_and_becoming_leader() -> None:
     assert f.make_leader(4, 2, [1, 2], [2], now_ms=0)
     assert f.log.leader_epochs == [(1, 0), (4, 2)]
     assert f.high_watermark == 2  # ISR is itself alone
+
+
+# -- log start offsets: the low watermark of DeleteRecords ------------------------------------
+def test_low_watermark_is_the_smallest_log_start_of_leader_and_isr() -> None:
+    p = leader()
+    p.append_records_to_leader(batch(10))
+    for follower in (2, 3):
+        p.update_follower_fetch_state(follower, 10, now_ms=0, log_start_offset=0)
+    assert p.high_watermark == 10
+    assert p.log.maybe_increment_log_start_offset(5)
+    assert p.low_watermark() == 0
+    assert p.delete_records_satisfied(5) == (False, ErrorCode.NONE, 0)
+    p.update_follower_fetch_state(2, 10, now_ms=1, log_start_offset=5)
+    assert p.low_watermark() == 0  # broker 3 still has everything
+    p.update_follower_fetch_state(3, 10, now_ms=1, log_start_offset=5)
+    assert p.low_watermark() == 5
+    assert p.delete_records_satisfied(5) == (True, ErrorCode.NONE, 5)
+    assert p.delete_records_satisfied(3) == (True, ErrorCode.NONE, 5)
+
+
+def test_a_follower_log_start_never_exceeds_its_log_end_nor_moves_back() -> None:
+    p = leader()
+    p.append_records_to_leader(batch(10))
+    p.update_follower_fetch_state(2, 4, now_ms=0, log_start_offset=7)
+    assert p.remote_replicas[2].log_start_offset == 4  # capped by its fetch offset
+    p.update_follower_fetch_state(2, 10, now_ms=0, log_start_offset=6)
+    assert p.remote_replicas[2].log_start_offset == 6
+    p.update_follower_fetch_state(2, 10, now_ms=0, log_start_offset=2)
+    assert p.remote_replicas[2].log_start_offset == 6  # never back
+    p.update_follower_fetch_state(2, 10, now_ms=0)  # no log start sent: unchanged
+    assert p.remote_replicas[2].log_start_offset == 6
+
+
+def test_low_watermark_counts_isr_members_and_alive_replicas_only() -> None:
+    p = partition(1)
+    p.make_leader(1, 1, [1, 2, 3], [1, 2], now_ms=0)
+    p.append_records_to_leader(batch(10))
+    p.update_follower_fetch_state(2, 10, now_ms=0, log_start_offset=10)
+    p.log.maybe_increment_log_start_offset(10)
+    # Broker 3 is out of the ISR and has never reported a log start.
+    assert p.low_watermark() == 10
+    assert p.low_watermark(lambda broker: broker != 3) == 10
+    assert p.low_watermark(lambda broker: True) == -1  # alive: Kafka counts it
+    # An ISR member counts even when its broker is not alive (the controller may elect it).
+    p.update_follower_fetch_state(3, 10, now_ms=0, log_start_offset=3)
+    assert p.low_watermark(lambda broker: True) == 3
+    assert p.low_watermark(lambda broker: False) == 10
+    p.isr_change_committed([1, 2, 3], 2)
+    assert p.isr == [1, 2, 3]
+    assert p.low_watermark(lambda broker: False) == 3
+
+
+def test_a_new_leader_does_not_know_its_followers_log_starts() -> None:
+    f = partition(2)
+    f.make_follower(1, 1, 1, [1, 2, 3], [1, 2, 3])
+    f.append_records_as_follower(batch(5, base_offset=0, epoch=1))
+    assert f.delete_records_satisfied(0) == (True, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    f.make_leader(2, 2, [1, 2, 3], [1, 2, 3], now_ms=0)
+    assert f.low_watermark() == -1
+    f.update_follower_fetch_state(1, 5, now_ms=0, log_start_offset=0)
+    f.update_follower_fetch_state(3, 5, now_ms=0, log_start_offset=0)
+    assert f.low_watermark() == 0
+
+
+def test_follower_takes_the_leaders_log_start_up_to_its_log_end() -> None:
+    f = partition(2)
+    f.make_follower(1, 1, 1, [1, 2], [1, 2])
+    f.append_records_as_follower(batch(5, base_offset=0, epoch=1))
+    assert f.update_follower_log_start_offset(3)
+    assert f.log.log_start_offset == 3
+    assert not f.update_follower_log_start_offset(2)  # never back
+    assert f.log.log_start_offset == 3
+    assert f.update_follower_log_start_offset(8)  # the leader has more: own log end
+    assert f.log.log_start_offset == 5 and f.log.log_end_offset == 5
+    f.append_records_as_follower(batch(5, base_offset=5, epoch=1))
+    assert f.update_follower_log_start_offset(8)
+    assert f.log.log_start_offset == 8
+    p = leader()
+    p.append_records_to_leader(batch(3))
+    assert not p.update_follower_log_start_offset(2)  # a leader moves its own
+    assert p.log.log_start_offset == 0

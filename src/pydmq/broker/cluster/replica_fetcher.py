@@ -7,7 +7,9 @@ its first fetch from a (new) leader, the follower asks the leader with OffsetFor
 (key 23, ``replica_id`` set) where its latest epoch ends on the leader and truncates what the
 leader does not have (records a deposed leader appended but never replicated). Then fetched
 record batches are appended as they are (offsets and epochs as the leader wrote them), and the
-follower's high watermark becomes ``min(leader HW, own log end)``.
+follower's high watermark becomes ``min(leader HW, own log end)`` and its log start offset the
+leader's (capped at its own log end, never moving back). Every fetch carries the follower's log
+start offset: the leader waits for it before answering a DeleteRecords.
 
 Errors: OFFSET_OUT_OF_RANGE below the leader's log start -> start over empty at the leader's
 log start; above the leader's end -> truncate again. NOT_LEADER_OR_FOLLOWER, FENCED or
@@ -338,10 +340,8 @@ class ReplicaFetcher:
                     view = records if isinstance(records, memoryview) else memoryview(records)
                     partition.append_records_as_follower(view)
                     state.fetch_offset = partition.log.log_end_offset
-                if data.log_start_offset > partition.log.log_start_offset:
-                    partition.log.maybe_increment_log_start_offset(
-                        min(data.log_start_offset, partition.log.log_end_offset)
-                    )
+                # After the append: the new log start may lie in the records just fetched.
+                partition.update_follower_log_start_offset(data.log_start_offset)
                 partition.update_follower_high_watermark(data.high_watermark)
 
     def _on_fetch_error(
