@@ -308,6 +308,7 @@ class Broker:
                 await self.controller.stop()
         self.replica_manager.fetch_purgatory.notify_all()
         self.replica_manager.produce_purgatory.notify_all()
+        self.replica_manager.delete_records_purgatory.notify_all()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()

@@ -7,10 +7,12 @@ segment roll by time, flushes, checkpoints). Owned by the event loop.
 Single-node mode opens every partition as its leader (:meth:`ReplicaManager.make_leader`).
 Cluster mode opens a partition only when the controller's LeaderAndIsr names this broker a
 replica (:meth:`ReplicaManager.apply_partition_state`), and closes or deletes it on
-StopReplica (:meth:`ReplicaManager.stop_replica`). Two purgatories wait on partitions:
-long-polling fetches (woken by appends and high watermark moves) and ``acks=-1`` produces
-(woken by high watermark moves, ISR and leadership changes:
-:meth:`ReplicaManager.notify_high_watermark`).
+StopReplica (:meth:`ReplicaManager.stop_replica`). Three purgatories wait on partitions:
+long-polling fetches (woken by appends, high watermark and log start moves), ``acks=-1``
+produces (woken by high watermark moves, ISR and leadership changes:
+:meth:`ReplicaManager.notify_high_watermark`) and DeleteRecords waiting for the followers'
+log start offsets (woken by follower fetches, ISR and leadership changes, and changes of the
+alive brokers).
 """
 
 from __future__ import annotations
@@ -80,6 +82,7 @@ class ReplicaManager:
         self._engine_of: dict[TopicPartition, str] = {}
         self.fetch_purgatory = DelayedOperationPurgatory()
         self.produce_purgatory = DelayedOperationPurgatory()
+        self.delete_records_purgatory = DelayedOperationPurgatory()
 
     # -- engines ---------------------------------------------------------------------
     def engine(self, name: str) -> StorageEngine:
@@ -228,10 +231,12 @@ class ReplicaManager:
         self.notify_high_watermark(tp)
 
     def notify_high_watermark(self, tp: TopicPartition) -> None:
-        """Wake what waits on ``tp``'s high watermark or leadership: parked acks=-1 produces
-        and long-polling fetches (consumers read up to the high watermark)."""
+        """Wake what waits on ``tp``'s high watermark, ISR or leadership: parked acks=-1
+        produces, long-polling fetches (consumers read up to the high watermark) and
+        DeleteRecords waiting for the low watermark."""
         self.produce_purgatory.notify(tp)
         self.fetch_purgatory.notify(tp)
+        self.delete_records_purgatory.notify(tp)
 
     def update_config(self, topic: str, topic_config: TopicConfig) -> None:
         """Apply a topic's new configs to its hosted partitions: append policy, min ISR and
@@ -305,6 +310,7 @@ class ReplicaManager:
         self.partitions.clear()
         self._engine_of.clear()
         self.produce_purgatory.notify_all()
+        self.delete_records_purgatory.notify_all()
         for engine in self._engines.values():
             engine.close()
         self._engines.clear()

@@ -361,6 +361,9 @@ class BrokerCluster:
         for topic in result.deleted_topics:
             self.broker.fetch_sessions.forget_topic(topic.name)
         self._apply_pending()
+        # The alive brokers may have changed: DeleteRecords waiting for the low watermark
+        # count the followers on alive brokers.
+        replica_manager.delete_records_purgatory.notify_all()
         if self.lifecycle.fenced:
             self.lifecycle.heartbeat_now()
         return UpdateMetadataResponse(error_code=ErrorCode.NONE)

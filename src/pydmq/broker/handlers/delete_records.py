@@ -1,18 +1,27 @@
 """DeleteRecords (key 21), v0-v2.
 
-Per partition, raises the log start offset to ``offset`` (-1 = the high watermark) with
-``UnifiedLog.maybe_increment_log_start_offset``; segments wholly below it are deleted. Checks
-in Kafka's order: a partition the cluster does not know is UNKNOWN_TOPIC_OR_PARTITION; one not
-led here (a follower, or hosted elsewhere) is NOT_LEADER_OR_FOLLOWER, so only the leader ever
-moves a log start on request; a topic whose ``cleanup.policy`` lacks ``delete`` gets
-POLICY_VIOLATION; an offset above the high watermark, or negative other than -1, gets
-OFFSET_OUT_OF_RANGE. ``low_watermark`` is the log start offset afterwards
-(-1 on error); an offset below the current log start is no error and changes nothing. Waiting
-fetches of the partition are woken. On one node every replica's log start moves at once, so
-the request never waits for ``timeout``. v1 is v0 (throttling), v2 is flexible.
+Per partition, in Kafka's order: a partition the cluster does not know is
+UNKNOWN_TOPIC_OR_PARTITION; one not led here (a follower, or hosted elsewhere) is
+NOT_LEADER_OR_FOLLOWER; a topic whose ``cleanup.policy`` lacks ``delete`` gets
+POLICY_VIOLATION; an offset above the high watermark, or negative other than -1 (= the high
+watermark), gets OFFSET_OUT_OF_RANGE. Otherwise the leader raises its log start offset to the
+offset with ``UnifiedLog.maybe_increment_log_start_offset`` (segments wholly below it are
+deleted; an offset below the current log start changes nothing and is no error) and wakes
+waiting fetches, so that parked replica fetches bring the new log start to the followers.
+
+``low_watermark`` is the partition's low watermark (``Partition.low_watermark``: the smallest
+log start offset over the leader and its followers), -1 on error. While it is below the
+requested offset the answer waits, up to the request's ``timeout`` (then REQUEST_TIMED_OUT), for
+the followers to report the new log start in their fetches (see
+:mod:`pydmq.replication.delayed_delete_records`), so a leader that fails after answering is
+not succeeded by a replica that still has the deleted records. On one node, or with a
+replication factor of 1, the low watermark is the leader's log start and the answer is
+immediate. v1 is v0 (throttling), v2 is flexible.
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._leadership import leader_partition
@@ -23,6 +32,7 @@ from pydmq.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
+from pydmq.replication.delayed_delete_records import PendingDelete, await_deletes
 from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
 
 __all__ = ["HANDLER"]
@@ -30,10 +40,23 @@ __all__ = ["HANDLER"]
 HIGH_WATERMARK = -1
 
 
-def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsResponse:
+def _reporter(result: DeleteRecordsPartitionResult) -> Callable[[int, int], None]:
+    def report(code: int, low_watermark: int) -> None:
+        result.error_code = code
+        result.low_watermark = low_watermark
+
+    return report
+
+
+def handle(
+    ctx: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
     broker = ctx.broker
     replica_manager = broker.replica_manager
+    cluster = broker.cluster
+    is_alive = cluster.metadata_cache.is_alive if cluster is not None else None
     response = DeleteRecordsResponse()
+    pending: list[PendingDelete] = []
     for topic in request.topics:
         topic_result = DeleteRecordsTopicResult(name=topic.name)
         response.topics.append(topic_result)
@@ -64,9 +87,32 @@ def handle(ctx: RequestContext, request: DeleteRecordsRequest) -> DeleteRecordsR
             except OffsetOutOfRangeError:
                 result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                 continue
-            result.low_watermark = log.log_start_offset
             if changed:
                 replica_manager.fetch_purgatory.notify(tp)
+            low_watermark = partition.low_watermark(is_alive)
+            result.low_watermark = low_watermark
+            if low_watermark < offset:
+                pending.append(PendingDelete(partition, offset, low_watermark, _reporter(result)))
+    if pending:
+        return _respond_when_replicated(ctx, response, pending, request.timeout, is_alive)
+    return response
+
+
+async def _respond_when_replicated(
+    ctx: RequestContext,
+    response: DeleteRecordsResponse,
+    pending: list[PendingDelete],
+    timeout_ms: int,
+    is_alive: Callable[[int], bool] | None,
+) -> DeleteRecordsResponse:
+    replica_manager = ctx.broker.replica_manager
+    await await_deletes(
+        replica_manager.delete_records_purgatory,
+        pending,
+        timeout_ms,
+        replica_manager.get,
+        is_alive,
+    )
     return response
 
 

@@ -16,7 +16,10 @@ v14, ``replica_state`` from v15) comes from a follower: it reads up to the log e
 the high watermark, and its fetch offset tells the leader how far that follower got
 (``Partition.update_follower_fetch_state``), which may move the high watermark (waking
 parked acks=-1 produces and consumer long polls) or make the follower eligible for the ISR
-(the AlterPartition manager is woken).
+(the AlterPartition manager is woken). Its ``log_start_offset`` is recorded too and wakes
+DeleteRecords waiting for the followers' log starts; a parked follower fetch completes when
+the log start offset of a partition it reads moved (a DeleteRecords on the leader), so the
+follower learns it without waiting out ``max_wait``.
 """
 
 from __future__ import annotations
@@ -64,6 +67,7 @@ class _Target:
     current_leader_epoch: int
     cached: CachedPartition | None
     unknown_error: int = ErrorCode.NONE
+    log_start_offset: int = -1  # the follower's, from the request (-1: not sent)
 
 
 def _resolve_topics(broker: Broker, request: FetchRequest, version: int) -> list[_Target]:
@@ -90,6 +94,7 @@ def _resolve_topics(broker: Broker, request: FetchRequest, version: int) -> list
                     p.current_leader_epoch,
                     None,
                     error,
+                    p.log_start_offset,
                 )
             )
     return targets
@@ -102,8 +107,10 @@ def _apply_to_session(
     broker: Broker,
     version: int,
 ) -> list[_Target]:
+    log_starts: dict[tuple[str, int], int] = {}
     for target in targets:
         key = (target.topic if version < 13 else str(target.topic_id), target.partition)
+        log_starts[key] = target.log_start_offset
         cached = session.partitions.get(key)
         if cached is None:
             cached = CachedPartition(
@@ -126,7 +133,7 @@ def _apply_to_session(
         for index in forgotten.partitions:
             session.partitions.pop((name, index), None)
     result: list[_Target] = []
-    for cached in session.partitions.values():
+    for key, cached in session.partitions.items():
         error = ErrorCode.NONE
         if version >= 13 and broker.topics.by_id(cached.topic_id) is None:
             error = ErrorCode.UNKNOWN_TOPIC_ID
@@ -140,6 +147,7 @@ def _apply_to_session(
                 cached.current_leader_epoch,
                 cached,
                 error,
+                log_starts.get(key, -1),
             )
         )
     return result
@@ -164,6 +172,10 @@ class _FetchPlan:
         version = ctx.api_version
         self.replica_id = request.replica_id if version < 15 else request.replica_state.replica_id
         self._follower_state_recorded = False
+        # Log start offset of each target at the first read (follower fetches only); a later
+        # read that finds one moved completes the long poll.
+        self._log_starts: list[int] | None = None
+        self.log_start_moved = False
 
     def partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t.topic, t.partition) for t in self.targets if t.topic]
@@ -181,6 +193,7 @@ class _FetchPlan:
         record_follower = follower and not self._follower_state_recorded
         self._follower_state_recorded = True
         now_ms = int(time.time() * 1000) if record_follower else 0
+        log_starts: list[int] = []
         for target in self.targets:
             data = PartitionData(
                 partition_index=target.partition,
@@ -193,6 +206,7 @@ class _FetchPlan:
                 records=b"",
             )
             results.append((target, data))
+            log_starts.append(-1)
             if target.unknown_error:
                 data.error_code = target.unknown_error
                 has_error = True
@@ -209,11 +223,13 @@ class _FetchPlan:
                 has_error = True
                 continue
             if record_follower and partition.is_leader:
-                self._record_follower_fetch(partition, target.fetch_offset, now_ms)
+                self._record_follower_fetch(
+                    partition, target.fetch_offset, now_ms, target.log_start_offset
+                )
             log = partition.log
             data.high_watermark = log.high_watermark
             data.last_stable_offset = log.high_watermark
-            data.log_start_offset = log.log_start_offset
+            data.log_start_offset = log_starts[-1] = log.log_start_offset
             epoch = target.current_leader_epoch
             if version >= 9 and epoch >= 0 and epoch != partition.leader_epoch:
                 data.error_code = (
@@ -245,13 +261,27 @@ class _FetchPlan:
                 remaining = max(0, remaining - info.size)
             else:
                 data.records = b""
+        if follower:
+            if self._log_starts is None:
+                self._log_starts = log_starts
+            elif log_starts != self._log_starts:
+                self.log_start_moved = True
         return results, total, has_error
 
-    def _record_follower_fetch(self, partition: Partition, fetch_offset: int, now_ms: int) -> None:
-        """A follower fetching at ``fetch_offset`` holds everything before it."""
+    def _record_follower_fetch(
+        self, partition: Partition, fetch_offset: int, now_ms: int, log_start_offset: int
+    ) -> None:
+        """A follower fetching at ``fetch_offset`` holds everything before it, and nothing
+        below ``log_start_offset``."""
         broker = self.ctx.broker
-        if partition.update_follower_fetch_state(self.replica_id, fetch_offset, now_ms):
-            broker.replica_manager.notify_high_watermark(partition.tp)
+        replica_manager = broker.replica_manager
+        if partition.update_follower_fetch_state(
+            self.replica_id, fetch_offset, now_ms, log_start_offset=log_start_offset
+        ):
+            replica_manager.notify_high_watermark(partition.tp)
+        else:
+            # A DeleteRecords may wait for this follower's log start (a no-op without one).
+            replica_manager.delete_records_purgatory.notify(partition.tp)
         cluster = broker.cluster
         if (
             cluster is not None
@@ -334,7 +364,7 @@ async def _long_poll(plan: _FetchPlan, max_wait_s: float) -> FetchResponse:
             if not waiter.done():
                 waiter.cancel()
         results, total, has_error = plan.read()
-        if total >= plan.request.min_bytes or has_error:
+        if total >= plan.request.min_bytes or has_error or plan.log_start_moved:
             return plan.respond(results)
     results, _, _ = plan.read()
     return plan.respond(results)

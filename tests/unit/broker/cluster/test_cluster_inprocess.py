@@ -7,6 +7,11 @@ from pathlib import Path
 
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+from pydmq.protocol.messages.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsTopic,
+)
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -169,6 +174,66 @@ def test_leader_failover_keeps_acknowledged_records(tmp_path: Path) -> None:
             )
             result = response.responses[0].partition_responses[0]
             assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 2)
+        finally:
+            await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_delete_records_answered_once_the_followers_have_the_log_start(tmp_path: Path) -> None:
+    """A long replica fetch wait: the parked follower fetches must complete on the log start
+    move, or the followers would learn it only after 30 s and the request would time out."""
+
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path, replica_fetch_wait_max_ms=30000)
+        try:
+            await cluster.start()
+            await _create(cluster, "dr", 1, 3)
+            tp = TopicPartition("dr", 0)
+            leader = _leader_of(cluster, tp)
+            values = [b"v%d" % i for i in range(20)]
+            response = await cluster.client(leader - 1).request(
+                0, 9, _produce("dr", 0, -1, *values)
+            )
+            assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+            await wait_until(
+                lambda: all(
+                    b.replica_manager.get(tp).log.log_end_offset == 20 for b in cluster.brokers
+                )
+            )
+
+            def delete(offset: int) -> DeleteRecordsRequest:
+                return DeleteRecordsRequest(
+                    timeout=10000,
+                    topics=[
+                        DeleteRecordsTopic(
+                            name="dr",
+                            partitions=[DeleteRecordsPartition(partition_index=0, offset=offset)],
+                        )
+                    ],
+                )
+
+            follower = next(b.node_id for b in cluster.brokers if b.node_id != leader)
+            response = await cluster.client(follower - 1).request(21, 2, delete(5))
+            result = response.topics[0].partitions[0]
+            assert (result.error_code, result.low_watermark) == (
+                ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                -1,
+            )
+            assert all(b.replica_manager.get(tp).log.log_start_offset == 0 for b in cluster.brokers)
+
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            response = await cluster.client(leader - 1).request(21, 2, delete(15))
+            result = response.topics[0].partitions[0]
+            assert (result.error_code, result.low_watermark) == (ErrorCode.NONE, 15)
+            assert loop.time() - started < 5
+            # Answered only once every replica had it.
+            assert [b.replica_manager.get(tp).log.log_start_offset for b in cluster.brokers] == [
+                15,
+                15,
+                15,
+            ]
         finally:
             await cluster.stop()
 

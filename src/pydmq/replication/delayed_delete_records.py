@@ -1,0 +1,103 @@
+"""Delayed DeleteRecords: the answer waits until the replicas have the new log start offset.
+
+The leader raises its own log start offset at once; the response for the partition waits in
+the delete-records purgatory until the partition's low watermark (``Partition.low_watermark``:
+the smallest log start offset over the leader and its followers) reached the requested offset,
+and then reports that low watermark, as Kafka's DelayedDeleteRecords does. Otherwise a leader
+that crashed right after answering could be succeeded by a follower that still has the deleted
+records. Followers learn the new log start from their next fetch response (a parked replica
+fetch completes when the log start moved) and report it in the fetch after that.
+
+Settled early with NOT_LEADER_OR_FOLLOWER when this broker stops leading the partition (or no
+longer hosts this replica of it); REQUEST_TIMED_OUT after the request's ``timeout_ms``, with
+the low watermark known when the request arrived (Kafka keeps that one too). Waiters are woken
+by follower fetches, ISR and leadership changes (``ReplicaManager.notify_high_watermark``) and
+changes of the alive brokers. A waking only re-checks, so spurious wake-ups are harmless.
+
+On one node (or replication factor 1) the low watermark is the leader's log start offset, so
+nothing ever waits here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pydmq.protocol.errors import ErrorCode
+from pydmq.replication.purgatory import DelayedOperationPurgatory
+from pydmq.storage.api import TopicPartition
+
+if TYPE_CHECKING:
+    from pydmq.replication.partition import Partition
+
+__all__ = ["PendingDelete", "await_deletes", "check_delete"]
+
+
+@dataclass(slots=True)
+class PendingDelete:
+    """One partition of a parked DeleteRecords: the offset its replicas' log starts must reach."""
+
+    partition: Partition
+    required_offset: int
+    low_watermark: int  # when the request arrived: answered with REQUEST_TIMED_OUT
+    report: Callable[[int, int], None]  # (error code, low watermark) of the partition result
+    done: bool = False
+
+
+def check_delete(
+    pending: PendingDelete,
+    hosted: Callable[[TopicPartition], Partition | None],
+    is_alive: Callable[[int], bool] | None = None,
+) -> bool:
+    """Settle ``pending`` if it can be; True when it is settled.
+
+    ``hosted`` is the replica manager's lookup: a partition it no longer returns (stopped,
+    deleted, re-created) is not led here any more.
+    """
+    if pending.done:
+        return True
+    partition = pending.partition
+    done: bool
+    error: int
+    low: int
+    if hosted(partition.tp) is not partition:
+        done, error, low = True, ErrorCode.NOT_LEADER_OR_FOLLOWER, -1
+    else:
+        done, error, low = partition.delete_records_satisfied(pending.required_offset, is_alive)
+    if done:
+        pending.report(error, low)
+        pending.done = True
+    return pending.done
+
+
+async def await_deletes(
+    purgatory: DelayedOperationPurgatory,
+    pending: Sequence[PendingDelete],
+    timeout_ms: int,
+    hosted: Callable[[TopicPartition], Partition | None],
+    is_alive: Callable[[int], bool] | None = None,
+) -> None:
+    """Wait until every entry is settled or ``timeout_ms`` passed (REQUEST_TIMED_OUT)."""
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    while True:
+        open_ = [p for p in pending if not check_delete(p, hosted, is_alive)]
+        if not open_:
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            break
+        waiter = purgatory.watch([p.partition.tp for p in open_])
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            pass
+        finally:
+            if not waiter.done():
+                waiter.cancel()
+    for p in pending:
+        if not check_delete(p, hosted, is_alive):
+            p.report(ErrorCode.REQUEST_TIMED_OUT, p.low_watermark)
+            p.done = True
