@@ -11,7 +11,9 @@ active controller, restarts it, and SIGSTOPs a follower for a while. Afterwards:
   segment by segment, after a graceful stop).
 
 Also: with two of three nodes down, acks=-1 fails with NOT_ENOUGH_REPLICAS and nothing of it
-becomes visible; kafka-python and the Java producer follow a leader change.
+becomes visible; kafka-python and the Java producer follow a leader change; a DeleteRecords is
+answered only once every replica has the new log start, so a leader killed right after the
+answer is succeeded by one without the deleted records, and a follower refuses it.
 """
 
 from __future__ import annotations
@@ -30,6 +32,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydmq.client import KafkaClient
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.delete_records import (
+    DeleteRecordsPartition,
+    DeleteRecordsRequest,
+    DeleteRecordsResponse,
+    DeleteRecordsTopic,
+)
+from pydmq.protocol.messages.list_offsets import (
+    ListOffsetsPartition,
+    ListOffsetsRequest,
+    ListOffsetsResponse,
+    ListOffsetsTopic,
+)
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, replica_batches
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -457,3 +472,75 @@ def test_group_offsets_survive_the_coordinators_death(cluster: ClusterProcess) -
         second.close()
     assert not set(seen) & set(rest), "records committed by the first member were read again"
     assert sorted(seen + rest) == list(range(total))
+
+
+def _earliest(cluster: ClusterProcess, node_id: int, topic: str, partition: int) -> int:
+    """ListOffsets earliest answered by ``node_id`` (-1 while it answers a retriable error)."""
+    request = ListOffsetsRequest(
+        replica_id=-1,
+        topics=[
+            ListOffsetsTopic(
+                name=topic,
+                partitions=[ListOffsetsPartition(partition_index=partition, timestamp=-2)],
+            )
+        ],
+    )
+    with KafkaClient(cluster.node(node_id).bootstrap, timeout=3.0) as client:
+        answer = client.call(request, ListOffsetsResponse).topics[0].partitions[0]
+    if answer.error_code in (
+        ErrorCode.NOT_LEADER_OR_FOLLOWER,
+        ErrorCode.LEADER_NOT_AVAILABLE,
+        ErrorCode.OFFSET_NOT_AVAILABLE,
+        ErrorCode.FENCED_LEADER_EPOCH,
+        ErrorCode.UNKNOWN_LEADER_EPOCH,
+    ):
+        return -1
+    assert answer.error_code == ErrorCode.NONE, answer
+    return int(answer.offset)
+
+
+def test_delete_records_survives_killing_the_leader_right_after(
+    cluster: ClusterProcess,
+) -> None:
+    topic = "delete-records"
+    # Node 1 leads every partition; each follower becomes a new leader of one of them.
+    _create_topic(cluster, topic, assignment=[[1, 2, 3], [1, 3, 2], [1, 2, 3]])
+    producer = confluent_kafka.Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"})
+    for i in range(30 * PARTITIONS):
+        producer.produce(topic, value=b"v%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+    # A follower refuses, and nothing moves.
+    request = DeleteRecordsRequest(
+        timeout=5000,
+        topics=[
+            DeleteRecordsTopic(
+                name=topic, partitions=[DeleteRecordsPartition(partition_index=0, offset=5)]
+            )
+        ],
+    )
+    with KafkaClient(cluster.node(2).bootstrap, timeout=5.0) as client:
+        refused = client.call(request, DeleteRecordsResponse).topics[0].partitions[0]
+    assert (refused.error_code, refused.low_watermark) == (ErrorCode.NOT_LEADER_OR_FOLLOWER, -1)
+    assert _earliest(cluster, 1, topic, 0) == 0
+
+    admin = confluent_admin.AdminClient({"bootstrap.servers": cluster.bootstrap})
+    futures = admin.delete_records(
+        [confluent_kafka.TopicPartition(topic, q, 15) for q in range(PARTITIONS)]
+    )
+    lows = {tp.partition: f.result(15).low_watermark for tp, f in futures.items()}
+    cluster.kill(1, signal.SIGKILL)  # at once: the answer must mean every replica has it
+    assert lows == dict.fromkeys(range(PARTITIONS), 15)
+
+    def new_leaders() -> bool:
+        _, parts = _metadata(cluster, topic)
+        return len(parts) == PARTITIONS and all(leader in (2, 3) for leader, _, _ in parts.values())
+
+    cluster.wait_for("new leaders", new_leaders, timeout=15)
+    _, parts = _metadata(cluster, topic)
+    deadline = time.monotonic() + 10
+    for q, (leader, _, _) in sorted(parts.items()):
+        while (earliest := _earliest(cluster, leader, topic, q)) < 0:
+            assert time.monotonic() < deadline, f"partition {q}: no ListOffsets answer"
+            time.sleep(0.1)
+        assert earliest == 15, f"partition {q}: earliest {earliest} on the new leader {leader}"
