@@ -255,6 +255,18 @@ REC_COLUMNS = (
 )
 
 
+def kafka_df(spark: Any, bootstrap: str, **options: str) -> Any:
+    """A batch Kafka source with headers; the subscription is among ``options``."""
+    r = (
+        spark.read.format("kafka")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("includeHeaders", "true")
+    )
+    for k, v in options.items():
+        r = r.option(k, v)
+    return r.load()
+
+
 def row_to_rec(row: Any) -> Rec:
     hdrs = [
         (h["key"], None if h["value"] is None else bytes(h["value"])) for h in row["headers"] or []

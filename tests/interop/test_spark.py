@@ -78,17 +78,6 @@ def filled(bootstrap: str) -> tuple[str, int]:
     return topic, base_ts
 
 
-def read(spark: Any, bootstrap: str, **options: str) -> Any:
-    r = (
-        spark.read.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("includeHeaders", "true")
-    )
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load()
-
-
 def read_stream(spark: Any, bootstrap: str, **options: str) -> Any:
     r = (
         spark.readStream.format("kafka")
@@ -173,7 +162,7 @@ def test_batch_write_keys_and_headers(spark: Any, bootstrap: str) -> None:
         assert (r.key, r.value, r.headers) == (key(i), value(i), headers(i)), r
 
     # The same records come back through Spark's source, headers included.
-    back = ss.kafka_df_recs(read(spark, bootstrap, subscribe=topic))
+    back = ss.kafka_df_recs(ss.kafka_df(spark, bootstrap, subscribe=topic))
     assert [(r.partition, r.offset, r.key, r.value, r.headers) for r in back] == [
         (r.partition, r.offset, r.key, r.value, r.headers) for r in recs
     ]
@@ -184,7 +173,9 @@ def test_batch_write_keys_and_headers(spark: Any, bootstrap: str) -> None:
 
 def test_batch_read_earliest_latest(spark: Any, bootstrap: str, filled) -> None:
     topic, base_ts = filled
-    df = read(spark, bootstrap, subscribe=topic, startingOffsets="earliest", endingOffsets="latest")
+    df = ss.kafka_df(
+        spark, bootstrap, subscribe=topic, startingOffsets="earliest", endingOffsets="latest"
+    )
     recs = ss.kafka_df_recs(df)
     assert positions(recs) == expect({p: range(PER_PARTITION) for p in range(PARTITIONS)})
     check_all(recs, base_ts)
@@ -196,7 +187,9 @@ def test_batch_read_json_offsets(spark: Any, bootstrap: str, filled) -> None:
     starting = json.dumps({topic: {"0": 2, "1": -2, "2": 5}})  # -2 = earliest
     ending = json.dumps({topic: {"0": 7, "1": 4, "2": -1}})  # -1 = latest
     recs = ss.kafka_df_recs(
-        read(spark, bootstrap, subscribe=topic, startingOffsets=starting, endingOffsets=ending)
+        ss.kafka_df(
+            spark, bootstrap, subscribe=topic, startingOffsets=starting, endingOffsets=ending
+        )
     )
     assert positions(recs) == expect({0: range(2, 7), 1: range(0, 4), 2: range(5, PER_PARTITION)})
     check_all(recs, base_ts)
@@ -213,7 +206,7 @@ def test_batch_read_by_timestamp(spark: Any, bootstrap: str, filled) -> None:
     starting = json.dumps({topic: {"0": ts_at(0, 3), "1": ts_at(1, 4) - 1, "2": base_ts - 1000}})
     ending = json.dumps({topic: {"0": ts_at(0, 8), "1": ts_at(1, 9) + 1, "2": ts_at(2, 6)}})
     recs = ss.kafka_df_recs(
-        read(
+        ss.kafka_df(
             spark,
             bootstrap,
             subscribe=topic,
@@ -228,7 +221,7 @@ def test_batch_read_by_timestamp(spark: Any, bootstrap: str, filled) -> None:
     # One timestamp for every partition (startingTimestamp), and a timestamp after every
     # record: by default an error, with the "latest" strategy an empty read.
     recs = ss.kafka_df_recs(
-        read(spark, bootstrap, subscribe=topic, startingTimestamp=str(ts_at(2, 7)))
+        ss.kafka_df(spark, bootstrap, subscribe=topic, startingTimestamp=str(ts_at(2, 7)))
     )
     first = {
         p: next(o for o in range(PER_PARTITION) if ts_at(p, o) >= ts_at(2, 7)) for p in (0, 1, 2)
@@ -237,14 +230,14 @@ def test_batch_read_by_timestamp(spark: Any, bootstrap: str, filled) -> None:
     future = str(ts_at(2, PER_PARTITION) + 60_000)
     with pytest.raises(Exception, match="No offset matched"):
         # (Spark retries offset look-ups; one attempt is enough for a deterministic error)
-        read(
+        ss.kafka_df(
             spark,
             bootstrap,
             subscribe=topic,
             startingTimestamp=future,
             **{"fetchOffset.numRetries": "1"},
         ).count()
-    df = read(
+    df = ss.kafka_df(
         spark,
         bootstrap,
         subscribe=topic,
@@ -266,14 +259,14 @@ def test_subscribe_pattern_assign(spark: Any, bootstrap: str, filled) -> None:
         # (counted here rather than with groupBy: no shuffle stage, a few seconds less)
         return dict(Counter(r["topic"] for r in df.select("topic").collect()))
 
-    df = read(spark, bootstrap, subscribe=",".join([topic, *others]))
+    df = ss.kafka_df(spark, bootstrap, subscribe=",".join([topic, *others]))
     assert per_topic(df) == {topic: PER_PARTITION * PARTITIONS, others[0]: 6, others[1]: 6}
 
-    df = read(spark, bootstrap, subscribePattern=f"{prefix}-.*")
+    df = ss.kafka_df(spark, bootstrap, subscribePattern=f"{prefix}-.*")
     assert per_topic(df) == {others[0]: 6, others[1]: 6}
     check_all(ss.kafka_df_recs(df.where(f"topic = '{others[1]}'")), base_ts)
 
-    df = read(spark, bootstrap, assign=json.dumps({topic: [0, 2], others[0]: [1]}))
+    df = ss.kafka_df(spark, bootstrap, assign=json.dumps({topic: [0, 2], others[0]: [1]}))
     got = sorted((r["topic"], r["partition"]) for r in df.select("topic", "partition").collect())
     assert got == sorted(
         [(topic, 0)] * PER_PARTITION + [(topic, 2)] * PER_PARTITION + [(others[0], 1)] * 2
@@ -282,7 +275,7 @@ def test_subscribe_pattern_assign(spark: Any, bootstrap: str, filled) -> None:
 
 def test_min_partitions(spark: Any, bootstrap: str, filled) -> None:
     topic, base_ts = filled
-    df = read(spark, bootstrap, subscribe=topic, minPartitions="6")
+    df = ss.kafka_df(spark, bootstrap, subscribe=topic, minPartitions="6")
     assert df.rdd.getNumPartitions() == 6
     recs = ss.kafka_df_recs(df)
     # Split offset ranges still read every record exactly once.

@@ -10,8 +10,15 @@ consumers fetch from the leaders and its producer writes to them with ``acks=all
   earliest/latest and by per-partition JSON offsets, through all nodes and through one;
 * a checkpointed stream into a Parquet file sink, stopped mid-stream and resumed, with
   ``maxOffsetsPerTrigger``;
+* batch reads by ``subscribePattern``, ``assign``, per-partition
+  ``startingOffsetsByTimestamp`` (ListOffsets by timestamp, answered by each partition's
+  leader: the leaders are on three different nodes) and ``minPartitions``, bootstrapped
+  through one node that does not lead the partitions read;
 * a stream that keeps running while the leader of a source partition is ``kill -9``ed,
-  records keep arriving (confluent-kafka, acks=all, idempotent) and the node restarts.
+  records keep arriving (confluent-kafka, acks=all, idempotent) and the node restarts;
+* ``failOnDataLoss`` after a DeleteRecords sent to the partitions' leaders: every replica's
+  log start follows, the new leader of a killed one answers it as earliest, a lenient query
+  continues from it, a strict one fails.
 
 Records follow support.py's deterministic stream (index i: partition i % 3, key, value,
 two headers, CreateTime base_ts + i), so a fresh topic holds index p + 3 * offset at
@@ -32,12 +39,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pydmq.engines.segment.loader import LOG_START_OFFSET_CHECKPOINT
+from pydmq.storage.checkpoint import read_offset_checkpoint
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
 
 from . import spark_support as ss
@@ -58,7 +67,9 @@ from .support import (
 
 pyspark = pytest.importorskip("pyspark")
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec  # noqa: E402
+from pyspark.errors import StreamingQueryException  # noqa: E402
 from pyspark.sql.types import (  # noqa: E402
     ArrayType,
     BinaryType,
@@ -75,6 +86,9 @@ LOG_DIR = REPO_ROOT / "build" / "cluster-logs" / "test_spark_cluster"
 STREAM_TIMEOUT = 90.0  # seconds for a running stream to reach the expected offsets
 
 PartitionState = dict[int, tuple[int, list[int], list[int]]]  # p -> (leader, replicas, isr)
+# A manual assignment whose preferred leaders are spread: node p + 1 leads partition p.
+SPREAD = [[1, 2, 3], [2, 3, 1], [3, 1, 2]]
+SPREAD_LEADERS = {p: replicas[0] for p, replicas in enumerate(SPREAD)}
 
 
 # -- fixtures --------------------------------------------------------------------------
@@ -152,12 +166,69 @@ def wait_full_isr(cluster: ClusterProcess, admin: AdminClient, topic: str, timeo
 
 
 def create_rf3_topic(cluster: ClusterProcess, admin: AdminClient, topic: str) -> None:
-    futures = admin.create_topics(
-        [NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})],
-        request_timeout=15,
+    create_rf3_topics(cluster, admin, [topic])
+
+
+def create_rf3_topics(
+    cluster: ClusterProcess, admin: AdminClient, topics: list[str], *, spread: bool = False
+) -> None:
+    """RF=3 topics of 3 partitions (min.insync.replicas=2), created in one request; with
+    ``spread``, assigned by :data:`SPREAD` and waited for until node p + 1 leads partition p."""
+    config = {"min.insync.replicas": "2"}
+    new = [
+        NewTopic(t, PARTITIONS, replica_assignment=SPREAD, config=config)
+        if spread
+        else NewTopic(t, PARTITIONS, 3, config=config)
+        for t in topics
+    ]
+    futures = admin.create_topics(new, request_timeout=15)
+    for t in topics:
+        futures[t].result(20)
+    for t in topics:
+        wait_full_isr(cluster, admin, t, timeout=30)
+        if spread:
+            wait_leaders(cluster, admin, t, SPREAD_LEADERS, timeout=10)
+
+
+def wait_leaders(
+    cluster: ClusterProcess, admin: AdminClient, topic: str, leaders: dict[int, int], timeout: float
+) -> None:
+    last: list[object] = []
+
+    def led() -> bool:
+        _, parts = partition_state(admin, topic)
+        last[:] = [parts]
+        return {p: s[0] for p, s in parts.items()} == leaders
+
+    try:
+        cluster.wait_for(f"{topic}: leaders {leaders}", led, timeout=timeout)
+    except TimeoutError as exc:
+        raise TimeoutError(f"{exc}; last metadata {last}") from None
+
+
+EARLIEST, LATEST = -2, -1  # ListOffsets' special timestamps
+
+
+def list_offsets(admin: AdminClient, topic: str, at: int) -> dict[int, int]:
+    """ListOffsets of every partition at ``at`` (EARLIEST, LATEST or a timestamp);
+    librdkafka asks each partition's leader."""
+    make: Any = OffsetSpec  # OffsetSpec(-2 | -1 | ts): its earliest, latest or a timestamp
+    spec = make(at)
+    futures = admin.list_offsets(
+        {TopicPartition(topic, p): spec for p in range(PARTITIONS)}, request_timeout=5
     )
-    futures[topic].result(20)
-    wait_full_isr(cluster, admin, topic, timeout=30)
+    return {tp.partition: f.result(10).offset for tp, f in futures.items()}
+
+
+def replica_log_starts(cluster: ClusterProcess, topic: str, partition: int) -> dict[int, int]:
+    """Each node's log start offset of its replica of ``topic``-``partition``, as the segment
+    engine persists it on every change (``_log-start-offset.checkpoint``; absent: 0)."""
+    out: dict[int, int] = {}
+    for node_id, node in sorted(cluster.nodes.items()):
+        path = node.data_dir / f"{topic}-{partition}" / LOG_START_OFFSET_CHECKPOINT
+        found = read_offset_checkpoint(str(path))
+        out[node_id] = 0 if found is None else found
+    return out
 
 
 class AckedProducer:
@@ -278,11 +349,10 @@ def read_batch(spark: Any, bootstrap: str, topic: str, **options: str) -> list[t
     return sorted(out, key=lambda rt: (rt[0].partition, rt[0].offset))
 
 
-def start_stream(
+def stream_writer(
     spark: Any, bootstrap: str, topic: str, out: Path, checkpoint: Path, **options: str
 ) -> Any:
-    """A Kafka source (from earliest, headers included) into a Parquet file sink, one
-    micro-batch a second."""
+    """A Kafka source (from earliest, headers included) into a Parquet file sink."""
     r = (
         spark.readStream.format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
@@ -298,9 +368,31 @@ def start_stream(
         .writeStream.format("parquet")
         .option("path", str(out))
         .option("checkpointLocation", str(checkpoint))
-        .trigger(processingTime="1 second")
-        .start()
     )
+
+
+def start_stream(
+    spark: Any, bootstrap: str, topic: str, out: Path, checkpoint: Path, **options: str
+) -> Any:
+    """:func:`stream_writer` started with one micro-batch a second."""
+    writer = stream_writer(spark, bootstrap, topic, out, checkpoint, **options)
+    return writer.trigger(processingTime="1 second").start()
+
+
+def start_available_now(
+    spark: Any, bootstrap: str, topic: str, out: Path, checkpoint: Path, **options: str
+) -> Any:
+    """:func:`stream_writer` started for what is there now (the query then stops)."""
+    writer = stream_writer(spark, bootstrap, topic, out, checkpoint, **options)
+    return writer.trigger(availableNow=True).start()
+
+
+def run_to_end(query: Any) -> None:
+    """Until an ``available_now`` query finishes (StreamingQueryException if it failed)."""
+    try:
+        assert query.awaitTermination(STREAM_TIMEOUT), "availableNow run did not finish"
+    finally:
+        query.stop()
 
 
 def progress_ends(progress: Any, topic: str) -> dict[int, int]:
@@ -350,6 +442,24 @@ def positions(recs: list[Rec]) -> list[tuple[int, int]]:
 
 def expect(ends: dict[int, int]) -> list[tuple[int, int]]:
     return [(p, o) for p in sorted(ends) for o in range(ends[p])]
+
+
+def check_ranges(recs: list[Rec], ranges: Mapping[int, Iterable[int]], base_ts: int) -> None:
+    """``recs`` (sorted) are exactly offsets ``ranges[p]`` of each partition p of a fresh
+    topic of support.py's records, byte for byte."""
+    assert positions(recs) == [(p, o) for p in sorted(ranges) for o in ranges[p]]
+    for r in recs:
+        check_record(r, index_at(r.partition, r.offset), base_ts)
+
+
+def by_topic(rows: list[Any]) -> dict[str, list[Rec]]:
+    """Kafka source rows (``ss.REC_COLUMNS``) as sorted records per topic."""
+    out: dict[str, list[Rec]] = {}
+    for row in rows:
+        out.setdefault(row["topic"], []).append(ss.row_to_rec(row))
+    for recs in out.values():
+        recs.sort(key=lambda r: (r.partition, r.offset))
+    return out
 
 
 def check_exactly(recs: list[Rec], produced: set[int], base_ts: int) -> None:
@@ -443,6 +553,85 @@ def test_batch_write_acks_all_then_batch_read_by_offsets_with_headers(
         i = index_at(r.partition, r.offset)
         assert (r.key, r.value, r.headers) == (key(i), value(i), headers(i)), r
     wait_full_isr(cluster, admin, topic, timeout=30)
+
+
+def test_batch_read_pattern_assign_by_timestamp_min_partitions(
+    spark: Any, cluster: ClusterProcess, admin: AdminClient
+) -> None:
+    """Batch reads of RF=3 topics whose partitions 0, 1, 2 are led by nodes 1, 2, 3, with
+    node 1 alone as bootstrap: Spark must find the other leaders through Metadata and ask
+    each for its offsets (ListOffsets, by timestamp too) and records."""
+    prefix = unique_topic("spark-cluster-multi")
+    main, other, outsider = f"{prefix}-a", f"{prefix}-b", f"{prefix}_c"
+    create_rf3_topics(cluster, admin, [main, other, outsider], spread=True)
+    base_ts = new_base_ts()
+    counts = {main: 30, other: 6, outsider: 3}  # 10, 2 and 1 per partition
+    for t, n in counts.items():
+        producer = AckedProducer(cluster.bootstrap, t, base_ts)
+        for i in range(n):
+            producer.send(i)
+        producer.flush()
+        producer.check_offsets(range(n))
+    one = cluster.node(1).bootstrap  # leads partition 0 of each topic, nothing else
+
+    def full(t: str) -> dict[int, range]:
+        return {p: range(counts[t] // PARTITIONS) for p in range(PARTITIONS)}
+
+    # subscribePattern: the two matching topics, every record, not the third topic.
+    got = by_topic(
+        ss.kafka_df(spark, one, subscribePattern=f"{prefix}-.*")
+        .selectExpr(*ss.REC_COLUMNS)
+        .collect()
+    )
+    assert sorted(got) == [main, other]
+    check_ranges(got[main], full(main), base_ts)
+    check_ranges(got[other], full(other), base_ts)
+
+    # assign: only partitions that node 1 (the bootstrap) does not lead.
+    assign = json.dumps({main: [1, 2], other: [1]})
+    got = by_topic(ss.kafka_df(spark, one, assign=assign).selectExpr(*ss.REC_COLUMNS).collect())
+    assert sorted(got) == [main, other]
+    check_ranges(got[main], {1: range(10), 2: range(10)}, base_ts)
+    check_ranges(got[other], {1: range(2)}, base_ts)
+
+    # Per-partition timestamps, each looked up by the partition's own leader (nodes 1, 2, 3):
+    # an exact record timestamp, one between two records, one before every record; ending
+    # by timestamp is exclusive, and one after every record means latest.
+    def ts_at(p: int, offset: int) -> int:
+        return timestamp(base_ts, index_at(p, offset))
+
+    starting = json.dumps({main: {"0": ts_at(0, 3), "1": ts_at(1, 4) - 1, "2": base_ts - 1000}})
+    ending = json.dumps({main: {"0": ts_at(0, 8), "1": ts_at(1, 9) + 1, "2": ts_at(2, 6)}})
+    df = ss.kafka_df(
+        spark,
+        one,
+        subscribe=main,
+        startingOffsetsByTimestamp=starting,
+        endingOffsetsByTimestamp=ending,
+    )
+    got = by_topic(df.selectExpr(*ss.REC_COLUMNS).collect())
+    check_ranges(got[main], {0: range(3, 8), 1: range(4, 10), 2: range(0, 6)}, base_ts)
+    # (the same offsets from librdkafka's ListOffsets, also asked of each leader)
+    target = ts_at(1, 4) - 1
+    found = list_offsets(admin, main, target)
+    assert found == {
+        p: next(o for o in range(10) if ts_at(p, o) >= target) for p in range(PARTITIONS)
+    }, found
+
+    # minPartitions: 6 Spark partitions for 3 Kafka partitions, each Kafka partition's
+    # offsets split in two contiguous halves, every record read once.
+    df = ss.kafka_df(spark, one, subscribe=main, minPartitions="6")
+    assert df.rdd.getNumPartitions() == 6
+    rows = df.selectExpr(*ss.REC_COLUMNS, "spark_partition_id() AS task").collect()
+    check_ranges(by_topic(rows)[main], full(main), base_ts)
+    tasks: dict[int, list[tuple[int, int]]] = {}
+    for row in rows:
+        tasks.setdefault(row["task"], []).append((row["partition"], row["offset"]))
+    assert len(tasks) == 6, tasks
+    halves = sorted(sorted(spans) for spans in tasks.values())
+    assert halves == [
+        [(p, o) for o in half] for p in range(PARTITIONS) for half in (range(0, 5), range(5, 10))
+    ], halves
 
 
 # -- structured streaming --------------------------------------------------------------
@@ -549,3 +738,122 @@ def test_stream_survives_kill_9_of_a_source_partition_leader(
         f"{len(batch_sizes(query))} micro-batches with data"
     )
     check_exactly(sink_recs(spark, out, topic), set(range(after.stop)), base_ts)
+
+
+def test_stream_fail_on_data_loss_after_delete_records_and_failover(
+    spark: Any, cluster: ClusterProcess, admin: AdminClient, tmp_path: Path
+) -> None:
+    """DeleteRecords past the committed position, sent to the partitions' leaders (nodes 1,
+    2, 3): every follower takes the new log start, the leader of partition 0 is killed and
+    its successor answers that log start as earliest; failOnDataLoss=false then continues
+    from the new log start, failOnDataLoss=true fails the query."""
+    phases: dict[str, float] = {}
+    clock = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal clock
+        now = time.monotonic()
+        phases[name] = now - clock
+        clock = now
+
+    topic = unique_topic("spark-cluster-loss")
+    create_rf3_topics(cluster, admin, [topic], spread=True)
+    base_ts = new_base_ts()
+    producer = AckedProducer(cluster.bootstrap, topic, base_ts)
+    for i in range(0, 30):  # offsets 0..9 per partition
+        producer.send(i)
+    producer.flush()
+    dirs = {name: (tmp_path / f"{name}-out", tmp_path / f"{name}-cp") for name in ("l", "s")}
+    modes = {"l": "false", "s": "true"}
+
+    def start(name: str) -> Any:
+        return start_available_now(
+            spark, cluster.bootstrap, topic, *dirs[name], failOnDataLoss=modes[name]
+        )
+
+    queries = [start("l"), start("s")]  # both commit offsets 0..9, side by side
+    for q in queries:
+        run_to_end(q)
+    phase("first runs")
+    for name in dirs:
+        check_ranges(
+            sink_recs(spark, dirs[name][0], topic),
+            {p: range(10) for p in range(PARTITIONS)},
+            base_ts,
+        )
+
+    for i in range(30, 60):  # offsets 10..19 per partition
+        producer.send(i)
+    producer.flush()
+    producer.check_offsets(range(60))
+    low = ss.delete_records(cluster.bootstrap, topic, {p: 15 for p in range(PARTITIONS)})
+    assert low == {p: 15 for p in range(PARTITIONS)}
+    # The answer comes once every live replica has the new log start (Kafka's
+    # DelayedDeleteRecords), so the replicas' checkpoints show it right away.
+    deleted_at = time.monotonic()
+    cluster.wait_for(
+        "every replica's log start at 15",
+        lambda: all(
+            replica_log_starts(cluster, topic, p) == {1: 15, 2: 15, 3: 15}
+            for p in range(PARTITIONS)
+        ),
+        timeout=2,
+        interval=0.05,
+    )
+    follow_s = time.monotonic() - deleted_at
+    phase("delete")
+
+    victim = SPREAD_LEADERS[0]
+    cluster.kill(victim, signal.SIGKILL)
+    try:
+        last: list[object] = []
+
+        def failed_over() -> bool:
+            _, parts = partition_state(admin, topic)
+            earliest = list_offsets(admin, topic, EARLIEST)
+            latest = list_offsets(admin, topic, LATEST)
+            last[:] = [parts, earliest, latest]
+            return (
+                parts[0][0] not in (victim, -1)
+                and earliest == {p: 15 for p in range(PARTITIONS)}
+                and latest == {p: 20 for p in range(PARTITIONS)}
+            )
+
+        try:
+            cluster.wait_for("a new leader answering earliest 15", failed_over, timeout=20)
+        except TimeoutError as exc:
+            raise TimeoutError(f"{exc}; last (metadata, earliest, latest) {last}") from None
+    finally:
+        cluster.start_node(victim)
+    phase("failover")
+
+    strict, lenient = start("s"), start("l")  # side by side again
+    try:
+        with pytest.raises(StreamingQueryException) as info:
+            run_to_end(strict)
+    finally:
+        run_to_end(lenient)
+    msg = str(info.value)
+    assert "KAFKA_DATA_LOSS" in msg or "data may have been lost" in msg.lower(), msg[:2000]
+    # Lenient: nothing below the new log start, nothing skipped above it.
+    check_ranges(
+        sink_recs(spark, dirs["l"][0], topic),
+        {p: [*range(0, 10), *range(15, 20)] for p in range(PARTITIONS)},
+        base_ts,
+    )
+    # Strict: nothing past the loss reached the sink.
+    check_ranges(
+        sink_recs(spark, dirs["s"][0], topic), {p: range(10) for p in range(PARTITIONS)}, base_ts
+    )
+
+    phase("second runs")
+    # The restarted node is a follower again, with the log start it had persisted.
+    wait_full_isr(cluster, admin, topic, timeout=30)
+    for p in range(PARTITIONS):
+        assert replica_log_starts(cluster, topic, p) == {1: 15, 2: 15, 3: 15}
+    assert list_offsets(admin, topic, EARLIEST) == {p: 15 for p in range(PARTITIONS)}
+    phase("full ISR")
+    print(
+        f"\n[delete-records] followers at log start 15 {follow_s:.2f} s after the response; "
+        + ", ".join(f"{name} {secs:.1f} s" for name, secs in phases.items())
+    )

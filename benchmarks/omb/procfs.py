@@ -1,0 +1,122 @@
+"""What the benchmarks read about the machine and about processes: ``/proc`` CPU time and
+RSS of a process tree, the CPU model and memory, and the git commit measured."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = [
+    "cpu_seconds",
+    "git_commit",
+    "machine_info",
+    "meminfo_kib",
+    "process_tree",
+    "rss_bytes",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+MIB = 1024 * 1024
+
+
+def machine_info() -> dict[str, object]:
+    """The machine a result was measured on."""
+    return {
+        "nproc": os.cpu_count(),
+        "cpu_model": cpu_model(),
+        "memory_gib": round(meminfo_kib("MemTotal") / MIB, 1),
+        "kernel": platform.release(),
+        "python": platform.python_version(),
+        "librdkafka": librdkafka_version(),
+    }
+
+
+def cpu_model() -> str:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return platform.processor() or "unknown"
+
+
+def meminfo_kib(key: str) -> int:
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1])
+    return 0
+
+
+def librdkafka_version() -> str:
+    import confluent_kafka
+
+    version: object = confluent_kafka.version()  # a string; a tuple in older releases
+    client = version[0] if isinstance(version, tuple) else version
+    return f"confluent-kafka {client}, librdkafka {confluent_kafka.libversion()[0]}"
+
+
+def git_commit() -> str:
+    """``HEAD``'s hash, with ``+dirty`` when the work tree has changes."""
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return ""
+        return done.stdout.strip()
+
+    head = git("rev-parse", "HEAD") or "unknown"
+    return f"{head}+dirty" if git("status", "--porcelain", "--untracked-files=no") else head
+
+
+def process_tree(roots: Sequence[int]) -> list[int]:
+    """``roots`` and every live descendant (a launcher script's JVM, worker processes)."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            stat = read_stat(int(entry.name))
+            if stat is not None:
+                parents[int(entry.name)] = int(stat[1])
+    tree = [pid for pid in roots if pid in parents]
+    frontier = list(tree)
+    while frontier:
+        children = [pid for pid, ppid in parents.items() if ppid in frontier]
+        tree += children
+        frontier = children
+    return tree
+
+
+def read_stat(pid: int) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (state first)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User + system CPU time of ``pids`` (utime and stime: fields 14 and 15)."""
+    total = 0
+    for pid in pids:
+        stat = read_stat(pid)
+        if stat is not None:
+            total += int(stat[11]) + int(stat[12])
+    return total / CLK_TCK
+
+
+def rss_bytes(pids: Sequence[int]) -> int:
+    """Resident set size of ``pids`` (``/proc/<pid>/statm``, second field)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
+    return total
