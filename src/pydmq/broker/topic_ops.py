@@ -163,7 +163,8 @@ class TopicOperations:
             topic_id=uuid.uuid4(),
             partitions=[PartitionInfo(i, node, 0, [node] * 1, [node]) for i in range(partitions)],
             configs=explicit,
-            internal=name.startswith("__") and name in ("__consumer_offsets", "__transaction_state"),
+            internal=name.startswith("__")
+            and name in ("__consumer_offsets", "__transaction_state"),
         )
         del rf  # single node: every replica set is [this node]
         if validate_only:
@@ -178,8 +179,12 @@ class TopicOperations:
         for index in indexes:
             p = topic.partitions[index]
             self._broker.replica_manager.make_leader(
-                TopicPartition(topic.name, index), topic.topic_id, config,
-                p.leader_epoch, p.replicas, p.isr,
+                TopicPartition(topic.name, index),
+                topic.topic_id,
+                config,
+                p.leader_epoch,
+                p.replicas,
+                p.isr,
             )
 
     def delete_topic(self, name: str) -> TopicInfo:
@@ -239,7 +244,9 @@ class TopicOperations:
         if validate_only:
             return
         node = self._broker.node_id
-        topic.partitions.extend(PartitionInfo(i, node, 0, [node], [node]) for i in range(current, count))
+        topic.partitions.extend(
+            PartitionInfo(i, node, 0, [node], [node]) for i in range(current, count)
+        )
         self._broker.topics.save()
         self._open_partitions(topic, range(current, count))
 
@@ -255,9 +262,7 @@ class TopicOperations:
         """
         topic = self._broker.topics.get(name)
         if topic is None:
-            raise TopicError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
-            )
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         try:
             validate_topic_configs(configs)
         except ConfigError as exc:
@@ -302,15 +307,11 @@ class TopicOperations:
         """
         topic = self._broker.topics.get(name)
         if topic is None:
-            raise TopicError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist."
-            )
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         configs: dict[str, str | None] = dict(topic.configs)
         for config_name, operation, value in operations:
             if operation not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}"
-                )
+                raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}")
             if operation != OP_DELETE and value is None:
                 raise TopicError(
                     ErrorCode.INVALID_REQUEST, f"Null value not supported for : {config_name}"

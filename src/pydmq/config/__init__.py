@@ -4,4 +4,11 @@ from pydmq.config.broker import BrokerConfig, load_properties
 from pydmq.config.definitions import ConfigDef, ConfigError, ConfigType
 from pydmq.config.topic import TopicConfig
 
-__all__ = ["BrokerConfig", "ConfigDef", "ConfigError", "ConfigType", "TopicConfig", "load_properties"]
+__all__ = [
+    "BrokerConfig",
+    "ConfigDef",
+    "ConfigError",
+    "ConfigType",
+    "TopicConfig",
+    "load_properties",
+]

@@ -28,10 +28,16 @@ def _strategy_name(value: object) -> str | None:
 
 
 TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
-    ConfigDef("cleanup.policy", T.LIST, ["delete"], "delete and/or compact.",
-              list_of("delete", "compact")),
-    ConfigDef("compression.type", T.STRING, "producer", "Final compression of this topic.",
-              one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+    ConfigDef(
+        "cleanup.policy", T.LIST, ["delete"], "delete and/or compact.", list_of("delete", "compact")
+    ),
+    ConfigDef(
+        "compression.type",
+        T.STRING,
+        "producer",
+        "Final compression of this topic.",
+        one_of("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"),
+    ),
     ConfigDef("delete.retention.ms", T.LONG, 86400000, "Tombstone retention.", at_least(0)),
     ConfigDef("file.delete.delay.ms", T.LONG, 60000, "Delay before deleting a file.", at_least(0)),
     ConfigDef("flush.messages", T.LONG, _INF, "fsync after this many batches.", at_least(1)),
@@ -39,8 +45,13 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("index.interval.bytes", T.INT, 4096, "Bytes between index entries.", at_least(0)),
     ConfigDef("max.compaction.lag.ms", T.LONG, _INF, "Max time before compaction.", at_least(1)),
     ConfigDef("max.message.bytes", T.INT, 1048588, "Largest record batch.", at_least(0)),
-    ConfigDef("message.timestamp.type", T.STRING, "CreateTime", "CreateTime or LogAppendTime.",
-              one_of("CreateTime", "LogAppendTime")),
+    ConfigDef(
+        "message.timestamp.type",
+        T.STRING,
+        "CreateTime",
+        "CreateTime or LogAppendTime.",
+        one_of("CreateTime", "LogAppendTime"),
+    ),
     ConfigDef("message.timestamp.before.max.ms", T.LONG, _INF, "Max past skew.", at_least(0)),
     ConfigDef("message.timestamp.after.max.ms", T.LONG, 3600000, "Max future skew.", at_least(0)),
     ConfigDef("min.cleanable.dirty.ratio", T.DOUBLE, 0.5, "Compaction trigger ratio."),
@@ -55,9 +66,13 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("segment.ms", T.LONG, 604800000, "Roll after this time.", at_least(1)),
     ConfigDef("unclean.leader.election.enable", T.BOOLEAN, False, "Allow unclean elections."),
     ConfigDef("pydmq.engine", T.STRING, "segment", "Storage engine of this topic (pydmq)."),
-    ConfigDef("pydmq.replication.strategy", T.STRING, "isr",
-              "Replication strategy of this topic by registered name: isr or quorum (pydmq).",
-              _strategy_name),
+    ConfigDef(
+        "pydmq.replication.strategy",
+        T.STRING,
+        "isr",
+        "Replication strategy of this topic by registered name: isr or quorum (pydmq).",
+        _strategy_name,
+    ),
 )
 
 _BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
@@ -76,7 +91,7 @@ def broker_synonyms(broker_config: str) -> tuple[str, ...]:
     """A broker config and the lower-precedence configs that stand in for it (Kafka order)."""
     for synonyms in TOPIC_DEFAULT_SYNONYMS.values():
         if broker_config in synonyms:
-            return synonyms[synonyms.index(broker_config):]
+            return synonyms[synonyms.index(broker_config) :]
     return (broker_config,)
 
 

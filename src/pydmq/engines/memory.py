@@ -30,6 +30,8 @@ class MemoryLog:
     Owned by the broker's event loop.
     """
 
+    checkpoints_thread_safe = True  # write_checkpoint may run on the checkpoint writer thread
+
     def __init__(self, config: LogConfig) -> None:
         self.config = config
         self._bases: list[int] = []

@@ -31,6 +31,7 @@ from pydmq.replication.partition import Partition, append_policy
 from pydmq.replication.purgatory import DelayedOperationPurgatory
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
 from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, TopicPartition
+from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.log import LogAppendInfo, UnifiedLog
 
 __all__ = ["PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
@@ -81,6 +82,7 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self._engine_of: dict[TopicPartition, str] = {}
         self.fetch_purgatory = DelayedOperationPurgatory()
+        self._checkpoint_writer: CheckpointWriter | None = None
         self.produce_purgatory = DelayedOperationPurgatory()
         self.delete_records_purgatory = DelayedOperationPurgatory()
 
@@ -290,18 +292,26 @@ class ReplicaManager:
     async def checkpoint_changed(self) -> int:
         """Checkpoint the partitions whose high watermark or producer state moved.
 
-        Each file write fsyncs twice, so the loop yields after every partition that wrote:
-        with hundreds of partitions, doing them all in one go froze request handling (and
-        session timers) for seconds under disk contention.
+        What to write is captured here; the writes (each fsyncs twice) run on the checkpoint
+        writer's thread, and this waits for them before the next pass. On the event loop, one
+        fsync under a heavy write load stalled request handling for hundreds of ms. Logs of
+        engines without thread-safe checkpoint writes write here, yielding after each.
         """
+        if self._checkpoint_writer is None:
+            self._checkpoint_writer = CheckpointWriter()
+        writer = self._checkpoint_writer
         written = 0
         for partition in list(self.partitions.values()):
-            if partition.log.maybe_checkpoint():
+            if partition.log.maybe_checkpoint(writer):
                 written += 1
                 await asyncio.sleep(0)
+        await writer.drain()
         return written
 
     def shutdown(self) -> None:
+        if self._checkpoint_writer is not None:
+            self._checkpoint_writer.stop()  # queued writes first; close() writes the last ones
+            self._checkpoint_writer = None
         for partition in list(self.partitions.values()):
             try:
                 partition.log.close()

@@ -96,11 +96,15 @@ class PartitionLog(Protocol):
     @property
     def size_in_bytes(self) -> int: ...
 
-    def append(self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]) -> None:
+    def append(
+        self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
+    ) -> None:
         """Append one or more offset-assigned batches; ``headers`` are their parsed headers."""
         ...
 
-    def read(self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool) -> FetchDataInfo:
+    def read(
+        self, offset: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> FetchDataInfo:
         """Whole batches from the one containing ``offset`` up to (not past) ``max_offset``.
 
         At most ``max_bytes`` unless ``min_one_batch`` and the first batch alone is larger.
@@ -157,7 +161,11 @@ class PartitionLog(Protocol):
         ...
 
     def write_checkpoint(self, name: str, data: bytes) -> None:
-        """Atomically replace a small named blob (write temp, fsync, rename, fsync dir)."""
+        """Atomically replace a small named blob (write temp, fsync, rename, fsync dir).
+
+        A log class with ``checkpoints_thread_safe = True`` lets the broker call this from
+        its checkpoint writer thread (never two calls for one log at once); without it,
+        every call comes from the event loop."""
         ...
 
     def close(self) -> None: ...
@@ -195,9 +203,7 @@ class OffsetOutOfRangeError(Exception):
     """A read outside [log_start_offset, log_end_offset] (Kafka: OFFSET_OUT_OF_RANGE)."""
 
     def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
-        super().__init__(
-            f"offset {offset} outside [{log_start_offset}, {log_end_offset}]"
-        )
+        super().__init__(f"offset {offset} outside [{log_start_offset}, {log_end_offset}]")
         self.offset = offset
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset

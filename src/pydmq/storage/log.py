@@ -5,12 +5,20 @@ high watermark and the leader-epoch cache, and refines timestamp lookups to sing
 A follower appends the leader's batches unchanged (:meth:`UnifiedLog.append_as_follower`) and
 truncates a diverging tail found with OffsetForLeaderEpoch (:meth:`UnifiedLog.truncate_to`).
 Engines only store bytes. Owned by the broker's event loop.
+
+Checkpoint files (high watermark, producer snapshot, leader epochs) are written through
+:meth:`UnifiedLog._write_checkpoint`, which numbers every write: the periodic pass may hand
+its writes to a :class:`~pydmq.storage.checkpoint_writer.CheckpointWriter` thread
+(:meth:`UnifiedLog.maybe_checkpoint`), and a queued write never replaces a newer one of the
+same file. Engines opt in with ``checkpoints_thread_safe = True`` on their logs.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
+import threading
 import time
 from dataclasses import dataclass
 
@@ -34,6 +42,7 @@ from pydmq.storage.api import (
     PartitionLog,
     TimestampAndOffset,
 )
+from pydmq.storage.checkpoint_writer import CheckpointWriter
 
 __all__ = ["LogAppendError", "LogAppendInfo", "UnexpectedAppendOffsetError", "UnifiedLog"]
 
@@ -98,6 +107,11 @@ class UnifiedLog:
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._unflushed = 0
         self.leader_epochs: list[tuple[int, int]] = []  # (epoch, start offset)
+        # Checkpoint writes are numbered; a file keeps the highest-numbered write that landed.
+        self._checkpoint_lock = threading.Lock()
+        self._checkpoint_seq = 0
+        self._checkpoint_landed: dict[str, int] = {}
+        self._checkpoint_sink: CheckpointWriter | None = None
         self._load_leader_epochs()
         self._load_producer_state()
         self._snapshot_end = self.producer_state.map_end_offset
@@ -376,7 +390,7 @@ class UnifiedLog:
 
     def _save_leader_epochs(self) -> None:
         data = json.dumps({"version": 1, "epochs": self.leader_epochs}).encode()
-        self.engine_log.write_checkpoint(_LEADER_EPOCHS, data)
+        self._write_checkpoint(_LEADER_EPOCHS, data)
 
     def _load_leader_epochs(self) -> None:
         data = self.engine_log.read_checkpoint(_LEADER_EPOCHS)
@@ -398,20 +412,46 @@ class UnifiedLog:
         self.producer_state.rebuild_from(self.engine_log.batch_headers(start))
 
     def take_producer_snapshot(self) -> None:
-        self.engine_log.write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
+        self._write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
         self._snapshot_end = self.producer_state.map_end_offset
 
-    def maybe_checkpoint(self) -> int:
+    def maybe_checkpoint(self, writer: CheckpointWriter | None = None) -> int:
         """Write the high-watermark checkpoint and producer snapshot only if they changed since
-        the last write; returns how many files were written (each costs two fsyncs)."""
-        written = 0
-        if self.high_watermark != self._checkpointed_hw:
-            self.checkpoint_high_watermark()
-            written += 1
-        if self.producer_state.map_end_offset != self._snapshot_end:
-            self.take_producer_snapshot()
-            written += 1
-        return written
+        the last write; returns how many files were written (each costs two fsyncs).
+
+        With ``writer`` (and an engine whose checkpoint writes are thread-safe) the content
+        is captured now and the writes run on the writer's thread, in this order."""
+        if writer is not None and getattr(self.engine_log, "checkpoints_thread_safe", False):
+            self._checkpoint_sink = writer
+        try:
+            written = 0
+            if self.high_watermark != self._checkpointed_hw:
+                self.checkpoint_high_watermark()
+                written += 1
+            if self.producer_state.map_end_offset != self._snapshot_end:
+                self.take_producer_snapshot()
+                written += 1
+            return written
+        finally:
+            self._checkpoint_sink = None
+
+    def _write_checkpoint(self, name: str, data: bytes) -> None:
+        self._checkpoint_seq += 1
+        sink = self._checkpoint_sink
+        if sink is None:
+            self._store_checkpoint(name, data, self._checkpoint_seq)
+        else:
+            sink.submit(functools.partial(self._store_checkpoint, name, data, self._checkpoint_seq))
+
+    def _store_checkpoint(self, name: str, data: bytes, seq: int) -> None:
+        """Write checkpoint ``name`` unless a newer write of it landed (any thread)."""
+        with self._checkpoint_lock:
+            if seq < self._checkpoint_landed.get(name, 0):
+                return
+            if getattr(self.engine_log, "closed", False):
+                return  # closed (or deleted) since the write was queued
+            self.engine_log.write_checkpoint(name, data)
+            self._checkpoint_landed[name] = seq
 
     # -- high watermark --------------------------------------------------------------
     def _load_high_watermark(self) -> int:
@@ -429,7 +469,7 @@ class UnifiedLog:
         return False
 
     def checkpoint_high_watermark(self) -> None:
-        self.engine_log.write_checkpoint(_HIGH_WATERMARK, _HWM.pack(self.high_watermark))
+        self._write_checkpoint(_HIGH_WATERMARK, _HWM.pack(self.high_watermark))
         self._checkpointed_hw = self.high_watermark
 
     # -- maintenance -----------------------------------------------------------------

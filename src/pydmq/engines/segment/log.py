@@ -45,6 +45,8 @@ class SegmentLog:
     only those entries, which recovery rebuilds from the segments.
     """
 
+    checkpoints_thread_safe = True  # write_checkpoint may run on the checkpoint writer thread
+
     def __init__(
         self,
         tp: TopicPartition,
