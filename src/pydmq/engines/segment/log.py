@@ -75,7 +75,12 @@ class SegmentLog:
         self.recovered_segments = loaded.recovered_segments
         self.truncated_bytes = loaded.truncated_bytes
         self._size = sum(s.size for s in self._segments)
-        self._unflushed: list[LogSegment] = []
+        # Segments past the recovery point may hold bytes that were never fsynced (a kill -9
+        # leaves them in the page cache, where recovery finds them): the next flush, which
+        # moves the recovery point past them, must fsync them first.
+        self._unflushed: list[LogSegment] = [
+            s for s in self._segments if s.next_offset > self.recovery_point
+        ]
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
         self._last_index_write = time.monotonic()
