@@ -78,9 +78,10 @@ class TopicRegistry:
         return topic
 
     def save(self) -> None:
-        doc = {
-            "version": 1,
-            "topics": [
+        # One topic per line, each encoded by json's C encoder: ``indent`` selects the pure
+        # Python encoder, which made creating ten topics of 105 partitions spend 0.3 s here.
+        topics = [
+            json.dumps(
                 {
                     "name": t.name,
                     "topic_id": str(t.topic_id),
@@ -97,10 +98,11 @@ class TopicRegistry:
                         for p in t.partitions
                     ],
                 }
-                for t in self._by_name.values()
-            ],
-        }
-        write_atomically(str(self._dir / _FILE), json.dumps(doc, indent=1).encode())
+            )
+            for t in self._by_name.values()
+        ]
+        text = '{"version": 1, "topics": [\n' + ",\n".join(topics) + "\n]}\n"
+        write_atomically(str(self._dir / _FILE), text.encode())
 
     def _load(self) -> None:
         path = self._dir / _FILE

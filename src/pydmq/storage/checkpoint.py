@@ -21,6 +21,7 @@ __all__ = [
 
 _TMP_SUFFIX = ".tmp"
 _OFFSET = struct.Struct(">q")
+_READ_CHUNK = 1 << 16
 
 
 def fsync_dir(path: str) -> None:
@@ -75,12 +76,22 @@ def write_atomically(
 
 
 def read_checkpoint_file(path: str) -> bytes | None:
-    """The content of ``path``, or None if it does not exist."""
+    """The content of ``path``, or None if it does not exist.
+
+    ``os.open``/``os.read`` rather than ``open()``: a broker start reads a few of these small
+    files per partition, and the buffered file object costs several times the two syscalls.
+    """
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, _READ_CHUNK):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def write_offset_checkpoint(path: str, offset: int, *, durable: bool = True) -> None:

@@ -20,6 +20,7 @@ import json
 import struct
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pydmq.producers.state import ProducerStateManager
@@ -50,6 +51,7 @@ _PRODUCER_SNAPSHOT = "producer-state"
 _LEADER_EPOCHS = "leader-epoch-checkpoint"
 _HIGH_WATERMARK = "high-watermark"
 _HWM = struct.Struct(">q")
+_EMPTY_SNAPSHOT = -1  # the snapshot key of a producer state without producers
 
 
 class LogAppendError(Exception):
@@ -112,9 +114,14 @@ class UnifiedLog:
         self._checkpoint_seq = 0
         self._checkpoint_landed: dict[str, int] = {}
         self._checkpoint_sink: CheckpointWriter | None = None
+        # The epoch file on disk is absent or holds no entry; then the cache may hold entries
+        # not written yet (see maybe_assign_epoch_start_offset).
+        self._epochs_saved_empty = True
+        self._epochs_unsaved = False
         self._load_leader_epochs()
-        self._load_producer_state()
-        self._snapshot_end = self.producer_state.map_end_offset
+        # What the producer snapshot on disk holds (see _snapshot_key), so that a state rebuilt
+        # past it is written by the next checkpoint.
+        self._snapshot_key = self._load_producer_state()
         self.high_watermark = self._load_high_watermark()
         self._checkpointed_hw = self.high_watermark
 
@@ -353,6 +360,17 @@ class UnifiedLog:
         Otherwise entries that would no longer be monotonic (an epoch >= ``epoch`` or a start
         >= ``start_offset``) are dropped first, so an epoch that never got a record gives way
         to the one that did.
+
+        The cache is written at once (file and directory fsynced), except while the file on
+        disk holds no entry (a new log, or one truncated fully): then an entry at the log end
+        stays in memory until the first checkpoint or flush that finds a batch in the log
+        (:meth:`_settle_leader_epochs`). Creating a topic thus fsyncs nothing per partition.
+        It is safe because what such an entry describes survives without it: while the file
+        is empty, every producer snapshot is written after the entries (so the snapshot's
+        offset never skips a batch whose epoch is not on disk), and a start replays the
+        batches after the snapshot and learns an epoch above the latest known from the first
+        batch that carries it (as Kafka's recovery does). An entry lost with no batch under it
+        is harmless: the next leader election assigns it again.
         """
         epochs = self.leader_epochs
         if epochs:
@@ -364,7 +382,39 @@ class UnifiedLog:
         while epochs and (epochs[-1][0] >= epoch or epochs[-1][1] >= start_offset):
             epochs.pop()
         epochs.append((epoch, start_offset))
+        if self._epochs_saved_empty and start_offset >= self.log_end_offset:
+            self._epochs_unsaved = True
+            return
         self._save_leader_epochs()
+
+    def _settle_leader_epochs(self) -> int:
+        """Write the entries kept in memory once a batch lies at or after the first of them;
+        returns 1 if the file was written. Called before every checkpoint and flush."""
+        epochs = self.leader_epochs
+        if self._epochs_unsaved and epochs and self.log_end_offset > epochs[0][1]:
+            self._save_leader_epochs()
+            return 1
+        return 0
+
+    def _learn_epochs(self, headers: Iterator[BatchHeader]) -> Iterator[BatchHeader]:
+        """Pass ``headers`` (the batches replayed at open) through, assigning any epoch above
+        the latest known from the first batch that carries it."""
+        learnt = False
+        for header in headers:
+            epoch = header.partition_leader_epoch
+            if epoch > self.latest_epoch:
+                epochs = self.leader_epochs
+                start = header.base_offset
+                while epochs and (epochs[-1][0] >= epoch or epochs[-1][1] >= start):
+                    epochs.pop()
+                epochs.append((epoch, start))
+                learnt = True
+            yield header
+        if learnt:
+            if self._epochs_saved_empty:
+                self._epochs_unsaved = True
+            else:
+                self._save_leader_epochs()
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch, with Kafka's rules.
@@ -391,44 +441,63 @@ class UnifiedLog:
     def _save_leader_epochs(self) -> None:
         data = json.dumps({"version": 1, "epochs": self.leader_epochs}).encode()
         self._write_checkpoint(_LEADER_EPOCHS, data)
+        self._epochs_saved_empty = not self.leader_epochs
+        self._epochs_unsaved = False
 
     def _load_leader_epochs(self) -> None:
         data = self.engine_log.read_checkpoint(_LEADER_EPOCHS)
         if data:
             epochs = json.loads(data)["epochs"]
+            self._epochs_saved_empty = not epochs
             end = self.log_end_offset
             self.leader_epochs = [(int(e), int(s)) for e, s in epochs if int(s) <= end]
 
     # -- producer state --------------------------------------------------------------
-    def _load_producer_state(self) -> None:
+    def _load_producer_state(self) -> int:
+        """Load the snapshot and replay the batches after it; returns the snapshot's key."""
         snapshot = self.engine_log.read_checkpoint(_PRODUCER_SNAPSHOT)
         start = self.log_start_offset
+        loaded = _EMPTY_SNAPSHOT
         if snapshot:
             try:
                 covered = self.producer_state.load_snapshot(snapshot, self.log_end_offset)
                 start = max(start, covered)
+                loaded = self._state_key()
             except ValueError:
                 self.producer_state = ProducerStateManager()
-        self.producer_state.rebuild_from(self.engine_log.batch_headers(start))
+        self.producer_state.rebuild_from(self._learn_epochs(self.engine_log.batch_headers(start)))
+        return loaded
+
+    def _state_key(self) -> int:
+        """What a snapshot of the producer state would hold, as far as a restart cares.
+
+        The offset the state covers, or ``_EMPTY_SNAPSHOT`` when no producer is known: a state
+        without producers rebuilt from any offset (or from no snapshot at all) is the same
+        empty state, so a log written without producer ids never needs a new snapshot.
+        """
+        state = self.producer_state
+        return state.map_end_offset if state.producers else _EMPTY_SNAPSHOT
 
     def take_producer_snapshot(self) -> None:
+        self._settle_leader_epochs()  # first: the snapshot's offset bounds the replay at open
         self._write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
-        self._snapshot_end = self.producer_state.map_end_offset
+        self._snapshot_key = self._state_key()
 
     def maybe_checkpoint(self, writer: CheckpointWriter | None = None) -> int:
-        """Write the high-watermark checkpoint and producer snapshot only if they changed since
-        the last write; returns how many files were written (each costs two fsyncs).
+        """Write the leader epochs kept in memory (once the log has a batch under them), the
+        high-watermark checkpoint and the producer snapshot, each only if it changed since its
+        last write; returns how many files were written (each costs two fsyncs).
 
         With ``writer`` (and an engine whose checkpoint writes are thread-safe) the content
         is captured now and the writes run on the writer's thread, in this order."""
         if writer is not None and getattr(self.engine_log, "checkpoints_thread_safe", False):
             self._checkpoint_sink = writer
         try:
-            written = 0
+            written = self._settle_leader_epochs()
             if self.high_watermark != self._checkpointed_hw:
                 self.checkpoint_high_watermark()
                 written += 1
-            if self.producer_state.map_end_offset != self._snapshot_end:
+            if self._state_key() != self._snapshot_key:
                 self.take_producer_snapshot()
                 written += 1
             return written
@@ -538,11 +607,18 @@ class UnifiedLog:
         return deleted
 
     def flush(self) -> None:
+        self._settle_leader_epochs()
         self.engine_log.flush()
         self._unflushed = 0
 
     def close(self) -> None:
-        self.take_producer_snapshot()
-        self.checkpoint_high_watermark()
+        """Checkpoint what changed since the last checkpoint, flush and close the engine log.
+
+        A clean close leaves what a restart needs to skip recovery: every batch flushed (the
+        engine's recovery point at the log end), the high watermark and the producer snapshot
+        as they are now. Files whose content did not change are not rewritten: each rewrite
+        costs a file and a directory fsync, and a broker closes every partition on shutdown.
+        """
+        self.maybe_checkpoint()
         self.engine_log.flush()
         self.engine_log.close()

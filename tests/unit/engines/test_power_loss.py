@@ -244,3 +244,56 @@ def test_new_directories_survive_a_power_loss_once_flushed(
     finally:
         engine.close()
     assert check_log(after / "a" / "data", 30, retention=False) == (0, 30)
+
+
+def test_log_directory_left_by_a_crashed_open_survives_once_flushed(
+    tracked: tuple[DiskTracker, Path], tmp_path: Path
+) -> None:
+    """A partition directory created by an engine that died before promising anything (so
+    before its entry was fsynced) is made durable by the next engine's first flush."""
+    tracker, root = tracked
+    data = root / "data"
+    crashed = SegmentStorageEngine(str(data))
+    crashed.open_log(TP, config())  # creates crash-0/ and its first segment; never flushed
+    crashed.index.close()  # the process "dies": nothing of the log is closed or flushed
+    engine = SegmentStorageEngine(str(data))
+    try:
+        log = engine.open_log(TP, config())
+        batch = build_batch(
+            [SimpleRecord(b"k", b"v%d" % j, (), BASE_TS + j) for j in range(3)], base_offset=0
+        )
+        log.append(batch, list(iter_batch_headers(batch)))
+        log.flush()
+        after = power_loss(tmp_path, tracker, "truncate", "lost")
+    finally:
+        engine.close()
+    assert check_log(after / "data", 3, retention=False) == (0, 3)
+
+
+def test_segments_recovered_at_open_are_fsynced_before_a_clean_close_promises_them(
+    tracked: tuple[DiskTracker, Path], tmp_path: Path
+) -> None:
+    """After a kill -9 the unflushed tail is still in the page cache: the next open recovers it
+    without fsyncing it. A clean close then moves the recovery point to the log end, so it must
+    fsync those recovered segments first, or a later power loss takes batches it promised."""
+    tracker, root = tracked
+    data = root / "data"
+    crashed = SegmentStorageEngine(str(data))
+    log = crashed.open_log(TP, config())
+    for base in range(0, 180, 3):
+        batch = build_batch(
+            [SimpleRecord(b"k", b"v%d" % (base + j), (), BASE_TS + base + j) for j in range(3)],
+            base_offset=base,
+        )
+        log.append(batch, list(iter_batch_headers(batch)))
+    assert len(log.segments) > 1
+    crashed.index.close()  # killed: nothing flushed
+    engine = SegmentStorageEngine(str(data))
+    try:
+        log = engine.open_log(TP, config())
+        assert log.recovered_segments == len(log.segments) > 1
+        assert log.log_end_offset == 180
+    finally:
+        engine.close()  # clean: recovery point 180
+    after = power_loss(tmp_path, tracker, "truncate", "synced")
+    assert check_log(after / "data", 180, retention=False) == (0, 180)

@@ -320,3 +320,82 @@ def test_gap_between_segments_after_a_crash(tmp_path: Path, flushed: bool) -> No
     for i, batch in enumerate(batches):
         assert fetched_bytes(log.read(i * 2 + 1, 1, BIG, True)) == batch
     engine.close()
+
+
+def test_data_dir_is_fsynced_once_per_burst_of_logs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Partition directory entries are made durable by one data-dir fsync per burst of logs
+    (before the first thing one of them promises), not one per log."""
+    from pydmq.engines.segment import shared
+
+    synced: list[str] = []
+    real = shared.fsync_dir
+
+    def counting(path: str) -> None:
+        synced.append(path)
+        real(path)
+
+    monkeypatch.setattr(shared, "fsync_dir", counting)
+    data = str(tmp_path.resolve())
+    engine = SegmentStorageEngine(data)
+    logs = [engine.open_log(TopicPartition("t", p), CONFIG) for p in range(5)]
+    assert synced == []  # opening promises nothing
+    for log in logs:
+        append_batches(log, make_batch(0, 2, timestamp=1_000))
+        log.flush()
+    assert synced == [data]
+    new = engine.open_log(TopicPartition("t", 5), CONFIG)
+    logs[0].flush()
+    assert synced == [data]  # logs[0]'s entry is durable already
+    new.write_checkpoint("x", b"1")
+    assert synced == [data, data]
+    engine.close()
+    # Directories found at start may come from an open that crashed before its fsync: the first
+    # promise fsyncs the data dir once, for all of them.
+    synced.clear()
+    engine = SegmentStorageEngine(data)
+    logs = [engine.open_log(TopicPartition("t", p), CONFIG) for p in range(6)]
+    for log in logs:
+        append_batches(log, make_batch(log.log_end_offset, 2, timestamp=1_000))
+        log.flush()
+    assert synced == [data]
+    engine.close()
+
+
+def test_closing_many_logs_syncs_the_index_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = SegmentStorageEngine(str(tmp_path), {"index.flush.ms": "3600000"})
+    logs = [engine.open_log(TopicPartition("t", p), CONFIG) for p in range(5)]
+    for log in logs:
+        fill(log, 3)
+    syncs: list[bool] = []
+    real = engine.index._env.sync
+    monkeypatch.setattr(engine.index, "_env", _SyncCounter(engine.index._env, syncs, real))
+    for log in logs:
+        log.close()
+    engine.close()
+    assert syncs == [True]
+    engine = SegmentStorageEngine(str(tmp_path))
+    for p in range(5):
+        log = engine.open_log(TopicPartition("t", p), CONFIG)
+        assert log.recovered_segments == 0
+        assert log.log_end_offset == 6
+        first = log.segments[0]
+        assert engine.index.offset_entries(first.prefix)  # written before the one sync
+    engine.close()
+
+
+class _SyncCounter:
+    def __init__(self, env: object, syncs: list[bool], real: object) -> None:
+        self._env = env
+        self._syncs = syncs
+        self._real = real
+
+    def sync(self, force: bool = False) -> None:
+        self._syncs.append(force)
+        self._real(force)  # type: ignore[operator]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._env, name)

@@ -23,6 +23,14 @@ def test_write_atomically_replaces_content(tmp_path: Path) -> None:
     assert [p.name for p in tmp_path.iterdir()] == ["hw"]  # no temp file left behind
 
 
+def test_read_checkpoint_file_reads_large_and_empty_files(tmp_path: Path) -> None:
+    big = bytes(range(256)) * 1000  # several read chunks
+    write_atomically(str(tmp_path / "big"), big)
+    assert read_checkpoint_file(str(tmp_path / "big")) == big
+    (tmp_path / "empty").write_bytes(b"")
+    assert read_checkpoint_file(str(tmp_path / "empty")) == b""
+
+
 def test_offset_checkpoint_round_trip(tmp_path: Path) -> None:
     path = str(tmp_path / "recovery")
     assert read_offset_checkpoint(path) is None

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 from pydmq.engines.segment.index import LogIndex
 from pydmq.engines.segment.log import SegmentLog
+from pydmq.engines.segment.shared import SharedDurability
 from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.checkpoint import make_dirs_durably
 
@@ -42,6 +43,7 @@ class SegmentStorageEngine:
             os.path.join(self.data_dir, INDEX_DIR_NAME),
             int(options.get("index.map.size", str(1 << 30))),
         )
+        self._shared = SharedDurability(self.data_dir, self.index)
         self._logs: dict[TopicPartition, SegmentLog] = {}
 
     def _log_dir(self, tp: TopicPartition) -> str:
@@ -51,11 +53,19 @@ class SegmentStorageEngine:
         log = self._logs.get(tp)
         if log is not None and not log.closed:
             return log
+        log_dir = self._log_dir(tp)
+        try:
+            os.mkdir(log_dir)
+        except FileExistsError:
+            if not os.path.isdir(log_dir):
+                raise
+        else:
+            self._shared.directory_created()  # its entry is made durable before the log promises
         log = SegmentLog(
             tp,
-            self._log_dir(tp),
+            log_dir,
             config,
-            self.index,
+            self._shared,
             read_mode=self._read_mode,
             index_flush_ms=self._index_flush_ms,
         )
@@ -65,6 +75,7 @@ class SegmentStorageEngine:
     def delete_log(self, tp: TopicPartition) -> None:
         log = self._logs.pop(tp, None)
         if log is not None and not log.closed:
+            self._shared.forget(log)
             for segment in log.segments:
                 segment.close()
         shutil.rmtree(self._log_dir(tp), ignore_errors=True)

@@ -10,7 +10,8 @@ One LMDB environment per data directory (``<data_dir>/.index.lmdb``) with three 
 so keys of one partition and of one segment are contiguous and floor lookups are range scans.
 Entries are sparse (one per ``index.interval.bytes``) and can always be rebuilt from the
 segment files. The environment is opened with ``sync=False``; :meth:`LogIndex.sync` makes it
-durable on flush. Owned by the engine; used from the broker's event loop only.
+durable on flush (a no-op when nothing was committed since the last sync). Owned by the
+engine; used from the broker's event loop only.
 """
 
 from __future__ import annotations
@@ -89,6 +90,8 @@ class LogIndex:
     def __init__(self, path: str, map_size: int = _DEFAULT_MAP_SIZE) -> None:
         self.path = path
         self.rebuilt = False  # True when the environment was missing or corrupt at open
+        # Written since the last sync (or opened: a crash may have left writes unsynced).
+        self._dirty = True
         try:
             self._open(map_size, create=False)
         except lmdb.Error:
@@ -125,6 +128,7 @@ class LogIndex:
     # -- writes -------------------------------------------------------------------------
 
     def _write(self, fn: Any) -> None:
+        self._dirty = True
         while True:
             try:
                 with self._env.begin(write=True) as txn:
@@ -255,10 +259,14 @@ class LogIndex:
         return out
 
     def sync(self) -> None:
-        self._env.sync(True)
+        """Make every committed write durable; a no-op when nothing was written since."""
+        if self._dirty:
+            self._env.sync(True)
+            self._dirty = False
 
     def close(self) -> None:
-        self._env.sync(True)
+        if self._dirty:
+            self._env.sync(True)
         self._env.close()
 
 

@@ -18,7 +18,7 @@ from pydmq.engines.segment.index import LogIndex, segment_prefix
 from pydmq.engines.segment.segment import LogSegment
 from pydmq.engines.segment.segments import LogSegments
 from pydmq.storage.api import LogConfig, TopicPartition
-from pydmq.storage.checkpoint import fsync_dir, read_offset_checkpoint
+from pydmq.storage.checkpoint import read_offset_checkpoint
 
 __all__ = [
     "LOG_START_OFFSET_CHECKPOINT",
@@ -68,10 +68,8 @@ class LogLoader:
         )
 
     def load(self) -> LoadedLog:
-        os.makedirs(self._dir, exist_ok=True)
-        # Make the directory's entry durable before anything in it is promised: it may be new,
-        # or created by an open that crashed before this fsync.
-        fsync_dir(os.path.dirname(os.path.abspath(self._dir)))
+        # The directory exists (the engine created it). Its entry in the data dir may not be
+        # durable yet: the log makes it so before it promises anything (SharedDurability).
         bases: list[int] = []
         for name in os.listdir(self._dir):
             if name.endswith(_STRAY_SUFFIXES):

@@ -10,13 +10,14 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 
-from pydmq.engines.segment.index import LogIndex
+from pydmq.engines.segment.index import SegmentMeta
 from pydmq.engines.segment.loader import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     LogLoader,
 )
 from pydmq.engines.segment.segment import LogSegment
+from pydmq.engines.segment.shared import SharedDurability
 from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BatchHeader
 from pydmq.storage.api import (
@@ -43,6 +44,9 @@ class SegmentLog:
     Appends are one ``os.write``; sparse index entries stay in memory and reach LMDB in one
     transaction at most every ``index_flush_ms`` (and on roll, flush and close). A crash loses
     only those entries, which recovery rebuilds from the segments.
+
+    ``log_dir`` exists; its entry in the data dir is made durable (``shared``, once for many
+    logs) before the first thing this log promises durable: a flush or a checkpoint.
     """
 
     checkpoints_thread_safe = True  # write_checkpoint may run on the checkpoint writer thread
@@ -52,7 +56,7 @@ class SegmentLog:
         tp: TopicPartition,
         log_dir: str,
         config: LogConfig,
-        index: LogIndex,
+        shared: SharedDurability,
         *,
         read_mode: str = "pread",
         index_flush_ms: int = 500,
@@ -60,7 +64,10 @@ class SegmentLog:
         self.tp = tp
         self.dir = log_dir
         self.config = config
-        self._index = index
+        self._shared = shared
+        self._dir_generation = shared.dir_generation  # 0 once the entry is known durable
+        self._index = index = shared.index
+        self._index_waiting = False  # registered with ``shared`` as having index entries waiting
         self._read_mode = read_mode
         self._index_flush_s = index_flush_ms / 1000.0
         loaded = LogLoader(log_dir, tp, config, index, read_mode).load()
@@ -70,7 +77,12 @@ class SegmentLog:
         self.recovered_segments = loaded.recovered_segments
         self.truncated_bytes = loaded.truncated_bytes
         self._size = sum(s.size for s in self._segments)
-        self._unflushed: list[LogSegment] = []
+        # Segments past the recovery point may hold bytes that were never fsynced (a kill -9
+        # leaves them in the page cache, where recovery finds them): the next flush, which
+        # moves the recovery point past them, must fsync them first.
+        self._unflushed: list[LogSegment] = [
+            s for s in self._segments if s.next_offset > self.recovery_point
+        ]
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
         self._last_index_write = time.monotonic()
@@ -110,6 +122,9 @@ class SegmentLog:
             active = self._roll(headers[0].base_offset)
         active.append(records, headers)
         self._size += len(records)
+        if not self._index_waiting:
+            self._index_waiting = True
+            self._shared.index_pending(self)
         if not self._unflushed or self._unflushed[-1] is not active:
             self._unflushed.append(active)
         config = self.config
@@ -150,19 +165,29 @@ class SegmentLog:
         ):
             self._roll(active.next_offset)
 
-    def _write_index(self) -> None:
-        offsets: list[tuple[bytes, int]] = []
-        times: list[tuple[bytes, int, int]] = []
-        metas = []
+    def take_index(
+        self,
+        offsets: list[tuple[bytes, int]],
+        times: list[tuple[bytes, int, int]],
+        metas: list[tuple[bytes, SegmentMeta]],
+    ) -> None:
+        """Move the index entries waiting in memory into the given lists (for one LMDB put)."""
         for segment in self._segments.from_offset(self._segments.last.base_offset - 1):
             if segment.has_pending_index:
                 o, t = segment.take_pending()
                 offsets += o
                 times += t
                 metas.append((segment.prefix, segment.meta))
+        self._index_waiting = False
+        self._last_index_write = time.monotonic()
+
+    def _write_index(self) -> None:
+        offsets: list[tuple[bytes, int]] = []
+        times: list[tuple[bytes, int, int]] = []
+        metas: list[tuple[bytes, SegmentMeta]] = []
+        self.take_index(offsets, times, metas)
         if metas:
             self._index.put(offsets, times, metas)
-        self._last_index_write = time.monotonic()
 
     # -- read ----------------------------------------------------------------------------
 
@@ -278,7 +303,7 @@ class SegmentLog:
         self._unflushed = []
         self._new_active(offset)
         self._log_start_offset = offset
-        write_offset_checkpoint(os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), offset)
+        self._write_log_start_offset()
         self.recovery_point = offset
         self._write_recovery_point()
 
@@ -312,7 +337,7 @@ class SegmentLog:
             first = self._segments.first.base_offset
             if first > self._log_start_offset:
                 self._log_start_offset = first
-                write_offset_checkpoint(os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), first)
+                self._write_log_start_offset()
         return deleted
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
@@ -321,7 +346,7 @@ class SegmentLog:
         if offset <= self._log_start_offset:
             return False
         self._log_start_offset = offset
-        write_offset_checkpoint(os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), offset)
+        self._write_log_start_offset()
         closed = list(self._segments)[:-1]
         doomed = 0
         for segment in closed:
@@ -365,15 +390,30 @@ class SegmentLog:
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
 
+    def _make_dir_entry_durable(self) -> None:
+        """Before the first promise: the log directory's entry in the data dir is durable."""
+        if self._dir_generation:
+            self._shared.make_entries_durable(self._dir_generation)
+            self._dir_generation = 0
+
     def _write_recovery_point(self) -> None:
+        self._make_dir_entry_durable()
         write_offset_checkpoint(
             os.path.join(self.dir, RECOVERY_POINT_CHECKPOINT), self.recovery_point
         )
 
+    def _write_log_start_offset(self) -> None:
+        self._make_dir_entry_durable()
+        write_offset_checkpoint(
+            os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), self._log_start_offset
+        )
+
     def flush(self) -> None:
+        self._make_dir_entry_durable()
         self._flush_segments()
-        self._write_index()
-        self._index.sync()
+        # Every log's waiting index entries in one transaction; the environment is synced only
+        # if something was written since its last sync (closing many logs syncs it once).
+        self._shared.sync_index()
         if self.recovery_point != self.log_end_offset:
             self.recovery_point = self.log_end_offset
             self._write_recovery_point()
@@ -387,12 +427,14 @@ class SegmentLog:
         return read_checkpoint_file(self._checkpoint_path(name))
 
     def write_checkpoint(self, name: str, data: bytes) -> None:
+        self._make_dir_entry_durable()
         write_atomically(self._checkpoint_path(name), data)
 
     def close(self) -> None:
         if self._closed:
             return
         self.flush()
+        self._shared.forget(self)
         for segment in self._segments:
             segment.close()
         self._closed = True
