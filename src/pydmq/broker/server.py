@@ -33,8 +33,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pydmq.broker.cluster.runtime import BrokerCluster
-from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
 from pydmq.broker.dispatcher import RequestDispatcher
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.topic_ops import TopicOperations
@@ -56,6 +54,7 @@ from pydmq.storage.api import TopicPartition
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
+    from pydmq.broker.cluster.runtime import BrokerCluster
     from pydmq.controller.runtime import ControllerRuntime
 
 __all__ = ["Broker", "Listener", "parse_listener"]
@@ -109,17 +108,21 @@ class Broker:
         self.controller_dispatcher: RequestDispatcher | None = None
         self._controller_listeners: set[str] = set()
         self.topics: TopicRegistry
+        self.topic_ops: TopicOperations
         if self.cluster_mode and self.has_broker_role:
+            # Imported only in cluster mode: a single node's start-up does not pay for it.
+            from pydmq.broker.cluster.runtime import BrokerCluster
+            from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
+
             self.cluster = BrokerCluster(self)
             self.topics = self.cluster.metadata_cache.topics
+            self.topic_ops = ClusterTopicOperations(self)
         else:
             self.topics = TopicRegistry(metadata_dir)
+            self.topic_ops = TopicOperations(self)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
-        )
-        self.topic_ops: TopicOperations = (
-            ClusterTopicOperations(self) if self.cluster is not None else TopicOperations(self)
         )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(

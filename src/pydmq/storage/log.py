@@ -51,7 +51,6 @@ _PRODUCER_SNAPSHOT = "producer-state"
 _LEADER_EPOCHS = "leader-epoch-checkpoint"
 _HIGH_WATERMARK = "high-watermark"
 _HWM = struct.Struct(">q")
-_EMPTY_SNAPSHOT = -1  # the snapshot key of a producer state without producers
 
 
 class LogAppendError(Exception):
@@ -119,9 +118,10 @@ class UnifiedLog:
         self._epochs_saved_empty = True
         self._epochs_unsaved = False
         self._load_leader_epochs()
-        # What the producer snapshot on disk holds (see _snapshot_key), so that a state rebuilt
-        # past it is written by the next checkpoint.
-        self._snapshot_key = self._load_producer_state()
+        # The offset the producer snapshot on disk covers (0 without one), so that a state
+        # replayed past it at open is written by the next checkpoint: the start after that
+        # replays nothing (a log of many small batches replays ~7 us per batch).
+        self._snapshot_end = self._load_producer_state()
         self.high_watermark = self._load_high_watermark()
         self._checkpointed_hw = self.high_watermark
 
@@ -454,34 +454,24 @@ class UnifiedLog:
 
     # -- producer state --------------------------------------------------------------
     def _load_producer_state(self) -> int:
-        """Load the snapshot and replay the batches after it; returns the snapshot's key."""
+        """Load the snapshot and replay the batches after it; returns what the snapshot covers."""
         snapshot = self.engine_log.read_checkpoint(_PRODUCER_SNAPSHOT)
         start = self.log_start_offset
-        loaded = _EMPTY_SNAPSHOT
+        covered = 0
         if snapshot:
             try:
                 covered = self.producer_state.load_snapshot(snapshot, self.log_end_offset)
                 start = max(start, covered)
-                loaded = self._state_key()
             except ValueError:
                 self.producer_state = ProducerStateManager()
+                covered = 0
         self.producer_state.rebuild_from(self._learn_epochs(self.engine_log.batch_headers(start)))
-        return loaded
-
-    def _state_key(self) -> int:
-        """What a snapshot of the producer state would hold, as far as a restart cares.
-
-        The offset the state covers, or ``_EMPTY_SNAPSHOT`` when no producer is known: a state
-        without producers rebuilt from any offset (or from no snapshot at all) is the same
-        empty state, so a log written without producer ids never needs a new snapshot.
-        """
-        state = self.producer_state
-        return state.map_end_offset if state.producers else _EMPTY_SNAPSHOT
+        return covered
 
     def take_producer_snapshot(self) -> None:
         self._settle_leader_epochs()  # first: the snapshot's offset bounds the replay at open
         self._write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
-        self._snapshot_key = self._state_key()
+        self._snapshot_end = self.producer_state.map_end_offset
 
     def maybe_checkpoint(self, writer: CheckpointWriter | None = None) -> int:
         """Write the leader epochs kept in memory (once the log has a batch under them), the
@@ -497,7 +487,7 @@ class UnifiedLog:
             if self.high_watermark != self._checkpointed_hw:
                 self.checkpoint_high_watermark()
                 written += 1
-            if self._state_key() != self._snapshot_key:
+            if self.producer_state.map_end_offset != self._snapshot_end:
                 self.take_producer_snapshot()
                 written += 1
             return written

@@ -110,21 +110,24 @@ def test_a_snapshot_behind_the_log_is_rewritten_after_a_reopen() -> None:
     assert log.maybe_checkpoint() == 0
 
 
-def test_a_log_without_producer_ids_never_needs_a_snapshot() -> None:
-    """Replaying batches without producer ids moves the state's end but leaves it empty: the
-    same state as no snapshot at all, so neither checkpoints nor close write one."""
+def test_the_state_replayed_at_open_is_snapshotted_once() -> None:
+    """The leader does not move the producer state's end for batches without a producer id;
+    the replay at open does, and the next checkpoint (or close) writes the snapshot once, so
+    the start after it replays nothing."""
     engine_log = RecordingLog()
     log = UnifiedLog(engine_log)
     log.maybe_assign_epoch_start_offset(0, 0)
     produce(log, 3)
     log.close()
+    assert "producer-state" not in engine_log.take()
     log = UnifiedLog(engine_log)
     assert log.producer_state.map_end_offset == 3  # replayed from the log start
-    produce(log, 2)
-    log.update_high_watermark(log.log_end_offset)
-    engine_log.take()
     log.close()
-    assert engine_log.take() == ["high-watermark"]
+    assert engine_log.take() == ["producer-state"]
+    log = UnifiedLog(engine_log)
+    produce(log, 2)
+    log.close()
+    assert engine_log.take() == []
 
 
 # -- leader epochs ------------------------------------------------------------------------------
@@ -165,8 +168,9 @@ def test_epochs_kept_in_memory_are_learnt_from_the_batches_after_a_crash() -> No
     log = UnifiedLog(engine_log)
     assert log.leader_epochs == [(3, 0)]
     assert log.end_offset_for_epoch(2) == (2, 0)
-    assert log.maybe_checkpoint() == 1  # now written (the snapshot key did not move)
-    assert engine_log.take() == ["leader-epoch-checkpoint"]
+    assert log.maybe_checkpoint() == 2  # the epochs, then the snapshot of the replayed state
+    assert engine_log.written == ["leader-epoch-checkpoint", "producer-state"]
+    engine_log.take()
 
     follower = RecordingLog()
     log = UnifiedLog(follower)

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydmq.broker.cluster.forwarding import ControllerUnavailableError, forward
 from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -29,6 +28,10 @@ async def forward_to_controller(
     on_unavailable: Callable[[int, str], R],
     timeout_ms: int = 0,
 ) -> R:
+    # Imported here: handler modules are imported at every start, the cluster code only in
+    # cluster mode (start-up time of a single node).
+    from pydmq.broker.cluster.forwarding import ControllerUnavailableError, forward
+
     try:
         response: R = await forward(cluster, ctx.api_key, ctx.api_version, request, timeout_ms)
     except ControllerUnavailableError as exc:

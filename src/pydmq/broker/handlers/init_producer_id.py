@@ -14,11 +14,14 @@ COORDINATOR_NOT_AVAILABLE (retriable).
 from __future__ import annotations
 
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
-from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager, ProducerIdsUnavailableError
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+
+if TYPE_CHECKING:
+    from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 
 __all__ = ["HANDLER"]
 
@@ -47,6 +50,8 @@ def handle(
 
 
 async def _from_new_block(manager: ProducerIdBlockManager) -> InitProducerIdResponse:
+    from pydmq.broker.cluster.producer_ids import ProducerIdsUnavailableError  # cluster mode only
+
     try:
         producer_id = await manager.generate_producer_id()
     except ProducerIdsUnavailableError as exc:

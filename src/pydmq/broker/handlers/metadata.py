@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Awaitable
+from typing import TYPE_CHECKING
 
-from pydmq.broker.cluster.runtime import BrokerCluster
-from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.server import Broker
 from pydmq.broker.topic_names import INTERNAL_TOPICS, topic_name_problem
@@ -37,6 +36,9 @@ from pydmq.protocol.messages.metadata import (
     MetadataResponseTopic,
 )
 from pydmq.storage.api import TopicPartition
+
+if TYPE_CHECKING:  # cluster mode only: not imported by a single node (start-up time)
+    from pydmq.broker.cluster.runtime import BrokerCluster
 
 __all__ = ["HANDLER", "broker_list"]
 
@@ -178,6 +180,8 @@ async def _handle_cluster(
         if not allow_auto:
             response.topics.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
             continue
+        from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
+
         ops = broker.topic_ops
         assert isinstance(ops, ClusterTopicOperations)
         if name == OFFSETS_TOPIC:

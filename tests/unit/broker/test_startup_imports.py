@@ -1,0 +1,32 @@
+"""A single node does not import the cluster code (start-up time of ``pydmq serve``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+CHILD = textwrap.dedent(
+    """
+    import json, sys
+    from pydmq.broker.server import Broker
+    from pydmq.config.broker import BrokerConfig
+
+    Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
+    prefixes = ("pydmq.broker.cluster", "pydmq.controller", "pydmq.raft", "pydmq.metadata")
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefixes))))
+    """
+)
+
+
+def test_a_single_node_broker_imports_no_cluster_module(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == []
