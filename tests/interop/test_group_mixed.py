@@ -1,6 +1,6 @@
 """A mixed consumer group: confluent-kafka, kafka-python, aiokafka and Java in one group.
 
-Four member processes (tests/interop/group_members/) share a 6-partition topic of 100,000
+Four member processes (tests/interop/group_members/) share a 6-partition topic of 60,000
 records under the classic protocol. All four offer the same assignors, ``range`` then
 ``roundrobin`` (the only two the four clients have in common), so the broker selects
 ``range``. Every member writes each record it consumes (partition, offset, value, the
@@ -44,7 +44,7 @@ from .support import java_ready, unique_topic
 pytestmark = pytest.mark.interop
 
 PARTITIONS = 6
-COUNT = int(os.environ.get("PYDMQ_GROUP_MIXED_COUNT", "100000"))
+COUNT = int(os.environ.get("PYDMQ_GROUP_MIXED_COUNT", "60000"))
 PER_PARTITION = COUNT // PARTITIONS
 SESSION_MS = 6000  # the broker's default group.min.session.timeout.ms
 HEARTBEAT_MS = 1000

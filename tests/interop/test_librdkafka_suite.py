@@ -44,7 +44,7 @@ def test_librdkafka_allowed_subset() -> None:
     expected = allowed()
     assert expected, "tests.allow is empty"
     proc = subprocess.run(
-        ["bash", str(RUN), "--allowed", "--jobs", "2"],
+        ["bash", str(RUN), "--allowed", "--jobs", "3"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
