@@ -20,14 +20,12 @@ nothing ever waits here.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydmq.protocol.errors import ErrorCode
-from pydmq.replication.purgatory import DelayedOperationPurgatory
+from pydmq.replication.purgatory import DelayedOperationPurgatory, wait_until_settled
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
@@ -81,22 +79,11 @@ async def await_deletes(
     is_alive: Callable[[int], bool] | None = None,
 ) -> None:
     """Wait until every entry is settled or ``timeout_ms`` passed (REQUEST_TIMED_OUT)."""
-    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-    while True:
-        open_ = [p for p in pending if not check_delete(p, hosted, is_alive)]
-        if not open_:
-            return
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        waiter = purgatory.watch([p.partition.tp for p in open_])
-        try:
-            await asyncio.wait_for(waiter, remaining)
-        except TimeoutError:
-            pass
-        finally:
-            if not waiter.done():
-                waiter.cancel()
+    await wait_until_settled(
+        purgatory,
+        lambda: [p.partition.tp for p in pending if not check_delete(p, hosted, is_alive)],
+        timeout_ms,
+    )
     for p in pending:
         if not check_delete(p, hosted, is_alive):
             p.report(ErrorCode.REQUEST_TIMED_OUT, p.low_watermark)

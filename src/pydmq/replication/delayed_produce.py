@@ -14,14 +14,12 @@ In single-node mode the high watermark follows every append, so nothing ever wai
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydmq.protocol.errors import ErrorCode
-from pydmq.replication.purgatory import DelayedOperationPurgatory
+from pydmq.replication.purgatory import DelayedOperationPurgatory, wait_until_settled
 
 if TYPE_CHECKING:
     from pydmq.replication.partition import Partition
@@ -54,22 +52,9 @@ async def await_acks(
     purgatory: DelayedOperationPurgatory, pending: Sequence[PendingAck], timeout_ms: int
 ) -> None:
     """Wait until every entry is settled or ``timeout_ms`` passed (REQUEST_TIMED_OUT)."""
-    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
-    while True:
-        open_ = [p for p in pending if not check_acks(p)]
-        if not open_:
-            return
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            break
-        waiter = purgatory.watch([p.partition.tp for p in open_])
-        try:
-            await asyncio.wait_for(waiter, remaining)
-        except TimeoutError:
-            pass
-        finally:
-            if not waiter.done():
-                waiter.cancel()
+    await wait_until_settled(
+        purgatory, lambda: [p.partition.tp for p in pending if not check_acks(p)], timeout_ms
+    )
     for p in pending:
         if not check_acks(p):
             p.report(ErrorCode.REQUEST_TIMED_OUT)

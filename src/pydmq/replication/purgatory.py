@@ -8,11 +8,12 @@ satisfied. Owned by the event loop; no locks.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 
 from pydmq.storage.api import TopicPartition
 
-__all__ = ["DelayedOperationPurgatory"]
+__all__ = ["DelayedOperationPurgatory", "wait_until_settled"]
 
 
 class DelayedOperationPurgatory:
@@ -53,3 +54,28 @@ class DelayedOperationPurgatory:
 
     def __len__(self) -> int:
         return len({f for watchers in self._watchers.values() for f in watchers})
+
+
+async def wait_until_settled(
+    purgatory: DelayedOperationPurgatory,
+    unsettled: Callable[[], list[TopicPartition]],
+    timeout_ms: int,
+) -> None:
+    """Wait until ``unsettled()`` (the partitions of the entries still waiting) is empty or
+    ``timeout_ms`` passed, re-checking whenever one of those partitions is notified."""
+    deadline = time.monotonic() + max(timeout_ms, 0) / 1000
+    while True:
+        waiting = unsettled()
+        if not waiting:
+            return
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        waiter = purgatory.watch(waiting)
+        try:
+            await asyncio.wait_for(waiter, remaining)
+        except TimeoutError:
+            pass
+        finally:
+            if not waiter.done():
+                waiter.cancel()
