@@ -247,7 +247,9 @@ class LogSegment:
             if not min_one_batch or first.next_offset > max_offset:
                 return b"", -1
             return self._bytes(position, position + first.size), first.next_offset
-        return buf[:taken], next_offset
+        # A view, not a slice: slicing the bytes of a pread copied up to max_bytes again
+        # (38 % of the broker's CPU while a Java consumer read 1 KiB records).
+        return memoryview(buf)[:taken], next_offset
 
     def headers(self, position: int = 0) -> Iterator[BatchHeader]:
         while position < self.size:
