@@ -7,6 +7,7 @@ unsupported version with UNSUPPORTED_VERSION in a v0 body listing what we suppor
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import struct
@@ -74,8 +75,40 @@ class RequestDispatcher:
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
 
-    async def _finish_later(self, ctx: RequestContext, result: Awaitable[Any]) -> Buffers | None:
-        return self._encode(ctx, await result)
+    def _finish_later(
+        self, ctx: RequestContext, result: Awaitable[Any]
+    ) -> asyncio.Future[Buffers | None]:
+        """Run the handler's awaitable as the task itself and encode its answer when it ends.
+
+        Wrapping it in a second coroutine left the handler's coroutine unstarted (and warned
+        "never awaited") whenever the connection or the broker stopped before the wrapper ran;
+        a task owns its coroutine, so cancelling the answer cancels the handler itself.
+        """
+        task = asyncio.ensure_future(result)
+        answer: asyncio.Future[Buffers | None] = task.get_loop().create_future()
+
+        def settle(done: asyncio.Future[Any]) -> None:
+            if answer.done():
+                return
+            if done.cancelled():
+                answer.cancel()
+                return
+            exc = done.exception()
+            if exc is not None:
+                answer.set_exception(exc)
+                return
+            try:
+                answer.set_result(self._encode(ctx, done.result()))
+            except Exception as encode_error:  # surfaces on the connection, which closes
+                answer.set_exception(encode_error)
+
+        def cancel_handler(settled: asyncio.Future[Buffers | None]) -> None:
+            if settled.cancelled():
+                task.cancel()
+
+        task.add_done_callback(settle)
+        answer.add_done_callback(cancel_handler)
+        return answer
 
     def _encode(self, ctx: RequestContext, response: Any) -> Buffers | None:
         if response is None:

@@ -17,7 +17,10 @@ single-node mode the high watermark follows each append, so nothing waits.
 
 from __future__ import annotations
 
+import logging
+import struct
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._leadership import leader_partition
@@ -35,9 +38,35 @@ from pydmq.storage.log import LogAppendError
 
 __all__ = ["HANDLER"]
 
+log = logging.getLogger(__name__)
+
 _ZSTD = 4
 _ATTRIBUTES_AT = 21
 _MAGIC_AT = 16
+# producer id, producer epoch and base sequence of a v2 batch header
+_PRODUCER_AT = 43
+_PRODUCER = struct.Struct(">qhi")
+# Answers that make librdkafka's idempotent producer bump its epoch or fail: always logged.
+_SEQUENCE_ERRORS = frozenset(
+    {
+        ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+        ErrorCode.UNKNOWN_PRODUCER_ID,
+        ErrorCode.INVALID_PRODUCER_EPOCH,
+        ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
+    }
+)
+
+
+def _writer_of(view: memoryview) -> tuple[int, int, int]:
+    """Producer id, epoch and base sequence of the first batch (ids -1 when too short)."""
+    if len(view) < BATCH_HEADER_SIZE:
+        return (-1, -1, -1)
+    return cast("tuple[int, int, int]", _PRODUCER.unpack_from(view, _PRODUCER_AT))
+
+
+def _describe(writer: tuple[int, int, int]) -> str:
+    producer_id, epoch, sequence = writer
+    return f" (producer {producer_id} epoch {epoch} seq {sequence})" if producer_id >= 0 else ""
 
 
 def _partition_error(index: int, code: int, message: str | None = None) -> PartitionProduceResponse:
@@ -51,10 +80,23 @@ def _partition_error(index: int, code: int, message: str | None = None) -> Parti
     )
 
 
-def _reporter(result: PartitionProduceResponse) -> Callable[[int], None]:
+def _reporter(
+    result: PartitionProduceResponse, tp: TopicPartition, writer: tuple[int, int, int]
+) -> Callable[[int], None]:
     def report(code: int) -> None:
         result.error_code = code
-        if code != ErrorCode.NONE and code != ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+        if code == ErrorCode.NONE:
+            return
+        # A failed acks=all answer makes an idempotent client retry (or, for some codes, bump
+        # its epoch): these lines let a duplicate or a gap seen later be traced to its answer.
+        log.info(
+            "produce to %s at offset %d answered %s%s",
+            tp,
+            result.base_offset,
+            ErrorCode(code).name,
+            _describe(writer),
+        )
+        if code != ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
             # Kafka answers a failed delayed produce without its offsets.
             result.base_offset = -1
             result.log_append_time = -1
@@ -121,6 +163,14 @@ def handle(
             try:
                 info = replica_manager.append(partition, view, acks)
             except LogAppendError as exc:
+                log.log(
+                    logging.WARNING if exc.error_code in _SEQUENCE_ERRORS else logging.INFO,
+                    "produce to %s refused with %s%s: %s",
+                    partition.tp,
+                    ErrorCode(exc.error_code).name,
+                    _describe(_writer_of(view)),
+                    exc.message,
+                )
                 topic_response.partition_responses.append(
                     _partition_error(data.index, exc.error_code, exc.message)
                 )
@@ -134,7 +184,11 @@ def handle(
             )
             topic_response.partition_responses.append(result)
             if acks == -1:
-                ack = PendingAck(partition, info.last_offset + 1, _reporter(result))
+                ack = PendingAck(
+                    partition,
+                    info.last_offset + 1,
+                    _reporter(result, partition.tp, _writer_of(view)),
+                )
                 if not check_acks(ack):
                     pending.append(ack)
     if acks == 0:
