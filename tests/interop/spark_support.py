@@ -255,10 +255,12 @@ REC_COLUMNS = (
 )
 
 
-def kafka_df(spark: Any, bootstrap: str, **options: str) -> Any:
-    """A batch Kafka source with headers; the subscription is among ``options``."""
+def kafka_df(spark: Any, bootstrap: str, *, stream: bool = False, **options: str) -> Any:
+    """A Kafka source with headers, batch or (``stream``) streaming; the subscription is
+    among ``options``."""
     r = (
-        spark.read.format("kafka")
+        (spark.readStream if stream else spark.read)
+        .format("kafka")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("includeHeaders", "true")
     )

@@ -79,14 +79,7 @@ def filled(bootstrap: str) -> tuple[str, int]:
 
 
 def read_stream(spark: Any, bootstrap: str, **options: str) -> Any:
-    r = (
-        spark.readStream.format("kafka")
-        .option("kafka.bootstrap.servers", bootstrap)
-        .option("includeHeaders", "true")
-    )
-    for k, v in options.items():
-        r = r.option(k, v)
-    return r.load().selectExpr(*ss.REC_COLUMNS)
+    return ss.kafka_df(spark, bootstrap, stream=True, **options).selectExpr(*ss.REC_COLUMNS)
 
 
 def positions(recs: list[Rec]) -> list[tuple[int, int]]:
