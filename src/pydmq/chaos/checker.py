@@ -23,7 +23,8 @@ Safety anomalies (any of them makes :attr:`Report.ok` false)
     ``((topic, partition), offset)`` (at another offset, or in another partition). An acked
     write without an offset only has to be present somewhere. Counted per write.
 ``duplicated``
-    Identities found at more than one position of the final log. Counted per value.
+    Identities found at more than one position of the final log, counted per value, except
+    the copies described under ``resent_after_epoch_bump``.
 ``reordered``
     For each writer and partition, the final-log entries of that writer (first occurrence of
     each identity) sorted by ``seq``: each consecutive pair whose offsets decrease is one
@@ -64,6 +65,15 @@ Informational figures (never affect ``ok``)
 ``redelivered``
     Positions handed to members more than once (by the same member or another one):
     at-least-once delivery at work.
+``resent_after_epoch_bump``
+    Identities found at more than one position where ``History.batch_producers`` shows every
+    copy written by the same producer id under a different producer epoch. A broker
+    deduplicates retries within one epoch only (KIP-98: a new epoch restarts the sequence at
+    0), so these are copies the client itself sent again as new records after bumping its
+    epoch. librdkafka (up to 2.16 at least) does that to batches it had possibly persisted
+    when a later in-flight request of the same producer gets OUT_OF_ORDER_SEQUENCE_NUMBER
+    after an earlier one failed, against Apache Kafka as well (librdkafka issue #4953).
+    Counted per value; duplicates within one epoch stay ``duplicated``.
 ``faults``
     Count by kind and total. ``elections``: ``len(History.elections)``, also per partition.
 ``fault_log``
@@ -359,6 +369,7 @@ class Report:
     replica_mismatches: dict[TopicPartitionKey, str]
     indeterminate_landed: int
     redelivered: int
+    resent_after_epoch_bump: Anomaly
     faults_by_kind: dict[str, int]
     elections: int
     elections_by_partition: dict[TopicPartitionKey, int]
@@ -414,6 +425,7 @@ class Report:
             out[name] = self.anomaly(name).to_json()
         out["indeterminate_landed"] = self.indeterminate_landed
         out["redelivered"] = self.redelivered
+        out["resent_after_epoch_bump"] = self.resent_after_epoch_bump.to_json()
         out["faults"] = {"total": self.faults_total, "by_kind": dict(self.faults_by_kind)}
         out["elections"] = {
             "total": self.elections,
@@ -453,6 +465,13 @@ class Report:
             f"{self.reads_per_s:.1f} reads/s, {self.deliveries} deliveries "
             f"({self.redelivered} offsets redelivered)"
         )
+        resent = self.resent_after_epoch_bump
+        if resent.count:
+            lines.append(
+                f"client:  {resent.count} values resent under a bumped producer epoch "
+                "(not deduplicable by a broker; see resent_after_epoch_bump)"
+            )
+            lines.extend(f"      {example}" for example in resent.examples[:examples])
         lines.append("anomalies:")
         width = max(len(name) for name in ANOMALY_NAMES)
         for name in ANOMALY_NAMES:
@@ -647,10 +666,17 @@ def check(history: History) -> Report:
             _count_reorders(tp, log, first_at, unordered, reordered)
 
     duplicated = _Tally()
+    resent = _Tally()
+    writers = _BatchProducers(history.batch_producers)
     for ident, extras in extra_at.items():
-        if duplicated.hit():
-            where = ", ".join(_pos(*p) for p in [first_at[ident], *extras])
-            duplicated.examples.append(f"{ident[0]}#{ident[1]} at {where}")
+        positions = [first_at[ident], *extras]
+        epochs = writers.epochs_of_one_producer(positions)
+        tally = resent if epochs is not None and len(set(epochs)) == len(positions) else duplicated
+        if tally.hit():
+            where = ", ".join(_pos(*p) for p in positions)
+            if tally is resent:
+                where += " (producer epochs " + ", ".join(map(str, epochs or ())) + ")"
+            tally.examples.append(f"{ident[0]}#{ident[1]} at {where}")
 
     unknown = _Tally()
     for ident, (tp, offset) in first_at.items():
@@ -763,6 +789,7 @@ def check(history: History) -> Report:
         replica_mismatches=dict(sorted(history.replica_mismatches.items())),
         indeterminate_landed=indeterminate_landed,
         redelivered=redelivered,
+        resent_after_epoch_bump=resent.freeze(),
         faults_by_kind=dict(sorted(faults_by_kind.items())),
         elections=len(history.elections),
         elections_by_partition=dict(sorted(elections_by_partition.items())),
@@ -778,6 +805,33 @@ def check(history: History) -> Report:
         deliveries=len(history.deliveries),
         client_errors=list(history.client_errors),
     )
+
+
+class _BatchProducers:
+    """Producer id and epoch of the batch holding a position, from ``batch_producers``."""
+
+    __slots__ = ("_batches", "_starts")
+
+    def __init__(self, batches: dict[TopicPartitionKey, list[tuple[int, int, int, int]]]) -> None:
+        self._batches = batches
+        self._starts = {tp: [b[0] for b in found] for tp, found in batches.items()}
+
+    def producer_at(self, tp: TopicPartitionKey, offset: int) -> tuple[int, int] | None:
+        starts = self._starts.get(tp)
+        if not starts:
+            return None
+        index = bisect_left(starts, offset + 1) - 1
+        if index < 0:
+            return None
+        base, last, producer_id, epoch = self._batches[tp][index]
+        return (producer_id, epoch) if base <= offset <= last and producer_id >= 0 else None
+
+    def epochs_of_one_producer(self, positions: Sequence[_Position]) -> list[int] | None:
+        """The epochs of ``positions`` if one producer id wrote them all, else None."""
+        found = [self.producer_at(tp, offset) for tp, offset in positions]
+        if any(f is None for f in found) or len({f[0] for f in found if f}) != 1:
+            return None
+        return [f[1] for f in found if f]
 
 
 def _count_reorders(

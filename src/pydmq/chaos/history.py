@@ -154,3 +154,8 @@ class History:
     replica_mismatches: dict[TopicPartitionKey, str] = field(default_factory=dict)
     # Fatal client errors (e.g. a producer that had to be recreated), as text.
     client_errors: list[str] = field(default_factory=list)
+    # Who wrote each committed batch, read offline from one replica after the stop:
+    # partition -> [(base offset, last offset, producer id, producer epoch)] in offset order.
+    batch_producers: dict[TopicPartitionKey, list[tuple[int, int, int, int]]] = field(
+        default_factory=dict
+    )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import random
+import re
 import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, Nemesis
 from pydmq.chaos.history import History, TopicPartitionKey
 from pydmq.chaos.observer import Observer
 from pydmq.chaos.topology import ChaosCluster
-from pydmq.testing.cluster import replica_batches
+from pydmq.testing.cluster import replica_batches, replica_headers
 
 __all__ = ["ChaosConfig", "RunResult", "run"]
 
@@ -149,6 +151,37 @@ def compare_replicas(
     return problems
 
 
+_SEQUENCE_ERROR = re.compile(
+    r"refused with (OUT_OF_ORDER_SEQUENCE_NUMBER|UNKNOWN_PRODUCER_ID|"
+    r"INVALID_PRODUCER_EPOCH|DUPLICATE_SEQUENCE_NUMBER)"
+)
+
+
+def _sequence_errors(log_paths: Iterable[Path]) -> dict[str, int]:
+    """How often the nodes refused an idempotent batch, by error (from the produce handler's
+    warnings): the answers that make librdkafka bump its producer epoch."""
+    counts: Counter[str] = Counter()
+    for path in log_paths:
+        with contextlib.suppress(OSError):
+            counts.update(m.group(1) for m in _SEQUENCE_ERROR.finditer(path.read_text()))
+    return dict(sorted(counts.items()))
+
+
+def _batch_producers(
+    data_dir: Path, high_watermarks: dict[TopicPartitionKey, int]
+) -> dict[TopicPartitionKey, list[tuple[int, int, int, int]]]:
+    """(base offset, last offset, producer id, producer epoch) of every committed batch of
+    one replica, offline: the checker tells a client's epoch-bump resend from a duplicate."""
+    return {
+        tp: [
+            (h.base_offset, h.base_offset + h.last_offset_delta, h.producer_id, h.producer_epoch)
+            for h in replica_headers(data_dir, *tp)
+            if h.base_offset < hw
+        ]
+        for tp, hw in high_watermarks.items()
+    }
+
+
 def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
     temp = config.base_dir is None
     base = Path(tempfile.mkdtemp(prefix="pydmq-chaos-")) if temp else Path(config.base_dir)  # type: ignore[arg-type]
@@ -256,9 +289,9 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
 
         log("chaos: stopping the cluster to compare replicas offline")
         cluster.stop()
-        mismatches = compare_replicas(
-            {i: cluster.cluster.node(i).data_dir for i in cluster.node_ids}, ends
-        )
+        data_dirs = {i: cluster.cluster.node(i).data_dir for i in cluster.node_ids}
+        mismatches = compare_replicas(data_dirs, ends)
+        batch_producers = _batch_producers(data_dirs[min(data_dirs)], ends)
         history = History(
             started_at=started,
             ended_at=ended,
@@ -272,6 +305,7 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
             faults=nemesis.faults,
             elections=observer.elections,
             replica_mismatches=mismatches,
+            batch_producers=batch_producers,
             client_errors=[e for p in producers for e in p.errors]
             + [e for r in readers for e in r.errors][:20],
         )
@@ -289,6 +323,9 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
             "members": config.members,
             "clients": clients,
             "unhealthy": nemesis.unhealthy,
+            "broker_sequence_errors": _sequence_errors(
+                cluster.cluster.node(i).log_path for i in cluster.node_ids
+            ),
             "harness_errors": harness_errors,
             "data_dir": str(base) if config.keep or not temp else None,
         }

@@ -45,6 +45,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     result = run(config, log=lambda line: print(line, flush=True))
     print(result.report.text())
+    refused = result.summary.get("broker_sequence_errors") or {}
+    if refused:
+        listed = ", ".join(f"{code} {n}" for code, n in refused.items())
+        print(f"brokers refused idempotent batches: {listed}")
     for note in result.summary.get("harness_errors", []):
         print(f"HARNESS ERROR: {note}")
     document: dict[str, Any] = {**result.report.to_json(), "run": result.summary}

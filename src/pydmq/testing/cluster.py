@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from pydmq.cli.cluster import (
     DEFAULT_LAUNCHER,
@@ -33,7 +34,17 @@ from pydmq.cli.cluster import (
 )
 from pydmq.testing.process import BrokerProcess
 
-__all__ = ["FAST_FAILOVER", "ClusterNode", "ClusterProcess", "free_ports", "replica_batches"]
+if TYPE_CHECKING:
+    from pydmq.protocol.records import BatchHeader
+
+__all__ = [
+    "FAST_FAILOVER",
+    "ClusterNode",
+    "ClusterProcess",
+    "free_ports",
+    "replica_batches",
+    "replica_headers",
+]
 
 # Node settings for fault tests: a 1 s broker session (a killed or paused leader is replaced
 # within a couple of seconds), quick follower fetches, groups that start at once.
@@ -62,9 +73,9 @@ def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
             sock.close()
 
 
-def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[int, int, int]]:
-    """(base offset, last offset delta, CRC) of every batch of one node's replica, read
-    offline from its data directory (the node must be stopped)."""
+def replica_headers(data_dir: Path, topic: str, partition: int) -> list[BatchHeader]:
+    """The header of every batch of one node's replica, read offline from its data
+    directory (the node must be stopped)."""
     from pydmq.engines.segment.engine import SegmentStorageEngine
     from pydmq.storage.api import LogConfig, TopicPartition
 
@@ -72,11 +83,19 @@ def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[in
     try:
         log = engine.open_log(TopicPartition(topic, partition), LogConfig())
         try:
-            return [(h.base_offset, h.last_offset_delta, h.crc) for h in log.batch_headers(0)]
+            return list(log.batch_headers(0))
         finally:
             log.close()
     finally:
         engine.close()
+
+
+def replica_batches(data_dir: Path, topic: str, partition: int) -> list[tuple[int, int, int]]:
+    """(base offset, last offset delta, CRC) of every batch of one node's replica (offline)."""
+    return [
+        (h.base_offset, h.last_offset_delta, h.crc)
+        for h in replica_headers(data_dir, topic, partition)
+    ]
 
 
 def _wait_stopped(pid: int, stopped: bool, timeout: float) -> None:

@@ -150,6 +150,52 @@ def test_duplicate_across_partitions() -> None:
     only(check(history), "duplicated")
 
 
+def _resend_history(first: tuple[int, int], second: tuple[int, int]) -> History:
+    """a#0 at t-0@0 (batch of ``first`` = (producer id, epoch)) and again at t-0@6
+    (``second``); the other offsets of t-0 are batches of producer 9."""
+    history = build()
+    history.final_log[TP0].append((6, encode_value("a", 0)))
+    history.batch_producers = {
+        TP0: [(0, 0, *first), (1, 5, 9, 0), (6, 6, *second)],
+        TP1: [(0, 4, 9, 0)],
+    }
+    return history
+
+
+def test_a_copy_resent_under_a_bumped_epoch_is_the_clients_not_a_duplicate() -> None:
+    report = check(_resend_history((3, 0), (3, 1)))
+    assert report.ok, report.text()
+    assert report.duplicated.count == 0
+    assert report.resent_after_epoch_bump.count == 1
+    assert report.resent_after_epoch_bump.examples == (
+        "a#0 at t-0@0, t-0@6 (producer epochs 0, 1)",
+    )
+    assert report.to_json()["resent_after_epoch_bump"]["count"] == 1
+    assert "1 values resent under a bumped producer epoch" in report.text()
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ((3, 0), (3, 0)),  # the same epoch: the broker should have deduplicated it
+        ((3, 0), (4, 0)),  # two producer ids
+        ((-1, -1), (3, 1)),  # a non-idempotent copy
+    ],
+)
+def test_copies_not_explained_by_an_epoch_bump_stay_duplicates(
+    first: tuple[int, int], second: tuple[int, int]
+) -> None:
+    report = check(_resend_history(first, second))
+    only(report, "duplicated")
+    assert report.resent_after_epoch_bump.count == 0
+
+
+def test_a_duplicate_without_batch_information_stays_a_duplicate() -> None:
+    history = _resend_history((3, 0), (3, 1))
+    history.batch_producers[TP0] = history.batch_producers[TP0][1:]  # offset 0 unknown
+    only(check(history), "duplicated")
+
+
 def test_reordered_writes() -> None:
     layout = {TP0: [("a", 0), ("a", 2), ("a", 1), ("a", 3)], TP1: [("a", 5), ("a", 4)]}
     report = check(build(layout))
