@@ -63,3 +63,24 @@ def test_smoke_set_on_one_pydmq_node(tmp_path: Path) -> None:
     produced = next(line for line in lines if line["mode"] == "produce")["figures"]
     consumed = next(line for line in lines if line["mode"] == "consume")["figures"]
     assert consumed["records"] == produced["end_offsets"]  # every acknowledged record read back
+
+
+def test_fetch_size_probe_reads_everything_at_each_size() -> None:
+    """``benchmarks.omb.fetch_size`` on one pydmq node, small: every round reads every record,
+    and the smaller per-partition limit needs more Fetch requests."""
+    cmd = [
+        sys.executable, "-m", "benchmarks.omb.fetch_size",
+        "--targets", "pydmq",
+        "--records", "40000",
+        "--partition-bytes", "1048576,16384",
+        "--rounds", "1",
+    ]  # fmt: skip
+    done = subprocess.run(
+        cmd, cwd=REPO, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
+    )
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    rounds = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert [r["partition_bytes"] for r in rounds] == [1048576, 16384]
+    for r in rounds:
+        assert r["records"] == 40000 and r["records_per_s"] > 0 and r["received_mb"] > 4, r
+    assert rounds[1]["fetches"] > rounds[0]["fetches"], rounds
