@@ -62,6 +62,12 @@ __all__ = ["Broker", "Listener", "parse_listener"]
 log = logging.getLogger(__name__)
 _METADATA_DIR = "__pydmq_metadata"
 _CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
+# High watermarks are checkpointed every 5 s (Kafka's replica.high.watermark.checkpoint.
+# interval.ms), producer snapshots every 60 s (Kafka's recovery-point cadence,
+# log.flush.offset.checkpoint.interval.ms; Kafka itself snapshots at segment roll). Under a
+# write load each fsync forces a journal commit that can stall segment appends on the event
+# loop; a kill -9 replays at most 60 s of batch headers to rebuild the producer state.
+_PRODUCER_SNAPSHOT_EVERY_S = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,10 +282,14 @@ class Broker:
         retention_every = self.config.get_int("log.retention.check.interval.ms") / 1000
         checkpoint_every = 5.0
         next_retention = time.monotonic() + retention_every
+        next_snapshot = time.monotonic() + _PRODUCER_SNAPSHOT_EVERY_S
         while True:
             await asyncio.sleep(min(checkpoint_every, retention_every))
             try:
-                await self.replica_manager.checkpoint_changed()
+                snapshots = time.monotonic() >= next_snapshot
+                await self.replica_manager.checkpoint_changed(producer_snapshots=snapshots)
+                if snapshots:
+                    next_snapshot = time.monotonic() + _PRODUCER_SNAPSHOT_EVERY_S
                 if time.monotonic() >= next_retention:
                     self.replica_manager.cleanup_logs()
                     next_retention = time.monotonic() + retention_every

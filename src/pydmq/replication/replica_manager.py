@@ -289,8 +289,9 @@ class ReplicaManager:
         for partition in list(self.partitions.values()):
             partition.log.flush()
 
-    async def checkpoint_changed(self) -> int:
-        """Checkpoint the partitions whose high watermark or producer state moved.
+    async def checkpoint_changed(self, producer_snapshots: bool = True) -> int:
+        """Checkpoint the partitions whose high watermark (and, with ``producer_snapshots``,
+        producer state) moved.
 
         What to write is captured here; the writes (each fsyncs twice) run on the checkpoint
         writer's thread, and this waits for them before the next pass. On the event loop, one
@@ -302,7 +303,7 @@ class ReplicaManager:
         writer = self._checkpoint_writer
         written = 0
         for partition in list(self.partitions.values()):
-            if partition.log.maybe_checkpoint(writer):
+            if partition.log.maybe_checkpoint(writer, producer_snapshot=producer_snapshots):
                 written += 1
                 await asyncio.sleep(0)
         await writer.drain()

@@ -473,10 +473,13 @@ class UnifiedLog:
         self._write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
         self._snapshot_end = self.producer_state.map_end_offset
 
-    def maybe_checkpoint(self, writer: CheckpointWriter | None = None) -> int:
+    def maybe_checkpoint(
+        self, writer: CheckpointWriter | None = None, *, producer_snapshot: bool = True
+    ) -> int:
         """Write the leader epochs kept in memory (once the log has a batch under them), the
-        high-watermark checkpoint and the producer snapshot, each only if it changed since its
-        last write; returns how many files were written (each costs two fsyncs).
+        high-watermark checkpoint and (with ``producer_snapshot``) the producer snapshot, each
+        only if it changed since its last write; returns how many files were written (each
+        costs two fsyncs).
 
         With ``writer`` (and an engine whose checkpoint writes are thread-safe) the content
         is captured now and the writes run on the writer's thread, in this order."""
@@ -487,7 +490,7 @@ class UnifiedLog:
             if self.high_watermark != self._checkpointed_hw:
                 self.checkpoint_high_watermark()
                 written += 1
-            if self.producer_state.map_end_offset != self._snapshot_end:
+            if producer_snapshot and self.producer_state.map_end_offset != self._snapshot_end:
                 self.take_producer_snapshot()
                 written += 1
             return written

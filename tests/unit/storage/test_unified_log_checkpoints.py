@@ -214,3 +214,19 @@ def test_a_new_epoch_of_a_log_with_epochs_on_disk_is_written_at_once() -> None:
     assert engine_log.take() == ["leader-epoch-checkpoint"]
     log.maybe_assign_epoch_start_offset(1, 2)
     assert engine_log.take() == ["leader-epoch-checkpoint"]
+
+
+def test_a_pass_without_producer_snapshots_writes_only_the_high_watermark() -> None:
+    """The broker's 5 s pass leaves producer snapshots to every 12th pass (each costs two
+    fsyncs per partition); the snapshot still follows on the next pass that allows it, and
+    on close."""
+    engine_log = RecordingLog()
+    log = UnifiedLog(engine_log)
+    log.maybe_assign_epoch_start_offset(0, 0)
+    produce(log, 2, producer_id=7)
+    log.update_high_watermark(2)
+    engine_log.take()
+    assert log.maybe_checkpoint(producer_snapshot=False) >= 1
+    assert "producer-state" not in engine_log.take()
+    assert log.maybe_checkpoint() == 1
+    assert engine_log.take() == ["producer-state"]
