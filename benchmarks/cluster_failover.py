@@ -42,6 +42,7 @@ import re
 import shutil
 import signal
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -66,9 +67,23 @@ from pydmq.testing.cluster import ClusterProcess
 
 REPO = Path(__file__).resolve().parents[1]
 NAN = float("nan")
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
 
+from benchmarks.common import DeliveryTally, bulk_producer_config, produce_chunked  # noqa: E402
 
 # -- helpers --------------------------------------------------------------------------------------
+
+
+def add_note(row: dict[str, Any], text: str) -> None:
+    """Append ``text`` to a kill round's ``note`` ("; " between): a round that misses a wait
+    records why and goes on, and the note says whether the cluster recovered."""
+    row["note"] = (row.get("note", "") + f"; {text}").lstrip("; ")
+
+
+def note_suffix(row: dict[str, Any]) -> str:
+    """`` [note]`` for a kill round's printed line; empty when the round went cleanly."""
+    return f" [{row['note']}]" if row.get("note") else ""
 
 
 def pct(values: Sequence[float], q: float) -> float:
@@ -186,63 +201,18 @@ def high_watermark(cluster: ClusterProcess, topic: str) -> int:
 def produce_bulk(bootstrap: str, topic: str, count: int, size: int, acks: str) -> dict[str, float]:
     """As fast as librdkafka goes (produce_batch, one latency probe per 1000 records)."""
     payloads = [bytes([65 + i % 26]) * size for i in range(64)]
-    producer = ck.Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": acks,
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 2_000_000,
-            "queue.buffering.max.kbytes": 2_000_000,
-            "compression.type": "none",
-            "message.timeout.ms": 120_000,
-        }
-    )
-    latencies: list[float] = []
-    errors = 0
-
-    def plain(err: object, msg: ck.Message) -> None:
-        nonlocal errors
-        if err is not None:
-            errors += 1
-
-    def timed(stamp: float) -> Callable[[object, ck.Message], None]:
-        def report(err: object, msg: ck.Message) -> None:
-            plain(err, msg)
-            if err is None:
-                latencies.append(time.perf_counter() - stamp)
-
-        return report
-
-    producer.produce(topic, b"warmup", partition=0, on_delivery=plain)
+    producer = ck.Producer({**bulk_producer_config(bootstrap, acks), "message.timeout.ms": 120_000})
+    tally = DeliveryTally()
+    producer.produce(topic, b"warmup", partition=0, on_delivery=tally.on_delivery)
     producer.flush(30)
-    chunk = 1000
-    template = [{"value": payloads[i & 63]} for i in range(chunk)]
-    started = time.perf_counter()
-    sent = 0
-    while sent < count:
-        n = min(chunk, count - sent)
-        messages = template[:n]
-        messages[0] = {"value": payloads[0], "callback": timed(time.perf_counter())}
-        queued = 0
-        while queued < n:
-            try:
-                queued += producer.produce_batch(topic, messages[queued:], partition=0)
-            except BufferError:
-                producer.poll(0.001)
-            if queued < n:
-                producer.poll(0.001)
-        sent += n
-        producer.poll(0)
-    left = producer.flush(180)
-    elapsed = time.perf_counter() - started
+    left, elapsed = produce_chunked(producer, topic, payloads, count, tally, flush_timeout=180)
     return {
         "records": count,
         "records_s": count / elapsed,
         "mb_s": count * size / elapsed / 1e6,
-        "p50_ms": ms(p50(latencies)),
-        "p99_ms": ms(pct(latencies, 0.99)),
-        "errors": errors + left,
+        "p50_ms": ms(p50(tally.latencies)),
+        "p99_ms": ms(pct(tally.latencies, 0.99)),
+        "errors": tally.errors + left,
         "seconds": elapsed,
     }
 
@@ -404,7 +374,7 @@ def leader_failover(
                 row["isr_full_s"] = time.perf_counter() - t_restart
             except TimeoutError as exc:
                 row["isr_full_s"] = NAN
-                row["note"] = (row.get("note", "") + f"; {exc}").lstrip("; ")
+                add_note(row, str(exc))
             producer.armed = False
             acked = producer.acked
             try:
@@ -412,15 +382,14 @@ def leader_failover(
                     "acks flowing", lambda a=acked: producer.acked >= a + int(rate), timeout=timeout
                 )
             except TimeoutError as exc:
-                row["note"] = (row.get("note", "") + f"; {exc}").lstrip("; ")
+                add_note(row, str(exc))
             print(
                 f"  leader kill {k + 1}/{kills}: node {leader}"
                 f"{' (also controller)' if row['was_controller'] else ''} -> "
                 f"{row.get('new_leader', '?')}; first ack {row['first_ack_any_ms']:.0f} ms, "
                 f"first ack of a new record {row['first_ack_new_ms']:.0f} ms, metadata leader "
                 f"{row['metadata_leader_ms']:.0f} ms; restart {row['restart_listen_s']:.1f} s, "
-                f"ISR full after {row['isr_full_s']:.1f} s"
-                + (f" [{row['note']}]" if row.get("note") else ""),
+                f"ISR full after {row['isr_full_s']:.1f} s{note_suffix(row)}",
                 flush=True,
             )
             if "note" in row and not full_isr_safe(cluster, topic):
@@ -540,13 +509,13 @@ def controller_failover(
             row["three_brokers_s"] = time.perf_counter() - t_restart
         except TimeoutError as exc:
             row["three_brokers_s"] = NAN
-            row["note"] = (row.get("note", "") + f"; {exc}").lstrip("; ")
+            add_note(row, str(exc))
         print(
             f"  controller kill {k + 1}/{kills}: node {controller} (raft leader {raft_leader}) -> "
             f"{row['new_controller']} (raft leader {row['new_raft_leader']}); CreateTopics ok "
             f"after {row['create_ok_ms']:.0f} ms (attempts {attempts}); restart "
             f"{row['restart_listen_s']:.1f} s, 3 brokers after {row['three_brokers_s']:.1f} s"
-            + (f" [{row['note']}]" if row.get("note") else ""),
+            f"{note_suffix(row)}",
             flush=True,
         )
         if row["three_brokers_s"] != row["three_brokers_s"]:

@@ -22,14 +22,18 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.common import spawn_serve, wait_listening  # noqa: E402
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
@@ -82,12 +86,6 @@ def _run(src: str | None, code: str, *args: str) -> str:
     return out.stdout.strip()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _serve_cmd() -> list[str]:
     script = Path(sys.executable).with_name("pydmq")
     return [str(script)] if script.exists() else [sys.executable, "-m", "pydmq"]
@@ -95,31 +93,10 @@ def _serve_cmd() -> list[str]:
 
 def serve_once(src: str | None = None) -> float:
     """Seconds from exec of ``pydmq serve`` to a successful TCP connect."""
-    port = _free_port()
     with tempfile.TemporaryDirectory() as data_dir:
-        cmd = [
-            *_serve_cmd(),
-            "serve",
-            "--listeners",
-            f"PLAINTEXT://127.0.0.1:{port}",
-            "--log-dirs",
-            data_dir,
-            "--log-level",
-            "WARNING",
-        ]
-        started = time.perf_counter()
-        proc = subprocess.Popen(
-            cmd, env=_env(src), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        proc, port, started = spawn_serve(_serve_cmd(), data_dir, _env(src))
         try:
-            while True:
-                try:
-                    with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                        return time.perf_counter() - started
-                except OSError:
-                    if proc.poll() is not None or time.perf_counter() - started > 30:
-                        raise RuntimeError("broker did not start") from None
-                    time.sleep(0.002)
+            return wait_listening(proc, port, started, poll_s=0.002)
         finally:
             proc.terminate()
             proc.wait(10)

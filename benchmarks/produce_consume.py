@@ -29,6 +29,16 @@ from pathlib import Path
 import confluent_kafka as ck
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.common import (  # noqa: E402
+    DeliveryTally,
+    bulk_producer_config,
+    produce_chunked,
+    spawn_serve,
+    wait_listening,
+)
 
 
 def rss_mb(pid: int) -> float:
@@ -38,46 +48,15 @@ def rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def start_broker(data_dir: str) -> tuple[subprocess.Popen[bytes], str, float]:
-    port = free_port()
     env = {
         **os.environ,
         "MALLOC_MMAP_THRESHOLD_": "33554432",
         "MALLOC_TRIM_THRESHOLD_": "134217728",
     }
-    started = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pydmq",
-            "serve",
-            "--listeners",
-            f"PLAINTEXT://127.0.0.1:{port}",
-            "--log-dirs",
-            data_dir,
-            "--log-level",
-            "WARNING",
-        ],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
-                break
-        except OSError:
-            if proc.poll() is not None or time.perf_counter() - started > 30:
-                raise RuntimeError("broker did not start") from None
-            time.sleep(0.005)
-    return proc, f"127.0.0.1:{port}", time.perf_counter() - started
+    proc, port, started = spawn_serve([sys.executable, "-m", "pydmq"], data_dir, env)
+    startup = wait_listening(proc, port, started, poll_s=0.005)
+    return proc, f"127.0.0.1:{port}", startup
 
 
 def loopback_ceiling(total_bytes: int = 2 * 1024**3, chunk: int = 1024 * 1024) -> float:
@@ -118,65 +97,18 @@ def loopback_ceiling(total_bytes: int = 2 * 1024**3, chunk: int = 1024 * 1024) -
 def produce(bootstrap: str, topic: str, count: int, size: int, acks: str) -> dict[str, float]:
     rng = random.Random(42)
     payloads = [rng.randbytes(size) for _ in range(64)]
-    producer = ck.Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "acks": acks,
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            "queue.buffering.max.messages": 2_000_000,
-            "queue.buffering.max.kbytes": 2_000_000,
-            "compression.type": "none",
-        }
-    )
-    latencies: list[float] = []
-    errors = 0
-
-    def count_errors(err: object, msg: ck.Message) -> None:
-        nonlocal errors
-        if err is not None:
-            errors += 1
-
-    def timed(stamp: float) -> object:
-        def report(err: object, msg: ck.Message) -> None:
-            count_errors(err, msg)
-            if err is None:
-                latencies.append(time.perf_counter() - stamp)
-
-        return report
-
+    producer = ck.Producer(bulk_producer_config(bootstrap, acks))
+    tally = DeliveryTally()
     producer.produce(topic, b"warmup")
     producer.flush(30)
-    # produce_batch enqueues a list per call: a Python call per record would make the
-    # load generator, not the broker, the limit. One record per chunk carries a latency probe;
-    # completeness is checked by consuming every record back.
-    chunk = 1000
-    template = [{"value": payloads[i & 63]} for i in range(chunk)]
-    started = time.perf_counter()
-    sent = 0
-    while sent < count:
-        n = min(chunk, count - sent)
-        messages = template[:n]
-        messages[0] = {"value": payloads[0], "callback": timed(time.perf_counter())}
-        queued = 0
-        while queued < n:
-            try:
-                queued += producer.produce_batch(topic, messages[queued:], partition=0)
-            except BufferError:
-                producer.poll(0.001)
-            if queued < n:
-                producer.poll(0.001)
-        sent += n
-        producer.poll(0)
-    left = producer.flush(120)
-    elapsed = time.perf_counter() - started
-    latencies.sort()
+    left, elapsed = produce_chunked(producer, topic, payloads, count, tally, flush_timeout=120)
+    latencies = sorted(tally.latencies)
     return {
         "records_s": count / elapsed,
         "mb_s": count * size / elapsed / 1e6,
         "p50_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
         "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000 if latencies else float("nan"),
-        "errors": errors + left,
+        "errors": tally.errors + left,
     }
 
 

@@ -67,7 +67,11 @@ from typing import Any, Protocol
 from pydmq.testing.process import BrokerProcess
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))
+
+from benchmarks.omb.procfs import git_commit  # noqa: E402
 
 from interop.differential_support import ReferenceKafka, wait_until_serving  # noqa: E402
 from interop.spark_support import (  # noqa: E402
@@ -278,27 +282,6 @@ def spark_run(
 # -- versions and machine ----------------------------------------------------------------------
 
 
-def git_commit() -> str:
-    try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head + ("+dirty" if dirty else "")
-
-
 def kafka_broker_version() -> str:
     jars = sorted((REPO / "compat" / "kafka" / "dist").glob("kafka_2.13-*.jar"))
     return jars[0].stem.removeprefix("kafka_2.13-") if jars else "unknown"
@@ -322,7 +305,7 @@ def versions() -> dict[str, str]:
         "spark_sql_kafka_connector": jars.get("spark-sql-kafka-0-10_2.13", "unknown"),
         "spark_kafka_clients": jars.get("kafka-clients", "unknown"),
         "kafka_broker": kafka_broker_version(),
-        "pydmq_commit": git_commit(),
+        "pydmq_commit": git_commit(short=12),
         "confluent_kafka": first(confluent_kafka.version()),
         "librdkafka": first(confluent_kafka.libversion()),
         "java": java_version(),

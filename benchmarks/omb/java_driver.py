@@ -159,6 +159,30 @@ def _run_tool(main_class: str, args: Sequence[str], timeout: float) -> tuple[str
     return done.stdout, done.stderr
 
 
+def _run_perf_tool(
+    tool: str,
+    bootstrap: str,
+    topic: str,
+    records: int,
+    options: Sequence[str],
+    props: Mapping[str, object],
+    timeout: float,
+) -> tuple[str, str]:
+    """Run one of the ``org.apache.kafka.tools`` perf tools against ``topic`` for ``records``
+    records: the three take the same bootstrap, topic and record-count flags, and client
+    configs only from a ``--command-config`` file (written to a scratch directory that lives
+    as long as the run). ``options`` are the tool's own flags."""
+    with tempfile.TemporaryDirectory(prefix="omb-java-") as tmp:
+        args = [
+            "--bootstrap-server", bootstrap,
+            "--topic", topic,
+            "--num-records", str(records),
+            *options,
+            "--command-config", str(_write_properties(Path(tmp), props)),
+        ]  # fmt: skip
+        return _run_tool(f"{TOOLS}.{tool}", args, timeout)
+
+
 # -- parsing (pure, for tests) ---------------------------------------------------------------------
 
 
@@ -221,19 +245,18 @@ def java_produce(
     ``warmup_records`` the steady-state figures (after the warm-up) are returned. Keys:
     ``records``, ``records_per_sec``, ``mb_per_sec``, ``latency_{avg,max,p50,p95,p99,p999}_ms``.
     """
-    props = {"acks": acks, **(extra_props or {})}
-    with tempfile.TemporaryDirectory(prefix="omb-java-") as tmp:
-        args = [
-            "--bootstrap-server", bootstrap,
-            "--topic", topic,
-            "--num-records", str(records),
-            "--record-size", str(record_size),
-            "--throughput", str(throughput),
-            "--command-config", str(_write_properties(Path(tmp), props)),
-        ]  # fmt: skip
-        if warmup_records:
-            args += ["--warmup-records", str(warmup_records)]
-        stdout, stderr = _run_tool(f"{TOOLS}.ProducerPerformance", args, timeout)
+    options = ["--record-size", str(record_size), "--throughput", str(throughput)]
+    if warmup_records:
+        options += ["--warmup-records", str(warmup_records)]
+    stdout, stderr = _run_perf_tool(
+        "ProducerPerformance",
+        bootstrap,
+        topic,
+        records,
+        options,
+        {"acks": acks, **(extra_props or {})},
+        timeout,
+    )
     result = parse_produce_output(stdout, steady_state=warmup_records > 0)
     expected = records - warmup_records if warmup_records else records
     if result["records"] < expected:
@@ -261,18 +284,18 @@ def java_consume(
     group join included), ``fetch_records_per_sec`` and ``fetch_mb_per_sec`` (join excluded),
     ``rebalance_ms``, ``fetch_ms``.
     """
-    props = {"auto.offset.reset": "earliest", **(extra_props or {})}
-    with tempfile.TemporaryDirectory(prefix="omb-java-") as tmp:
-        args = [
-            "--bootstrap-server", bootstrap,
-            "--topic", topic,
-            "--num-records", str(records),
-            "--timeout", str(idle_timeout_ms),
-            "--command-config", str(_write_properties(Path(tmp), props)),
-        ]  # fmt: skip
-        if group is not None:
-            args += ["--group", group]
-        stdout, stderr = _run_tool(f"{TOOLS}.ConsumerPerformance", args, timeout)
+    options = ["--timeout", str(idle_timeout_ms)]
+    if group is not None:
+        options += ["--group", group]
+    stdout, stderr = _run_perf_tool(
+        "ConsumerPerformance",
+        bootstrap,
+        topic,
+        records,
+        options,
+        {"auto.offset.reset": "earliest", **(extra_props or {})},
+        timeout,
+    )
     result = parse_consume_output(stdout)
     if result.get("records", 0.0) < records:
         raise RuntimeError(
@@ -295,14 +318,13 @@ def java_end_to_end(
     """Round trips of one record at a time through a single-partition ``topic``. Create it
     first (``targets.create_topic``): the tool creates a missing one with replication
     factor 1. Keys: ``latency_{avg,p50,p99,p999}_ms``."""
-    with tempfile.TemporaryDirectory(prefix="omb-java-") as tmp:
-        args = [
-            "--bootstrap-server", bootstrap,
-            "--topic", topic,
-            "--num-records", str(num_messages),
-            "--producer-acks", str(acks),
-            "--record-size", str(size),
-            "--command-config", str(_write_properties(Path(tmp), dict(extra_props or {}))),
-        ]  # fmt: skip
-        stdout, _ = _run_tool(f"{TOOLS}.EndToEndLatency", args, timeout)
+    stdout, _ = _run_perf_tool(
+        "EndToEndLatency",
+        bootstrap,
+        topic,
+        num_messages,
+        ["--producer-acks", str(acks), "--record-size", str(size)],
+        extra_props or {},
+        timeout,
+    )
     return parse_end_to_end_output(stdout)

@@ -13,6 +13,7 @@ from pathlib import Path
 __all__ = [
     "cpu_seconds",
     "git_commit",
+    "git_output",
     "machine_info",
     "meminfo_kib",
     "process_tree",
@@ -61,20 +62,24 @@ def librdkafka_version() -> str:
     return f"confluent-kafka {client}, librdkafka {confluent_kafka.libversion()[0]}"
 
 
-def git_commit() -> str:
-    """``HEAD``'s hash, with ``+dirty`` when the work tree has changes."""
+def git_output(*args: str) -> str:
+    """``git <args>``'s output in the repository, stripped; empty when git cannot run or
+    takes over 10 s: a benchmark labels its results with it and must not fail for it."""
+    try:
+        done = subprocess.run(
+            ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return done.stdout.strip()
 
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return ""
-        return done.stdout.strip()
 
-    head = git("rev-parse", "HEAD") or "unknown"
-    return f"{head}+dirty" if git("status", "--porcelain", "--untracked-files=no") else head
+def git_commit(short: int | None = None) -> str:
+    """``HEAD``'s hash (its first ``short`` hex digits when given), with ``+dirty`` when the
+    work tree has changes."""
+    abbrev = [f"--short={short}"] if short else []
+    head = git_output("rev-parse", *abbrev, "HEAD") or "unknown"
+    return f"{head}+dirty" if git_output("status", "--porcelain", "--untracked-files=no") else head
 
 
 def process_tree(roots: Sequence[int]) -> list[int]:

@@ -213,6 +213,14 @@ def tree_cpu_seconds(pid: int) -> float:
     return cpu_seconds(process_tree([pid]))
 
 
+def cpu_during(pid: int, step: Callable[[], dict[str, Any]]) -> tuple[dict[str, Any], float]:
+    """``step()``'s result and the CPU seconds ``pid``'s tree spent while it ran: the
+    broker's cost of a load or a read, whatever its wall time."""
+    before = tree_cpu_seconds(pid)
+    result = step()
+    return result, tree_cpu_seconds(pid) - before
+
+
 def du_bytes(path: Path) -> tuple[int, int]:
     """(bytes on disk, apparent bytes) of ``path``."""
 
@@ -862,6 +870,35 @@ class Recorder:
         text = show if show is not None else f"{value:,.3f} {unit}"
         print(f"[{broker:<11}] {measurement:<28} {text}", flush=True)
 
+    def cpu_per_gb(
+        self,
+        broker: str,
+        version: str,
+        measurement: str,
+        cpu: float,
+        nbytes: int,
+        transfer: dict[str, Any],
+        definition: str,
+    ) -> None:
+        """One ``cpu-s/GB`` row: the broker's CPU seconds over a transfer of ``nbytes`` bytes
+        of record values (the load or the read back), with the transfer's wall time, rate and
+        record count beside it so a slow run shows as such."""
+        self(
+            broker,
+            version,
+            measurement,
+            cpu / (nbytes / GB),
+            "cpu-s/GB",
+            {
+                "cpu_s": round(cpu, 2),
+                "bytes": nbytes,
+                "wall_s": round(transfer["elapsed_s"], 2),
+                "mb_s": round(transfer["mb_s"], 1),
+                "records": transfer["records"],
+                "definition": definition,
+            },
+        )
+
     def value(self, broker: str, measurement: str) -> float | None:
         for row in reversed(self.results):
             if row["broker"] == broker and row["measurement"] == measurement:
@@ -1015,26 +1052,25 @@ def measure_broker(
         f"{plan.record_size} B, {plan.records_per_partition} per partition)",
         flush=True,
     )
-    cpu0 = tree_cpu_seconds(broker.pid)
-    load = produce_load(
-        broker.bootstrap, s.topics, s.partitions_per_topic, plan, s.data_timeout(plan.total_bytes)
+    load, cpu = cpu_during(
+        broker.pid,
+        lambda: produce_load(
+            broker.bootstrap,
+            s.topics,
+            s.partitions_per_topic,
+            plan,
+            s.data_timeout(plan.total_bytes),
+        ),
     )
-    cpu = tree_cpu_seconds(broker.pid) - cpu0
-    rec(
+    rec.cpu_per_gb(
         name,
         version,
         "produce_cpu_s_per_gb",
-        cpu / (plan.total_bytes / GB),
-        "cpu-s/GB",
-        {
-            "cpu_s": round(cpu, 2),
-            "bytes": plan.total_bytes,
-            "wall_s": round(load["elapsed_s"], 2),
-            "mb_s": round(load["mb_s"], 1),
-            "records": load["records"],
-            "definition": "broker utime+stime while the load was produced (acks=1, ~1 MB batches) "
-            "per 1e9 bytes of record values",
-        },
+        cpu,
+        plan.total_bytes,
+        load,
+        "broker utime+stime while the load was produced (acks=1, ~1 MB batches) "
+        "per 1e9 bytes of record values",
     )
     rec(
         name,
@@ -1053,26 +1089,25 @@ def measure_broker(
             f"(expected {plan.records_per_partition}): {list(wrong.items())[:5]}"
         )
 
-    cpu0 = tree_cpu_seconds(broker.pid)
-    read = consume_all(
-        broker.bootstrap, s.topics, s.partitions_per_topic, ends, s.data_timeout(plan.total_bytes)
+    read, cpu = cpu_during(
+        broker.pid,
+        lambda: consume_all(
+            broker.bootstrap,
+            s.topics,
+            s.partitions_per_topic,
+            ends,
+            s.data_timeout(plan.total_bytes),
+        ),
     )
-    cpu = tree_cpu_seconds(broker.pid) - cpu0
-    rec(
+    rec.cpu_per_gb(
         name,
         version,
         "consume_cpu_s_per_gb",
-        cpu / (read["bytes"] / GB),
-        "cpu-s/GB",
-        {
-            "cpu_s": round(cpu, 2),
-            "bytes": read["bytes"],
-            "wall_s": round(read["elapsed_s"], 2),
-            "mb_s": round(read["mb_s"], 1),
-            "records": read["records"],
-            "definition": "broker utime+stime while one consumer read everything from offset 0, "
-            "per 1e9 bytes of record values",
-        },
+        cpu,
+        read["bytes"],
+        read,
+        "broker utime+stime while one consumer read everything from offset 0, "
+        "per 1e9 bytes of record values",
     )
 
     disk, apparent = du_bytes(broker.data_path)

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.omb.java_driver import KAFKA_DIR, ensure_kafka_jars, kafka_version
+from benchmarks.omb.procfs import git_output
 from benchmarks.omb.target import Target, TargetInfo
 
 import pydmq
@@ -44,7 +45,6 @@ __all__ = [
     "wait_for_brokers",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 STOP_TIMEOUT_S = 20.0
 
 
@@ -194,20 +194,6 @@ def _log_tail(path: Path, size: int = 3000) -> str:
         return "(no log)"
 
 
-def _git_short_head() -> str:
-    try:
-        done = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return done.stdout.strip() or "unknown"
-
-
 # -- pydmq -----------------------------------------------------------------------------------------
 
 
@@ -220,9 +206,10 @@ class PydmqTarget(Target):
             raise ValueError(f"pydmq target: nodes must be 1 or 3, got {nodes}")
         self.workdir = Path(workdir)
         self.start_timeout = start_timeout
+        head = git_output("rev-parse", "--short", "HEAD") or "unknown"
         self.info = TargetInfo(
             name="pydmq",
-            version=f"{pydmq.__version__} (git {_git_short_head()})",
+            version=f"{pydmq.__version__} (git {head})",
             nodes=nodes,
             storage="segment files + LMDB index, no fsync per write (log.flush.* defaults)",
         )

@@ -1,0 +1,157 @@
+"""What the stand-alone benchmark scripts share: starting ``pydmq serve`` on a loopback port
+and timing it until it listens, and bulk-producing with librdkafka's ``produce_batch``.
+
+The scripts run as ``python benchmarks/<script>.py``; each puts the repository first on
+``sys.path`` to import this module as ``benchmarks.common``. It imports neither pydmq nor
+confluent-kafka at run time: ``import_time.py`` times pydmq imports in child processes
+against other source trees and keeps its own process free of them.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import confluent_kafka as ck
+
+__all__ = [
+    "DeliveryTally",
+    "bulk_producer_config",
+    "free_port",
+    "produce_chunked",
+    "spawn_serve",
+    "wait_listening",
+]
+
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    """A loopback TCP port nobody listens on now (the kernel's pick)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def spawn_serve(
+    launcher: Sequence[str], data_dir: str, env: Mapping[str, str]
+) -> tuple[subprocess.Popen[bytes], int, float]:
+    """Exec ``<launcher> serve`` with one PLAINTEXT listener on a free loopback port, WARNING
+    logs and its output discarded: (process, port, ``perf_counter()`` just before the exec).
+    The caller owns the process and stops it."""
+    port = free_port()
+    command = [
+        *launcher,
+        "serve",
+        "--listeners",
+        f"PLAINTEXT://127.0.0.1:{port}",
+        "--log-dirs",
+        data_dir,
+        "--log-level",
+        "WARNING",
+    ]
+    started = time.perf_counter()
+    proc = subprocess.Popen(
+        command, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    return proc, port, started
+
+
+def wait_listening(
+    proc: subprocess.Popen[bytes], port: int, started: float, poll_s: float
+) -> float:
+    """Seconds from ``started`` until ``127.0.0.1:port`` accepts a connection, trying every
+    ``poll_s``: a connect, not a log line, is what a client waits for. RuntimeError when the
+    broker exits first or does not listen within ``START_TIMEOUT_S``."""
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.1):
+                return time.perf_counter() - started
+        except OSError:
+            if proc.poll() is not None or time.perf_counter() - started > START_TIMEOUT_S:
+                raise RuntimeError("broker did not start") from None
+            time.sleep(poll_s)
+
+
+def bulk_producer_config(bootstrap: str, acks: str) -> dict[str, object]:
+    """Producer configs for as-fast-as-it-goes loads: 5 ms linger and 1 MB batches so the
+    broker sees full batches, a queue deep enough (2M records, ~2 GB) that ``produce_batch``
+    seldom waits, and no compression, so the figures are the broker's and not a codec's."""
+    return {
+        "bootstrap.servers": bootstrap,
+        "acks": acks,
+        "linger.ms": 5,
+        "batch.size": 1_000_000,
+        "queue.buffering.max.messages": 2_000_000,
+        "queue.buffering.max.kbytes": 2_000_000,
+        "compression.type": "none",
+    }
+
+
+@dataclass
+class DeliveryTally:
+    """What the delivery reports of a bulk produce said: how many records failed, and the
+    latency (delivery report minus enqueue) of the probe records."""
+
+    errors: int = 0
+    latencies: list[float] = field(default_factory=list)
+
+    def on_delivery(self, err: object, msg: ck.Message) -> None:
+        if err is not None:
+            self.errors += 1
+
+    def probe(self, stamp: float) -> Callable[[object, ck.Message], None]:
+        """A delivery callback for a record enqueued at ``stamp`` (``perf_counter()``)."""
+
+        def report(err: object, msg: ck.Message) -> None:
+            self.on_delivery(err, msg)
+            if err is None:
+                self.latencies.append(time.perf_counter() - stamp)
+
+        return report
+
+
+def produce_chunked(
+    producer: ck.Producer,
+    topic: str,
+    payloads: Sequence[bytes],
+    count: int,
+    tally: DeliveryTally,
+    flush_timeout: float,
+    chunk: int = 1000,
+) -> tuple[int, float]:
+    """Enqueue ``count`` records (values cycling through ``payloads``) to partition 0 of
+    ``topic`` as fast as librdkafka takes them, then flush: (records still undelivered,
+    seconds from the first enqueue to the end of the flush).
+
+    produce_batch enqueues a list per call: a Python call per record would make the load
+    generator, not the broker, the limit. The first record of each ``chunk`` carries a
+    latency probe into ``tally``; the others carry no callback, so completeness is the
+    caller's to check (produce_consume.py consumes every record back).
+    """
+    template: list[dict[str, object]] = [
+        {"value": payloads[i % len(payloads)]} for i in range(chunk)
+    ]
+    started = time.perf_counter()
+    sent = 0
+    while sent < count:
+        n = min(chunk, count - sent)
+        messages = template[:n]
+        messages[0] = {"value": payloads[0], "callback": tally.probe(time.perf_counter())}
+        queued = 0
+        while queued < n:
+            try:
+                queued += producer.produce_batch(topic, messages[queued:], partition=0)
+            except BufferError:
+                producer.poll(0.001)
+            if queued < n:
+                producer.poll(0.001)
+        sent += n
+        producer.poll(0)
+    left = producer.flush(flush_timeout)
+    return left, time.perf_counter() - started
