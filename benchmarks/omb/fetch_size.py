@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {middle.mb_per_fetch:.1f} |"
             )
     for r in results:
-        print(json.dumps({**r.__dict__, "records_per_s": round(r.records_per_s)}))
+        print(json.dumps({**asdict(r), "records_per_s": round(r.records_per_s)}))
     return 0
 
 
