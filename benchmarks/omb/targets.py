@@ -33,6 +33,7 @@ from benchmarks.omb.procfs import git_output
 from benchmarks.omb.target import Target, TargetInfo
 
 import pydmq
+from pydmq.cli.cluster import log_tail
 from pydmq.testing.cluster import ClusterProcess, free_ports
 from pydmq.testing.process import BrokerProcess
 
@@ -185,13 +186,6 @@ def _stop_all(processes: Sequence[subprocess.Popen[bytes]], timeout: float) -> l
         _signal_group(process, signal.SIGKILL)
         process.wait(10)
     return [p.pid for p in killed]
-
-
-def _log_tail(path: Path, size: int = 3000) -> str:
-    try:
-        return path.read_bytes()[-size:].decode(errors="replace")
-    except OSError:
-        return "(no log)"
 
 
 # -- pydmq -----------------------------------------------------------------------------------------
@@ -352,7 +346,7 @@ class KafkaTarget(Target):
     def _check_alive(self) -> None:
         for index, process in enumerate(self._processes):
             if process.poll() is not None:
-                log = _log_tail(self._log_path(index + 1))
+                log = log_tail(self._log_path(index + 1))
                 raise RuntimeError(
                     f"Kafka node {index + 1} exited with {process.returncode}:\n{log}"
                 )
@@ -426,7 +420,7 @@ class TansuTarget(Target):
     def _check_alive(self) -> None:
         if self._process is not None and self._process.poll() is not None:
             raise RuntimeError(
-                f"tansu exited with {self._process.returncode}:\n{_log_tail(self.log_path)}"
+                f"tansu exited with {self._process.returncode}:\n{log_tail(self.log_path)}"
             )
 
     def pids(self) -> list[int]:

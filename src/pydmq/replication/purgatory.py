@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 
 from pydmq.storage.api import TopicPartition
 
-__all__ = ["DelayedOperationPurgatory", "wait_until_settled"]
+__all__ = ["DelayedOperationPurgatory", "wait_for_notification", "wait_until_settled"]
 
 
 class DelayedOperationPurgatory:
@@ -56,6 +56,21 @@ class DelayedOperationPurgatory:
         return len({f for watchers in self._watchers.values() for f in watchers})
 
 
+async def wait_for_notification(
+    purgatory: DelayedOperationPurgatory, partitions: list[TopicPartition], timeout_s: float
+) -> bool:
+    """Wait until one of ``partitions`` is notified (True) or ``timeout_s`` passed (False)."""
+    waiter = purgatory.watch(partitions)
+    try:
+        await asyncio.wait_for(waiter, timeout_s)
+        return True
+    except TimeoutError:
+        return False
+    finally:
+        if not waiter.done():
+            waiter.cancel()
+
+
 async def wait_until_settled(
     purgatory: DelayedOperationPurgatory,
     unsettled: Callable[[], list[TopicPartition]],
@@ -71,11 +86,4 @@ async def wait_until_settled(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return
-        waiter = purgatory.watch(waiting)
-        try:
-            await asyncio.wait_for(waiter, remaining)
-        except TimeoutError:
-            pass
-        finally:
-            if not waiter.done():
-                waiter.cancel()
+        await wait_for_notification(purgatory, waiting, remaining)

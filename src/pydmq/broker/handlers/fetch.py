@@ -24,7 +24,6 @@ follower learns it without waiting out ``max_wait``.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Iterable
@@ -48,6 +47,7 @@ from pydmq.protocol.messages.fetch import (
 )
 from pydmq.protocol.scatter import RecordsView
 from pydmq.replication.partition import Partition
+from pydmq.replication.purgatory import wait_for_notification
 from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
 
 __all__ = ["HANDLER"]
@@ -355,14 +355,8 @@ async def _long_poll(plan: _FetchPlan, max_wait_s: float) -> FetchResponse:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             break
-        waiter = purgatory.watch(watched)
-        try:
-            await asyncio.wait_for(waiter, remaining)
-        except TimeoutError:
+        if not await wait_for_notification(purgatory, watched, remaining):
             break
-        finally:
-            if not waiter.done():
-                waiter.cancel()
         results, total, has_error = plan.read()
         if total >= plan.request.min_bytes or has_error or plan.log_start_moved:
             return plan.respond(results)
