@@ -106,8 +106,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        if self._pending is None and len(self._backlog) < _MAX_BACKLOG_FRAMES:
-            self._resume_reading()
+        self._serve_held()
 
     # -- framing -----------------------------------------------------------------------
     def _make_room(self, needed: int) -> None:
@@ -126,7 +125,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def _process_frames(self) -> None:
         buf = self._buf
-        while not self.closed:
+        # Once the client stops reading its responses, frames already received stay in the
+        # buffer until it catches up: handling them would queue a response each (8 MiB
+        # Fetch answers from a buffer of small requests pinned over 1 GB).
+        while not self.closed and not self._writing_paused:
             available = self._end - self._start
             if available < 4:
                 break
@@ -191,9 +193,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self.close()
             return
         self._write(future.result())
+        self._serve_held()
+
+    def _serve_held(self) -> None:
+        """Serve the requests held back (behind an asynchronous one, or while the client did
+        not read), then read again, unless one of them is asynchronous or writing paused."""
         while self._backlog and self._pending is None and not self.closed:
+            if self._writing_paused:
+                return
             self._handle(memoryview(self._backlog.popleft()))
-        if self._pending is None and not self._writing_paused:
+        if self._pending is None and not self._writing_paused and not self.closed:
             self._resume_reading()
             # frames may already sit in the receive buffer
             self._process_frames()
