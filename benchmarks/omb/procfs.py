@@ -7,6 +7,7 @@ import contextlib
 import os
 import platform
 import subprocess
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,6 +19,7 @@ __all__ = [
     "meminfo_kib",
     "process_tree",
     "rss_bytes",
+    "settle_writeback",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -52,6 +54,18 @@ def meminfo_kib(key: str) -> int:
             if line.startswith(f"{key}:"):
                 return int(line.split()[1])
     return 0
+
+
+def settle_writeback() -> dict[str, float]:
+    """Write back the page cache's dirty data (``sync``) and say how much there was.
+
+    A max-rate phase leaves gigabytes of dirty pages; written back during the next
+    measurement, they take disk and (on a VM) CPU time from whatever runs then.
+    """
+    dirty_mb = (meminfo_kib("Dirty") + meminfo_kib("Writeback")) / 1024
+    start = time.monotonic()
+    os.sync()
+    return {"settle_dirty_mb": dirty_mb, "settle_s": time.monotonic() - start}
 
 
 def librdkafka_version() -> str:

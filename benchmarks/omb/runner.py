@@ -22,6 +22,10 @@ Modes per workload and driver, each on a fresh topic except ``consume`` (which r
 * ``ceiling``  -- once per record shape, no broker: the librdkafka producer process's own
   ceiling.
 
+Before each ``latency`` and ``e2e`` measurement the page cache's dirty data is written back
+(``sync``; ``--no-settle`` skips it): the max-rate phase before it leaves gigabytes that the
+kernel would otherwise write back during the latency measurement, on every target alike.
+
 While a mode runs, the broker processes' CPU time (``/proc/<pid>/stat``, descendants
 included) and RSS (sampled every 0.25 s) are recorded with the client's figures. A failed
 mode is recorded as an ``error`` line and the run goes on; Ctrl-C or SIGTERM stops the load
@@ -55,6 +59,7 @@ from benchmarks.omb.procfs import (
     meminfo_kib,
     process_tree,
     rss_bytes,
+    settle_writeback,
 )
 from benchmarks.omb.target import Target
 from benchmarks.omb.workloads import SETS, Workload, workload_set
@@ -64,6 +69,7 @@ __all__ = ["BrokerSampler", "Run", "main", "parse_args"]
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TARGETS = ("pydmq", "kafka", "tansu")
 DRIVERS = ("librdkafka", "java")
+SETTLED_MODES = ("latency", "e2e")  # measured after dirty pages are written back
 MODES = ("ceiling", "produce", "consume", "latency", "e2e", "backlog")
 DEFAULT_BACKLOG_BYTES = 10 * 1024**3
 # End-to-end runs pace at OMB's usual producerRate: a load one Python producer and one Python
@@ -155,6 +161,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         type=byte_size,
         default=DEFAULT_BACKLOG_BYTES,
         help="bytes of record values to catch up on, e.g. 10GiB, 500MB (default 10GiB)",
+    )
+    parser.add_argument(
+        "--no-settle",
+        dest="settle",
+        action="store_false",
+        help="do not write back dirty pages (sync) before latency and e2e measurements",
     )
     parser.add_argument("--out", type=Path, default=Path("build/omb/results.jsonl"))
     parser.add_argument("--workdir", type=Path, default=Path("build/omb/work"))
@@ -286,6 +298,7 @@ class Run:
                 "latency_fraction": self.args.latency_fraction,
                 "backlog_bytes": self.args.backlog_bytes,
                 "e2e_rate": self.args.e2e_rate,
+                "settle": self.args.settle,
             },
             "machine": self.machine,
             "git_commit": self.commit,
@@ -308,9 +321,11 @@ class Run:
     ) -> dict[str, float] | None:
         """Run one mode with the broker sampled; a failure is recorded, not raised."""
         try:
+            settled = settle_writeback() if self.settles(mode) else {}
             with BrokerSampler(target.pids()) as sampler:
                 figures = run()
                 figures.update(sampler.figures(figures.get("bytes", 0.0)))
+            figures.update(settled)
         except Exception as exc:
             self.failures += 1
             detail = "".join(traceback.format_exception_only(exc)).strip()
@@ -318,6 +333,9 @@ class Run:
             return None
         self.record(target, driver, workload, mode, "ok", figures, note)
         return figures
+
+    def settles(self, mode: str) -> bool:
+        return bool(self.args.settle) and mode in SETTLED_MODES
 
     def reference_rate(
         self, target: str, driver: str, workload: Workload

@@ -161,8 +161,16 @@ def make_run(tmp_path: Path, targets: list[str]) -> runner.Run:
         latency_fraction=0.5,
         backlog_bytes=1000,
         e2e_rate=None,
+        settle=True,
     )
     return runner.Run(args, "python -m benchmarks.omb", machine={"nproc": 2}, commit="abc")
+
+
+def test_only_latency_modes_settle_dirty_pages_first(tmp_path: Path) -> None:
+    run = make_run(tmp_path, ["pydmq"])
+    assert [m for m in runner.MODES if run.settles(m)] == ["latency", "e2e"]
+    run.args.settle = False
+    assert not any(run.settles(m) for m in runner.MODES)
 
 
 def test_fixed_rate_reference_is_kafka_when_kafka_runs(tmp_path: Path) -> None:
