@@ -99,12 +99,42 @@ def key_of(result: Result) -> Key:
 
 
 def latest(results: Iterable[Result]) -> dict[Key, Result]:
-    """The last successful result per target, nodes, driver, workload and mode."""
-    chosen: dict[Key, Result] = {}
+    """Per target, nodes, driver, workload and mode: the last successful result, or, when
+    it belongs to a series of rounds (``--rounds``), the median round of that series."""
+    by_key: dict[Key, list[Result]] = {}
     for result in results:
         if result.get("status") == "ok":
-            chosen[key_of(result)] = result
+            by_key.setdefault(key_of(result), []).append(result)
+    chosen: dict[Key, Result] = {}
+    for key, found in by_key.items():
+        last = found[-1]
+        series = last.get("series")
+        rounds = [r for r in found if series is not None and r.get("series") == series]
+        chosen[key] = median_round(rounds or [last], key[4])
     return chosen
+
+
+def median_round(rounds: list[Result], mode: str) -> Result:
+    """The median result by the mode's headline figure; of an even count, the less
+    flattering of the two middle ones (lower throughput, higher p99)."""
+    if len(rounds) == 1:
+        return rounds[0]
+    name = "latency_p99_ms" if mode in LATENCY_MODES else "records_per_s"
+    ranked = sorted(rounds, key=lambda r: figure(r, name) or 0.0)
+    return ranked[len(ranked) // 2 if mode in LATENCY_MODES else (len(ranked) - 1) // 2]
+
+
+def rounds_of(result: Result, results: Iterable[Result]) -> int:
+    """How many rounds of ``result``'s series there are for its key (1 without a series)."""
+    series = result.get("series")
+    if series is None:
+        return 1
+    key = key_of(result)
+    return sum(
+        1
+        for r in results
+        if r.get("status") == "ok" and r.get("series") == series and key_of(r) == key
+    )
 
 
 def figure(result: Result | None, name: str) -> float | None:
@@ -442,6 +472,19 @@ def not_measured_section(results: Sequence[Result], chosen: dict[Key, Result]) -
     return list(dict.fromkeys(lines)) or ["- none"]
 
 
+def rounds_section(chosen: dict[Key, Result], results: Sequence[Result]) -> list[str]:
+    """One line per workload, mode and driver whose figures are medians of rounds."""
+    medians: dict[tuple[str, str, str, int], list[str]] = {}
+    for key, result in chosen.items():
+        count = rounds_of(result, results)
+        if count > 1:
+            medians.setdefault((key[3], key[4], key[2], count), []).append(key[0])
+    return [
+        f"- `{name}` {mode}, {driver}: median of {count} alternating rounds ({', '.join(targets)})"
+        for (name, mode, driver, count), targets in medians.items()
+    ]
+
+
 # -- the document ----------------------------------------------------------------------------
 
 
@@ -452,6 +495,9 @@ def render(results: Sequence[Result], source: Path, report_command: str) -> str:
     lines = ["## Benchmark results (generated)", ""]
     lines += context_section(results, source, report_command)
     lines += ["", *DEFINITIONS, ""]
+    medians = rounds_section(chosen, results)
+    if medians:
+        lines += ["Figures measured in rounds (`--rounds`) are the median round:", "", *medians, ""]
     lines += ["### Goals", "", *goals_section(chosen), ""]
     if rows_of(chosen, "ceiling"):
         lines += [f"### {MODE_TITLES['ceiling']}", "", *ceiling_table(chosen), ""]

@@ -163,6 +163,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="bytes of record values to catch up on, e.g. 10GiB, 500MB (default 10GiB)",
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every target this many times, alternating; the report takes each median",
+    )
+    parser.add_argument(
         "--no-settle",
         dest="settle",
         action="store_false",
@@ -176,6 +182,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     check_choices(parser, "--modes", args.modes, MODES)
     if not 0 < args.latency_fraction <= 1:
         parser.error("--latency-fraction must be in (0, 1]")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     return args
 
 
@@ -246,6 +254,8 @@ class Run:
     commit: str = field(default_factory=git_commit)
     max_rates: dict[tuple[str, str, str], float] = field(default_factory=dict)
     failures: int = 0
+    series: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    round: int = 1
 
     def record(
         self,
@@ -300,6 +310,8 @@ class Run:
                 "e2e_rate": self.args.e2e_rate,
                 "settle": self.args.settle,
             },
+            "series": self.series,
+            "round": self.round,
             "machine": self.machine,
             "git_commit": self.commit,
             "command": self.command,
@@ -861,8 +873,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if "ceiling" in args.modes and "librdkafka" in args.driver:
             run_ceilings(run, workloads)
-        for name in target_order(args.targets):
-            run_target(run, name, workloads)
+        for number in range(1, args.rounds + 1):
+            run.round = number
+            for name in target_order(args.targets):
+                run_target(run, name, workloads)
     except KeyboardInterrupt:
         print(
             "omb: interrupted; the targets and load generators started here are stopped", flush=True

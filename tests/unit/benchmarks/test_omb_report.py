@@ -393,3 +393,27 @@ def test_report_command_writes_markdown_and_png(tmp_path: Path) -> None:
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert report.main([str(results), "--markdown", str(markdown)]) == 0
     assert markdown.read_text().count(report.START_MARKER) == 1
+
+
+def test_a_series_of_rounds_reports_its_median_round() -> None:
+    w = make_workload(16, 100, False, "all", 1)
+    old = line("pydmq", 1, w, "consume", records_per_s=900.0)
+    rounds = [
+        {**line("pydmq", 1, w, mode, records_per_s=rate, latency_p99_ms=p99), "series": "s1"}
+        for rate, p99 in ((300.0, 9.0), (500.0, 3.0), (400.0, 5.0), (100.0, 7.0))
+        for mode in ("consume", "latency")
+    ]
+    chosen = report.latest([old, *rounds])
+    key = ("pydmq", 1, "librdkafka", w.name, "consume")
+    # four rounds: the lower middle throughput and the higher middle p99 (less flattering)
+    assert report.figure(chosen[key], "records_per_s") == 300.0
+    assert report.figure(chosen[(*key[:4], "latency")], "latency_p99_ms") == 7.0
+    assert report.rounds_of(chosen[key], [old, *rounds]) == 4
+    section = report.rounds_section(chosen, [old, *rounds])
+    assert section == [
+        f"- `{w.name}` consume, librdkafka: median of 4 alternating rounds (pydmq)",
+        f"- `{w.name}` latency, librdkafka: median of 4 alternating rounds (pydmq)",
+    ]
+    # a later single run without a series replaces the series
+    newer = line("pydmq", 1, w, "consume", records_per_s=700.0)
+    assert report.figure(report.latest([*rounds, newer])[key], "records_per_s") == 700.0
