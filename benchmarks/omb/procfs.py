@@ -132,10 +132,13 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total / CLK_TCK
 
 
-def rss_bytes(pids: Sequence[int]) -> int:
-    """Resident set size of ``pids`` (``/proc/<pid>/statm``, second field)."""
+def rss_bytes(pids: Sequence[int], *, private: bool = False) -> int:
+    """Resident set size of ``pids`` (``/proc/<pid>/statm``); with ``private``, without the
+    file-backed pages (the page cache of mapped segment files, which the kernel reclaims)."""
     total = 0
     for pid in pids:
         with contextlib.suppress(OSError, ValueError, IndexError):
-            total += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE_SIZE
+            fields = Path(f"/proc/{pid}/statm").read_text().split()
+            pages = int(fields[1]) - (int(fields[2]) if private else 0)
+            total += pages * PAGE_SIZE
     return total

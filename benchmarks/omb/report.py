@@ -277,7 +277,8 @@ def ceiling_table(chosen: dict[Key, Result]) -> list[str]:
 
 
 def resources_table(chosen: dict[Key, Result], targets: Sequence[str]) -> list[str]:
-    """Broker CPU-seconds per GB and peak RSS, per throughput mode."""
+    """Broker CPU-seconds per GB and peak RSS (private RSS, without mapped file pages, in
+    parentheses where it was sampled and differs), per throughput mode."""
     header = ["workload", "driver", "mode", *(f"{t} CPU-s/GB · RSS MB" for t in targets)]
     rows = []
     for mode in THROUGHPUT_MODES:
@@ -287,6 +288,9 @@ def resources_table(chosen: dict[Key, Result], targets: Sequence[str]) -> list[s
                 result = lookup(chosen, target, driver, name, mode)
                 cpu = fmt_number(figure(result, "broker_cpu_s_per_gb"), 1)
                 rss = fmt_number(figure(result, "broker_rss_max_mb"), 0)
+                private = fmt_number(figure(result, "broker_private_rss_max_mb"), 0)
+                if figure(result, "broker_private_rss_max_mb") is not None and private != rss:
+                    rss = f"{rss} ({private})"
                 cells.append("-" if result is None else f"{cpu} · {rss}")
             rows.append([f"`{name}`", driver, mode, *cells])
     return table(header, rows)

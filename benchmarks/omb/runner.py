@@ -97,13 +97,14 @@ class BrokerSampler:
         self.pids: list[int] = []
         self.cpu_start = 0.0
         self.rss_max = 0
+        self.private_max = 0
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self.sample_rss, daemon=True)
 
     def __enter__(self) -> BrokerSampler:
         self.pids = process_tree(self.roots)
         self.cpu_start = cpu_seconds(self.pids)
-        self.rss_max = rss_bytes(self.pids)
+        self.sample()
         self.thread.start()
         return self
 
@@ -115,17 +116,24 @@ class BrokerSampler:
 
     def sample_rss(self) -> None:
         while not self.stopped.wait(self.interval):
-            self.rss_max = max(self.rss_max, rss_bytes(self.pids))
+            self.sample()
+
+    def sample(self) -> None:
+        self.rss_max = max(self.rss_max, rss_bytes(self.pids))
+        self.private_max = max(self.private_max, rss_bytes(self.pids, private=True))
 
     def figures(self, nbytes: float) -> dict[str, float]:
         """Broker CPU over the mode (and per GB of records moved) and its RSS."""
         cpu = cpu_seconds(self.pids) - self.cpu_start
+        self.sample()
         rss_end = rss_bytes(self.pids)
         return {
             "broker_cpu_s": cpu,
             "broker_cpu_s_per_gb": cpu / (nbytes / 1e9) if nbytes > 0 else math.nan,
             "broker_rss_max_mb": max(self.rss_max, rss_end) / 1e6,
             "broker_rss_end_mb": rss_end / 1e6,
+            # without mapped segment-file pages (reclaimable page cache)
+            "broker_private_rss_max_mb": self.private_max / 1e6,
         }
 
 

@@ -225,6 +225,7 @@ def test_broker_sampler_reads_this_process(tmp_path: Path) -> None:
         sum(i * i for i in range(200_000))
     figures = sampler.figures(1e9)
     assert figures["broker_rss_max_mb"] > 1
+    assert 0 < figures["broker_private_rss_max_mb"] <= figures["broker_rss_max_mb"]
     assert figures["broker_cpu_s"] >= 0
     assert figures["broker_cpu_s_per_gb"] == figures["broker_cpu_s"]
 
