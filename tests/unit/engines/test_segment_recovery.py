@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import mmap
 import os
 import shutil
 from pathlib import Path
@@ -264,6 +265,32 @@ def test_truncate_closed_segment_with_views_outstanding(tmp_path: Path) -> None:
     engine.close()
     engine, log = open_log(tmp_path)
     check_prefix(log, batches, 3)
+    engine.close()
+
+
+def mapped(buffer: bytes | memoryview) -> bool:
+    return isinstance(buffer, memoryview) and isinstance(buffer.obj, mmap.mmap)
+
+
+def test_large_reads_of_the_active_segment_are_views_that_survive_truncation(
+    tmp_path: Path,
+) -> None:
+    engine = SegmentStorageEngine(str(tmp_path))
+    log = engine.open_log(TP, LogConfig(segment_bytes=BIG))
+    batches = [make_batch(i * 10, 10, value_size=4_000) for i in range(20)]  # ~40 KB each
+    for batch in batches:
+        append_batches(log, batch)
+    assert len(log.segments) == 1  # everything below is read from the active segment
+    tail = log.read(190, 100_000, BIG, True)
+    assert not any(mapped(b) for b in tail.buffers)  # a tailing read: pread
+    held = log.read(0, 600_000, BIG, True)
+    assert all(mapped(b) for b in held.buffers)  # catching up: a view of the file, no copy
+    log.truncate_to(50)
+    assert fetched_bytes(held) == b"".join(batches[: len(fetched_bytes(held)) // len(batches[0])])
+    assert log.log_end_offset == 50
+    append_batches(log, batches[5])
+    assert fetched_bytes(log.read(0, BIG, BIG, True)) == b"".join(batches[:6])
+    del held, tail
     engine.close()
 
 

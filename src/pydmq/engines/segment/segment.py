@@ -28,6 +28,7 @@ __all__ = ["LogSegment", "segment_file_name"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _FRAME = struct.Struct(">qi")
+_PREAD_MAX = 256 * 1024
 _LAST_DELTA = struct.Struct(">i")
 _LAST_DELTA_AT = 23
 _LOG_OVERHEAD = 12
@@ -188,7 +189,7 @@ class LogSegment:
 
     def _bytes(self, start: int, end: int) -> bytes | memoryview:
         """Bytes [start, end) of the file (end <= size)."""
-        if self.active and self._read_mode == "pread":
+        if self.active and self._read_mode == "pread" and end - start < _PREAD_MAX:
             return os.pread(self._fd, end - start, start)
         if self._mmap is None or end > self._mmap_size:
             if self.size == 0:
