@@ -151,6 +151,7 @@ def consumer_config(bootstrap: str) -> dict[str, object]:
         "fetch.max.bytes": 52_428_800,
         "max.partition.fetch.bytes": 1_048_576,
         "queued.min.messages": 500_000,
+        "fetch.queue.backoff.ms": 10,
         "log_level": 3,
     }
 
