@@ -44,7 +44,7 @@ import time
 import traceback
 import uuid
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from types import TracebackType
@@ -125,6 +125,13 @@ def fell_behind(
 
 
 # -- client configuration ---------------------------------------------------------------------
+
+
+# What the consume mode reads is written with these on top of producer_config: batches wait
+# until they hold batch.size bytes, so every target stores the same batch layout. With the
+# 5 ms linger a broker that acknowledges fast gets smaller batches, and its consumers then do
+# more work per record than those of a slower broker.
+FULL_BATCHES: dict[str, object] = {"linger.ms": 1000}
 
 
 def producer_config(bootstrap: str, acks: str) -> dict[str, object]:
@@ -654,12 +661,19 @@ def max_rate_produce(
     duration_s: float | None = None,
     records: int | None = None,
     timeout_s: float = 600.0,
+    extra_config: Mapping[str, object] | None = None,
 ) -> dict[str, float]:
     """Produce as fast as possible for ``duration_s`` or ``records`` records."""
     if (duration_s is None) == (records is None):
         raise ValueError("give exactly one of duration_s and records")
     spec = ProduceSpec(
-        bootstrap, topic, workload, duration_s=duration_s, records=records, timeout_s=timeout_s
+        bootstrap,
+        topic,
+        workload,
+        duration_s=duration_s,
+        records=records,
+        timeout_s=timeout_s,
+        extra_config=tuple((extra_config or {}).items()),
     )
     return run_one(produce_child, spec, timeout=timeout_s + GRACE_S)
 

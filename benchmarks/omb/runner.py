@@ -10,11 +10,12 @@ Kafka): start it with 1 node for the RF=1 workloads and 3 nodes for the RF=3 one
 with the reason printed and recorded, when the target cannot), put ``--warmup`` seconds of
 untimed load through it, run every workload with every driver, stop it.
 
-Modes per workload and driver, each on a fresh topic except ``consume`` (which reads the
-``produce`` topic back); topics are deleted after their workload:
+Modes per workload and driver, each on a fresh topic; topics are deleted after their
+workload:
 
 * ``produce``  -- max rate for ``--duration`` s;
-* ``consume``  -- read what ``produce`` wrote, from offset 0;
+* ``consume``  -- write for ``--duration`` s with full batches (untimed, ``linger.ms=1000``),
+  then time reading it all from offset 0;
 * ``latency``  -- fixed rate (fraction x reference max) for ``--duration`` s;
 * ``e2e``      -- end-to-end latency at ``--e2e-rate`` (default 50,000 records/s; ``latency``:
   the latency mode's rate);
@@ -500,7 +501,7 @@ class LibrdkafkaModes:
 
     def needs_max_rate(self) -> bool:
         """Fixed-rate modes need this target's max when it is its own reference."""
-        return bool({"consume", "latency", "e2e"} & set(self.run.args.modes))
+        return bool({"latency", "e2e"} & set(self.run.args.modes))
 
     def produce(self) -> None:
         def body() -> dict[str, float]:
@@ -519,14 +520,32 @@ class LibrdkafkaModes:
         )
 
     def consume(self) -> None:
-        if not self.produced:
-            self.run.skip(self.target, self.driver, self.workload, "consume", "nothing produced")
-            return
-        records = int(self.produced.get("end_offsets", self.produced["records"]))
+        """Read back from offset 0 what a full-batch librdkafka producer wrote for
+        ``--duration`` s just before (untimed): the same batch layout on every target and
+        for both drivers, so the read costs the consumer the same per record."""
         timeout = max(120.0, 20 * self.duration)
+        try:
+            topic = self.topic("consume")
+            written = rd.max_rate_produce(
+                self.target.bootstrap,
+                topic,
+                self.workload,
+                duration_s=self.duration,
+                timeout_s=timeout,
+                extra_config=rd.FULL_BATCHES,
+            )
+        except Exception as exc:
+            self.run.failures += 1
+            detail = "".join(traceback.format_exception_only(exc)).strip()
+            self.run.record(
+                self.target, self.driver, self.workload, "consume", "error", note=detail
+            )
+            return
+        records = int(written.get("end_offsets", written["records"]))
         self.measure(
             "consume",
-            lambda: self.consume_records(self.produce_topic, records, timeout),
+            lambda: self.consume_records(topic, records, timeout),
+            "written with full batches (linger.ms=1000)",
         )
 
     def consume_records(self, topic: str, records: int, timeout: float) -> dict[str, float]:
