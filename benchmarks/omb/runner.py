@@ -544,7 +544,7 @@ class LibrdkafkaModes:
         records = int(written.get("end_offsets", written["records"]))
         self.measure(
             "consume",
-            lambda: self.consume_records(topic, records, timeout),
+            lambda: {**self.consume_records(topic, records, timeout), "written": float(records)},
             "written with full batches (linger.ms=1000)",
         )
 
