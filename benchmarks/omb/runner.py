@@ -348,12 +348,24 @@ class Run:
                 figures.update(sampler.figures(figures.get("bytes", 0.0)))
             figures.update(settled)
         except Exception as exc:
-            self.failures += 1
-            detail = "".join(traceback.format_exception_only(exc)).strip()
-            self.record(target, driver, workload, mode, "error", note=f"{note} {detail}".strip())
+            self.fail(target, driver, workload, mode, exc, note)
             return None
         self.record(target, driver, workload, mode, "ok", figures, note)
         return figures
+
+    def fail(
+        self,
+        target: Target | None,
+        driver: str,
+        workload: Workload,
+        mode: str,
+        exc: Exception,
+        note: str = "",
+    ) -> None:
+        """Count and record a mode that failed (``note`` first, then the exception)."""
+        self.failures += 1
+        detail = "".join(traceback.format_exception_only(exc)).strip()
+        self.record(target, driver, workload, mode, "error", note=f"{note} {detail}".strip())
 
     def settles(self, mode: str) -> bool:
         return bool(self.args.settle) and mode in SETTLED_MODES
@@ -470,7 +482,6 @@ class LibrdkafkaModes:
         self.duration = run.args.duration
         self.topics: list[str] = []
         self.produced: dict[str, float] | None = None
-        self.produce_topic = ""
 
     def wanted(self, mode: str) -> bool:
         return mode in self.run.args.modes
@@ -505,9 +516,7 @@ class LibrdkafkaModes:
 
     def produce(self) -> None:
         def body() -> dict[str, float]:
-            self.produce_topic = self.topic("produce")
-            timeout = self.duration + 120
-            return self.produce_max(self.produce_topic, timeout)
+            return self.produce_max(self.topic("produce"), self.duration + 120)
 
         self.produced = self.measure("produce", body)
         if self.produced:
@@ -535,10 +544,8 @@ class LibrdkafkaModes:
                 extra_config=rd.FULL_BATCHES,
             )
         except Exception as exc:
-            self.run.failures += 1
-            detail = "".join(traceback.format_exception_only(exc)).strip()
-            self.run.record(
-                self.target, self.driver, self.workload, "consume", "error", note=detail
+            self.run.fail(
+                self.target, self.driver, self.workload, "consume", exc, "filling failed:"
             )
             return
         records = int(written.get("end_offsets", written["records"]))
@@ -615,14 +622,8 @@ class LibrdkafkaModes:
             topic = self.topic("backlog")
             written = self.fill_backlog(topic, size, timeout)
         except Exception as exc:
-            self.run.failures += 1
-            self.run.record(
-                self.target,
-                self.driver,
-                self.workload,
-                "backlog",
-                "error",
-                note=f"{note}: filling failed: {exc}",
+            self.run.fail(
+                self.target, self.driver, self.workload, "backlog", exc, f"{note}: filling failed:"
             )
             self.drop(topic)
             return

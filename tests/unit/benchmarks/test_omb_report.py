@@ -218,6 +218,15 @@ def test_result_line_is_json_with_the_context(tmp_path: Path) -> None:
     assert stored["workload"]["nodes"] == 1
 
 
+def test_a_failed_mode_is_counted_and_recorded_with_its_cause(tmp_path: Path) -> None:
+    run = make_run(tmp_path, ["pydmq"])
+    workload = workload_set("smoke")[0]
+    run.fail(None, "librdkafka", workload, "consume", ValueError("boom"), "filling failed:")
+    stored = json.loads((tmp_path / "r.jsonl").read_text())
+    assert run.failures == 1 and stored["status"] == "error"
+    assert stored["note"] == "filling failed: ValueError: boom"
+
+
 def test_broker_sampler_reads_this_process(tmp_path: Path) -> None:
     import os
 
