@@ -4,11 +4,35 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["INTERNAL_TOPICS", "MAX_TOPIC_NAME_LENGTH", "topic_name_problem"]
+__all__ = [
+    "INTERNAL_TOPICS",
+    "MAX_TOPIC_NAME_LENGTH",
+    "RESERVED_TOPICS",
+    "internal_topic_creation_problem",
+    "topic_name_problem",
+]
 
 MAX_TOPIC_NAME_LENGTH = 249
+# Topics the broker itself writes (Kafka's Topic.isInternal): clients may read them, but only
+# the coordinators that own them append (Produce from a client: INVALID_TOPIC_EXCEPTION).
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Internal topics plus the names of logs that are not topics at all here (the Raft metadata
+# log, the share-group state of KIP-932): no client may create any of them.
+RESERVED_TOPICS = INTERNAL_TOPICS | {"__cluster_metadata", "__share_group_state"}
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+
+
+def internal_topic_creation_problem(name: str) -> str | None:
+    """Why a client may not create ``name`` (Kafka's wording), or None if it may.
+
+    Kafka refuses ``__cluster_metadata`` this way but lets a client create
+    ``__consumer_offsets`` before the coordinator does, with any partition count, after which
+    FindCoordinator answers COORDINATOR_NOT_AVAILABLE (seen on Kafka 4.4). pydmq refuses every
+    reserved name: the broker creates its internal topics itself, with their own settings.
+    """
+    if name in RESERVED_TOPICS:
+        return f"Creation of internal topic {name} is prohibited."
+    return None
 
 
 def topic_name_problem(name: str | None) -> str | None:

@@ -5,7 +5,11 @@ Validation as Kafka: legal names, no '.'/'_' collisions, partitions and replicat
 assignments, known and valid configs (INVALID_CONFIG). ``validate_only`` checks without
 creating. From v5 the result carries the partition count, replication factor and every config
 with its value and source; topic ids from v7. Duplicate names in one request -> INVALID_REQUEST
-for each duplicate.
+for each duplicate. A client may not create an internal or reserved topic
+(``__consumer_offsets``, ``__transaction_state``, ``__cluster_metadata``,
+``__share_group_state``): INVALID_REQUEST "Creation of internal topic X is prohibited." (Kafka
+says so for ``__cluster_metadata`` only; see :func:`internal_topic_creation_problem`). The broker
+creates its internal topics itself, through its topic operations, not through this handler.
 
 In cluster mode the request is forwarded to the active controller at the same version and its
 response returned (REQUEST_TIMED_OUT per item when no controller answers).
@@ -18,10 +22,12 @@ from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.topic_names import internal_topic_creation_problem
 from pydmq.broker.topic_ops import TopicError
 from pydmq.config.topic import TopicConfig
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import (
+    CreatableTopic,
     CreatableTopicConfigs,
     CreatableTopicResult,
     CreateTopicsRequest,
@@ -41,11 +47,27 @@ CONFIG_SOURCES = {
 }
 
 
+def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> CreatableTopicResult:
+    return CreatableTopicResult(
+        name=topic.name,
+        error_code=code,
+        error_message=message,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=None if version >= 5 else [],
+    )
+
+
 def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     response = CreateTopicsResponse()
     counts = collections.Counter(t.name for t in request.topics)
     for topic in request.topics:
+        if counts[topic.name] == 1 and (problem := internal_topic_creation_problem(topic.name)):
+            response.topics.append(
+                _refused(topic, ctx.api_version, ErrorCode.INVALID_REQUEST, problem)
+            )
+            continue
         result = CreatableTopicResult(
             name=topic.name,
             error_code=ErrorCode.NONE,
@@ -100,22 +122,48 @@ def handle(
     if cluster is None:
         return _handle_local(ctx, request)
 
+    reserved = {
+        t.name: problem
+        for t in request.topics
+        if (problem := internal_topic_creation_problem(t.name)) is not None
+    }
+    if not reserved:
+        return _forward(ctx, request)
+    return _forward_allowed(ctx, request, reserved)
+
+
+def _forward(ctx: RequestContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
+    cluster = ctx.broker.cluster
+    assert cluster is not None
+
     def unavailable(code: int, message: str) -> CreateTopicsResponse:
         return CreateTopicsResponse(
-            topics=[
-                CreatableTopicResult(
-                    name=t.name,
-                    error_code=code,
-                    error_message=message,
-                    num_partitions=-1,
-                    replication_factor=-1,
-                    configs=None if ctx.api_version >= 5 else [],
-                )
-                for t in request.topics
-            ]
+            topics=[_refused(t, ctx.api_version, code, message) for t in request.topics]
         )
 
     return forward_to_controller(ctx, cluster, request, unavailable, request.timeout)
+
+
+async def _forward_allowed(
+    ctx: RequestContext, request: CreateTopicsRequest, reserved: dict[str, str]
+) -> CreateTopicsResponse:
+    """Refuse the reserved names here and forward the rest; answers keep the request's order."""
+    allowed = [t for t in request.topics if t.name not in reserved]
+    answered: dict[str, CreatableTopicResult] = {}
+    response = CreateTopicsResponse()
+    if allowed:
+        forwarded = CreateTopicsRequest(
+            topics=allowed, timeout=request.timeout, validate_only=request.validate_only
+        )
+        response = await _forward(ctx, forwarded)
+        answered = {r.name: r for r in response.topics}
+    response.topics = [
+        _refused(t, ctx.api_version, ErrorCode.INVALID_REQUEST, reserved[t.name])
+        if t.name in reserved
+        else answered[t.name]
+        for t in request.topics
+    ]
+    return response
 
 
 HANDLER = ApiHandlerSpec(19, 2, 7, handle, "CreateTopics")

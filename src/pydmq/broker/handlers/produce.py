@@ -5,6 +5,8 @@ CRC untouched). acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); acks=0 gets no 
 zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE). Idempotent retries of one of the last
 five batches return the original base offset. Transactional produce is not supported yet
 (transactions are a later issue): such batches get INVALID_TXN_STATE. ``max.message.bytes`` -> MESSAGE_TOO_LARGE.
+A client may not write to an internal topic (``__consumer_offsets``, ``__transaction_state``):
+INVALID_TOPIC_EXCEPTION, as Kafka.
 v13 (topic ids in Produce) is not advertised yet: Kafka 4.0 stops at v12.
 
 Replication: a partition not led here is NOT_LEADER_OR_FOLLOWER. ``acks=-1`` is refused with
@@ -24,6 +26,7 @@ from typing import cast
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._leadership import leader_partition
+from pydmq.broker.topic_names import INTERNAL_TOPICS
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.produce import (
     PartitionProduceResponse,
@@ -115,6 +118,18 @@ def handle(
     for topic_data in request.topic_data:
         topic_response = TopicProduceResponse(name=topic_data.name)
         response.responses.append(topic_response)
+        if topic_data.name in INTERNAL_TOPICS:
+            # Only the coordinator that owns an internal topic appends to it (through the
+            # replica manager, not this handler); Kafka answers clients this code.
+            topic_response.partition_responses = [
+                _partition_error(
+                    data.index,
+                    ErrorCode.INVALID_TOPIC_EXCEPTION,
+                    f"Cannot append to internal topic {topic_data.name}",
+                )
+                for data in topic_data.partition_data
+            ]
+            continue
         for data in topic_data.partition_data:
             if acks not in (0, 1, -1):
                 topic_response.partition_responses.append(
