@@ -90,7 +90,10 @@ class SegmentStorageEngine:
         return sorted(found)
 
     def close(self) -> None:
-        for log in self._logs.values():
-            log.close()
-        self._logs.clear()
-        self.index.close()
+        try:
+            for log in self._logs.values():
+                log.close()
+        finally:
+            self._logs.clear()
+            # An offline dir promises nothing more: its index is closed without a sync.
+            self.index.close(sync=self._shared.offline is None)
