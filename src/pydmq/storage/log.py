@@ -581,8 +581,8 @@ class UnifiedLog:
 
     def take_producer_snapshot(self) -> None:
         self._settle_leader_epochs()  # first: the snapshot's offset bounds the replay at open
+        self._snapshot_end = self.producer_state.map_end_offset  # first: a failure resets it
         self._write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
-        self._snapshot_end = self.producer_state.map_end_offset
 
     def maybe_checkpoint(
         self, writer: CheckpointWriter | None = None, *, producer_snapshot: bool = True
@@ -671,8 +671,8 @@ class UnifiedLog:
         return False
 
     def checkpoint_high_watermark(self) -> None:
+        self._checkpointed_hw = self.high_watermark  # first: a failed write resets it
         self._write_checkpoint(_HIGH_WATERMARK, _HWM.pack(self.high_watermark))
-        self._checkpointed_hw = self.high_watermark
 
     # -- maintenance -----------------------------------------------------------------
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
