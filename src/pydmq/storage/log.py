@@ -756,5 +756,8 @@ class UnifiedLog:
         self.maybe_checkpoint()
         try:
             self.engine_log.flush()
+        except KafkaStorageError as exc:
+            if not exc.offline:
+                raise  # an offline log dir promises nothing more: closing is all there is
         finally:
             self.engine_log.close()
