@@ -31,7 +31,6 @@ from pydmq.storage.checkpoint import (
     write_atomically,
     write_offset_checkpoint,
 )
-from pydmq.storage.errors import KafkaStorageError
 
 __all__ = ["SegmentLog"]
 

@@ -90,7 +90,9 @@ class SharedDurability:
         )
         if offline and self.offline is None:
             self.offline = error
-            log.error("log dir %s is offline until restart: %s failed: %s", self.data_dir, what, exc)
+            log.error(
+                "log dir %s is offline until restart: %s failed: %s", self.data_dir, what, exc
+            )
         return error
 
     def check_online(self) -> None:
