@@ -73,6 +73,7 @@ def small_disk() -> Iterator[Path]:
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
         shutil.rmtree(mount, ignore_errors=True)
+        Path(f"{mount}-broker.log").unlink(missing_ok=True)
 
 
 class Deliveries:
