@@ -1,11 +1,13 @@
 """TopicOperations: create, delete and grow topics with Kafka's validation and error codes.
 
 Used by CreateTopics, DeleteTopics, CreatePartitions and Metadata auto-creation, so all of them
-apply the same rules.
+apply the same rules. A change the registry cannot persist, or whose partitions cannot be
+created on disk, is refused with KAFKA_STORAGE_ERROR and undone: nothing is half-created.
 """
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from pydmq.config.definitions import ConfigError, ConfigType, parse_value
 from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
 from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.storage.errors import KafkaStorageError
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
@@ -45,6 +48,11 @@ class TopicError(Exception):
 
     error_code: int
     message: str
+
+
+def _storage_error(what: str, exc: BaseException) -> TopicError:
+    reason = exc.message if isinstance(exc, KafkaStorageError) else str(exc)
+    return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {reason}")
 
 
 class TopicOperations:
@@ -169,10 +177,31 @@ class TopicOperations:
         del rf  # single node: every replica set is [this node]
         if validate_only:
             return topic
-        self._broker.topics.add(topic)
-        self._open_partitions(topic, range(partitions))
+        try:
+            self._broker.topics.add(topic)
+        except OSError as exc:
+            raise _storage_error(f"Topic {name} could not be persisted", exc) from None
+        try:
+            self._open_partitions(topic, range(partitions))
+        except (OSError, KafkaStorageError) as exc:
+            self._undo_partitions(topic, range(partitions))
+            # If this fails too, the registry keeps the topic: its logs are created empty at
+            # the next start.
+            with contextlib.suppress(OSError):
+                self._broker.topics.remove(name)
+            raise _storage_error(f"Topic {name} could not be created", exc) from None
         self._broker.plugins.on_topic_created(name, str(topic.topic_id), partitions)
         return topic
+
+    def _undo_partitions(self, topic: TopicInfo, indexes: range) -> None:
+        """Delete the logs of ``indexes`` that a failed creation opened."""
+        engine = TopicConfig(self._broker.config, topic.configs).get_str("pydmq.engine")
+        for index in indexes:
+            tp = TopicPartition(topic.name, index)
+            if self._broker.replica_manager.get(tp) is not None:
+                # Best effort: the partition is not in the registry any more.
+                with contextlib.suppress(OSError, KafkaStorageError):
+                    self._broker.replica_manager.delete_partition(tp, engine)
 
     def _open_partitions(self, topic: TopicInfo, indexes: range) -> None:
         config = TopicConfig(self._broker.config, topic.configs)
@@ -197,7 +226,10 @@ class TopicOperations:
                 "This server does not host this topic-partition.",
             )
         engine = TopicConfig(self._broker.config, topic.configs).get_str("pydmq.engine")
-        self._broker.topics.remove(name)
+        try:
+            self._broker.topics.remove(name)
+        except OSError as exc:
+            raise _storage_error(f"Topic {name} could not be deleted", exc) from None
         for p in topic.partitions:
             self._broker.replica_manager.delete_partition(TopicPartition(name, p.index), engine)
         self._broker.fetch_sessions.forget_topic(name)
@@ -247,8 +279,16 @@ class TopicOperations:
         topic.partitions.extend(
             PartitionInfo(i, node, 0, [node], [node]) for i in range(current, count)
         )
-        self._broker.topics.save()
-        self._open_partitions(topic, range(current, count))
+        try:
+            self._broker.topics.save()
+            self._open_partitions(topic, range(current, count))
+        except (OSError, KafkaStorageError) as exc:
+            self._undo_partitions(topic, range(current, count))
+            del topic.partitions[current:]
+            # If this fails too, the file keeps the new partitions: created empty at start.
+            with contextlib.suppress(OSError):
+                self._broker.topics.save()
+            raise _storage_error(f"Partitions of {name} could not be created", exc) from None
 
     def alter_topic_configs(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool = False
@@ -277,8 +317,12 @@ class TopicOperations:
             )
         if validate_only:
             return
-        topic.configs = explicit
-        self._broker.topics.save()
+        previous, topic.configs = topic.configs, explicit
+        try:
+            self._broker.topics.save()
+        except OSError as exc:
+            topic.configs = previous
+            raise _storage_error(f"Configs of {name} could not be persisted", exc) from None
         replica_manager = self._broker.replica_manager
         replica_manager.update_config(name, after_config)
         log_config = after_config.log_config()

@@ -4,6 +4,10 @@ Persisted as one JSON checkpoint in the log dir, replaced atomically on every ch
 cluster mode the controller's metadata image is the truth and brokers hold an in-memory copy
 (``pydmq.broker.cluster.metadata_cache.InMemoryTopicRegistry``) fed by UpdateMetadata; the
 handlers use the same read-side methods in both modes.
+
+A change whose write fails (a full disk, an I/O error) is not applied: :meth:`add` and
+:meth:`remove` put the registry back as it was and raise the OSError, and the file keeps
+its previous content (``write_atomically``).
 """
 
 from __future__ import annotations
@@ -66,15 +70,27 @@ class TopicRegistry:
         return self._by_id.get(topic_id)
 
     def add(self, topic: TopicInfo) -> None:
+        """Add ``topic`` and persist it; if the write fails, the topic is not added."""
         self._by_name[topic.name] = topic
         self._by_id[topic.topic_id] = topic
-        self.save()
+        try:
+            self.save()
+        except OSError:
+            del self._by_name[topic.name]
+            del self._by_id[topic.topic_id]
+            raise
 
     def remove(self, name: str) -> TopicInfo | None:
+        """Remove topic ``name`` and persist it; if the write fails, the topic stays."""
         topic = self._by_name.pop(name, None)
         if topic is not None:
             self._by_id.pop(topic.topic_id, None)
-            self.save()
+            try:
+                self.save()
+            except OSError:
+                self._by_name[name] = topic
+                self._by_id[topic.topic_id] = topic
+                raise
         return topic
 
     def save(self) -> None:

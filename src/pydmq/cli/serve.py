@@ -1,10 +1,18 @@
-"""``pydmq serve``: run one node (broker + controller) until SIGTERM/SIGINT."""
+"""``pydmq serve``: run one node (broker + controller) until SIGTERM/SIGINT.
+
+Before anything else the data directory is created if needed and a probe file is written,
+fsynced and removed in it: a read-only or unwritable ``log.dirs`` is reported in one line
+naming the path and the error, with exit status 1. With ``PYDMQ_FAILPOINTS_FILE`` set,
+SIGUSR2 re-reads the failpoint file (:func:`pydmq.failpoints.reload`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import logging
+import os
 import signal
 import sys
 import time
@@ -74,6 +82,38 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
     return config
 
 
+class LogDirError(Exception):
+    """The data directory cannot be written: the node cannot start."""
+
+
+def check_log_dir(path: Path) -> None:
+    """Create ``path`` if needed and write, fsync and remove a probe file in it; raises
+    :class:`LogDirError` naming the path and the errno text when that fails."""
+    from pydmq.storage.checkpoint import make_dirs_durably, write_atomically
+
+    probe = path / ".pydmq-write-probe"
+    try:
+        make_dirs_durably(str(path))
+        write_atomically(str(probe), b"probe")
+        os.unlink(probe)
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, "?")
+        raise LogDirError(
+            f"log dir {path} is not writable: {exc.strerror or exc} ({name})"
+        ) from None
+
+
+def _reload_failpoints() -> None:
+    from pydmq import failpoints
+
+    try:
+        failpoints.reload()
+    except ValueError as exc:
+        log.error("failpoints not reloaded: %s", exc)
+        return
+    log.warning("failpoints reloaded from %s", os.environ.get(failpoints.FILE_ENV_VAR))
+
+
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
     from pydmq.broker.server import Broker
 
@@ -87,6 +127,8 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if os.environ.get("PYDMQ_FAILPOINTS_FILE"):
+        loop.add_signal_handler(signal.SIGUSR2, _reload_failpoints)
     try:
         await stop.wait()
     finally:
@@ -103,6 +145,11 @@ def _run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         print(f"pydmq serve: {exc}", file=sys.stderr)
         return 2
+    try:
+        check_log_dir(config.log_dir)
+    except LogDirError as exc:
+        print(f"pydmq serve: {exc}", file=sys.stderr)
+        return 1
     try:
         import uvloop
 

@@ -21,6 +21,12 @@ Each voter gets two :class:`~pydmq.net.client.NodeConnection`\\ s: one for Fetch
 and one for Vote/BeginQuorumEpoch/EndQuorumEpoch. A server answers one connection's requests in
 order, so a Vote must not queue behind a long-polling Fetch.
 
+Storage failures: a step that fails with an OSError (the quorum state could not be written:
+nothing depending on it was sent) is retried after a back-off. When the metadata log goes
+offline (a failed fsync, see :mod:`pydmq.raft.file_log`) the driver stops: this node no
+longer votes, fetches or leads until it restarts, as Kafka halts a node whose metadata log dir
+failed, and its peers elect without it.
+
 Everything runs on one event loop and the core is only touched from it, so no locks.
 """
 
@@ -40,6 +46,7 @@ from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachabl
 from pydmq.protocol.errors import ErrorCode, ProtocolError
 from pydmq.raft import messages as rm
 from pydmq.raft.core import Outbound, Parked, RaftCore
+from pydmq.raft.file_log import MetadataLogOfflineError
 from pydmq.raft.log import Entry
 
 __all__ = ["RaftDriver", "monotonic_ms"]
@@ -47,6 +54,7 @@ __all__ = ["RaftDriver", "monotonic_ms"]
 log = logging.getLogger(__name__)
 
 _FETCH_KEYS: Final = frozenset({raft_wire.FETCH, raft_wire.FETCH_SNAPSHOT})
+_STORAGE_RETRY_S: Final = 0.5  # back-off after a step failed to write the quorum state
 
 
 def monotonic_ms() -> int:
@@ -190,6 +198,14 @@ class RaftDriver:
         while self._running:
             try:
                 self.step()
+            except MetadataLogOfflineError as exc:
+                log.error("raft node %d leaves the quorum until restarted: %s", self.node_id, exc)
+                self._running = False
+                return
+            except OSError as exc:
+                log.error("raft node %d: storage failed, retrying: %s", self.node_id, exc)
+                await asyncio.sleep(_STORAGE_RETRY_S)
+                continue
             except Exception:
                 log.exception("raft node %d: poll failed", self.node_id)
             delay_ms = self.core.next_deadline_ms() - self.now_ms()
@@ -324,7 +340,12 @@ class RaftDriver:
         if not self._running:
             return _not_running(request)
         src = _source_of(request)
-        result = self.core.handle_request(self.now_ms(), src, request)
+        try:
+            result = self.core.handle_request(self.now_ms(), src, request)
+        except MetadataLogOfflineError as exc:
+            log.error("raft node %d leaves the quorum until restarted: %s", self.node_id, exc)
+            self._running = False
+            return _not_running(request)
         if isinstance(result, Parked):
             future: asyncio.Future[rm.RaftResponse] = asyncio.get_running_loop().create_future()
             self._parked.setdefault(src, collections.deque()).append(future)

@@ -12,6 +12,11 @@ count is used), and an append is committed as soon as it is in the log (the high
 follows the log end offset). Cluster mode: the controller creates the topic (FindCoordinator
 asks for it), and an append is committed once the high watermark passed it (acks=-1): the
 writer returns a future the coordinator awaits before answering.
+
+An append the storage refuses (a full disk, an offline log dir), like the creation of the
+topic on first use, raises :class:`OffsetsAppendError` with KAFKA_STORAGE_ERROR, which the
+group APIs answer as NOT_COORDINATOR (Kafka's mapping): clients look the coordinator up again
+and retry. Nothing of a refused append is in the log or in the coordinator's state.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import logging
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import (
     Record,
@@ -215,7 +221,10 @@ class ConsumerOffsetsLog:
         if not records:
             return None
         if not self.cluster_mode:
-            self.ensure_created()
+            try:
+                self.ensure_created()
+            except TopicError as exc:  # e.g. a full disk: KAFKA_STORAGE_ERROR
+                raise OffsetsAppendError(exc.error_code, exc.message) from None
         partition = self.partition_for(group_id)
         pending: asyncio.Future[int] | None = None
         for start in range(0, len(records), _RECORDS_PER_BATCH):

@@ -2,7 +2,9 @@
 
 Ids come in blocks; the end of the current block is made durable before any id of it is
 given out, so a restart continues after the block (Kafka's ProducerIdsRecord does the same
-through the metadata log).
+through the metadata log). If the block cannot be written (a full disk, an I/O error), no id
+of it is given out: :class:`ProducerIdBlockError` (answered COORDINATOR_NOT_AVAILABLE, which
+clients retry) and the next request tries again.
 """
 
 from __future__ import annotations
@@ -10,9 +12,17 @@ from __future__ import annotations
 import struct
 from pathlib import Path
 
+from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.checkpoint import write_atomically
 
-__all__ = ["ProducerIdManager"]
+__all__ = ["ProducerIdBlockError", "ProducerIdManager"]
+
+
+class ProducerIdBlockError(Exception):
+    """No producer id: the next block could not be made durable."""
+
+    error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+
 
 _BLOCK_SIZE = 1000
 _RECORD = struct.Struct(">q")
@@ -33,8 +43,12 @@ class ProducerIdManager:
 
     def generate_producer_id(self) -> int:
         if self._next >= self._block_end:
-            self._block_end = self._next + self._block_size
-            write_atomically(str(self._path), _RECORD.pack(self._block_end))
+            block_end = self._next + self._block_size
+            try:
+                write_atomically(str(self._path), _RECORD.pack(block_end))
+            except OSError as exc:
+                raise ProducerIdBlockError(f"producer id block not written: {exc}") from exc
+            self._block_end = block_end
         producer_id = self._next
         self._next += 1
         return producer_id

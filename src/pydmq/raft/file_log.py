@@ -13,6 +13,14 @@ the offset/epoch sequence: what follows a bad frame was never acknowledged as du
 ``flush`` fsyncs in order. Snapshots are written with ``write_atomically`` (temp file, fsync,
 rename, fsync of the directory), so a snapshot file is either whole or absent.
 
+Write failures. An append whose write fails is undone (the segment is truncated back to its
+size before it, positions and epoch cache untouched) and raises the OSError: the entries
+were never in the log, so they cannot be acknowledged. Any failed fsync, and a failure that
+cannot be undone, takes the log offline (:class:`MetadataLogOfflineError` from then on, for
+every write, flush and read of the log end): a failed fsync may have lost pages that a later
+fsync would wrongly vouch for, so the node must stop acknowledging entries until it restarts
+(Kafka halts a node whose metadata log dir failed); recovery then scans every frame.
+
 Owned by the task that drives the Raft core; nothing here is thread-safe.
 """
 
@@ -25,6 +33,7 @@ import re
 import struct
 from collections.abc import Sequence
 
+from pydmq.failpoints import SHORT, failpoint, torn_pwrite
 from pydmq.protocol.records import crc32c
 from pydmq.raft.log import (
     CorruptSnapshotError,
@@ -39,8 +48,9 @@ from pydmq.raft.log import (
     encode_snapshot,
 )
 from pydmq.storage.checkpoint import fsync_dir, write_atomically
+from pydmq.storage.errors import fsync
 
-__all__ = ["FileRaftLog"]
+__all__ = ["FileRaftLog", "MetadataLogOfflineError"]
 
 _FRAME = struct.Struct(">iIqi")  # length, crc32c, offset, epoch
 _BODY_HEADER = struct.Struct(">qi")  # offset, epoch (the start of what the CRC covers)
@@ -55,6 +65,10 @@ def _segment_name(base_offset: int) -> str:
 
 def _snapshot_name(snapshot_id: SnapshotId) -> str:
     return f"{snapshot_id.end_offset:020d}-{snapshot_id.epoch:010d}.checkpoint"
+
+
+class MetadataLogOfflineError(RaftLogError):
+    """The metadata log failed (an fsync or an undo failed): offline until a restart."""
 
 
 class _Segment:
@@ -89,7 +103,16 @@ class FileRaftLog:
         self._snapshot: SnapshotId | None = None
         self._start = 0
         self._cache = EpochCache()
+        self._offline: str | None = None  # what took the log offline
         self._recover()
+
+    def _check_online(self) -> None:
+        if self._offline is not None:
+            raise MetadataLogOfflineError(f"metadata log {self._dir} is offline: {self._offline}")
+
+    def _go_offline(self, what: str, exc: BaseException) -> MetadataLogOfflineError:
+        self._offline = f"{what} failed: {exc}"
+        return MetadataLogOfflineError(f"metadata log {self._dir} is offline: {self._offline}")
 
     # -- recovery -----------------------------------------------------------------------
 
@@ -279,6 +302,7 @@ class FileRaftLog:
 
     @property
     def log_end_offset(self) -> int:
+        self._check_online()  # a follower's fetch offset acknowledges the entries below it
         return self._segments[-1].end_offset
 
     @property
@@ -291,32 +315,52 @@ class FileRaftLog:
             return
         segment = self._segments[-1]
         if segment.size >= self._segment_bytes:
-            segment = self._new_segment(self.log_end_offset)
+            try:
+                segment = self._new_segment(self.log_end_offset)
+            except OSError as exc:
+                raise self._go_offline("creating a segment", exc) from exc
         chunks: list[bytes] = []
+        positions: list[int] = []
         pos = segment.size
         for entry in entries:
             body = _BODY_HEADER.pack(entry.offset, entry.epoch) + entry.payload
             chunks.append(struct.pack(">iI", len(body), crc32c(body)))
             chunks.append(body)
-            segment.positions.append(pos)
+            positions.append(pos)
             pos += 8 + len(body)
-            self._cache.assign(entry.epoch, entry.offset)
         data = memoryview(b"".join(chunks))
         written = segment.size
-        while data:
-            n = os.pwrite(segment.fd, data, written)
-            data = data[n:]
-            written += n
+        try:
+            if failpoint("raft.append.write") is SHORT:
+                torn_pwrite(segment.fd, data, written)
+            while data:
+                n = os.pwrite(segment.fd, data, written)
+                data = data[n:]
+                written += n
+        except OSError as exc:
+            try:
+                os.ftruncate(segment.fd, segment.size)  # nothing of the failed append stays
+            except OSError as undo:
+                raise self._go_offline("truncating a failed append back", undo) from exc
+            raise
+        segment.positions += positions
+        for entry in entries:
+            self._cache.assign(entry.epoch, entry.offset)
         segment.size = pos
         self._unsynced.add(segment.base_offset)
 
     def flush(self) -> None:
+        self._check_online()
         for segment in self._segments:
             if segment.base_offset in self._unsynced:
-                os.fsync(segment.fd)
+                try:
+                    fsync(segment.fd, segment.path, "raft.fsync")
+                except OSError as exc:
+                    raise self._go_offline(f"fsync of {segment.path}", exc) from exc
         self._unsynced.clear()
 
     def truncate_to(self, offset: int) -> None:
+        self._check_online()
         if offset < self._start:
             raise RaftLogError(f"truncate to {offset} below log start {self._start}")
         if offset >= self.log_end_offset:
@@ -330,8 +374,11 @@ class FileRaftLog:
             cut = segment.positions[index]
             del segment.positions[index:]
             segment.size = cut
-            os.ftruncate(segment.fd, cut)
-            os.fsync(segment.fd)
+            try:
+                os.ftruncate(segment.fd, cut)
+                fsync(segment.fd, segment.path, "raft.fsync")
+            except OSError as exc:
+                raise self._go_offline(f"truncating {segment.path}", exc) from exc
         self._cache.truncate_from(offset)
 
     def read(self, from_offset: int, max_bytes: int) -> list[Entry]:

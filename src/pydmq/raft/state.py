@@ -4,7 +4,9 @@ Raft's safety rests on two promises kept across crashes: a voter never goes back
 epoch, and votes at most once per epoch. So the Raft core writes the state *before* it sends
 any message that depends on it (a vote granted, a candidacy, a leadership), and the stores
 here return only once the write is durable. Kafka keeps the same facts in its
-``quorum-state`` file.
+``quorum-state`` file. A write that fails (a full disk, an I/O error) raises the OSError and
+leaves the file as it was; the core changes its state only after the write returned, so
+nothing that depends on the new state is sent.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Protocol
 
+from pydmq.failpoints import failpoint
 from pydmq.storage.checkpoint import read_checkpoint_file, write_atomically
 
 __all__ = [
@@ -102,4 +105,5 @@ class FileQuorumStateStore:
             "leader_id": -1 if state.leader_id is None else state.leader_id,
             "voted_id": -1 if state.voted_id is None else state.voted_id,
         }
+        failpoint("quorum_state.write")
         write_atomically(self._path, json.dumps(doc, sort_keys=True).encode())

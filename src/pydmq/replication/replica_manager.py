@@ -13,6 +13,13 @@ produces (woken by high watermark moves, ISR and leadership changes:
 :meth:`ReplicaManager.notify_high_watermark`) and DeleteRecords waiting for the followers'
 log start offsets (woken by follower fetches, ISR and leadership changes, and changes of the
 alive brokers).
+
+Storage failures: an append the storage failed answers KAFKA_STORAGE_ERROR (the partition's
+state is as before it). When a failure takes a log dir offline (an I/O error, a failed
+fsync: see :mod:`pydmq.storage.errors`) the dir is listed in :attr:`offline_log_dirs` and the
+:attr:`log_dir_failure_listeners` are told (cluster mode: the broker asks the controller to
+fence it, so leadership moves to the other ISR members). Failures the maintenance passes meet
+(checkpoints, flushes, rolls) are found by asking each engine for its ``offline`` failure.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ import enum
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from pydmq.config.broker import BrokerConfig
@@ -32,7 +39,8 @@ from pydmq.replication.purgatory import DelayedOperationPurgatory
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
 from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, TopicPartition
 from pydmq.storage.checkpoint_writer import CheckpointWriter
-from pydmq.storage.log import LogAppendInfo, UnifiedLog
+from pydmq.storage.errors import KafkaStorageError
+from pydmq.storage.log import LogAppendInfo, LogStorageError, UnifiedLog
 
 __all__ = ["PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
 
@@ -85,6 +93,30 @@ class ReplicaManager:
         self._checkpoint_writer: CheckpointWriter | None = None
         self.produce_purgatory = DelayedOperationPurgatory()
         self.delete_records_purgatory = DelayedOperationPurgatory()
+        self.offline_log_dirs: dict[str, str] = {}  # log dir -> what took it offline
+        self.log_dir_failure_listeners: list[Callable[[str], None]] = []
+
+    # -- storage failures ------------------------------------------------------------
+    def log_dir_failed(self, log_dir: str, reason: str) -> None:
+        """Record that ``log_dir`` went offline and tell the listeners (once per dir)."""
+        if log_dir in self.offline_log_dirs:
+            return
+        self.offline_log_dirs[log_dir] = reason
+        log.error("log dir %s is offline: %s", log_dir, reason)
+        for listener in list(self.log_dir_failure_listeners):
+            try:
+                listener(log_dir)
+            except Exception:
+                log.exception("log dir failure listener failed")
+
+    def check_log_dirs(self) -> bool:
+        """Ask every engine whether a failure took its data dir offline (an engine may expose
+        the failure as ``offline``); returns whether any log dir is offline."""
+        for engine in list(self._engines.values()):
+            failure = getattr(engine, "offline", None)
+            if isinstance(failure, KafkaStorageError):
+                self.log_dir_failed(failure.log_dir, failure.message)
+        return bool(self.offline_log_dirs)
 
     # -- engines ---------------------------------------------------------------------
     def engine(self, name: str) -> StorageEngine:
@@ -268,7 +300,12 @@ class ReplicaManager:
     ) -> LogAppendInfo:
         """Append a produced record set as leader; raises LogAppendError (incl. not leader,
         not enough replicas for ``required_acks=-1``)."""
-        info = partition.append_records_to_leader(records, required_acks)
+        try:
+            info = partition.append_records_to_leader(records, required_acks)
+        except LogStorageError as exc:
+            if exc.offline:
+                self.log_dir_failed(exc.log_dir, exc.message)
+            raise
         if not info.duplicate:
             self.fetch_purgatory.notify(partition.tp)
         return info
@@ -281,13 +318,25 @@ class ReplicaManager:
             try:
                 partition.log.engine_log.maybe_roll(now_ms)
                 deleted += partition.log.delete_old_segments(now_ms)
+            except KafkaStorageError as exc:
+                log.warning("log maintenance of %s failed: %s", partition.tp, exc.message)
             except Exception:
                 log.exception("log maintenance failed for %s", partition.tp)
+        self.check_log_dirs()
         return deleted
 
     def flush_all(self) -> None:
+        """Flush every partition; a storage failure of one does not stop the others (the
+        first is raised at the end)."""
+        failed: KafkaStorageError | None = None
         for partition in list(self.partitions.values()):
-            partition.log.flush()
+            try:
+                partition.log.flush()
+            except KafkaStorageError as exc:
+                failed = failed or exc
+        self.check_log_dirs()
+        if failed is not None:
+            raise failed
 
     async def checkpoint_changed(self, producer_snapshots: bool = True) -> int:
         """Checkpoint the partitions whose high watermark (and, with ``producer_snapshots``,
@@ -307,6 +356,7 @@ class ReplicaManager:
                 written += 1
                 await asyncio.sleep(0)
         await writer.drain()
+        self.check_log_dirs()
         return written
 
     def shutdown(self) -> None:

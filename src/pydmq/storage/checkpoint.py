@@ -1,14 +1,18 @@
 """Atomic small-file writes for checkpoints: write a temp file, fsync, rename, fsync the dir.
 
 A reader sees either the old content or the new one, never a torn mix, even across a crash.
+A write that fails (a full disk, an I/O error) removes its temp file and leaves the old file
+as it was; a failed fsync is raised as :class:`~pydmq.storage.errors.SyncFailedError`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 
-from pydmq.failpoints import failpoint
+from pydmq.failpoints import SHORT, failpoint, torn_write
+from pydmq.storage.errors import fsync
 
 __all__ = [
     "fsync_dir",
@@ -28,7 +32,7 @@ def fsync_dir(path: str) -> None:
     """fsync a directory so that a rename or unlink inside it is durable."""
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(fd)
+        fsync(fd, path, "checkpoint.fsync")
     finally:
         os.close(fd)
 
@@ -60,16 +64,24 @@ def write_atomically(
     tmp = path + _TMP_SUFFIX
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    failpoint("checkpoint.rename.before")
-    os.replace(tmp, path)
+        try:
+            view = memoryview(data)
+            if failpoint("checkpoint.write") is SHORT:
+                torn_write(fd, view)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            if durable:
+                fsync(fd, tmp, "checkpoint.fsync")
+        finally:
+            os.close(fd)
+        failpoint("checkpoint.rename.before")
+        failpoint("checkpoint.rename")
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)  # the old file stays as it was
+        raise
     failpoint("checkpoint.rename.after")
     if durable:
         fsync_dir(os.path.dirname(os.path.abspath(path)))

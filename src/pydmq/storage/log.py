@@ -11,12 +11,22 @@ Checkpoint files (high watermark, producer snapshot, leader epochs) are written 
 its writes to a :class:`~pydmq.storage.checkpoint_writer.CheckpointWriter` thread
 (:meth:`UnifiedLog.maybe_checkpoint`), and a queued write never replaces a newer one of the
 same file. Engines opt in with ``checkpoints_thread_safe = True`` on their logs.
+
+Storage failures. An append the engine could not store raises :class:`LogStorageError`
+(KAFKA_STORAGE_ERROR) and leaves this log's state as it was: producer state, leader-epoch
+cache, log end offset. Only when the batch did reach the log before the failure (a flush
+after it failed, taking the log dir offline) is the producer state updated to match the log,
+and the append is still not acknowledged. A checkpoint write that fails keeps the old file,
+logs one ERROR (until it succeeds again) and is retried by the next checkpoint pass; the
+producer snapshot is not written while the leader-epoch file lags behind (a restart replays
+the batches after the snapshot to learn the epochs the file lacks).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import struct
 import threading
 import time
@@ -44,8 +54,17 @@ from pydmq.storage.api import (
     TimestampAndOffset,
 )
 from pydmq.storage.checkpoint_writer import CheckpointWriter
+from pydmq.storage.errors import KafkaStorageError, is_transient
 
-__all__ = ["LogAppendError", "LogAppendInfo", "UnexpectedAppendOffsetError", "UnifiedLog"]
+__all__ = [
+    "LogAppendError",
+    "LogAppendInfo",
+    "LogStorageError",
+    "UnexpectedAppendOffsetError",
+    "UnifiedLog",
+]
+
+log = logging.getLogger(__name__)
 
 _PRODUCER_SNAPSHOT = "producer-state"
 _LEADER_EPOCHS = "leader-epoch-checkpoint"
@@ -60,6 +79,23 @@ class LogAppendError(Exception):
         super().__init__(message)
         self.error_code = error_code
         self.message = message
+
+
+class LogStorageError(LogAppendError):
+    """An append the storage failed (KAFKA_STORAGE_ERROR); ``offline`` when the failure took
+    the log dir ``log_dir`` offline (no later append to it can succeed before a restart)."""
+
+    def __init__(self, message: str, log_dir: str, *, offline: bool) -> None:
+        super().__init__(ErrorCode.KAFKA_STORAGE_ERROR, message)
+        self.log_dir = log_dir
+        self.offline = offline
+
+    @staticmethod
+    def of(exc: BaseException) -> LogStorageError:
+        """The error for ``exc``, a KafkaStorageError or an engine's own OSError."""
+        if isinstance(exc, KafkaStorageError):
+            return LogStorageError(exc.message, exc.log_dir, offline=exc.offline)
+        return LogStorageError(f"storage failed: {exc}", "", offline=not is_transient(exc))
 
 
 class UnexpectedAppendOffsetError(LogAppendError):
@@ -117,6 +153,9 @@ class UnifiedLog:
         # not written yet (see maybe_assign_epoch_start_offset).
         self._epochs_saved_empty = True
         self._epochs_unsaved = False
+        self._epochs_write_failed = False  # the file lags behind the cache: rewrite it
+        self._checkpoints_failing: set[str] = set()  # names whose last write failed (logged)
+        self._append_failing = False  # the last append failed (logged once per episode)
         self._load_leader_epochs()
         # The offset the producer snapshot on disk covers (0 without one), so that a state
         # replayed past it at open is written by the next checkpoint: the start after that
@@ -168,15 +207,79 @@ class UnifiedLog:
                 set_log_append_time(records, header, now_ms)
             offset += header.last_offset_delta + 1
         shifted = [parse_batch_header(records, h.position) for h in headers]
+        epochs = self._epochs_before(leader_epoch, base)
         self.maybe_assign_epoch_start_offset(leader_epoch, base)
-        self.engine_log.append(records, shifted)
+        try:
+            self.engine_log.append(records, shifted)
+        except (KafkaStorageError, OSError) as exc:
+            raise self._append_failed(exc, base, epochs, shifted, now_ms) from exc
         for header in shifted:
             if header.producer_id >= 0:
                 state.update(header, header.base_offset, header.last_offset, now_ms)
+        if self._append_failing:
+            self._append_succeeded()
         self._unflushed += 1
         if self._unflushed >= policy.flush_messages:
-            self.flush()
+            self._flush_after_append()
         return LogAppendInfo(base, offset - 1, append_time, self.log_start_offset)
+
+    def _epochs_before(self, epoch: int, start_offset: int) -> tuple[object, ...] | None:
+        """What :meth:`_restore_epochs` needs to undo the epoch an append assigns; None when
+        the append assigns nothing (the common case: the latest epoch, started earlier)."""
+        epochs = self.leader_epochs
+        if epochs and epochs[-1][0] == epoch and epochs[-1][1] <= start_offset:
+            return None
+        return (list(epochs), self._epochs_saved_empty, self._epochs_unsaved)
+
+    def _append_failed(
+        self,
+        exc: BaseException,
+        base: int,
+        epochs: tuple[object, ...] | None,
+        headers: list[BatchHeader],
+        now_ms: int,
+    ) -> LogStorageError:
+        """Make this log's state match what the failed append left in the engine's log."""
+        if self.engine_log.log_end_offset > base:
+            # The batches are in the log (what failed came after them): state must say so.
+            self._update_producer_state(headers, now_ms)
+        elif epochs is not None:
+            cache, saved_empty, unsaved = epochs
+            assert isinstance(cache, list)
+            changed = cache != self.leader_epochs
+            self.leader_epochs = cache
+            self._epochs_saved_empty, self._epochs_unsaved = bool(saved_empty), bool(unsaved)
+            if changed and not self._epochs_unsaved:
+                self._save_leader_epochs()  # the file got the undone entry: take it back
+        error = LogStorageError.of(exc)
+        if not self._append_failing:  # one line per episode, not one per refused produce
+            self._append_failing = True
+            log.log(
+                logging.ERROR if error.offline else logging.WARNING,
+                "append at offset %d failed (later failures are not logged until one succeeds): %s",
+                base,
+                error.message,
+            )
+        return error
+
+    def _append_succeeded(self) -> None:
+        self._append_failing = False
+        log.info("appends at offset %d succeed again", self.log_end_offset)
+
+    def _update_producer_state(self, headers: list[BatchHeader], now_ms: int) -> None:
+        state = self.producer_state
+        for header in headers:
+            if header.producer_id >= 0:
+                state.update(header, header.base_offset, header.last_offset, now_ms)
+            elif header.last_offset >= state.map_end_offset:
+                state.map_end_offset = header.last_offset + 1
+
+    def _flush_after_append(self) -> None:
+        """``flush.messages`` reached: fsync before acknowledging; a failure refuses the ack."""
+        try:
+            self.flush()
+        except (KafkaStorageError, OSError) as exc:
+            raise LogStorageError.of(exc) from exc
 
     def append_as_follower(
         self, records: bytes | bytearray | memoryview, flush_messages: int | None = None
@@ -218,21 +321,27 @@ class UnifiedLog:
             return None
         if position < end:
             view = view[:position]
+        base = self.engine_log.log_end_offset
+        epochs: tuple[object, ...] | None = (
+            list(self.leader_epochs),
+            self._epochs_saved_empty,
+            self._epochs_unsaved,
+        )
         for header in headers:
             epoch = header.partition_leader_epoch
             if epoch >= 0:
                 self.maybe_assign_epoch_start_offset(epoch, header.base_offset)
-        self.engine_log.append(view, headers)
         now_ms = int(time.time() * 1000)
-        state = self.producer_state
-        for header in headers:
-            if header.producer_id >= 0:
-                state.update(header, header.base_offset, header.last_offset, now_ms)
-            elif header.last_offset >= state.map_end_offset:
-                state.map_end_offset = header.last_offset + 1
+        try:
+            self.engine_log.append(view, headers)
+        except (KafkaStorageError, OSError) as exc:
+            raise self._append_failed(exc, base, epochs, headers, now_ms) from exc
+        self._update_producer_state(headers, now_ms)
+        if self._append_failing:
+            self._append_succeeded()
         self._unflushed += 1
         if flush_messages is not None and self._unflushed >= flush_messages:
-            self.flush()
+            self._flush_after_append()
         return LogAppendInfo(
             headers[0].base_offset, headers[-1].last_offset, -1, self.log_start_offset
         )
@@ -391,7 +500,9 @@ class UnifiedLog:
         """Write the entries kept in memory once a batch lies at or after the first of them;
         returns 1 if the file was written. Called before every checkpoint and flush."""
         epochs = self.leader_epochs
-        if self._epochs_unsaved and epochs and self.log_end_offset > epochs[0][1]:
+        if self._epochs_write_failed or (
+            self._epochs_unsaved and epochs and self.log_end_offset > epochs[0][1]
+        ):
             self._save_leader_epochs()
             return 1
         return 0
@@ -470,8 +581,8 @@ class UnifiedLog:
 
     def take_producer_snapshot(self) -> None:
         self._settle_leader_epochs()  # first: the snapshot's offset bounds the replay at open
+        self._snapshot_end = self.producer_state.map_end_offset  # first: a failure resets it
         self._write_checkpoint(_PRODUCER_SNAPSHOT, self.producer_state.snapshot())
-        self._snapshot_end = self.producer_state.map_end_offset
 
     def maybe_checkpoint(
         self, writer: CheckpointWriter | None = None, *, producer_snapshot: bool = True
@@ -506,14 +617,43 @@ class UnifiedLog:
             sink.submit(functools.partial(self._store_checkpoint, name, data, self._checkpoint_seq))
 
     def _store_checkpoint(self, name: str, data: bytes, seq: int) -> None:
-        """Write checkpoint ``name`` unless a newer write of it landed (any thread)."""
+        """Write checkpoint ``name`` unless a newer write of it landed (any thread).
+
+        A failed write is logged (once until one succeeds again) and marked to be retried by
+        the next checkpoint pass; it never raises: the old file stays as it was."""
         with self._checkpoint_lock:
             if seq < self._checkpoint_landed.get(name, 0):
                 return
             if getattr(self.engine_log, "closed", False):
                 return  # closed (or deleted) since the write was queued
-            self.engine_log.write_checkpoint(name, data)
+            if name == _PRODUCER_SNAPSHOT and self._epochs_write_failed:
+                # The snapshot's offset bounds the replay that relearns epochs at open: it
+                # must not get ahead of an epoch file that lacks entries.
+                self._snapshot_end = -1
+                return
+            try:
+                self.engine_log.write_checkpoint(name, data)
+            except (KafkaStorageError, OSError) as exc:
+                self._checkpoint_failed(name, exc)
+                return
             self._checkpoint_landed[name] = seq
+            if name == _LEADER_EPOCHS:
+                self._epochs_write_failed = False
+            if name in self._checkpoints_failing:
+                self._checkpoints_failing.discard(name)
+                log.info("checkpoint %s written again", name)
+
+    def _checkpoint_failed(self, name: str, exc: BaseException) -> None:
+        """Mark ``name`` to be written by the next checkpoint pass; log the first failure."""
+        if name == _LEADER_EPOCHS:
+            self._epochs_write_failed = True
+        elif name == _PRODUCER_SNAPSHOT:
+            self._snapshot_end = -1
+        elif name == _HIGH_WATERMARK:
+            self._checkpointed_hw = -1
+        if name not in self._checkpoints_failing:
+            self._checkpoints_failing.add(name)
+            log.error("checkpoint %s not written (the old one stays): %s", name, exc)
 
     # -- high watermark --------------------------------------------------------------
     def _load_high_watermark(self) -> int:
@@ -531,8 +671,8 @@ class UnifiedLog:
         return False
 
     def checkpoint_high_watermark(self) -> None:
+        self._checkpointed_hw = self.high_watermark  # first: a failed write resets it
         self._write_checkpoint(_HIGH_WATERMARK, _HWM.pack(self.high_watermark))
-        self._checkpointed_hw = self.high_watermark
 
     # -- maintenance -----------------------------------------------------------------
     def maybe_increment_log_start_offset(self, offset: int) -> bool:
@@ -605,7 +745,8 @@ class UnifiedLog:
         self._unflushed = 0
 
     def close(self) -> None:
-        """Checkpoint what changed since the last checkpoint, flush and close the engine log.
+        """Checkpoint what changed since the last checkpoint, flush and close the engine log
+        (closed even when the flush fails).
 
         A clean close leaves what a restart needs to skip recovery: every batch flushed (the
         engine's recovery point at the log end), the high watermark and the producer snapshot
@@ -613,5 +754,10 @@ class UnifiedLog:
         costs a file and a directory fsync, and a broker closes every partition on shutdown.
         """
         self.maybe_checkpoint()
-        self.engine_log.flush()
-        self.engine_log.close()
+        try:
+            self.engine_log.flush()
+        except KafkaStorageError as exc:
+            if not exc.offline:
+                raise  # an offline log dir promises nothing more: closing is all there is
+        finally:
+            self.engine_log.close()

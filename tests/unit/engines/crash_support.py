@@ -102,7 +102,19 @@ CASES: dict[str, tuple[str, int, int, int]] = {
     "checkpoint.rename.before": ("crash-after=4", 60, 7, 0),
     "checkpoint.rename.after": ("crash-after=4", 60, 7, 0),
     "retention.delete.segment": ("crash-after=2", 200, 7, 1),
+    "segment.append.write": ("crash-after=40", 60, 7, 0),
+    "segment.fsync": ("crash-after=4", 60, 7, 0),
+    "segment.create": ("crash-after=3", 200, 7, 0),
+    "index.commit": ("crash-after=25", 200, 7, 0),
+    "index.sync": ("crash-after=4", 60, 7, 0),
+    "checkpoint.write": ("crash-after=4", 60, 7, 0),
+    "checkpoint.fsync": ("crash-after=12", 60, 7, 0),  # file and directory fsyncs
+    "checkpoint.rename": ("crash-after=4", 60, 7, 0),
 }
+
+# Points outside the segment engine (the Raft metadata log and the quorum state): covered by
+# tests/unit/raft, not by this child.
+NOT_SEGMENT_ENGINE = frozenset({"raft.append.write", "raft.fsync", "quorum_state.write"})
 
 
 def run_child(data_dir: Path, point: str, prelude: str = "") -> tuple[int, list[str], str]:

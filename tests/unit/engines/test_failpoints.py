@@ -22,20 +22,34 @@ child and the checks live in ``crash_support.py``.
 
 from __future__ import annotations
 
+import errno
 import os
+import subprocess
+import sys
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
-from crash_support import CASES, check_log, promised_end, run_child
+from crash_support import CASES, NOT_SEGMENT_ENGINE, check_log, promised_end, run_child
 
-from pydmq.failpoints import CRASH_EXIT_CODE, ENV_VAR, POINTS, parse_spec
+from pydmq.failpoints import (
+    CRASH_EXIT_CODE,
+    ENV_VAR,
+    FILE_ENV_VAR,
+    POINTS,
+    SHORT,
+    Fault,
+    make_failpoint,
+    parse_faults,
+    parse_spec,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
 
 def test_every_failpoint_has_a_case() -> None:
-    assert set(CASES) == POINTS
+    assert set(CASES) == POINTS - NOT_SEGMENT_ENGINE
 
 
 def test_spec_parsing() -> None:
@@ -81,3 +95,52 @@ def test_crash_at_failpoint_recovers(tmp_path: Path, point: str) -> None:
         assert start > 0, "the crash came after one segment was deleted: log start moved"
     if point.startswith("segment.roll"):
         assert len(os.listdir(data_dir / "crash-0")) >= 2
+
+
+def test_error_actions_parse_and_count_hits() -> None:
+    faults = parse_faults(
+        "segment.fsync=eio-after=2-times=2, segment.append.write=short,index.commit=enospc"
+    )
+    assert faults["segment.fsync"] == Fault("eio", 2, 2)
+    assert faults["segment.append.write"] == Fault("short", 1, 0)
+    for bad in ("segment.fsync=short", "segment.fsync=crash-times=2", "index.commit=eio-times=0"):
+        with pytest.raises(ValueError):
+            parse_faults(bad)
+    fp = make_failpoint("segment.fsync=eio-after=2-times=2,segment.append.write=short")
+    outcomes = []
+    for _ in range(5):
+        try:
+            fp("segment.fsync")
+            outcomes.append("ok")
+        except OSError as exc:
+            outcomes.append(errno.errorcode[exc.errno or 0])
+    assert outcomes == ["ok", "EIO", "EIO", "ok", "ok"]
+    assert fp("segment.append.write") is SHORT
+    assert fp("index.commit") is None
+
+
+def test_the_failpoint_file_is_reread_on_reload(tmp_path: Path) -> None:
+    """A process started with ``PYDMQ_FAILPOINTS_FILE`` arms what the file says when
+    ``reload()`` runs (``pydmq serve`` calls it on SIGUSR2)."""
+    spec = tmp_path / "failpoints"
+    child = textwrap.dedent(
+        f"""
+        import pathlib
+        from pydmq import failpoints
+        failpoints.failpoint("segment.fsync")  # no file yet: nothing armed
+        pathlib.Path({str(spec)!r}).write_text("segment.fsync=eio\\n")
+        failpoints.failpoint("segment.fsync")  # armed only by the reload
+        assert failpoints.reload()
+        try:
+            failpoints.failpoint("segment.fsync")
+        except OSError as exc:
+            print("raised", exc.errno)
+        """
+    )
+    env = {**os.environ, FILE_ENV_VAR: str(spec)}
+    env.pop(ENV_VAR, None)
+    out = subprocess.run(
+        [sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["raised", str(errno.EIO)]

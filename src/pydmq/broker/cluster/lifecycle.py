@@ -8,6 +8,12 @@ and the controller unfences it once that offset reaches its registration. STALE_
 or BROKER_ID_NOT_REGISTERED mean the controller forgot us (failover before the registration
 committed, or a session expiry): register again. During shutdown the heartbeats carry
 ``want_shut_down`` so the controller stops choosing this broker as a leader.
+
+A broker whose log dir went offline (a failed fsync, an I/O error: see
+:mod:`pydmq.storage.errors`) heartbeats ``want_fence`` from then on, at once and until it
+restarts: the controller fences it, which moves its leaderships to the other ISR members and
+keeps it out of new ISRs and elections (Kafka's offline log dirs have the same effect when a
+broker's only log dir fails).
 """
 
 from __future__ import annotations
@@ -66,6 +72,7 @@ class BrokerLifecycleManager:
         rack: str | None,
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
+        log_dirs_offline: Callable[[], bool] = lambda: False,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -74,6 +81,7 @@ class BrokerLifecycleManager:
         self.rack = rack
         self.heartbeat_interval = heartbeat_interval_ms / 1000
         self._metadata_offset = metadata_offset
+        self._log_dirs_offline = log_dirs_offline
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self._previous_epoch = -1
@@ -178,7 +186,7 @@ class BrokerLifecycleManager:
             broker_id=self.broker_id,
             broker_epoch=self.broker_epoch,
             current_metadata_offset=max(self._metadata_offset(), 0),
-            want_fence=False,
+            want_fence=self._log_dirs_offline(),
             want_shut_down=self.want_shut_down,
         )
         response = await self.client.send(

@@ -97,6 +97,10 @@ class BrokerCluster:
             rack=None if rack is None else str(rack),
             heartbeat_interval_ms=config.get_int("broker.heartbeat.interval.ms"),
             metadata_offset=lambda: self.metadata_cache.metadata_offset,
+            log_dirs_offline=broker.replica_manager.check_log_dirs,
+        )
+        broker.replica_manager.log_dir_failure_listeners.append(
+            lambda _: self.lifecycle.heartbeat_now()
         )
         fetch_max = config.get_int("replica.fetch.max.bytes")
         self.fetchers = ReplicaFetcherManager(

@@ -8,7 +8,8 @@ TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a non-retriable error every client surfac
 (a retriable one such as COORDINATOR_NOT_AVAILABLE would make clients spin).
 v6 (KIP-939 two-phase commit) is not advertised. In cluster mode ids come from blocks the
 controller allocates (AllocateProducerIds); while no block can be had the answer is
-COORDINATOR_NOT_AVAILABLE (retriable).
+COORDINATOR_NOT_AVAILABLE (retriable), as it is on one node while the next block of ids cannot
+be made durable (a full disk).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.producers.id_manager import ProducerIdBlockError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
@@ -43,7 +45,10 @@ def handle(
         return InitProducerIdResponse(
             error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
         )
-    producer_id = ctx.broker.producer_ids.generate_producer_id()
+    try:
+        producer_id = ctx.broker.producer_ids.generate_producer_id()
+    except ProducerIdBlockError as exc:
+        return InitProducerIdResponse(error_code=exc.error_code, producer_id=-1, producer_epoch=-1)
     return InitProducerIdResponse(
         error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
     )

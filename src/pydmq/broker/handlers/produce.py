@@ -15,6 +15,10 @@ are appended and the response waits in the produce purgatory until the high wate
 them on every partition (REQUEST_TIMED_OUT after ``timeout_ms``; see
 :mod:`pydmq.replication.delayed_produce`). ``acks=1`` answers after the leader's append. In
 single-node mode the high watermark follows each append, so nothing waits.
+
+Storage: an append the log could not store (a full disk, an I/O error, an offline log dir)
+is KAFKA_STORAGE_ERROR, which clients retry; nothing of it is in the log and the idempotent
+producer state did not move, so the retry of the same batch is accepted once space returns.
 """
 
 from __future__ import annotations
@@ -58,6 +62,12 @@ _SEQUENCE_ERRORS = frozenset(
         ErrorCode.DUPLICATE_SEQUENCE_NUMBER,
     }
 )
+
+
+# Sequence errors are always worth a line; storage errors are logged once per episode by the
+# log (a full disk refuses every produce until space returns).
+_LOG_LEVEL: dict[int, int] = {int(code): logging.WARNING for code in _SEQUENCE_ERRORS}
+_LOG_LEVEL[ErrorCode.KAFKA_STORAGE_ERROR] = logging.DEBUG
 
 
 def _writer_of(view: memoryview) -> tuple[int, int, int]:
@@ -179,7 +189,7 @@ def handle(
                 info = replica_manager.append(partition, view, acks)
             except LogAppendError as exc:
                 log.log(
-                    logging.WARNING if exc.error_code in _SEQUENCE_ERRORS else logging.INFO,
+                    _LOG_LEVEL.get(exc.error_code, logging.INFO),
                     "produce to %s refused with %s%s: %s",
                     partition.tp,
                     ErrorCode(exc.error_code).name,

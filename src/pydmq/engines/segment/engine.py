@@ -15,6 +15,7 @@ from pydmq.engines.segment.log import SegmentLog
 from pydmq.engines.segment.shared import SharedDurability
 from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.checkpoint import make_dirs_durably
+from pydmq.storage.errors import KafkaStorageError
 
 __all__ = ["INDEX_DIR_NAME", "SegmentStorageEngine"]
 
@@ -45,6 +46,11 @@ class SegmentStorageEngine:
         )
         self._shared = SharedDurability(self.data_dir, self.index)
         self._logs: dict[TopicPartition, SegmentLog] = {}
+
+    @property
+    def offline(self) -> KafkaStorageError | None:
+        """The failure that took the data dir offline (None while it is online)."""
+        return self._shared.offline
 
     def _log_dir(self, tp: TopicPartition) -> str:
         return os.path.join(self.data_dir, f"{tp.topic}-{tp.partition}")
@@ -90,7 +96,10 @@ class SegmentStorageEngine:
         return sorted(found)
 
     def close(self) -> None:
-        for log in self._logs.values():
-            log.close()
-        self._logs.clear()
-        self.index.close()
+        try:
+            for log in self._logs.values():
+                log.close()
+        finally:
+            self._logs.clear()
+            # An offline dir promises nothing more: its index is closed without a sync.
+            self.index.close(sync=self._shared.offline is None)

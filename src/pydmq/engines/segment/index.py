@@ -12,10 +12,22 @@ Entries are sparse (one per ``index.interval.bytes``) and can always be rebuilt 
 segment files. The environment is opened with ``sync=False``; :meth:`LogIndex.sync` makes it
 durable on flush (a no-op when nothing was committed since the last sync). Owned by the
 engine; used from the broker's event loop only.
+
+Failures. A write transaction that fails (a full disk: LMDB reports a short write as EIO, so
+the two cannot be told apart; a full map that cannot grow) is aborted and raised as
+:class:`IndexWriteError`; the environment keeps its last committed state. Entries that could
+not be *added* are kept by the caller and retried. Entries that could not be *deleted* (a
+segment truncated or deleted) would claim positions that no longer exist, so the index is
+then marked broken: lookups stop reading it (a segment is scanned from its start instead),
+writes stop, and a marker file makes the next open discard and rebuild it. If even the marker
+cannot be written, :meth:`LogIndex.mark_broken` raises and the caller takes the log dir
+offline. A failed sync is a :class:`~pydmq.storage.errors.SyncFailedError`.
 """
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import shutil
 import struct
@@ -27,8 +39,13 @@ import lmdb
 
 from pydmq.failpoints import failpoint
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.errors import SyncFailedError
 
-__all__ = ["LogIndex", "SegmentMeta", "segment_prefix"]
+__all__ = ["IndexWriteError", "LogIndex", "SegmentMeta", "segment_prefix"]
+
+log = logging.getLogger(__name__)
+
+_BROKEN_MARKER = "rebuild-needed"
 
 _PARTITION_BASE = struct.Struct(">iq")
 _PARTITION = struct.Struct(">i")
@@ -84,6 +101,10 @@ class SegmentMeta:
         return SegmentMeta(*_META.unpack(data))
 
 
+class IndexWriteError(Exception):
+    """An LMDB write transaction failed and was aborted (nothing of it was committed)."""
+
+
 class LogIndex:
     """Sparse offset/time index entries and segment metadata, for all logs of a data dir."""
 
@@ -92,7 +113,10 @@ class LogIndex:
         self.rebuilt = False  # True when the environment was missing or corrupt at open
         # Written since the last sync (or opened: a crash may have left writes unsynced).
         self._dirty = True
+        self.broken = False  # deletions failed: not read nor written until rebuilt at open
         try:
+            if os.path.exists(os.path.join(path, _BROKEN_MARKER)):
+                raise lmdb.Error("marked for a rebuild")
             self._open(map_size, create=False)
         except lmdb.Error:
             # Missing or unreadable: start empty; the loaders rebuild from the segments.
@@ -128,14 +152,43 @@ class LogIndex:
     # -- writes -------------------------------------------------------------------------
 
     def _write(self, fn: Any) -> None:
+        if self.broken:
+            return
         self._dirty = True
-        while True:
-            try:
-                with self._env.begin(write=True) as txn:
-                    fn(txn)
-                return
-            except lmdb.MapFullError:
-                self._env.set_mapsize(self._env.info()["map_size"] * 2)
+        try:
+            while True:
+                try:
+                    with self._env.begin(write=True) as txn:
+                        fn(txn)
+                        failpoint("index.commit")
+                    return
+                except lmdb.MapFullError:
+                    self._env.set_mapsize(self._env.info()["map_size"] * 2)
+        except (lmdb.Error, OSError) as exc:
+            raise IndexWriteError(f"index write to {self.path} failed: {exc}") from exc
+
+    def _delete(self, fn: Any) -> None:
+        """A write that removes entries: if it fails, the index is marked broken."""
+        try:
+            self._write(fn)
+        except IndexWriteError as exc:
+            self.mark_broken(str(exc))
+
+    def mark_broken(self, reason: str) -> None:
+        """Stop reading and writing the index; the next open rebuilds it from the segments.
+
+        Raises OSError when the marker that forces the rebuild cannot be written (the caller
+        then takes the log dir offline: a restart could trust stale entries).
+        """
+        if self.broken:
+            return
+        self.broken = True
+        log.error("index %s disabled until the next start (rebuilt then): %s", self.path, reason)
+        fd = os.open(os.path.join(self.path, _BROKEN_MARKER), os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
     def put(
         self,
@@ -169,7 +222,7 @@ class LogIndex:
             if not keep_meta:
                 txn.delete(prefix, db=self._segment_db)
 
-        self._write(fn)
+        self._delete(fn)
 
     def truncate_segment(self, prefix: bytes, next_offset: int) -> None:
         """Delete the entries of one segment for offsets >= ``next_offset``."""
@@ -191,7 +244,7 @@ class LogIndex:
                 if not cursor.prev():
                     break
 
-        self._write(fn)
+        self._delete(fn)
 
     def delete_log(self, tp: TopicPartition) -> None:
         prefix = tp_prefix(tp)
@@ -200,7 +253,7 @@ class LogIndex:
             for db in (self._offset_db, self._time_db, self._segment_db):
                 _delete_from(txn.cursor(db=db), prefix, prefix)
 
-        self._write(fn)
+        self._delete(fn)
 
     # -- reads --------------------------------------------------------------------------
 
@@ -218,6 +271,8 @@ class LogIndex:
 
     def floor_offset(self, prefix: bytes, offset: int) -> tuple[int, int] | None:
         """The (offset, position) of the last entry at or below ``offset`` in one segment."""
+        if self.broken:
+            return None
         key = offset_key(prefix, offset)
         with self._env.begin(db=self._offset_db) as txn:
             cursor = txn.cursor()
@@ -232,6 +287,8 @@ class LogIndex:
 
     def floor_time_below(self, prefix: bytes, timestamp: int) -> int | None:
         """The position of the last time entry with a timestamp strictly below ``timestamp``."""
+        if self.broken:
+            return None
         with self._env.begin(db=self._time_db) as txn:
             cursor = txn.cursor()
             found = cursor.set_range(time_key(prefix, timestamp))
@@ -259,15 +316,26 @@ class LogIndex:
         return out
 
     def sync(self) -> None:
-        """Make every committed write durable; a no-op when nothing was written since."""
-        if self._dirty:
-            self._env.sync(True)
+        """Make every committed write durable; a no-op when nothing was written since.
+
+        Raises :class:`~pydmq.storage.errors.SyncFailedError` when the fsync fails."""
+        if self._dirty and not self.broken:
+            try:
+                failpoint("index.sync")
+                self._env.sync(True)
+            except (lmdb.Error, OSError) as exc:
+                code = exc.errno if isinstance(exc, OSError) and exc.errno else errno.EIO
+                raise SyncFailedError(code, f"index sync failed: {exc}", self.path) from exc
             self._dirty = False
 
-    def close(self) -> None:
-        if self._dirty:
-            self._env.sync(True)
-        self._env.close()
+    def close(self, *, sync: bool = True) -> None:
+        """Close the environment, syncing it first unless ``sync`` is False (an offline dir:
+        nothing may be promised durable any more)."""
+        try:
+            if sync:
+                self.sync()
+        finally:
+            self._env.close()
 
 
 def _delete_from(cursor: Any, prefix: bytes, start: bytes) -> None:

@@ -10,14 +10,13 @@ import re
 import time
 from collections.abc import Iterator, Sequence
 
-from pydmq.engines.segment.index import SegmentMeta
 from pydmq.engines.segment.loader import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     LogLoader,
 )
-from pydmq.engines.segment.segment import LogSegment
-from pydmq.engines.segment.shared import SharedDurability
+from pydmq.engines.segment.segment import LogSegment, TornWriteError
+from pydmq.engines.segment.shared import IndexBatch, SharedDurability
 from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BatchHeader
 from pydmq.storage.api import (
@@ -47,6 +46,13 @@ class SegmentLog:
 
     ``log_dir`` exists; its entry in the data dir is made durable (``shared``, once for many
     logs) before the first thing this log promises durable: a flush or a checkpoint.
+
+    Write failures raise :class:`~pydmq.storage.errors.KafkaStorageError`. A failed append
+    leaves the log as it was (the segment truncates its torn bytes back); a roll that created
+    the new segment before the append failed keeps it, empty, as the active segment. A full
+    disk is transient; anything else, and any failed fsync, takes the data dir offline
+    (``shared``): no append, flush or checkpoint succeeds afterwards, and the recovery point
+    never moves past what was synced. A failed index write only keeps the entries in memory.
     """
 
     checkpoints_thread_safe = True  # write_checkpoint may run on the checkpoint writer thread
@@ -68,6 +74,7 @@ class SegmentLog:
         self._dir_generation = shared.dir_generation  # 0 once the entry is known durable
         self._index = index = shared.index
         self._index_waiting = False  # registered with ``shared`` as having index entries waiting
+        self._index_from = 0  # base offset of the oldest segment that may have entries waiting
         self._read_mode = read_mode
         self._index_flush_s = index_flush_ms / 1000.0
         loaded = LogLoader(log_dir, tp, config, index, read_mode).load()
@@ -113,6 +120,7 @@ class SegmentLog:
     ) -> None:
         if not headers:
             return
+        self._shared.check_online()
         active = self._segments.last
         if headers[0].base_offset < active.next_offset:
             raise ValueError(
@@ -120,11 +128,14 @@ class SegmentLog:
             )
         if active.size and active.size + len(records) > self.config.segment_bytes:
             active = self._roll(headers[0].base_offset)
-        active.append(records, headers)
+        try:
+            active.append(records, headers)
+        except TornWriteError as exc:  # the undo failed: never build on the torn bytes
+            raise self._shared.storage_error(f"append to {active.path}", exc) from exc
+        except OSError as exc:
+            raise self._shared.storage_error(f"append to {active.path}", exc) from exc
         self._size += len(records)
-        if not self._index_waiting:
-            self._index_waiting = True
-            self._shared.index_pending(self)
+        self._index_pending()
         if not self._unflushed or self._unflushed[-1] is not active:
             self._unflushed.append(active)
         config = self.config
@@ -138,18 +149,26 @@ class SegmentLog:
         if config.flush_ms < 2**62 and (now - self._last_flush) * 1000 >= config.flush_ms:
             self.flush()
 
+    def _index_pending(self) -> None:
+        if not self._index_waiting:
+            self._index_waiting = True
+            self._shared.index_pending(self)
+
     def _roll(self, base_offset: int) -> LogSegment:
         failpoint("segment.roll.before")
-        old = self._segments.last
-        old.active = False
-        segment = LogSegment(
-            self.dir,
-            self.tp,
-            base_offset,
-            self._index,
-            self.config.index_interval_bytes,
-            read_mode=self._read_mode,
-        )
+        try:
+            failpoint("segment.create")
+            segment = LogSegment(
+                self.dir,
+                self.tp,
+                base_offset,
+                self._index,
+                self.config.index_interval_bytes,
+                read_mode=self._read_mode,
+            )
+        except OSError as exc:
+            raise self._shared.storage_error(f"creating segment {base_offset}", exc) from exc
+        self._segments.last.active = False
         segment.active = True
         self._segments.add(segment)
         self._write_index()
@@ -165,29 +184,23 @@ class SegmentLog:
         ):
             self._roll(active.next_offset)
 
-    def take_index(
-        self,
-        offsets: list[tuple[bytes, int]],
-        times: list[tuple[bytes, int, int]],
-        metas: list[tuple[bytes, SegmentMeta]],
-    ) -> None:
-        """Move the index entries waiting in memory into the given lists (for one LMDB put)."""
-        for segment in self._segments.from_offset(self._segments.last.base_offset - 1):
+    def collect_index(self, batch: IndexBatch) -> None:
+        """Add the index entries waiting in memory to ``batch`` (for one LMDB put); they stay
+        waiting until :meth:`index_written`."""
+        for segment in self._segments.from_offset(self._index_from):
             if segment.has_pending_index:
-                o, t = segment.take_pending()
-                offsets += o
-                times += t
-                metas.append((segment.prefix, segment.meta))
+                batch.add(segment)
+        self._last_index_write = time.monotonic()  # a failed put is retried an interval later
+
+    def index_written(self) -> None:
+        """The entries collected last are in LMDB."""
         self._index_waiting = False
-        self._last_index_write = time.monotonic()
+        self._index_from = self._segments.last.base_offset
 
     def _write_index(self) -> None:
-        offsets: list[tuple[bytes, int]] = []
-        times: list[tuple[bytes, int, int]] = []
-        metas: list[tuple[bytes, SegmentMeta]] = []
-        self.take_index(offsets, times, metas)
-        if metas:
-            self._index.put(offsets, times, metas)
+        """Write this log's waiting index entries (kept waiting if the write fails)."""
+        self._index_pending()
+        self._shared.write_index([self])
 
     # -- read ----------------------------------------------------------------------------
 
@@ -276,11 +289,23 @@ class SegmentLog:
     # -- truncation, deletion, retention -------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
-        if offset >= self.log_end_offset:
-            return
+        self._shared.check_online()
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
+        if offset < self.log_end_offset:
+            try:
+                self._truncate_tail(offset)
+            except OSError as exc:
+                raise self._shared.storage_error(f"truncating {self.tp}", exc) from exc
+        # Also after a truncation whose checkpoint write failed (retried by the next call): a
+        # recovery point above the log end would make a restart trust later unsynced appends.
+        end = self.log_end_offset
+        if self.recovery_point > end:
+            self._write_offset(RECOVERY_POINT_CHECKPOINT, end)
+            self.recovery_point = end
+
+    def _truncate_tail(self, offset: int) -> None:
         for segment in reversed(list(self._segments)):
             if segment.base_offset > offset:
                 self._delete_segment(segment)
@@ -293,9 +318,6 @@ class SegmentLog:
             self._new_active(offset)
         self._write_index()
         self._unflushed = [s for s in self._unflushed if s in self._segments]
-        if self.recovery_point > self.log_end_offset:
-            self.recovery_point = self.log_end_offset
-            self._write_recovery_point()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         for segment in list(self._segments):
@@ -384,8 +406,12 @@ class SegmentLog:
     # -- durability and checkpoints ------------------------------------------------------------
 
     def _flush_segments(self) -> None:
+        self._shared.check_online()
         for segment in self._unflushed:
-            segment.fsync()
+            try:
+                segment.fsync()
+            except OSError as exc:  # never retried: a later fsync may succeed over lost pages
+                raise self._shared.storage_error(f"fsync of {segment.path}", exc) from exc
         self._unflushed = []
         self._unflushed_messages = 0
         self._last_flush = time.monotonic()
@@ -397,16 +423,18 @@ class SegmentLog:
             self._dir_generation = 0
 
     def _write_recovery_point(self) -> None:
-        self._make_dir_entry_durable()
-        write_offset_checkpoint(
-            os.path.join(self.dir, RECOVERY_POINT_CHECKPOINT), self.recovery_point
-        )
+        self._write_offset(RECOVERY_POINT_CHECKPOINT, self.recovery_point)
 
     def _write_log_start_offset(self) -> None:
+        self._write_offset(LOG_START_OFFSET_CHECKPOINT, self._log_start_offset)
+
+    def _write_offset(self, name: str, offset: int) -> None:
         self._make_dir_entry_durable()
-        write_offset_checkpoint(
-            os.path.join(self.dir, LOG_START_OFFSET_CHECKPOINT), self._log_start_offset
-        )
+        self._shared.check_online()
+        try:
+            write_offset_checkpoint(os.path.join(self.dir, name), offset)
+        except OSError as exc:
+            raise self._shared.storage_error(f"writing {name} of {self.tp}", exc) from exc
 
     def flush(self) -> None:
         self._make_dir_entry_durable()
@@ -414,9 +442,10 @@ class SegmentLog:
         # Every log's waiting index entries in one transaction; the environment is synced only
         # if something was written since its last sync (closing many logs syncs it once).
         self._shared.sync_index()
-        if self.recovery_point != self.log_end_offset:
-            self.recovery_point = self.log_end_offset
-            self._write_recovery_point()
+        end = self.log_end_offset
+        if self.recovery_point != end:
+            self._write_offset(RECOVERY_POINT_CHECKPOINT, end)
+            self.recovery_point = end
 
     def _checkpoint_path(self, name: str) -> str:
         if not _CHECKPOINT_NAME.match(name):
@@ -427,17 +456,26 @@ class SegmentLog:
         return read_checkpoint_file(self._checkpoint_path(name))
 
     def write_checkpoint(self, name: str, data: bytes) -> None:
+        path = self._checkpoint_path(name)
         self._make_dir_entry_durable()
-        write_atomically(self._checkpoint_path(name), data)
+        self._shared.check_online()
+        try:
+            write_atomically(path, data)
+        except OSError as exc:
+            raise self._shared.storage_error(f"writing {path}", exc) from exc
 
     def close(self) -> None:
+        """Flush and close; with the data dir offline, close without promising anything."""
         if self._closed:
             return
-        self.flush()
-        self._shared.forget(self)
-        for segment in self._segments:
-            segment.close()
-        self._closed = True
+        try:
+            if self._shared.offline is None:
+                self.flush()
+        finally:
+            self._shared.forget(self)
+            for segment in self._segments:
+                segment.close()
+            self._closed = True
 
     @property
     def closed(self) -> bool:

@@ -22,11 +22,12 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
-from pydmq.failpoints import failpoint
+from pydmq.failpoints import SHORT, failpoint, torn_write
 from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
 from pydmq.storage.api import TimestampAndOffset, TopicPartition
+from pydmq.storage.errors import fdatasync
 
-__all__ = ["LogSegment", "segment_file_name"]
+__all__ = ["LogSegment", "TornWriteError", "segment_file_name"]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _FRAME = struct.Struct(">qi")
@@ -50,6 +51,10 @@ def header_from(buf: bytes | memoryview | mmap.mmap, offset: int, position: int)
     if fields[3] != 2 or fields[1] < BATCH_HEADER_SIZE - _LOG_OVERHEAD:
         raise CorruptRecordError("bad batch framing")
     return BatchHeader(position, *fields)
+
+
+class TornWriteError(OSError):
+    """A failed append could not be undone: the segment file ends with torn bytes."""
 
 
 class LogSegment:
@@ -140,27 +145,51 @@ class LogSegment:
 
     def take_pending(self) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int, int]]]:
         """Hand the in-memory index entries over for an LMDB write (and forget them)."""
+        offsets, times = self.pending_index()
+        self.index_written(len(offsets), len(times))
+        return offsets, times
+
+    def pending_index(self) -> tuple[list[tuple[bytes, int]], list[tuple[bytes, int, int]]]:
+        """The in-memory index entries as LMDB keys; they stay pending (see index_written)."""
         prefix = self.prefix
         offsets = [(offset_key(prefix, o), p) for o, p in self._pending_offsets]
         times = [(time_key(prefix, t), o, p) for t, o, p in self._pending_times]
-        self._pending_offsets = []
-        self._pending_times = []
-        self.meta_dirty = False
         return offsets, times
+
+    def index_written(self, offsets: int, times: int) -> None:
+        """The first ``offsets``/``times`` pending entries and the metadata are in LMDB now."""
+        del self._pending_offsets[:offsets]
+        del self._pending_times[:times]
+        self.meta_dirty = False
 
     # -- writes --------------------------------------------------------------------------
 
     def append(
         self, records: bytes | bytearray | memoryview, headers: Sequence[BatchHeader]
     ) -> None:
-        """Append whole batches with one write; index every ``index.interval.bytes``."""
+        """Append whole batches with one write; index every ``index.interval.bytes``.
+
+        A write that fails (even after a part of it landed) is undone: the file is truncated
+        back to its size before the append and the segment's state is untouched, so the next
+        append never builds on torn bytes. The OSError is raised; :class:`TornWriteError`
+        when the truncation failed too (the file then ends with bytes no batch accounts for).
+        """
         start = self.size
         view = memoryview(records)
         failpoint("segment.append.before_write")
-        written = os.write(self._fd, view)
-        while written < len(view):  # regular files rarely write short; be correct anyway
-            view = view[written:]
+        try:
+            if failpoint("segment.append.write") is SHORT:
+                torn_write(self._fd, view)
             written = os.write(self._fd, view)
+            while written < len(view):  # regular files rarely write short; be correct anyway
+                view = view[written:]
+                written = os.write(self._fd, view)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)
+            except OSError as undo:
+                raise TornWriteError(undo.errno, f"{exc}; truncating back: {undo}") from exc
+            raise
         failpoint("segment.append.after_write")
         self.size = start + len(records)
         self._track(headers, start)
@@ -185,7 +214,8 @@ class LogSegment:
         self.meta_dirty = True
 
     def fsync(self) -> None:
-        os.fdatasync(self._fd)
+        """fdatasync the file; a failure is raised as SyncFailedError."""
+        fdatasync(self._fd, self.path, "segment.fsync")
 
     # -- reads ---------------------------------------------------------------------------
 
@@ -340,12 +370,14 @@ class LogSegment:
             return 0
         position = h.position
         removed = self.size - position
+        # The index first: if the file cannot be cut, the index lacks entries (harmless, it is
+        # sparse); the other way round it could claim positions that no longer exist.
+        self._index.truncate_segment(self.prefix, h.base_offset)
         if self._mmap is not None:
             self._copy_prefix(position)  # old mappings keep the old inode: no SIGBUS for readers
         else:
             os.ftruncate(self._fd, position)
         self.size = position
-        self._index.truncate_segment(self.prefix, h.base_offset)
         # Recompute tracking over the retained bytes (truncation is rare).
         retained = list(self.headers(0))
         self.reset_tracking()
@@ -355,13 +387,21 @@ class LogSegment:
     def _copy_prefix(self, length: int) -> None:
         tmp = self.path + ".truncating"
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        copied = 0
-        while copied < length:
-            chunk = os.pread(self._fd, min(1 << 20, length - copied), copied)
-            os.write(fd, chunk)
-            copied += len(chunk)
-        os.close(fd)
-        os.replace(tmp, self.path)
+        try:
+            try:
+                copied = 0
+                while copied < length:
+                    chunk = memoryview(os.pread(self._fd, min(1 << 20, length - copied), copied))
+                    copied += len(chunk)
+                    while chunk:
+                        chunk = chunk[os.write(fd, chunk) :]
+            finally:
+                os.close(fd)
+            os.replace(tmp, self.path)
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk: the segment file stays as it was
+            raise
         self._drop_mmap()
         os.close(self._fd)
         self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
@@ -383,6 +423,6 @@ class LogSegment:
     def delete(self) -> None:
         """Close and unlink; views handed out earlier stay valid (the inode lives on)."""
         self.close()
-        self._index.delete_segment(self.prefix)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
+        self._index.delete_segment(self.prefix)

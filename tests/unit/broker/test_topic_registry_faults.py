@@ -1,0 +1,59 @@
+"""The single node's topic registry (topics.json) when its write fails: nothing half-created.
+
+A CreateTopics whose registry write fails answers KAFKA_STORAGE_ERROR and leaves no topic in
+memory, no partition log on disk and the file as it was; once the disk has room the same
+creation succeeds. Deletions and config changes that cannot be persisted are not applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pydmq.broker.server import Broker
+from pydmq.broker.topic_ops import TopicError
+from pydmq.config.broker import BrokerConfig
+from pydmq.protocol.errors import ErrorCode
+
+pytestmark = pytest.mark.timeout(60)
+
+Arm = Callable[[str], None]
+
+
+def make_broker(data_dir: Path) -> Broker:
+    return Broker(BrokerConfig({"log.dirs": str(data_dir), "listeners": "PLAINTEXT://127.0.0.1:0"}))
+
+
+def test_a_create_whose_registry_write_fails_leaves_nothing(
+    tmp_path: Path, arm_failpoints: Arm
+) -> None:
+    broker = make_broker(tmp_path)
+    broker.topic_ops.create_topic("kept", 2)
+    registry_file = tmp_path / "__pydmq_metadata" / "topics.json"
+    before = registry_file.read_bytes()
+    arm_failpoints("checkpoint.write=short")
+    with pytest.raises(TopicError) as refused:
+        broker.topic_ops.create_topic("lost", 3)
+    assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broker.topics.get("lost") is None
+    assert registry_file.read_bytes() == before
+    assert not list(tmp_path.glob("lost-*"))
+    assert sorted(str(tp) for tp in broker.replica_manager.partitions) == ["kept-0", "kept-1"]
+
+    with pytest.raises(TopicError):
+        broker.topic_ops.delete_topic("kept")
+    assert broker.topics.get("kept") is not None
+    with pytest.raises(TopicError):
+        broker.topic_ops.alter_topic_configs("kept", {"retention.ms": "1000"})
+    kept = broker.topics.get("kept")
+    assert kept is not None and kept.configs == {}
+    assert registry_file.read_bytes() == before
+
+    arm_failpoints("")
+    assert len(broker.topic_ops.create_topic("lost", 3).partitions) == 3
+    broker.replica_manager.shutdown()
+    reopened = make_broker(tmp_path)
+    assert sorted(t.name for t in reopened.topics) == ["kept", "lost"]
+    reopened.replica_manager.shutdown()
