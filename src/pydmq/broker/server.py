@@ -86,11 +86,17 @@ class Listener:
 
 
 def parse_listener(uri: str) -> Listener:
-    parts = urlsplit(uri)
-    if not parts.scheme or parts.port is None:
+    """``NAME://host:port``; names may hold ``_`` (``CONTROL_PLANE``), which URL schemes
+    may not, so the name is split off before the address is parsed."""
+    name, sep, address = uri.partition("://")
+    parts = urlsplit(f"//{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not (sep and name) or port is None:
         raise ValueError(f"listener {uri!r} must look like PLAINTEXT://host:port")
-    host = parts.hostname or ""
-    return Listener(parts.scheme.upper(), host, parts.port)
+    return Listener(name.strip().upper(), parts.hostname or "", port)
 
 
 class Broker:

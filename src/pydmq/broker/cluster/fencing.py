@@ -173,7 +173,9 @@ class ControllerEpochVerifier:
                 break
             if self._changed is None:
                 self._changed = loop.create_future()
-            await asyncio.wait({self._changed, round_}, timeout=remaining)
+            await asyncio.wait(
+                {self._changed, round_}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
             self._observe_local()
             verdict = judge(controller_id, controller_epoch, self.known)
         return verdict
