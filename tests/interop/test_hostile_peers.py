@@ -281,7 +281,6 @@ def test_forged_controller_voter_and_follower_requests_change_nothing(
 
     for node_id, node in cluster.nodes.items():
         client = node.bootstrap
-        plane = f"{node.host}:{node.control_plane_port}"
         # Client listener: the controller's, the voters' and ControlledShutdown are unknown.
         advertised = _advertised(client)
         assert not advertised & {4, 5, 6, 7, 52, 53, 54, 55, 59}, advertised
@@ -329,6 +328,7 @@ def test_forged_controller_voter_and_follower_requests_change_nothing(
             assert not data.records
 
         # Control-plane listener: only ApiVersions and keys 4-6, and nothing forged applies.
+        plane = f"{node.host}:{node.control_plane_port}"
         assert _advertised(plane) == {4, 5, 6, 18}
         broker_epoch = _broker_epoch(cluster, node_id)
         cases = [

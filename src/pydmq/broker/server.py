@@ -186,7 +186,9 @@ class Broker:
         self.control_plane_listener = name
         inter_broker = self.config.inter_broker_listener_name
         if not any(item.name == name for item in self.listeners):
-            bind = next(item for item in self.listeners if item.name == inter_broker)
+            bind = next((item for item in self.listeners if item.name == inter_broker), None)
+            if bind is None:
+                raise ValueError(f"inter.broker.listener.name {inter_broker} is not in listeners")
             self.listeners.append(Listener(name, bind.host, 0))
         if not any(item.name == name for item in self.advertised):
             bound = next(item for item in self.listeners if item.name == name)
@@ -298,7 +300,11 @@ class Broker:
         log.info(
             "pydmq node %d serving %s (data in %s, cluster id %s%s)",
             self.node_id,
-            ", ".join(self.config.listeners),
+            ", ".join(
+                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
+                for item in self.listeners
+                if item.name in self.bound_ports
+            ),
             self.log_dir,
             self.cluster_id,
             f", roles {','.join(sorted(self.config.process_roles))}" if self.cluster_mode else "",
