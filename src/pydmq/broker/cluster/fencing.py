@@ -18,7 +18,8 @@ them yet, so a broker believes none of these numbers on their own:
 - a partition: a leader epoch older than the applied one is fenced, negative ones included
   (:func:`leader_epoch_fenced`). No sentinel value skips a check.
 
-The rules are pure functions; the verifier is owned by the broker's event loop.
+The rules are pure functions; the verifier and :class:`ControllerRequestFence`, which applies
+them all to one request, are owned by the broker's event loop.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from pydmq.protocol.errors import ErrorCode
 __all__ = [
     "UNKNOWN",
     "ControllerEpochVerifier",
+    "ControllerRequestFence",
     "LeaderAndEpoch",
     "Verdict",
     "broker_epoch_error",
@@ -43,6 +45,9 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+# Sources whose refused requests were logged (each is logged once; the set is bounded).
+_MAX_WARNED_SOURCES = 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,3 +216,51 @@ class ControllerEpochVerifier:
             round_.cancel()
             with contextlib.suppress(BaseException):
                 await round_
+
+
+class ControllerRequestFence:
+    """The checks every LeaderAndIsr, StopReplica and UpdateMetadata passes before it is
+    applied: broker epoch, then controller epoch (``verifier``), then the broker epoch again
+    (a re-registration during a remote check fences the request). Logs a WARNING once per
+    source host whose claim the quorum does not confirm. Event-loop owned."""
+
+    def __init__(
+        self, *, node_id: int, broker_epoch: Callable[[], int], verifier: ControllerEpochVerifier
+    ) -> None:
+        self.node_id = node_id
+        self._broker_epoch = broker_epoch
+        self.verifier = verifier
+        self._warned_sources: set[str] = set()
+
+    async def check(
+        self, api: str, controller_id: int, controller_epoch: int, broker_epoch: int, source: str
+    ) -> int:
+        """NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH or NOT_CONTROLLER."""
+        code = broker_epoch_error(broker_epoch, self._broker_epoch())
+        if code != ErrorCode.NONE:
+            return code
+        verdict = await self.verifier.verify(controller_id, controller_epoch)
+        if verdict is Verdict.UNCONFIRMED:
+            self._warn_refused(api, source, controller_id, controller_epoch)
+        if verdict is not Verdict.CURRENT:
+            return verdict.error_code
+        return broker_epoch_error(broker_epoch, self._broker_epoch())
+
+    def _warn_refused(self, api: str, source: str, controller_id: int, epoch: int) -> None:
+        host = source.rpartition(":")[0] or source
+        if host in self._warned_sources or len(self._warned_sources) >= _MAX_WARNED_SOURCES:
+            return
+        self._warned_sources.add(host)
+        known = self.verifier.known
+        log.warning(
+            "broker %d: refused %s from %s claiming controller %d in epoch %d: the quorum "
+            "confirms leader %d in epoch %d (further refusals from %s are not logged)",
+            self.node_id,
+            api,
+            source,
+            controller_id,
+            epoch,
+            known.leader_id,
+            known.epoch,
+            host,
+        )

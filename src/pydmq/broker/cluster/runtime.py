@@ -31,9 +31,8 @@ from pydmq.broker.cluster.alter_partition import AlterPartitionManager
 from pydmq.broker.cluster.controller_client import ControllerClient, ControllerUnavailableError
 from pydmq.broker.cluster.fencing import (
     ControllerEpochVerifier,
+    ControllerRequestFence,
     LeaderAndEpoch,
-    Verdict,
-    broker_epoch_error,
     leader_epoch_fenced,
 )
 from pydmq.broker.cluster.lifecycle import BrokerEndpoint, BrokerLifecycleManager
@@ -74,8 +73,6 @@ LEADER_AND_ISR_FULL = FULL
 CONTROLLED_SHUTDOWN_API = 7
 CONTROLLED_SHUTDOWN_VERSION = 3
 _NO_LEADER = -1
-# Sources whose refused requests were logged (each is logged once; the set is bounded).
-_MAX_WARNED_SOURCES = 1024
 
 # Called with (partition, is_leader) after a partition became leader or follower here.
 LeadershipListener = Callable[[TopicPartition, bool], None]
@@ -141,7 +138,11 @@ class BrokerCluster:
         self.controller_epochs = ControllerEpochVerifier(
             local=self._local_raft_view, ask_voters=self.controller_client.quorum_views
         )
-        self._warned_sources: set[str] = set()
+        self.fence = ControllerRequestFence(
+            node_id=self.node_id,
+            broker_epoch=lambda: self.lifecycle.broker_epoch,
+            verifier=self.controller_epochs,
+        )
 
     # -- identity --------------------------------------------------------------------
     def _local_raft_leader(self) -> int | None:
@@ -229,43 +230,13 @@ class BrokerCluster:
         source: str,
     ) -> int:
         """NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH or NOT_CONTROLLER for a
-        controller request (see :mod:`pydmq.broker.cluster.fencing`); only NONE stores the
-        request's controller and epoch. The broker epoch is checked before and after the
-        (possibly remote) controller check: a re-registration meanwhile fences the request.
-        """
-        code = broker_epoch_error(broker_epoch, self.lifecycle.broker_epoch)
-        if code != ErrorCode.NONE:
-            return code
-        verdict = await self.controller_epochs.verify(controller_id, controller_epoch)
-        if verdict is Verdict.UNCONFIRMED:
-            self._warn_refused(api, source, controller_id, controller_epoch)
-        if verdict is not Verdict.CURRENT:
-            return verdict.error_code
-        code = broker_epoch_error(broker_epoch, self.lifecycle.broker_epoch)
-        if code != ErrorCode.NONE:
-            return code
-        self.metadata_cache.controller_id = controller_id
-        self.metadata_cache.controller_epoch = controller_epoch
-        return ErrorCode.NONE
-
-    def _warn_refused(self, api: str, source: str, controller_id: int, epoch: int) -> None:
-        host = source.rpartition(":")[0] or source
-        if host in self._warned_sources or len(self._warned_sources) >= _MAX_WARNED_SOURCES:
-            return
-        self._warned_sources.add(host)
-        known = self.controller_epochs.known
-        log.warning(
-            "broker %d: refused %s from %s claiming controller %d in epoch %d: the quorum "
-            "confirms leader %d in epoch %d (further refusals from %s are not logged)",
-            self.node_id,
-            api,
-            source,
-            controller_id,
-            epoch,
-            known.leader_id,
-            known.epoch,
-            host,
-        )
+        controller request (:class:`~pydmq.broker.cluster.fencing.ControllerRequestFence`);
+        only NONE stores the request's controller and epoch."""
+        code = await self.fence.check(api, controller_id, controller_epoch, broker_epoch, source)
+        if code == ErrorCode.NONE:
+            self.metadata_cache.controller_id = controller_id
+            self.metadata_cache.controller_epoch = controller_epoch
+        return code
 
     # -- LeaderAndIsr ----------------------------------------------------------------
     async def leader_and_isr(

@@ -4,6 +4,7 @@ with the quorum (fake voters, no sockets)."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -12,6 +13,7 @@ import pytest
 from pydmq.broker.cluster.fencing import (
     UNKNOWN,
     ControllerEpochVerifier,
+    ControllerRequestFence,
     LeaderAndEpoch,
     Verdict,
     broker_epoch_error,
@@ -231,5 +233,40 @@ def test_a_flood_of_forged_claims_shares_rounds_and_the_real_one_gets_through() 
         assert voters.rounds <= 2, voters.rounds  # 200 claims, at most two rounds
         voters.views = [LeaderAndEpoch(2, 4)]  # failover: node 2 leads epoch 4
         assert await asyncio.wait_for(verifier.verify(2, 4), 10) is Verdict.CURRENT
+
+    run(scenario)
+
+
+# -- one request -------------------------------------------------------------------------------
+
+
+def test_a_request_passes_broker_then_controller_epoch_checks(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        registered = [-1]
+        voters = FakeVoters([LeaderAndEpoch(1, 3)])
+        fence = ControllerRequestFence(
+            node_id=4, broker_epoch=lambda: registered[0], verifier=_verifier(voters)
+        )
+        # Not registered yet: everything is refused, and the voters are not asked.
+        assert await fence.check("LeaderAndIsr", 1, 3, -1, "h:1") == ErrorCode.STALE_BROKER_EPOCH
+        assert await fence.check("LeaderAndIsr", 1, 3, 20, "h:1") == ErrorCode.STALE_BROKER_EPOCH
+        assert voters.rounds == 0
+        registered[0] = 20
+        assert await fence.check("StopReplica", 1, 3, -1, "h:1") == ErrorCode.STALE_BROKER_EPOCH
+        assert await fence.check("StopReplica", 1, 3, 19, "h:1") == ErrorCode.STALE_BROKER_EPOCH
+        assert voters.rounds == 0
+        assert await fence.check("StopReplica", 1, 3, 20, "h:1") == ErrorCode.NONE
+        assert await fence.check("StopReplica", 1, 2, 20, "h:1") == ErrorCode.STALE_CONTROLLER_EPOCH
+        with caplog.at_level(logging.WARNING, logger="pydmq.broker.cluster.fencing"):
+            for source in ("forger:1", "forger:2", "other:3"):
+                code = await fence.check("UpdateMetadata", 1, 2**31 - 1, 20, source)
+                assert code == ErrorCode.NOT_CONTROLLER
+        refused = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
+        assert len(refused) == 2  # once per source host
+        claim = "refused UpdateMetadata from forger:1 claiming controller 1 in epoch 2147483647"
+        assert claim in refused[0]
+        assert "confirms leader 1 in epoch 3" in refused[0]
 
     run(scenario)
