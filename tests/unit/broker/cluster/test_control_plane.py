@@ -96,8 +96,17 @@ def test_controller_apis_are_served_on_the_control_plane_listener_only(tmp_path:
                 k.api_key for k in (await cluster.client(0).request(18, 3, API_VERSIONS)).api_keys
             }
             plane_keys = {k.api_key for k in (await plane.request(18, 3, API_VERSIONS)).api_keys}
-            assert not client_keys & {4, 5, 6, 7}
+            controller_keys = {
+                k.api_key
+                for k in (
+                    await cluster.connect(0, "CONTROLLER").request(18, 3, API_VERSIONS)
+                ).api_keys
+            }
+            assert not client_keys & {4, 5, 6, 7, 52, 53, 54, 55, 59}
             assert plane_keys == {4, 5, 6, 18}
+            # The Raft RPCs and ControlledShutdown: the controller listener only, never 4-6.
+            assert {7, 52, 53, 54, 55, 59} <= controller_keys
+            assert not controller_keys & {4, 5, 6}
             # The control-plane endpoint is registered, but clients never see it.
             cache = _cluster_of(broker).metadata_cache
             await wait_until(
