@@ -12,7 +12,13 @@ Cluster mode is decided here, once, from the configuration (docs/CLUSTER.md):
 - the ``broker`` role builds :class:`~pydmq.broker.cluster.runtime.BrokerCluster`
   (registration and heartbeats, metadata cache, replica fetchers, AlterPartition manager,
   controller client). The topic registry is the metadata cache's in-memory one, fed only by
-  UpdateMetadata; partitions are opened only by LeaderAndIsr.
+  UpdateMetadata; partitions are opened only by LeaderAndIsr. The controller's requests
+  (LeaderAndIsr, StopReplica, UpdateMetadata) are served only on the control-plane listener
+  (``control.plane.listener.name``, KIP-291) by a dispatcher of their own that serves nothing
+  else but ApiVersions; client listeners do not know those keys. Without that listener in
+  ``listeners`` the broker opens one itself on the inter-broker listener's host at an
+  ephemeral port, and registers it under the control-plane name (clients never see it:
+  Metadata answers with the endpoints of the listener the client is connected to).
 
 Start: controller runtime, listeners, then registration. Stop (SIGTERM): ControlledShutdown
 to the active controller (bounded), fetchers, then the rest.
@@ -46,7 +52,7 @@ from pydmq.groups.coordinator import (
 )
 from pydmq.groups.log import ConsumerOffsetsLog
 from pydmq.net.connection import KafkaConnection
-from pydmq.plugins.builtin import cluster_handlers
+from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.replication.replica_manager import ReplicaManager
@@ -80,11 +86,17 @@ class Listener:
 
 
 def parse_listener(uri: str) -> Listener:
-    parts = urlsplit(uri)
-    if not parts.scheme or parts.port is None:
+    """``NAME://host:port``; names may hold ``_`` (``CONTROL_PLANE``), which URL schemes
+    may not, so the name is split off before the address is parsed."""
+    name, sep, address = uri.partition("://")
+    parts = urlsplit(f"//{address}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if not (sep and name) or port is None:
         raise ValueError(f"listener {uri!r} must look like PLAINTEXT://host:port")
-    host = parts.hostname or ""
-    return Listener(parts.scheme.upper(), host, parts.port)
+    return Listener(name.strip().upper(), parts.hostname or "", port)
 
 
 class Broker:
@@ -113,6 +125,9 @@ class Broker:
         self.controller: ControllerRuntime | None = None
         self.controller_dispatcher: RequestDispatcher | None = None
         self._controller_listeners: set[str] = set()
+        # The listener serving the controller's pushes (broker role in cluster mode only).
+        self.control_plane_dispatcher: RequestDispatcher | None = None
+        self.control_plane_listener: str | None = None
         self.topics: TopicRegistry
         self.topic_ops: TopicOperations
         if self.cluster_mode and self.has_broker_role:
@@ -143,10 +158,11 @@ class Broker:
                 offsets_leadership_listener(self.group_coordinator, self.replica_manager)
             )
         handlers = dict(self.plugins.api_handlers())
-        if self.cluster is not None:
-            for spec in cluster_handlers():
-                handlers.setdefault(spec.api_key, spec)
         self.dispatcher = RequestDispatcher(self, handlers)
+        if self.cluster is not None:
+            self._add_control_plane_listener()
+            specs = {spec.api_key: spec for spec in control_plane_handlers()}
+            self.control_plane_dispatcher = RequestDispatcher(self, specs)
         if self.cluster_mode and "controller" in roles:
             from pydmq.controller.runtime import ControllerRuntime
 
@@ -158,6 +174,26 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.started_at = time.time()
         self.bound_ports: dict[str, int] = {}
+
+    def _add_control_plane_listener(self) -> None:
+        """Bind and advertise the control-plane listener (see the module docstring).
+
+        Not in ``listeners``: opened on the inter-broker listener's host, ephemeral port. Not
+        in ``advertised.listeners``: registered on the inter-broker listener's advertised host
+        and the bound port, so the controllers can reach it wherever the others are reached.
+        """
+        name = self.config.control_plane_listener_name
+        self.control_plane_listener = name
+        inter_broker = self.config.inter_broker_listener_name
+        if not any(item.name == name for item in self.listeners):
+            bind = next((item for item in self.listeners if item.name == inter_broker), None)
+            if bind is None:
+                raise ValueError(f"inter.broker.listener.name {inter_broker} is not in listeners")
+            self.listeners.append(Listener(name, bind.host, 0))
+        if not any(item.name == name for item in self.advertised):
+            bound = next(item for item in self.listeners if item.name == name)
+            peers = next((a for a in self.advertised if a.name == inter_broker), bound)
+            self.advertised.append(Listener(name, peers.host, bound.port))
 
     # -- identity --------------------------------------------------------------------
     def _load_or_create_cluster_id(self) -> str:
@@ -227,7 +263,7 @@ class Broker:
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
         for listener in self.listeners:
-            dispatcher = self._dispatcher_for(listener.name)
+            dispatcher = self.dispatcher_for(listener.name)
             if dispatcher is None:
                 continue
 
@@ -264,18 +300,25 @@ class Broker:
         log.info(
             "pydmq node %d serving %s (data in %s, cluster id %s%s)",
             self.node_id,
-            ", ".join(self.config.listeners),
+            ", ".join(
+                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
+                for item in self.listeners
+                if item.name in self.bound_ports
+            ),
             self.log_dir,
             self.cluster_id,
             f", roles {','.join(sorted(self.config.process_roles))}" if self.cluster_mode else "",
         )
 
-    def _dispatcher_for(self, listener_name: str) -> RequestDispatcher | None:
-        """Controller listeners get the controller's APIs only; the others the broker's."""
+    def dispatcher_for(self, listener_name: str) -> RequestDispatcher | None:
+        """Controller listeners get the controller's APIs only, the control-plane listener
+        the controller-to-broker APIs only; the others (client listeners) the broker's."""
         if listener_name in self._controller_listeners:
             return self.controller_dispatcher
         if self.cluster_mode and listener_name in self.config.controller_listener_names:
             return None  # a controller listener on a node without the controller role
+        if listener_name == self.control_plane_listener:
+            return self.control_plane_dispatcher
         return self.dispatcher if self.has_broker_role else None
 
     async def _maintenance_loop(self) -> None:
@@ -334,11 +377,11 @@ class Broker:
 
     def bootstrap(self) -> str:
         """``host:port`` of the first client listener (IPv6 hosts in brackets), for clients."""
-        controller_names = (
-            set(self.config.controller_listener_names) if self.cluster_mode else set()
-        )
+        internal = set(self.config.controller_listener_names) if self.cluster_mode else set()
+        if self.control_plane_listener is not None:
+            internal.add(self.control_plane_listener)
         listener = next(
-            (item for item in self.listeners if item.name not in controller_names),
+            (item for item in self.listeners if item.name not in internal),
             self.listeners[0],
         )
         host = listener.host or "127.0.0.1"

@@ -1,6 +1,7 @@
 """The cluster of a chaos run: N node processes whose every listener sits behind the proxy.
 
-Each node advertises its client listener at a proxy port, and every node's
+Each node advertises its client listener and its control-plane listener (the controller's
+LeaderAndIsr/StopReplica/UpdateMetadata pushes) at proxy ports, and every node's
 ``controller.quorum.voters`` names the proxy ports of the controller listeners, so Raft,
 heartbeats, replica fetches, controller pushes and client traffic all cross the proxy and can
 be cut or delayed per link. The harness's own observer talks to the real ports directly.
@@ -11,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pydmq.chaos.proxy import ProxyProcess, Route
+from pydmq.cli.cluster import CONTROL_PLANE
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, free_ports
 
 __all__ = ["NODE_CONFIG", "ChaosCluster", "node_label"]
@@ -31,23 +33,28 @@ class ChaosCluster:
         self.base_dir = base_dir
         self.cluster = ClusterProcess(n, base_dir, {**NODE_CONFIG, **(extra_config or {})})
         host = self.cluster.host
-        proxy_ports = free_ports(2 * n, host)
+        proxy_ports = free_ports(3 * n, host)
         self.proxy_client_port: dict[int, int] = {}
         self.proxy_controller_port: dict[int, int] = {}
+        self.proxy_control_plane_port: dict[int, int] = {}
         routes: list[Route] = []
         for k, (node_id, node) in enumerate(sorted(self.cluster.nodes.items())):
             client_port, controller_port = proxy_ports[k], proxy_ports[n + k]
+            control_plane_port = proxy_ports[2 * n + k]
             self.proxy_client_port[node_id] = client_port
             self.proxy_controller_port[node_id] = controller_port
+            self.proxy_control_plane_port[node_id] = control_plane_port
             label = node_label(node_id)
             routes.append(Route(label, host, client_port, host, node.port))
             routes.append(Route(label, host, controller_port, host, node.controller_port))
+            routes.append(Route(label, host, control_plane_port, host, node.control_plane_port))
         voters = ",".join(
             f"{i}@{host}:{port}" for i, port in sorted(self.proxy_controller_port.items())
         )
         for node_id, node in self.cluster.nodes.items():
             node.overrides["advertised.listeners"] = (
-                f"PLAINTEXT://{host}:{self.proxy_client_port[node_id]}"
+                f"PLAINTEXT://{host}:{self.proxy_client_port[node_id]},"
+                f"{CONTROL_PLANE}://{host}:{self.proxy_control_plane_port[node_id]}"
             )
             node.overrides["controller.quorum.voters"] = voters
         self.proxy = ProxyProcess(routes, log_path=base_dir / "proxy.log")

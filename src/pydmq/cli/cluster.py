@@ -1,7 +1,9 @@
 """``pydmq cluster up|status``: run a local cluster of nodes, and show a cluster's health.
 
 ``up N`` starts N combined broker+controller nodes (``pydmq serve``) as child processes on
-loopback, node ids 1..N, every node a voter; it prints the bootstrap string and waits. Ctrl-C
+loopback, node ids 1..N, every node a voter; it prints the bootstrap string and waits. Each
+node's control-plane listener (the controller's pushes) is opened by the node itself on an
+ephemeral port unless the plan gives it one (:mod:`pydmq.testing.cluster` does). Ctrl-C
 or SIGTERM stops the nodes (SIGTERM each, then SIGKILL what is left after ``--stop-timeout``).
 
 ``status`` asks a broker for Metadata (brokers, partitions) and the active controller for
@@ -34,6 +36,7 @@ from typing import Any, TextIO
 from pydmq.cli.common import add_bootstrap_argument, format_table, run_guarded
 from pydmq.client import KafkaClient, KafkaError, error_name
 from pydmq.client.connection import parse_address
+from pydmq.config.broker import DEFAULT_CONTROL_PLANE_LISTENER
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -50,6 +53,7 @@ from pydmq.protocol.messages.describe_quorum import (
 from pydmq.protocol.messages.metadata import MetadataResponse
 
 __all__ = [
+    "CONTROL_PLANE",
     "DEFAULT_LAUNCHER",
     "NodeSpec",
     "add_parser",
@@ -67,6 +71,7 @@ __all__ = [
 ]
 
 METADATA_TOPIC = "__cluster_metadata"
+CONTROL_PLANE = DEFAULT_CONTROL_PLANE_LISTENER
 DEFAULT_LAUNCHER = (sys.executable, "-m", "pydmq")
 _RESOURCE_BROKER = 4
 _POLL_S = 0.2
@@ -90,6 +95,7 @@ class NodeSpec:
     controller_port: int
     data_dir: Path
     log_path: Path
+    control_plane_port: int = 0  # 0: the node opens its control-plane listener itself
 
     @property
     def bootstrap(self) -> str:
@@ -98,6 +104,13 @@ class NodeSpec:
     @property
     def controller_address(self) -> str:
         return format_address(self.host, self.controller_port)
+
+    @property
+    def control_plane_address(self) -> str | None:
+        """Where the controllers' pushes reach this node, when the plan fixed the port."""
+        if not self.control_plane_port:
+            return None
+        return format_address(self.host, self.control_plane_port)
 
     @property
     def voter(self) -> str:
@@ -112,8 +125,10 @@ def plan_nodes(
     base_port: int = 9092,
     controller_base_port: int = 19092,
     ports: Sequence[tuple[int, int]] | None = None,
+    control_plane_ports: Sequence[int] | None = None,
 ) -> list[NodeSpec]:
-    """Node ids 1..count; ports ``base + i`` unless ``ports`` gives (client, controller) pairs."""
+    """Node ids 1..count; ports ``base + i`` unless ``ports`` gives (client, controller) pairs;
+    control-plane listeners on ``control_plane_ports`` (default: opened by each node)."""
     if count < 1:
         raise ValueError("a cluster needs at least one node")
     pairs = (
@@ -123,7 +138,10 @@ def plan_nodes(
     )
     if len(pairs) != count:
         raise ValueError(f"{count} nodes need {count} port pairs, got {len(pairs)}")
-    used = [p for pair in pairs for p in pair]
+    planes = list(control_plane_ports) if control_plane_ports is not None else [0] * count
+    if len(planes) != count:
+        raise ValueError(f"{count} nodes need {count} control-plane ports, got {len(planes)}")
+    used = [p for pair in pairs for p in pair] + [p for p in planes if p]
     if len(set(used)) != len(used) or not all(0 < p < 65536 for p in used):
         raise ValueError(f"ports must be distinct and in 1-65535: {used}")
     return [
@@ -134,8 +152,9 @@ def plan_nodes(
             controller_port=controller,
             data_dir=data_dir / f"node-{i + 1}",
             log_path=data_dir / f"node-{i + 1}.log",
+            control_plane_port=plane,
         )
-        for i, (client, controller) in enumerate(pairs)
+        for i, ((client, controller), plane) in enumerate(zip(pairs, planes, strict=True))
     ]
 
 
@@ -151,6 +170,14 @@ def node_command(
 ) -> list[str]:
     """``<launcher> serve ...`` for one combined broker+controller node."""
     client = f"PLAINTEXT://{spec.bootstrap}"
+    listeners = [client, f"CONTROLLER://{spec.controller_address}"]
+    advertised = [client]
+    protocols = "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT"
+    plane = spec.control_plane_address
+    if plane is not None:
+        listeners.append(f"{CONTROL_PLANE}://{plane}")
+        advertised.append(f"{CONTROL_PLANE}://{plane}")
+        protocols += f",{CONTROL_PLANE}:PLAINTEXT"
     cmd = [
         *launcher,
         "serve",
@@ -159,9 +186,9 @@ def node_command(
         "--process-roles",
         "broker,controller",
         "--listeners",
-        f"{client},CONTROLLER://{spec.controller_address}",
+        ",".join(listeners),
         "--advertised-listeners",
-        client,
+        ",".join(advertised),
         "--controller-quorum-voters",
         voters,
         "--log-dirs",
@@ -169,8 +196,10 @@ def node_command(
         "--override",
         "controller.listener.names=CONTROLLER",
         "--override",
-        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        f"listener.security.protocol.map={protocols}",
     ]
+    if plane is not None:
+        cmd += ["--override", f"control.plane.listener.name={CONTROL_PLANE}"]
     for key, value in (overrides or {}).items():
         cmd += ["--override", f"{key}={value}"]
     return cmd

@@ -17,9 +17,17 @@ from pydmq.config.definitions import (
     one_of,
 )
 
-__all__ = ["BROKER_CONFIGS", "BrokerConfig", "load_properties", "parse_quorum_voters"]
+__all__ = [
+    "BROKER_CONFIGS",
+    "DEFAULT_CONTROL_PLANE_LISTENER",
+    "BrokerConfig",
+    "load_properties",
+    "parse_quorum_voters",
+]
 
 _DAY_MS = 24 * 3600 * 1000
+# The control-plane listener's name when control.plane.listener.name is not set.
+DEFAULT_CONTROL_PLANE_LISTENER = "CONTROL_PLANE"
 T = ConfigType
 _LISTENER_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
 
@@ -137,6 +145,17 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         T.STRING,
         "PLAINTEXT",
         "Listener brokers use to reach each other.",
+        _listener_name,
+        read_only=True,
+    ),
+    ConfigDef(
+        "control.plane.listener.name",
+        T.STRING,
+        None,
+        "Listener on which a broker accepts the controller's requests (LeaderAndIsr, "
+        "StopReplica, UpdateMetadata; KIP-291); no other listener serves them. Unset in "
+        "cluster mode: a CONTROL_PLANE listener (from listeners, else opened on the "
+        "inter-broker listener's host at an ephemeral port).",
         _listener_name,
         read_only=True,
     ),
@@ -467,6 +486,13 @@ class BrokerConfig(ConfigValues):
     def inter_broker_listener_name(self) -> str:
         return self.get_str("inter.broker.listener.name")
 
+    @property
+    def control_plane_listener_name(self) -> str:
+        """The listener of the controller's pushes: ``control.plane.listener.name``, else
+        :data:`DEFAULT_CONTROL_PLANE_LISTENER` (every node of a cluster must agree)."""
+        name = self.get("control.plane.listener.name")
+        return str(name) if name else DEFAULT_CONTROL_PLANE_LISTENER
+
     def listener_security_protocols(self) -> dict[str, str]:
         """Listener name -> security protocol; controller listeners default to PLAINTEXT."""
         mapping: dict[str, str] = {}
@@ -474,7 +500,7 @@ class BrokerConfig(ConfigValues):
             name, sep, protocol = item.partition(":")
             if sep:
                 mapping[name.strip()] = protocol.strip()
-        for name in self.controller_listener_names:
+        for name in (*self.controller_listener_names, self.control_plane_listener_name):
             mapping.setdefault(name, "PLAINTEXT")
         return mapping
 
@@ -482,8 +508,9 @@ class BrokerConfig(ConfigValues):
         """Cross-key checks of a cluster-mode config (Kafka's start-up checks); raises ConfigError.
 
         A no-op in single-node mode. A controller must be one of the voters and bind a
-        controller listener; a broker must bind the inter-broker listener; no listener may be
-        both a controller listener and the inter-broker one.
+        controller listener; a broker must bind the inter-broker listener, and the configured
+        ``control.plane.listener.name`` (Kafka's KIP-291 rules); no listener may be two of a
+        controller listener, the inter-broker one and the control-plane one.
         """
         voters = self.controller_quorum_voters
         if not voters:
@@ -511,6 +538,16 @@ class BrokerConfig(ConfigValues):
                 )
             if inter_broker not in names:
                 raise ConfigError(f"inter.broker.listener.name {inter_broker} is not in listeners")
+            control_plane = self.control_plane_listener_name
+            if control_plane in controller_names or control_plane == inter_broker:
+                raise ConfigError(
+                    f"control.plane.listener.name {control_plane} must differ from the "
+                    "controller and inter-broker listeners"
+                )
+            if self.get("control.plane.listener.name") and control_plane not in names:
+                raise ConfigError(
+                    f"control.plane.listener.name {control_plane} is not in listeners"
+                )
 
     def retention_ms(self) -> int:
         for name, factor in (("log.retention.ms", 1), ("log.retention.minutes", 60000)):

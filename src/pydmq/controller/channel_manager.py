@@ -1,8 +1,9 @@
 """ControllerChannelManager: the active controller's pushes to brokers (keys 4, 5, 6).
 
 Only the active controller runs one. Each registered broker gets a :class:`BrokerChannel`: a
-:class:`~pydmq.net.client.NodeConnection` to the endpoint it registered for the inter-broker
-listener, an ordered queue, and one task that keeps exactly one request in flight. Order
+:class:`~pydmq.net.client.NodeConnection` to the endpoint it registered for the control-plane
+listener (``control.plane.listener.name``, KIP-291: brokers serve these keys nowhere else), an
+ordered queue, and one task that keeps exactly one request in flight. Order
 matters (a LeaderAndIsr for epoch 5 must not overtake the one for epoch 4), so there is no
 pipelining per broker; brokers are independent of each other.
 
@@ -16,7 +17,10 @@ below the offset of a FULL image are dropped, since the FULL state already conta
 
 Requests are fenced by ``controller_epoch`` (the Raft leader epoch of this controller) and by
 ``broker_epoch`` (the recipient's registration epoch): a broker answers
-STALE_CONTROLLER_EPOCH to a deposed controller, which then simply stops being active.
+STALE_CONTROLLER_EPOCH to a deposed controller, which then simply stops being active. A broker
+that has not confirmed this controller's epoch with the quorum yet (NOT_CONTROLLER) or has not
+received its registration epoch yet (STALE_BROKER_EPOCH) applied nothing: the channel backs
+off and sends the FULL state again, as after a lost connection, until the broker accepts it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import enum
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -43,6 +48,14 @@ log = logging.getLogger(__name__)
 # The one version pydmq speaks of each controller-to-broker API.
 VERSIONS: Final = {4: 7, 5: 4, 6: 8}
 _NAMES: Final = {4: "LeaderAndIsr", 5: "StopReplica", 6: "UpdateMetadata"}
+# Answers of a broker that applied nothing yet but will once it catches up: send again.
+_NOT_YET: Final = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.STALE_BROKER_EPOCH})
+
+
+class _Outcome(enum.Enum):
+    DELIVERED = "delivered"  # answered; done with this request, whatever the error
+    REFUSED = "refused"  # answered with a _NOT_YET error: back off, FULL state again
+    LOST = "lost"  # no answer: reconnect, back off, FULL state again
 
 
 class BrokerChannel:
@@ -118,7 +131,7 @@ class BrokerChannel:
                     self.broker_id,
                     controller_id=self.manager.controller_id,
                     controller_epoch=self.manager.controller_epoch,
-                    listener_name=self.manager.listener_name,
+                    listener_name=self.manager.inter_broker_listener_name,
                 )
                 items = [(image.offset, key, req) for key, req in push.requests()]
                 # The FULL requests go ahead of anything queued after that image.
@@ -128,20 +141,22 @@ class BrokerChannel:
                 await self._wake.wait()
                 continue
             offset, api_key, request = self.queue[0]
-            if await self._send(offset, api_key, request):
+            outcome = await self._send(offset, api_key, request)
+            if outcome is _Outcome.DELIVERED:
                 if self.queue and self.queue[0][2] is request:
                     self.queue.popleft()
                 backoff = self.manager.retry_backoff_ms
                 continue
-            # Lost: the broker may have missed anything; start again from a FULL state.
+            # Lost or not applied: the broker may have missed anything; start again from a
+            # FULL state.
             self.needs_full = True
             self.queue.clear()
-            self.connection.reset()
+            if outcome is _Outcome.LOST:
+                self.connection.reset()
             await asyncio.sleep(backoff / 1000)
             backoff = min(backoff * 2, self.manager.retry_backoff_max_ms)
 
-    async def _send(self, offset: int, api_key: int, request: Any) -> bool:
-        """True when the broker answered (whatever the error code); False to retry."""
+    async def _send(self, offset: int, api_key: int, request: Any) -> _Outcome:
         try:
             response = await self.connection.request(
                 api_key, VERSIONS[api_key], request, timeout=self.manager.request_timeout
@@ -154,9 +169,20 @@ class BrokerChannel:
                 self.broker_id,
                 exc,
             )
-            return False
+            return _Outcome.LOST
         self.sent_requests += 1
         error = getattr(response, "error_code", ErrorCode.NONE)
+        if error in _NOT_YET:
+            log.info(
+                "controller %d (epoch %d): broker %d applied no %s yet (%s); will resend its "
+                "full state",
+                self.manager.controller_id,
+                self.manager.controller_epoch,
+                self.broker_id,
+                _NAMES[api_key],
+                _error_name(error),
+            )
+            return _Outcome.REFUSED
         if error == ErrorCode.STALE_CONTROLLER_EPOCH:
             log.warning(
                 "controller %d (epoch %d): broker %d reports a newer controller",
@@ -174,7 +200,7 @@ class BrokerChannel:
             )
         elif api_key == 6:
             self.acked_offset = max(self.acked_offset, offset)
-        return True
+        return _Outcome.DELIVERED
 
 
 def _error_name(code: int) -> str:
@@ -192,7 +218,8 @@ class ControllerChannelManager:
         *,
         controller_id: int,
         controller_epoch: int,
-        listener_name: str,
+        control_plane_listener_name: str,
+        inter_broker_listener_name: str,
         image_provider: Callable[[], MetadataImage],
         request_timeout: float = 30.0,
         connect_timeout: float = 2.0,
@@ -201,7 +228,9 @@ class ControllerChannelManager:
     ) -> None:
         self.controller_id = controller_id
         self.controller_epoch = controller_epoch
-        self.listener_name = listener_name
+        # Channels connect to this listener; LeaderAndIsr names the leaders' inter-broker one.
+        self.control_plane_listener_name = control_plane_listener_name
+        self.inter_broker_listener_name = inter_broker_listener_name
         self.current_image = image_provider
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
@@ -225,13 +254,13 @@ class ControllerChannelManager:
             await asyncio.gather(*self._closing, return_exceptions=True)
 
     def _open(self, registration: BrokerRegistration) -> None:
-        endpoint = registration.endpoint(self.listener_name)
+        endpoint = registration.endpoint(self.control_plane_listener_name)
         if endpoint is None:
             log.warning(
                 "controller %d: broker %d registered no %s endpoint; cannot push metadata to it",
                 self.controller_id,
                 registration.id,
-                self.listener_name,
+                self.control_plane_listener_name,
             )
             return
         channel = BrokerChannel(self, registration, endpoint.host or "127.0.0.1", endpoint.port)
@@ -269,7 +298,7 @@ class ControllerChannelManager:
             delta,
             controller_id=self.controller_id,
             controller_epoch=self.controller_epoch,
-            listener_name=self.listener_name,
+            listener_name=self.inter_broker_listener_name,
         )
         for broker_id, push in pushes.items():
             channel = self.channels.get(broker_id)

@@ -15,7 +15,8 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   replicas and to every replica of a deleted topic.
 - UpdateMetadata goes to every registered broker (fenced ones too: they must catch up to be
   unfenced) whenever a partition, topic, broker or topic config changed. It carries the changed
-  partitions, every live (unfenced) broker with all its endpoints and rack, and for each topic
+  partitions, every live (unfenced) broker with all its endpoints, rack and registration epoch
+  (pydmq's tagged ``broker_epoch``: leaders check followers' fetches against it), and for each topic
   it names the topic's *complete* config overrides (pydmq's tagged ``configs``: a topic state
   replaces the broker's overrides of that topic). Deleted topics appear with leader
   ``LEADER_DURING_DELETE`` (-2), as Kafka's ZooKeeper-era controller marked them.
@@ -140,6 +141,7 @@ def _live_brokers(image: MetadataImage) -> list[UpdateMetadataBroker]:
                     for ep in broker.endpoints
                 ],
                 rack=broker.rack,
+                broker_epoch=broker.epoch,
             )
         )
     return out

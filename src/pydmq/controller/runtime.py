@@ -225,6 +225,7 @@ class ControllerRuntime:
         self.voters = config.controller_quorum_voters
         self.controller_listener_name = config.controller_listener_names[0]
         self.inter_broker_listener_name = config.inter_broker_listener_name
+        self.control_plane_listener_name = config.control_plane_listener_name
         self.session_timeout_ms = config.get_int("broker.session.timeout.ms")
         self.snapshot_interval_records = int(
             config.get_int("metadata.log.max.snapshot.interval.records")
@@ -483,7 +484,8 @@ class ControllerRuntime:
         self._channels = ControllerChannelManager(
             controller_id=self.node_id,
             controller_epoch=epoch,
-            listener_name=self.inter_broker_listener_name,
+            control_plane_listener_name=self.control_plane_listener_name,
+            inter_broker_listener_name=self.inter_broker_listener_name,
             image_provider=lambda: self.image,
         )
         self._channels.start()

@@ -7,7 +7,12 @@ from types import ModuleType
 from pydmq.broker.handler import ApiHandlerSpec
 from pydmq.plugins.markers import hookimpl
 
-__all__ = ["BUILTIN_PLUGINS", "CLUSTER_HANDLER_MODULES", "HANDLER_MODULES", "cluster_handlers"]
+__all__ = [
+    "BUILTIN_PLUGINS",
+    "CONTROL_PLANE_HANDLER_MODULES",
+    "HANDLER_MODULES",
+    "control_plane_handlers",
+]
 
 HANDLER_MODULES: tuple[str, ...] = (
     "api_versions",
@@ -46,18 +51,24 @@ HANDLER_MODULES: tuple[str, ...] = (
 
 
 # The controller-to-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata). A cluster-mode
-# broker serves them on its broker listeners; a single-node broker neither serves nor
-# advertises them (as Kafka 4, whose ApiVersions no longer lists keys 4-7).
-CLUSTER_HANDLER_MODULES: tuple[str, ...] = ("leader_and_isr", "stop_replica", "update_metadata")
+# broker serves them, with ApiVersions, only on its control-plane listener (KIP-291), never on
+# a client listener; a single-node broker neither serves nor advertises them (as Kafka 4,
+# whose ApiVersions no longer lists keys 4-7).
+CONTROL_PLANE_HANDLER_MODULES: tuple[str, ...] = (
+    "api_versions",
+    "leader_and_isr",
+    "stop_replica",
+    "update_metadata",
+)
 
 
-def cluster_handlers() -> list[ApiHandlerSpec]:
-    """The handlers of :data:`CLUSTER_HANDLER_MODULES`, added by the broker in cluster mode."""
+def control_plane_handlers() -> list[ApiHandlerSpec]:
+    """The handlers of :data:`CONTROL_PLANE_HANDLER_MODULES`: the control-plane listener's."""
     import importlib
 
     return [
         importlib.import_module(f"pydmq.broker.handlers.{name}").HANDLER
-        for name in CLUSTER_HANDLER_MODULES
+        for name in CONTROL_PLANE_HANDLER_MODULES
     ]
 
 

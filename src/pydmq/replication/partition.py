@@ -342,6 +342,12 @@ class Partition:
         return False
 
     # -- leader: followers ------------------------------------------------------------
+    def is_follower_replica(self, replica_id: int) -> bool:
+        """True when this broker leads and ``replica_id`` is one of the partition's current
+        other replicas: only such a replica's Fetch reads past the high watermark and counts
+        as a follower's (a fetch naming any other replica id is refused)."""
+        return self.leader_id == self.local_broker_id and replica_id in self.remote_replicas
+
     def update_follower_fetch_state(
         self,
         replica_id: int,

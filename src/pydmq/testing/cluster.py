@@ -1,7 +1,8 @@
 """ClusterProcess: N real pydmq nodes (broker + controller each) as child processes, for tests.
 
-Every node listens on two free loopback ports (client and controller listener); node ids are
-1..N and every node is a voter. Fault tests kill (SIGKILL), pause (SIGSTOP) and resume
+Every node listens on three free loopback ports (client, controller and control-plane
+listener: the last serves only the controller's LeaderAndIsr/StopReplica/UpdateMetadata);
+node ids are 1..N and every node is a voter. Fault tests kill (SIGKILL), pause (SIGSTOP) and resume
 (SIGCONT) single nodes; only the PIDs this object started are ever signalled, and every wait
 is bounded::
 
@@ -134,6 +135,7 @@ class ClusterNode(BrokerProcess):
         self.spec = spec
         self.node_id = spec.node_id
         self.controller_port = spec.controller_port
+        self.control_plane_port = spec.control_plane_port
         self.voters = voters
         self.launcher = tuple(launcher)
         self.paused = False
@@ -163,12 +165,14 @@ class ClusterNode(BrokerProcess):
         self.paused = False
 
     def wait_listening(self, deadline: float) -> None:
-        """Until both listeners accept connections; raises if the process exits or time runs out."""
+        """Until every listener accepts connections; raises if the process exits or time runs
+        out."""
+        ports = [p for p in (self.port, self.controller_port, self.control_plane_port) if p]
         while True:
             if self.process is None or self.process.poll() is not None:
                 code = None if self.process is None else self.process.returncode
                 raise RuntimeError(f"node {self.node_id} exited with {code}:\n{self.log_tail()}")
-            if is_listening(self.host, self.port) and is_listening(self.host, self.controller_port):
+            if all(is_listening(self.host, port) for port in ports):
                 return
             if time.monotonic() >= deadline:
                 raise TimeoutError(
@@ -232,9 +236,13 @@ class ClusterProcess:
         ``launcher`` is the command that runs ``serve`` (default ``python -m pydmq``)."""
         self.base_dir = Path(base_dir)
         self.host = host
-        ports = free_ports(2 * n, host)
+        ports = free_ports(3 * n, host)
         specs = plan_nodes(
-            n, self.base_dir, host=host, ports=list(zip(ports[:n], ports[n:], strict=True))
+            n,
+            self.base_dir,
+            host=host,
+            ports=list(zip(ports[:n], ports[n : 2 * n], strict=True)),
+            control_plane_ports=ports[2 * n :],
         )
         self.voters = voters_of(specs)
         per_node = node_config or {}
@@ -260,7 +268,8 @@ class ClusterProcess:
         return [node.controller_address for node in self.nodes.values()]
 
     def node(self, node_id: int) -> ClusterNode:
-        """The node with id ``node_id`` (1..N): ``pid``, ``port``, ``controller_port``..."""
+        """The node with id ``node_id`` (1..N): ``pid``, ``port``, ``controller_port``,
+        ``control_plane_port``..."""
         try:
             return self.nodes[node_id]
         except KeyError:

@@ -98,8 +98,14 @@ def test_cluster_accessors() -> None:
     }
     assert config.is_cluster_mode
     assert config.controller_listener_names == ["CTRL", "CTRL2"]
+    assert config.control_plane_listener_name == "CONTROL_PLANE"
     protocols = config.listener_security_protocols()
-    assert protocols == {"PLAINTEXT": "PLAINTEXT", "CTRL": "PLAINTEXT", "CTRL2": "PLAINTEXT"}
+    assert protocols == {
+        "PLAINTEXT": "PLAINTEXT",
+        "CTRL": "PLAINTEXT",
+        "CTRL2": "PLAINTEXT",
+        "CONTROL_PLANE": "PLAINTEXT",
+    }
 
 
 @pytest.mark.parametrize(
@@ -166,12 +172,23 @@ def test_check_cluster_mode() -> None:
     BrokerConfig(
         {**ok, "process.roles": "controller", "listeners": "CONTROLLER://h:1"}
     ).check_cluster_mode()
+    BrokerConfig(
+        {
+            **ok,
+            "control.plane.listener.name": "CP",
+            "listeners": f"{LISTENERS},CP://h:3",
+        }
+    ).check_cluster_mode()
     bad = [
         ({**ok, "node.id": 9}, "not in controller.quorum.voters"),
         ({**ok, "listeners": "PLAINTEXT://h:1"}, "needs a CONTROLLER listener"),
         ({**ok, "process.roles": "broker"}, "lacks the controller role"),
         ({**ok, "inter.broker.listener.name": "CONTROLLER"}, "is a controller listener"),
         ({**ok, "listeners": "CONTROLLER://h:1"}, "not in listeners"),
+        # KIP-291: a control-plane listener of its own, bound when named explicitly.
+        ({**ok, "control.plane.listener.name": "CP"}, "CP is not in listeners"),
+        ({**ok, "control.plane.listener.name": "PLAINTEXT"}, "must differ"),
+        ({**ok, "control.plane.listener.name": "CONTROLLER"}, "must differ"),
     ]
     for values, message in bad:
         with pytest.raises(ConfigError, match=message):

@@ -279,3 +279,42 @@ def test_requests_round_trip_through_the_codecs() -> None:
             API_SCHEMAS[key].encode_request(w, request, versions[key])
             decoded = API_SCHEMAS[key].decode_request(Reader(bytes(w.buf)), versions[key])
             assert decoded == request
+
+
+def test_stop_replica_always_carries_the_real_leader_epoch() -> None:
+    """Brokers fence any StopReplica older than their applied leader epoch, sentinels
+    included: the controller must never rely on -1 (no epoch) or -2 (deleting)."""
+    old = _base()
+    bumped, _ = _replay(
+        old, [PartitionChangeRecord(partition_id=0, topic_id=T1, leader=2, isr=(2, 1))]
+    )
+    assert bumped.topics.by_id[T1].partitions[0].leader_epoch == 1
+    reassigned = _pushes(
+        bumped,
+        [PartitionChangeRecord(partition_id=0, topic_id=T1, replicas=(2, 3), isr=(2, 3))],
+    )
+    deleted = _pushes(bumped, [RemoveTopicRecord(T1)])
+    for push, broker_id, epochs in (
+        (reassigned, 1, {0: 1}),
+        (deleted, 2, {0: 1, 1: 0}),
+        (deleted, 1, {0: 1}),
+    ):
+        stop = push[broker_id].stop_replica
+        assert stop is not None
+        assert {
+            s.partition_index: s.leader_epoch for s in stop.topic_states[0].partition_states
+        } == (epochs)
+        assert stop.broker_epoch == 10 + broker_id
+
+
+def test_update_metadata_carries_the_live_brokers_registration_epochs() -> None:
+    """Leaders check a follower Fetch's replica_epoch against these."""
+    pushes = _pushes(_base(), [FenceBrokerRecord(id=3, epoch=13)])
+    um = pushes[1].update_metadata
+    assert um is not None
+    assert [(b.id_, b.broker_epoch) for b in um.live_brokers] == [(1, 11), (2, 12)]
+    full = full_push(
+        _base(), 2, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert full.update_metadata is not None
+    assert [b.broker_epoch for b in full.update_metadata.live_brokers] == [11, 12, 13]

@@ -360,14 +360,20 @@ def test_channel_manager_pushes_full_then_incremental_state(tmp_path: Path) -> N
         await cluster.start()
         try:
             leader = await cluster.active()
-            endpoint = Endpoint("PLAINTEXT", "127.0.0.1", fake_broker.port, 0)
+            # Pushes go to the control-plane endpoint only; LeaderAndIsr names the leaders'
+            # inter-broker (PLAINTEXT) endpoints, where nothing listens here.
+            client_port = _free_port()
+            endpoints = [
+                Endpoint("PLAINTEXT", "127.0.0.1", client_port, 0),
+                Endpoint("CONTROL_PLANE", "127.0.0.1", fake_broker.port, 0),
+            ]
             reply = await leader.run(
                 lambda image: register_broker(
                     image,
                     leader.operation_context,
                     broker_id=1,
                     incarnation_id=uuid.uuid4(),
-                    endpoints=[endpoint],
+                    endpoints=endpoints,
                     rack=None,
                 )
             )
@@ -412,7 +418,7 @@ def test_channel_manager_pushes_full_then_incremental_state(tmp_path: Path) -> N
             )
             lai = next(r for k, r in received if k == 4 and r.type_ == 1)
             assert [p.leader for p in lai.topic_states[0].partition_states] == [1, 1]
-            assert [ll.broker_id for ll in lai.live_leaders] == [1]
+            assert [(ll.broker_id, ll.port) for ll in lai.live_leaders] == [(1, client_port)]
             # No more heartbeats: the broker is fenced after the session timeout.
             await wait_for(
                 lambda: leader.image.brokers[1].fenced, 6, "fencing of the silent broker"

@@ -11,13 +11,21 @@ budget of a heartbeat: otherwise every broker misses its session and is fenced a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
+from pydmq.broker.cluster.fencing import LeaderAndEpoch
 from pydmq.net.client import NodeConnection, NodeConnectionError
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.describe_quorum import (
+    DescribeQuorumRequest,
+    DescribeQuorumResponse,
+    PartitionData,
+    TopicData,
+)
 
 __all__ = ["ControllerClient", "ControllerUnavailableError"]
 
@@ -25,6 +33,9 @@ log = logging.getLogger(__name__)
 
 _RETRY_BACKOFF_S = 0.1
 _MAX_BACKOFF_S = 1.0
+DESCRIBE_QUORUM_API = 55
+DESCRIBE_QUORUM_VERSION = 2
+METADATA_TOPIC = "__cluster_metadata"
 
 
 class ControllerUnavailableError(ConnectionError):
@@ -129,6 +140,38 @@ class ControllerClient:
                 )
             await asyncio.sleep(min(backoff, remaining))
             backoff = min(backoff * 2, _MAX_BACKOFF_S)
+
+    async def quorum_views(self, timeout: float) -> AsyncGenerator[LeaderAndEpoch, None]:
+        """Ask every voter at once (DescribeQuorum) which leader and epoch it knows; yield
+        each answer as it arrives, within ``timeout`` seconds. A voter that is not the leader
+        answers with the leader and epoch it follows; unreachable voters are skipped."""
+        request = DescribeQuorumRequest(
+            topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData()])]
+        )
+        asks = [
+            asyncio.ensure_future(
+                connection.request(
+                    DESCRIBE_QUORUM_API, DESCRIBE_QUORUM_VERSION, request, timeout=timeout
+                )
+            )
+            for connection in self._connections.values()
+        ]
+        try:
+            for answer in asyncio.as_completed(asks):
+                try:
+                    response: DescribeQuorumResponse = await answer
+                except NodeConnectionError:
+                    continue
+                for topic in response.topics:
+                    for partition in topic.partitions:
+                        if topic.topic_name == METADATA_TOPIC and partition.leader_epoch >= 0:
+                            yield LeaderAndEpoch(partition.leader_id, partition.leader_epoch)
+        finally:
+            for ask in asks:
+                ask.cancel()
+            for ask in asks:
+                with contextlib.suppress(BaseException):
+                    await ask
 
     async def close(self) -> None:
         for connection in self._connections.values():

@@ -59,11 +59,12 @@ class InMemoryTopicRegistry(TopicRegistry):
 
 @dataclass(frozen=True, slots=True)
 class CachedBroker:
-    """An alive broker: its endpoints by listener name, and rack."""
+    """An alive broker: its endpoints by listener name, rack and registration epoch."""
 
     node_id: int
     endpoints: dict[str, tuple[str, int]]
     rack: str | None
+    epoch: int = -1
 
     def endpoint(self, listener: str) -> tuple[str, int] | None:
         return self.endpoints.get(listener)
@@ -98,6 +99,11 @@ class MetadataCache:
     def is_alive(self, broker_id: int) -> bool:
         return broker_id in self.brokers
 
+    def broker_epoch(self, broker_id: int) -> int:
+        """The registration epoch of an alive broker; -1 when it is not alive (or unknown)."""
+        broker = self.brokers.get(broker_id)
+        return -1 if broker is None else broker.epoch
+
     def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None:
         broker = self.brokers.get(broker_id)
         return None if broker is None else broker.endpoint(listener)
@@ -125,7 +131,9 @@ class MetadataCache:
         if offset >= 0:
             self.metadata_offset = offset
         self.brokers = {
-            b.id_: CachedBroker(b.id_, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack)
+            b.id_: CachedBroker(
+                b.id_, {e.listener: (e.host, e.port) for e in b.endpoints}, b.rack, b.broker_epoch
+            )
             for b in request.live_brokers
         }
         result = MetadataUpdate(applied=True)

@@ -1,8 +1,9 @@
 """Replica fetchers: followers pull their partitions from the leaders, as Kafka's do.
 
 One :class:`ReplicaFetcher` task per source broker fetches every partition this broker follows
-from that leader, in one Fetch request (v12: ``replica_id`` in the body, topic names) long
-polled for ``replica.fetch.wait.max.ms``. A partition starts in the *truncating* state: before
+from that leader, in one Fetch request (v15: topic ids, and ``replica_state`` with this
+broker's id and registration epoch, which the leader checks against its metadata cache before
+it believes the fetch is a follower's) long polled for ``replica.fetch.wait.max.ms``. A partition starts in the *truncating* state: before
 its first fetch from a (new) leader, the follower asks the leader with OffsetForLeaderEpoch
 (key 23, ``replica_id`` set) where its latest epoch ends on the leader and truncates what the
 leader does not have (records a deposed leader appended but never replicated). Then fetched
@@ -31,7 +32,13 @@ from typing import TYPE_CHECKING
 
 from pydmq.net.client import NodeConnection, NodeConnectionError
 from pydmq.protocol.errors import ErrorCode
-from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
+from pydmq.protocol.messages.fetch import (
+    FetchPartition,
+    FetchRequest,
+    FetchResponse,
+    FetchTopic,
+    ReplicaState,
+)
 from pydmq.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
@@ -48,7 +55,7 @@ __all__ = ["FetchState", "ReplicaFetcher", "ReplicaFetcherManager", "truncation_
 log = logging.getLogger(__name__)
 
 FETCH_API = 1
-FETCH_VERSION = 12
+FETCH_VERSION = 15
 OFFSET_FOR_LEADER_EPOCH_API = 23
 OFFSET_FOR_LEADER_EPOCH_VERSION = 4
 _FINAL_EPOCH = -1  # sessionless fetch
@@ -282,11 +289,11 @@ class ReplicaFetcher:
 
     # -- fetch -----------------------------------------------------------------------
     def _fetch_request(self, states: list[FetchState]) -> FetchRequest:
-        by_topic: dict[str, list[FetchPartition]] = {}
+        by_topic: dict[uuid.UUID, list[FetchPartition]] = {}
         for state in states:
             partition = self.manager.partition(state.tp)
             log_start = partition.log.log_start_offset if partition is not None else -1
-            by_topic.setdefault(state.tp.topic, []).append(
+            by_topic.setdefault(state.topic_id, []).append(
                 FetchPartition(
                     partition=state.tp.partition,
                     current_leader_epoch=state.leader_epoch,
@@ -297,19 +304,21 @@ class ReplicaFetcher:
                 )
             )
         return FetchRequest(
-            replica_id=self.manager.node_id,
+            replica_state=ReplicaState(
+                replica_id=self.manager.node_id, replica_epoch=self.manager.broker_epoch()
+            ),
             max_wait=self.manager.max_wait_ms,
             min_bytes=1,
             max_bytes=self.manager.response_max_bytes,
             isolation_level=0,
             session_id=0,
             session_epoch=_FINAL_EPOCH,
-            topics=[FetchTopic(topic=t, partitions=ps) for t, ps in by_topic.items()],
+            topics=[FetchTopic(topic_id=t, partitions=ps) for t, ps in by_topic.items()],
         )
 
     async def _fetch(self, connection: NodeConnection, states: list[FetchState]) -> None:
         request = self._fetch_request(states)
-        sent = {s.tp: s for s in states}
+        sent = {(s.topic_id, s.tp.partition): s for s in states}
         response: FetchResponse = await connection.request(
             FETCH_API,
             FETCH_VERSION,
@@ -326,7 +335,7 @@ class ReplicaFetcher:
             return
         for topic in response.responses:
             for data in topic.partitions:
-                state = sent.get(TopicPartition(topic.topic, data.partition_index))
+                state = sent.get((topic.topic_id, data.partition_index))
                 if state is None:
                     continue
                 partition = self._current(state)
@@ -381,6 +390,7 @@ class ReplicaFetcherManager:
         self,
         *,
         node_id: int,
+        broker_epoch: Callable[[], int],
         partitions: Callable[[TopicPartition], Partition | None],
         endpoint: Callable[[int], tuple[str, int] | None],
         max_wait_ms: int,
@@ -390,6 +400,7 @@ class ReplicaFetcherManager:
         request_timeout_ms: int = 30000,
     ) -> None:
         self.node_id = node_id
+        self.broker_epoch = broker_epoch  # this broker's registration epoch (-1: none yet)
         self.partition = partitions
         self._endpoint = endpoint
         self.max_wait_ms = max_wait_ms

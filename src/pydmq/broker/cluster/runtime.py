@@ -4,8 +4,12 @@ Composes what a broker needs to be driven by the controller: the metadata cache 
 UpdateMetadata), registration and heartbeats, the replica fetchers, the AlterPartition
 manager and the client that reaches the active controller. It applies the controller's
 LeaderAndIsr (key 4), StopReplica (key 5) and UpdateMetadata (key 6) requests to the replica
-manager, fencing requests from deposed controllers (STALE_CONTROLLER_EPOCH) and requests
-meant for an older registration of this broker (STALE_BROKER_EPOCH).
+manager (they arrive on the control-plane listener only), fencing them as
+:mod:`pydmq.broker.cluster.fencing` says: a request for another (or no) registration of this
+broker is STALE_BROKER_EPOCH; one from a deposed controller STALE_CONTROLLER_EPOCH; one whose
+controller the quorum does not confirm NOT_CONTROLLER, logged once per source, with nothing
+applied or stored; a partition state or StopReplica older than the applied leader epoch is
+refused per partition.
 
 The controller sends LeaderAndIsr before the UpdateMetadata of the same change, so a brand-new
 topic's partitions can arrive before its configs (which choose the storage engine). Such
@@ -25,6 +29,12 @@ from typing import TYPE_CHECKING
 
 from pydmq.broker.cluster.alter_partition import AlterPartitionManager
 from pydmq.broker.cluster.controller_client import ControllerClient, ControllerUnavailableError
+from pydmq.broker.cluster.fencing import (
+    ControllerEpochVerifier,
+    ControllerRequestFence,
+    LeaderAndEpoch,
+    leader_epoch_fenced,
+)
 from pydmq.broker.cluster.lifecycle import BrokerEndpoint, BrokerLifecycleManager
 from pydmq.broker.cluster.metadata_cache import MetadataCache
 from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
@@ -105,6 +115,7 @@ class BrokerCluster:
         fetch_max = config.get_int("replica.fetch.max.bytes")
         self.fetchers = ReplicaFetcherManager(
             node_id=self.node_id,
+            broker_epoch=lambda: self.lifecycle.broker_epoch,
             partitions=broker.replica_manager.get,
             endpoint=lambda b: self.metadata_cache.endpoint(b, self.inter_broker_listener),
             max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
@@ -128,6 +139,14 @@ class BrokerCluster:
         )
         self.pending: dict[TopicPartition, _Pending] = {}
         self.leadership_listeners: list[LeadershipListener] = []
+        self.controller_epochs = ControllerEpochVerifier(
+            local=self._local_raft_view, ask_voters=self.controller_client.quorum_views
+        )
+        self.fence = ControllerRequestFence(
+            node_id=self.node_id,
+            broker_epoch=lambda: self.lifecycle.broker_epoch,
+            verifier=self.controller_epochs,
+        )
 
     # -- identity --------------------------------------------------------------------
     def _local_raft_leader(self) -> int | None:
@@ -136,8 +155,16 @@ class BrokerCluster:
         leader = -1 if controller is None else controller.active_controller_id
         return None if leader < 0 else leader
 
+    def _local_raft_view(self) -> LeaderAndEpoch | None:
+        """This node's own Raft leader and epoch (combined nodes only): a trusted source."""
+        controller = self.broker.controller
+        if controller is None or controller.epoch < 0:
+            return None
+        return LeaderAndEpoch(controller.active_controller_id, controller.epoch)
+
     def advertised_endpoints(self) -> list[BrokerEndpoint]:
-        """The broker listeners (never controller ones) as clients and peers reach them."""
+        """The broker listeners (never controller ones) as clients and peers reach them,
+        and the control-plane listener, where the controllers reach this broker."""
         controller_names = set(self.broker.config.controller_listener_names)
         protocols = self.broker.config.listener_security_protocols()
         out: list[BrokerEndpoint] = []
@@ -194,22 +221,38 @@ class BrokerCluster:
         await self.fetchers.shutdown()
         await self.alter_partition.stop()
         await self.lifecycle.stop()
+        await self.controller_epochs.close()
         await self.controller_client.close()
 
     # -- fencing ---------------------------------------------------------------------
-    def check_epochs(self, controller_epoch: int, broker_epoch: int) -> int:
-        """NONE, STALE_CONTROLLER_EPOCH or STALE_BROKER_EPOCH for a controller request."""
-        if controller_epoch < self.metadata_cache.controller_epoch:
-            return ErrorCode.STALE_CONTROLLER_EPOCH
-        ours = self.lifecycle.broker_epoch
-        if broker_epoch >= 0 and ours >= 0 and broker_epoch < ours:
-            return ErrorCode.STALE_BROKER_EPOCH
-        self.metadata_cache.controller_epoch = controller_epoch
-        return ErrorCode.NONE
+    async def check_epochs(
+        self,
+        api: str,
+        controller_id: int,
+        controller_epoch: int,
+        broker_epoch: int,
+        source: str,
+    ) -> int:
+        """NONE, STALE_BROKER_EPOCH, STALE_CONTROLLER_EPOCH or NOT_CONTROLLER for a
+        controller request (:class:`~pydmq.broker.cluster.fencing.ControllerRequestFence`);
+        only NONE stores the request's controller and epoch."""
+        code = await self.fence.check(api, controller_id, controller_epoch, broker_epoch, source)
+        if code == ErrorCode.NONE:
+            self.metadata_cache.controller_id = controller_id
+            self.metadata_cache.controller_epoch = controller_epoch
+        return code
 
     # -- LeaderAndIsr ----------------------------------------------------------------
-    def leader_and_isr(self, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-        code = self.check_epochs(request.controller_epoch, request.broker_epoch)
+    async def leader_and_isr(
+        self, request: LeaderAndIsrRequest, source: str
+    ) -> LeaderAndIsrResponse:
+        code = await self.check_epochs(
+            "LeaderAndIsr",
+            request.controller_id,
+            request.controller_epoch,
+            request.broker_epoch,
+            source,
+        )
         if code != ErrorCode.NONE:
             return LeaderAndIsrResponse(error_code=code)
         for leader in request.live_leaders:
@@ -253,6 +296,8 @@ class BrokerCluster:
     ) -> int:
         replica_manager = self.broker.replica_manager
         existing = replica_manager.get(tp)
+        if ps.leader_epoch < 0 or ps.partition_epoch < 0:
+            return ErrorCode.STALE_CONTROLLER_EPOCH  # no epoch: never newer than a real one
         if existing is not None and existing.topic_id != topic_id:
             # The topic was deleted and re-created while we missed the StopReplica.
             self._stop(tp, delete=True)
@@ -313,8 +358,14 @@ class BrokerCluster:
             del self.pending[tp]
 
     # -- StopReplica -----------------------------------------------------------------
-    def stop_replica(self, request: StopReplicaRequest) -> StopReplicaResponse:
-        code = self.check_epochs(request.controller_epoch, request.broker_epoch)
+    async def stop_replica(self, request: StopReplicaRequest, source: str) -> StopReplicaResponse:
+        code = await self.check_epochs(
+            "StopReplica",
+            request.controller_id,
+            request.controller_epoch,
+            request.broker_epoch,
+            source,
+        )
         if code != ErrorCode.NONE:
             return StopReplicaResponse(error_code=code)
         response = StopReplicaResponse(error_code=ErrorCode.NONE)
@@ -323,7 +374,8 @@ class BrokerCluster:
                 tp = TopicPartition(topic_state.topic_name, ps.partition_index)
                 partition = self.broker.replica_manager.get(tp)
                 error = ErrorCode.NONE
-                if partition is not None and 0 <= ps.leader_epoch < partition.leader_epoch:
+                applied = -1 if partition is None else partition.leader_epoch
+                if leader_epoch_fenced(ps.leader_epoch, applied):
                     error = ErrorCode.FENCED_LEADER_EPOCH
                 else:
                     self.pending.pop(tp, None)
@@ -350,8 +402,16 @@ class BrokerCluster:
             self._notify_leadership(tp, False)
 
     # -- UpdateMetadata --------------------------------------------------------------
-    def update_metadata(self, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-        code = self.check_epochs(request.controller_epoch, request.broker_epoch)
+    async def update_metadata(
+        self, request: UpdateMetadataRequest, source: str
+    ) -> UpdateMetadataResponse:
+        code = await self.check_epochs(
+            "UpdateMetadata",
+            request.controller_id,
+            request.controller_epoch,
+            request.broker_epoch,
+            source,
+        )
         if code != ErrorCode.NONE:
             return UpdateMetadataResponse(error_code=code)
         result = self.metadata_cache.update(request)

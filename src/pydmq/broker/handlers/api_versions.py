@@ -29,17 +29,21 @@ _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 METADATA_VERSION = 25
 
 
-def _api_keys(ctx_broker: object) -> list[ApiVersion]:
+def _api_keys(ctx_broker: object, listener: str | None = None) -> list[ApiVersion]:
+    """What the listener serves (the client listeners' APIs when ``listener`` is None): the
+    control-plane listener advertises only its own keys, client listeners never those."""
     from pydmq.broker.server import Broker
 
     assert isinstance(ctx_broker, Broker)
+    dispatcher = ctx_broker.dispatcher if listener is None else ctx_broker.dispatcher_for(listener)
+    handlers = (dispatcher or ctx_broker.dispatcher).handlers
     return [
         ApiVersion(
             api_key=spec.api_key,
             min_version=spec.min_version if spec.advertised_min is None else spec.advertised_min,
             max_version=spec.max_version,
         )
-        for spec in sorted(ctx_broker.dispatcher.handlers.values(), key=lambda s: s.api_key)
+        for spec in sorted(handlers.values(), key=lambda s: s.api_key)
     ]
 
 
@@ -53,7 +57,9 @@ def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsRespo
         and _SOFTWARE.match(request.client_software_version or "")
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
-    response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker))
+    response = ApiVersionsResponse(
+        error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker, ctx.listener)
+    )
     if ctx.api_version >= 3:
         features = [
             SupportedFeatureKey(

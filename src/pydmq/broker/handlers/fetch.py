@@ -12,8 +12,16 @@ transactions exist). Fetch v18 (KIP-1166) is not advertised: Kafka 4.0/4.1 stop 
 
 Replication: only the leader serves a partition (NOT_LEADER_OR_FOLLOWER otherwise, also for a
 partition hosted elsewhere in the cluster). A fetch with ``replica_id >= 0`` (in the body up to
-v14, ``replica_state`` from v15) comes from a follower: it reads up to the log end offset, not
-the high watermark, and its fetch offset tells the leader how far that follower got
+v14, ``replica_state`` from v15) claims to come from a follower. Nothing authenticates it, so
+the claim is believed only when it arrives on the ``inter.broker.listener.name`` listener of a
+cluster-mode broker, is v15+ and its ``replica_state.replica_epoch`` equals the registration
+epoch of that broker in the metadata cache, and, per partition, when ``replica_id`` is a
+current replica of a partition this broker leads; otherwise the partition gets
+NOT_LEADER_OR_FOLLOWER (what Kafka answers a fetch from a replica it does not recognise; our
+replica fetchers back off and retry on it) with no records, and no follower state changes.
+A believed follower fetch passes the ``current_leader_epoch`` check, then reads up to the
+log end offset, not the high watermark, and its fetch offset tells the leader how far that
+follower got
 (``Partition.update_follower_fetch_state``), which may move the high watermark (waking
 parked acks=-1 produces and consumer long polls) or make the follower eligible for the ISR
 (the AlterPartition manager is woken). Its ``log_start_offset`` is recorded too and wakes
@@ -171,11 +179,26 @@ class _FetchPlan:
         self.incremental = incremental
         version = ctx.api_version
         self.replica_id = request.replica_id if version < 15 else request.replica_state.replica_id
+        # A claimed follower that fails the identity checks gets no partition at all.
+        self.follower_refused = self.replica_id >= 0 and not self._is_known_follower()
         self._follower_state_recorded = False
         # Log start offset of each target at the first read (follower fetches only); a later
         # read that finds one moved completes the long poll.
         self._log_starts: list[int] | None = None
         self.log_start_moved = False
+
+    def _is_known_follower(self) -> bool:
+        """The per-request checks of a follower fetch's identity (see the module docstring)."""
+        ctx = self.ctx
+        cluster = ctx.broker.cluster
+        if cluster is None or ctx.api_version < 15 or ctx.listener != cluster.inter_broker_listener:
+            return False
+        replica_epoch = self.request.replica_state.replica_epoch
+        return (
+            self.replica_id != cluster.node_id
+            and replica_epoch >= 0
+            and replica_epoch == cluster.metadata_cache.broker_epoch(self.replica_id)
+        )
 
     def partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t.topic, t.partition) for t in self.targets if t.topic]
@@ -222,10 +245,12 @@ class _FetchPlan:
                 )
                 has_error = True
                 continue
-            if record_follower and partition.is_leader:
-                self._record_follower_fetch(
-                    partition, target.fetch_offset, now_ms, target.log_start_offset
-                )
+            if follower and (
+                self.follower_refused or not partition.is_follower_replica(self.replica_id)
+            ):
+                data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                has_error = True
+                continue
             log = partition.log
             data.high_watermark = log.high_watermark
             data.last_stable_offset = log.high_watermark
@@ -243,6 +268,10 @@ class _FetchPlan:
                 data.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
                 has_error = True
                 continue
+            if record_follower:
+                self._record_follower_fetch(
+                    partition, target.fetch_offset, now_ms, target.log_start_offset
+                )
             limit = min(target.partition_max_bytes, remaining)
             try:
                 info = partition.read(
@@ -276,7 +305,11 @@ class _FetchPlan:
         broker = self.ctx.broker
         replica_manager = broker.replica_manager
         if partition.update_follower_fetch_state(
-            self.replica_id, fetch_offset, now_ms, log_start_offset=log_start_offset
+            self.replica_id,
+            fetch_offset,
+            now_ms,
+            self.request.replica_state.replica_epoch,
+            log_start_offset=log_start_offset,
         ):
             replica_manager.notify_high_watermark(partition.tp)
         else:

@@ -1,9 +1,12 @@
 """LeaderAndIsr (key 4), v7 only: the controller tells this broker what it leads and follows.
 
-Cluster mode only (see :meth:`pydmq.broker.cluster.runtime.BrokerCluster.leader_and_isr`):
-fenced by controller epoch (STALE_CONTROLLER_EPOCH) and broker epoch (STALE_BROKER_EPOCH);
-per partition, a state older than the applied one gets STALE_CONTROLLER_EPOCH. A single-node
-broker has no controller to obey: it answers INVALID_REQUEST.
+Cluster mode only, on the control-plane listener only (see
+:meth:`pydmq.broker.cluster.runtime.BrokerCluster.leader_and_isr`): fenced by broker epoch
+(STALE_BROKER_EPOCH) and by the controller epoch the quorum confirms (STALE_CONTROLLER_EPOCH,
+NOT_CONTROLLER; :mod:`pydmq.broker.cluster.fencing`); per partition, a state older than the
+applied one (or without an epoch) gets STALE_CONTROLLER_EPOCH. Asynchronous: confirming a new
+controller epoch may ask the voters. A single-node broker has no controller to obey and no
+control-plane listener; a handler called there answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -15,11 +18,11 @@ from pydmq.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAn
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     cluster = ctx.broker.cluster
     if cluster is None:
         return LeaderAndIsrResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return cluster.leader_and_isr(request)
+    return await cluster.leader_and_isr(request, f"{ctx.client_host}:{ctx.client_port}")
 
 
 HANDLER = ApiHandlerSpec(4, 7, 7, handle, "LeaderAndIsr")

@@ -1,8 +1,11 @@
 """StopReplica (key 5), v4 only: stop replicating partitions, deleting them if asked.
 
-Cluster mode only (see :meth:`pydmq.broker.cluster.runtime.BrokerCluster.stop_replica`):
-fenced like LeaderAndIsr; a partition whose applied leader epoch is newer than the request's
-gets FENCED_LEADER_EPOCH. A single-node broker answers INVALID_REQUEST.
+Cluster mode only, on the control-plane listener only (see
+:meth:`pydmq.broker.cluster.runtime.BrokerCluster.stop_replica`): fenced like LeaderAndIsr; a
+partition whose applied leader epoch is newer than the request's gets FENCED_LEADER_EPOCH,
+and so does any negative leader epoch (Kafka's -1 and -2 sentinels skip nothing here: the
+controller always sends the partition's real leader epoch). A single-node broker answers
+INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -14,11 +17,11 @@ from pydmq.protocol.messages.stop_replica import StopReplicaRequest, StopReplica
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
     cluster = ctx.broker.cluster
     if cluster is None:
         return StopReplicaResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return cluster.stop_replica(request)
+    return await cluster.stop_replica(request, f"{ctx.client_host}:{ctx.client_port}")
 
 
 HANDLER = ApiHandlerSpec(5, 4, 4, handle, "StopReplica")

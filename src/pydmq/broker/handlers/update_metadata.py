@@ -1,8 +1,10 @@
 """UpdateMetadata (key 6), v8 only (+ pydmq's ``metadata_offset`` and topic ``configs``).
 
-Cluster mode only: feeds the broker's metadata cache (alive brokers, controller, topics with
-ids, partitions and configs; see :class:`pydmq.broker.cluster.metadata_cache.MetadataCache`),
-fenced like LeaderAndIsr. A single-node broker answers INVALID_REQUEST.
+Cluster mode only, on the control-plane listener only: feeds the broker's metadata cache
+(alive brokers with their registration epochs, controller, topics with ids, partitions and
+configs; see :class:`pydmq.broker.cluster.metadata_cache.MetadataCache`), fenced like
+LeaderAndIsr: a refused request changes nothing (not even the applied metadata offset). A
+single-node broker answers INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -14,11 +16,11 @@ from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest, Updat
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
     cluster = ctx.broker.cluster
     if cluster is None:
         return UpdateMetadataResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return cluster.update_metadata(request)
+    return await cluster.update_metadata(request, f"{ctx.client_host}:{ctx.client_port}")
 
 
 HANDLER = ApiHandlerSpec(6, 8, 8, handle, "UpdateMetadata")

@@ -13,6 +13,8 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   controller's metadata image the request reflects. Tag 0 is Kafka's own ``type_``.
 - UpdateMetadata topic state, tag 0: ``configs``, the topic's config overrides as
   ``{name, value}`` pairs (value nullable), so brokers learn topic configs.
+- UpdateMetadata live broker, tag 0: ``broker_epoch`` (int64, default -1), the broker's
+  registration epoch, so a leader can check the ``replica_epoch`` of a follower's Fetch.
 """
 
 from __future__ import annotations
@@ -258,6 +260,7 @@ def update_metadata() -> ApiSpec:
         a.field("id_", "int32"),
         a.structs("endpoints", endpoint),
         a.field("rack", "string", nullable=True),
+        a.field("broker_epoch", "int64", default=-1, tag=0),  # pydmq extension
     )
     request = a.struct(
         "UpdateMetadataRequest",

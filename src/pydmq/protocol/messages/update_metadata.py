@@ -280,12 +280,13 @@ class UpdateMetadataEndpoint:
 
 
 class UpdateMetadataBroker:
-    __slots__ = ("endpoints", "id_", "rack", "unknown_tagged_fields")
+    __slots__ = ("broker_epoch", "endpoints", "id_", "rack", "unknown_tagged_fields")
     __match_args__ = ()
 
     id_: int
     endpoints: list[UpdateMetadataEndpoint]
     rack: str | None
+    broker_epoch: int
     unknown_tagged_fields: dict[int, bytes]
 
     def __init__(
@@ -294,11 +295,13 @@ class UpdateMetadataBroker:
         id_: int = 0,
         endpoints: list[UpdateMetadataEndpoint] = _MISSING,
         rack: str | None = None,
+        broker_epoch: int = -1,
         unknown_tagged_fields: dict[int, bytes] = _MISSING,
     ) -> None:
         self.id_ = id_
         self.endpoints = [] if endpoints is _MISSING else endpoints
         self.rack = rack
+        self.broker_epoch = broker_epoch
         self.unknown_tagged_fields = (
             {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
         )
@@ -310,11 +313,13 @@ class UpdateMetadataBroker:
             self.id_,
             self.endpoints,
             self.rack,
+            self.broker_epoch,
             self.unknown_tagged_fields,
         ) == (
             other.id_,
             other.endpoints,
             other.rack,
+            other.broker_epoch,
             other.unknown_tagged_fields,
         )
 
@@ -324,6 +329,7 @@ class UpdateMetadataBroker:
             f"id_={self.id_!r}, "
             f"endpoints={self.endpoints!r}, "
             f"rack={self.rack!r}, "
+            f"broker_epoch={self.broker_epoch!r}, "
             f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
         )
 
@@ -604,10 +610,22 @@ def _read_UpdateMetadataBroker(r: Reader, version: int) -> UpdateMetadataBroker:
     f_endpoints = [_read_UpdateMetadataEndpoint(r, version) for _ in range(n)]
     f_rack: str | None
     f_rack = r.compact_nullable_string()
+    f_broker_epoch: int = -1
     unknown: dict[int, bytes]
-    unknown = r.tagged_fields()
+    unknown = {}
+    for _ in range(r.tagged_count()):
+        tag, end = r.tagged_field_header()
+        if tag == 0:
+            f_broker_epoch = r.int64()
+            r.expect_end_of_tag(end)
+        else:
+            unknown[tag] = r.raw(end - r.pos)
     return UpdateMetadataBroker(
-        id_=f_id_, endpoints=f_endpoints, rack=f_rack, unknown_tagged_fields=unknown
+        id_=f_id_,
+        endpoints=f_endpoints,
+        rack=f_rack,
+        broker_epoch=f_broker_epoch,
+        unknown_tagged_fields=unknown,
     )
 
 
@@ -617,7 +635,12 @@ def _write_UpdateMetadataBroker(w: Writer, msg: UpdateMetadataBroker, version: i
     for e_endpoints in msg.endpoints:
         _write_UpdateMetadataEndpoint(w, e_endpoints, version)
     w.compact_nullable_string(msg.rack)
-    w.tagged_fields(msg.unknown_tagged_fields)
+    tagged: list[tuple[int, bytes]] = []
+    if msg.broker_epoch != -1:
+        t = Writer()
+        t.int64(msg.broker_epoch)
+        tagged.append((0, t.getvalue()))
+    w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 
 def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataRequest:

@@ -21,18 +21,34 @@ def free_port() -> int:
 
 
 class Cluster:
-    """Nodes 1..n; ``brokers[i]`` is node i+1. Use inside one ``asyncio.run``."""
+    """Nodes 1..n (broker + controller), then ``broker_only`` nodes n+1.. with the broker role
+    only; ``brokers[i]`` is node i+1. With ``replication_listener`` followers fetch on a
+    REPLICATION listener of their own (``inter.broker.listener.name``), apart from the
+    clients' PLAINTEXT one. Use inside one ``asyncio.run``."""
 
-    def __init__(self, root: Path, n: int = 3, **overrides: object) -> None:
-        self.broker_ports = [free_port() for _ in range(n)]
+    def __init__(
+        self,
+        root: Path,
+        n: int = 3,
+        *,
+        broker_only: int = 0,
+        replication_listener: bool = False,
+        **overrides: object,
+    ) -> None:
+        total = n + broker_only
+        self.broker_ports = [free_port() for _ in range(total)]
+        self.replication_ports = [free_port() for _ in range(total)]
         controller_ports = [free_port() for _ in range(n)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{controller_ports[i]}" for i in range(n))
         self.brokers: list[Broker] = []
-        for i in range(n):
+        for i in range(total):
+            listeners = [f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]}"]
+            if i < n:
+                listeners.append(f"CONTROLLER://127.0.0.1:{controller_ports[i]}")
             values: dict[str, object] = {
                 "node.id": i + 1,
-                "listeners": f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]},"
-                f"CONTROLLER://127.0.0.1:{controller_ports[i]}",
+                "process.roles": "broker,controller" if i < n else "broker",
+                "listeners": ",".join(listeners),
                 "controller.quorum.voters": voters,
                 "log.dirs": str(root / f"node{i + 1}"),
                 "broker.heartbeat.interval.ms": 200,
@@ -42,6 +58,14 @@ class Cluster:
                 "replica.fetch.wait.max.ms": 100,
                 "replica.lag.time.max.ms": 2000,
             }
+            if replication_listener:
+                values["listeners"] = (
+                    f"{values['listeners']},REPLICATION://127.0.0.1:{self.replication_ports[i]}"
+                )
+                values["inter.broker.listener.name"] = "REPLICATION"
+                values["listener.security.protocol.map"] = (
+                    "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
+                )
             values.update({k.replace("_", "."): v for k, v in overrides.items()})
             self.brokers.append(Broker(BrokerConfig(values)))
         self.connections: list[NodeConnection] = []
@@ -57,6 +81,14 @@ class Cluster:
 
     def client(self, index: int) -> NodeConnection:
         conn = NodeConnection("127.0.0.1", self.broker_ports[index], client_id="cluster-test")
+        self.connections.append(conn)
+        return conn
+
+    def connect(self, index: int, listener: str) -> NodeConnection:
+        """A connection to one of node ``index + 1``'s listeners, by name."""
+        broker = self.brokers[index]
+        port = broker.bound_ports[listener]
+        conn = NodeConnection("127.0.0.1", port, client_id=f"cluster-test-{listener.lower()}")
         self.connections.append(conn)
         return conn
 
