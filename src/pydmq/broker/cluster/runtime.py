@@ -109,9 +109,7 @@ class BrokerCluster:
             metadata_offset=lambda: self.metadata_cache.metadata_offset,
             log_dirs_offline=broker.replica_manager.check_log_dirs,
         )
-        broker.replica_manager.log_dir_failure_listeners.append(
-            lambda _: self.lifecycle.heartbeat_now()
-        )
+        broker.replica_manager.log_dir_failure_listeners.append(self._log_dir_failed)
         fetch_max = config.get_int("replica.fetch.max.bytes")
         self.fetchers = ReplicaFetcherManager(
             node_id=self.node_id,
@@ -224,6 +222,15 @@ class BrokerCluster:
         await self.controller_epochs.close()
         await self.controller_client.close()
 
+    def _log_dir_failed(self, log_dir: str) -> None:
+        """A log dir went offline: ask to be fenced at once (the heartbeat says so) and stop
+        replicating into it, as Kafka's handleLogDirFailure removes the fetchers of its
+        partitions (each append would fail again, once per fetch). Until a restart this broker
+        leads and follows nothing; the controller moves leadership away."""
+        log.error("broker %d: log dir %s failed; replica fetchers stopped", self.node_id, log_dir)
+        self.fetchers.remove_partitions(list(self.broker.replica_manager.partitions))
+        self.lifecycle.heartbeat_now()
+
     # -- fencing ---------------------------------------------------------------------
     async def check_epochs(
         self,
@@ -323,7 +330,7 @@ class BrokerCluster:
             self._notify_leadership(tp, True)
         elif transition is Transition.FOLLOWER:
             self.fetchers.remove_partitions([tp])
-            if ps.leader != _NO_LEADER:
+            if ps.leader != _NO_LEADER and not replica_manager.offline_log_dirs:
                 self.fetchers.add_partitions([FetchState(tp, topic_id, ps.leader, ps.leader_epoch)])
             log.info("%s: follower of %d at epoch %d", tp, ps.leader, ps.leader_epoch)
             self._notify_leadership(tp, False)

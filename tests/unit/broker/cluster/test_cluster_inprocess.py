@@ -238,3 +238,48 @@ def test_delete_records_answered_once_the_followers_have_the_log_start(tmp_path:
             await cluster.stop()
 
     asyncio.run(scenario())
+
+
+def test_failed_log_dir_stops_the_followers_fetchers(tmp_path: Path) -> None:
+    """A follower whose log dir went offline stops replicating into it (each fetch's append
+    would fail again and log a traceback once a second) and asks to be fenced; the others go on.
+    """
+
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        try:
+            await cluster.start()
+            await _create(cluster, "offline-dir", 2, 3)
+            tps = [TopicPartition("offline-dir", p) for p in range(2)]
+            followers = [
+                b
+                for b in cluster.brokers
+                if all(not b.replica_manager.get(tp).is_leader for tp in tps)
+            ]
+            target = followers[0] if followers else cluster.brokers[0]
+            await wait_until(
+                lambda: all(
+                    target.cluster.fetchers.fetch_state(tp) is not None
+                    for tp in tps
+                    if not target.replica_manager.get(tp).is_leader
+                )
+            )
+            target.replica_manager.log_dir_failed(str(target.log_dir), "test: EIO on write")
+            for tp in tps:
+                assert target.cluster.fetchers.fetch_state(tp) is None
+            # The controller fences it (want_fence) and the leaders shrink their ISR.
+            await wait_until(
+                lambda: all(
+                    target.node_id not in b.replica_manager.get(tp).isr
+                    for b in cluster.brokers
+                    if b is not target
+                    for tp in tps
+                    if b.replica_manager.get(tp).is_leader
+                ),
+                timeout=20,
+            )
+            assert all(target.cluster.fetchers.fetch_state(tp) is None for tp in tps)
+        finally:
+            await cluster.stop()
+
+    asyncio.run(scenario())
