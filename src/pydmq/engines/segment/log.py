@@ -24,6 +24,7 @@ from pydmq.storage.api import (
     FetchDataInfo,
     LogConfig,
     OffsetOutOfRangeError,
+    StorageCorruptionError,
     TimestampAndOffset,
     TopicPartition,
 )
@@ -203,19 +204,24 @@ class SegmentLog:
         size = 0
         first_offset = -1
         for segment in self._segments.from_offset(offset):
-            if first_offset < 0:
-                header = segment.translate_offset(offset)
-                if header is None:
-                    continue
-                position = header.position
-                first_offset = header.base_offset
-            else:
-                if segment.is_empty:
-                    continue
-                position = 0
-            buf, next_offset = segment.read(
-                position, max_bytes - size, max_offset, min_one_batch and not buffers
-            )
+            try:
+                if first_offset < 0:
+                    header = segment.translate_offset(offset)
+                    if header is None:
+                        continue
+                    position = header.position
+                    first_offset = header.base_offset
+                else:
+                    if segment.is_empty:
+                        continue
+                    position = 0
+                buf, next_offset = segment.read(
+                    position, max_bytes - size, max_offset, min_one_batch and not buffers
+                )
+            except StorageCorruptionError:
+                if buffers:
+                    break  # serve the intact batches before the damage; the next read raises
+                raise
             if next_offset < 0:
                 break
             buffers.append(buf)
