@@ -91,6 +91,7 @@ class LogSegment:
         "_pending_times",
         "_read_mode",
         "_unchecked_end",
+        "_unchecked_entries_below",
         "active",
         "base_offset",
         "leader_epoch_of_max_timestamp",
@@ -144,6 +145,9 @@ class LogSegment:
         # Bytes below ``_unchecked_end`` were trusted at load without a scan: each is checked
         # on its first read (``_checked``). A new segment, or one the loader scans, has none.
         self._unchecked_end = self.size if trusted_meta else 0
+        # Index entries naming offsets below this were found in LMDB at load: each is checked
+        # against the file before it is used (``_seek``).
+        self._unchecked_entries_below = self.next_offset if trusted_meta else -1
         self._checked = CheckedRanges()
         self._damaged: list[DamagedRange] = []
         self._entry_checked = (-1, -1)  # the last load-time index entry found right
@@ -261,14 +265,12 @@ class LogSegment:
     def _seek(self, offset: int) -> tuple[int, int]:
         """Where a walk towards ``offset`` starts: (position, the offset expected there).
 
-        An index entry found at load (below ``_unchecked_end``) must point at the batch it
-        names, or the segment's index is rebuilt from the file; a known damaged range is
+        An index entry found in LMDB at load must point at the batch it names, or the
+        segment's index is rebuilt from the file; a known damaged range is
         stepped over, or raises if it held ``offset``."""
         entry_offset, position = self._start_position(offset)
-        if (
-            entry_offset >= 0
-            and position < self._unchecked_end
-            and not self._entry_matches(entry_offset, position)
+        if 0 <= entry_offset < self._unchecked_entries_below and not self._entry_matches(
+            entry_offset, position
         ):
             self._rebuild_index()
             entry_offset, position = self._start_position(offset)
@@ -307,6 +309,7 @@ class LogSegment:
         self._index.delete_segment(self.prefix, keep_meta=True)
         self._index.put(offsets, times, [(self.prefix, self.meta)])
         self._entry_checked = (-1, -1)
+        self._unchecked_entries_below = -1
 
     def translate_offset(self, offset: int) -> BatchHeader | None:
         """Header of the batch containing ``offset`` (the first with last offset >= it)."""
