@@ -37,9 +37,9 @@ def batches() -> list[bytes]:
     return [make_batch(i * 2, 2, timestamp=1_000 + i, value_size=40) for i in range(COUNT)]
 
 
-def written(data_dir: Path) -> list[bytes]:
+def written(data_dir: Path, config: LogConfig = CONFIG) -> list[bytes]:
     engine = SegmentStorageEngine(str(data_dir))
-    log = engine.open_log(TP, CONFIG)
+    log = engine.open_log(TP, config)
     all_batches = batches()
     for batch in all_batches:
         append_batches(log, batch)
@@ -323,5 +323,32 @@ def test_index_entry_pointing_past_the_file_end_is_rebuilt(
             assert_reads(log, all_batches, range(0, 2 * COUNT))
         assert any("rebuilding" in r.getMessage() for r in caplog.records)
         assert engine.index.offset_entries(segment.prefix) == entries
+    finally:
+        engine.close()
+
+
+def test_index_entry_naming_a_damaged_batch_steps_over_the_damage(tmp_path: Path) -> None:
+    """The index is right, the file is damaged where an entry points: reads of the offsets
+    after the damage that start from that entry are still served."""
+    sparse = LogConfig(segment_bytes=2_000, index_interval_bytes=400)  # an entry per 3 batches
+    all_batches = written(tmp_path, sparse)
+    engine, log = reopen(tmp_path, sparse)
+    segment = log.segments[0]
+    entry_offset, entry_position = engine.index.offset_entries(segment.prefix)[0]
+    engine.close()
+    victim = segment_files(tmp_path)[0]
+    # The end of the batch before the entry's and the header of the entry's batch.
+    damage(victim, entry_position - 10, b"\x00" * 80)
+    engine, log = reopen(tmp_path, sparse)
+    try:
+        # A consumer from the start meets the damage in the batch before the entry's first.
+        assert fetched_bytes(log.read(0, BIG, BIG, True)) == b"".join(
+            all_batches[: entry_offset // 2 - 1]
+        )
+        for offset in range(entry_offset - 2, entry_offset + 2):
+            with pytest.raises(StorageCorruptionError):
+                log.read(offset, BIG, BIG, True)
+        assert_reads(log, all_batches, range(entry_offset + 2, 2 * COUNT))
+        assert_reads(log, all_batches, range(0, entry_offset - 2))
     finally:
         engine.close()

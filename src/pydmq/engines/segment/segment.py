@@ -265,21 +265,21 @@ class LogSegment:
     def _seek(self, offset: int) -> tuple[int, int]:
         """Where a walk towards ``offset`` starts: (position, the offset expected there).
 
-        An index entry found in LMDB at load must point at the batch it names, or the
-        segment's index is rebuilt from the file; a known damaged range is
-        stepped over, or raises if it held ``offset``."""
+        A known damaged range is stepped over, or raises if it held ``offset``. An index entry
+        found in LMDB at load must point at the batch it names, or the segment's index is
+        rebuilt from the file."""
         entry_offset, position = self._start_position(offset)
-        if 0 <= entry_offset < self._unchecked_entries_below and not self._entry_matches(
-            entry_offset, position
-        ):
-            self._rebuild_index()
-            entry_offset, position = self._start_position(offset)
         expected = entry_offset if entry_offset >= 0 else self.base_offset
         for damaged in self._damaged:
             if damaged.offset <= offset < damaged.resume_offset:
                 raise self._error(damaged)
-            if offset >= damaged.resume_offset and position <= damaged.position:
-                position, expected = damaged.resume_position, damaged.resume_offset
+            if offset >= damaged.resume_offset and position < damaged.resume_position:
+                return damaged.resume_position, damaged.resume_offset
+        if 0 <= entry_offset < self._unchecked_entries_below and not self._entry_matches(
+            entry_offset, position
+        ):
+            self._rebuild_index()
+            return self._seek(offset)
         return position, expected
 
     def _entry_matches(self, entry_offset: int, position: int) -> bool:
@@ -296,20 +296,46 @@ class LogSegment:
         return True
 
     def _rebuild_index(self) -> None:
-        """An index entry disagrees with the file: rebuild the segment's entries from it."""
+        """An index entry disagrees with the file (or names a damaged batch): rebuild the
+        segment's entries from the intact batches of the file. Its offsets, size and
+        timestamps stay as they are."""
         log.warning(
-            "%s: an offset index entry does not point at the batch it names: rebuilding the "
-            "segment's index from the file",
+            "%s: an offset index entry does not point at an intact batch it names: rebuilding "
+            "the segment's index from the file",
             self.path,
         )
-        retained = list(self.headers(0))
+        kept = self.meta
+        self._unchecked_entries_below = -1  # the entries written now are right
+        headers = list(self._intact_headers())
         self.reset_tracking()
-        self._track(retained, 0)
+        self._track(headers, 0)
         offsets, times = self.take_pending()
+        self.next_offset = kept.next_offset
+        self.max_timestamp = kept.max_timestamp
+        self.offset_of_max_timestamp = kept.offset_of_max_timestamp
+        self.leader_epoch_of_max_timestamp = kept.leader_epoch_of_max_timestamp
+        self.rolling_base_timestamp = kept.rolling_base_timestamp
+        self._bytes_since_index = kept.bytes_since_last_index_entry
         self._index.delete_segment(self.prefix, keep_meta=True)
-        self._index.put(offsets, times, [(self.prefix, self.meta)])
+        self._index.put(offsets, times, [(self.prefix, kept)])
         self._entry_checked = (-1, -1)
-        self._unchecked_entries_below = -1
+
+    def _intact_headers(self) -> Iterator[BatchHeader]:
+        """The header of every batch of the file, stepping over damaged ranges (each recorded
+        and logged once as it is found)."""
+        position, expected = 0, self.base_offset
+        while position < self.size:
+            resume = [d for d in self._damaged if d.position == position]
+            if resume:
+                position, expected = resume[0].resume_position, resume[0].resume_offset
+                continue
+            try:
+                h = self.header_at(position, expected)
+            except StorageCorruptionError:
+                continue  # header_at recorded it at ``position``: the next turn steps over it
+            yield h
+            position += h.size
+            expected = h.next_offset
 
     def translate_offset(self, offset: int) -> BatchHeader | None:
         """Header of the batch containing ``offset`` (the first with last offset >= it)."""
