@@ -139,7 +139,9 @@ class PartitionLog(Protocol):
     def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
         """Headers of the batches from the one containing ``from_offset`` to the end.
 
-        ``BatchHeader.position`` is engine-specific and must not be interpreted by callers."""
+        ``BatchHeader.position`` is engine-specific and must not be interpreted by callers.
+        Batches the engine finds damaged on the way may be stepped over (their reads still
+        raise StorageCorruptionError): callers replay producer state and epochs from these."""
         ...
 
     def truncate_to(self, offset: int) -> None:

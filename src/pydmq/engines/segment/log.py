@@ -233,6 +233,9 @@ class SegmentLog:
         return FetchDataInfo(buffers, size, first_offset)
 
     def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        """Headers of the intact batches from the one containing ``from_offset``: a damaged
+        range is stepped over (logged at ERROR once; reads of it raise), so that the producer
+        state and epochs replayed at open cover everything readable."""
         started = False
         for segment in self._segments.from_offset(from_offset):
             if not started:
@@ -240,9 +243,9 @@ class SegmentLog:
                 if header is None:
                     continue
                 started = True
-                yield from segment.headers(header.position)
+                yield from segment.intact_headers(header.position)
             else:
-                yield from segment.headers(0)
+                yield from segment.intact_headers(0)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         for segment in self._segments:

@@ -306,7 +306,7 @@ class LogSegment:
         )
         kept = self.meta
         self._unchecked_entries_below = -1  # the entries written now are right
-        headers = list(self._intact_headers())
+        headers = list(self.intact_headers())
         self.reset_tracking()
         self._track(headers, 0)
         offsets, times = self.take_pending()
@@ -320,10 +320,11 @@ class LogSegment:
         self._index.put(offsets, times, [(self.prefix, kept)])
         self._entry_checked = (-1, -1)
 
-    def _intact_headers(self) -> Iterator[BatchHeader]:
-        """The header of every batch of the file, stepping over damaged ranges (each recorded
-        and logged once as it is found)."""
-        position, expected = 0, self.base_offset
+    def intact_headers(self, position: int = 0) -> Iterator[BatchHeader]:
+        """The header of every batch from ``position`` (a batch start) to the end of the file,
+        stepping over damaged ranges (each recorded and logged once as it is found); reads of
+        those still raise. :meth:`headers` raises at damage instead."""
+        expected = self.base_offset if position == 0 else -1
         while position < self.size:
             resume = [d for d in self._damaged if d.position == position]
             if resume:
