@@ -25,6 +25,7 @@ fence it, so leadership moves to the other ISR members). Failures the maintenanc
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import enum
 import logging
 import time
@@ -151,9 +152,16 @@ class ReplicaManager:
             self._strategies[name] = strategy
         return strategy
 
-    def _open_log(self, tp: TopicPartition, topic_config: TopicConfig) -> UnifiedLog:
+    def _open_log(
+        self, tp: TopicPartition, topic_config: TopicConfig, *, replicated: bool = False
+    ) -> UnifiedLog:
+        """Open ``tp``'s log; ``replicated``: a follower whose leader holds the data, so damage
+        the engine finds at open may be truncated away (``LogConfig.replicated``)."""
         engine_name = topic_config.get_str("pydmq.engine")
-        engine_log = self.engine(engine_name).open_log(tp, topic_config.log_config())
+        log_config = topic_config.log_config()
+        if replicated:
+            log_config = dataclasses.replace(log_config, replicated=True)
+        engine_log = self.engine(engine_name).open_log(tp, log_config)
         self._engine_of[tp] = engine_name
         return UnifiedLog(engine_log, self.config.get_int("producer.id.expiration.ms"))
 
@@ -196,16 +204,22 @@ class ReplicaManager:
 
     # -- cluster mode: LeaderAndIsr / StopReplica -----------------------------------------
     def open_partition(
-        self, tp: TopicPartition, topic_id: uuid.UUID, topic_config: TopicConfig
+        self,
+        tp: TopicPartition,
+        topic_id: uuid.UUID,
+        topic_config: TopicConfig,
+        *,
+        replicated: bool = False,
     ) -> Partition:
-        """Open ``tp``'s log as a replica with no leadership yet (cluster mode)."""
+        """Open ``tp``'s log as a replica with no leadership yet (cluster mode); ``replicated``
+        as for :meth:`_open_log`."""
         existing = self.partitions.get(tp)
         if existing is not None:
             return existing
         partition = Partition(
             tp=tp,
             topic_id=topic_id,
-            log=self._open_log(tp, topic_config),
+            log=self._open_log(tp, topic_config, replicated=replicated),
             leader_id=-1,
             leader_epoch=-1,
             replicas=[],
@@ -233,7 +247,12 @@ class ReplicaManager:
         ):
             return Transition.STALE
         if partition is None:
-            partition = self.open_partition(state.tp, state.topic_id, topic_config)
+            # A follower of another leader may repair damage at open by truncating before it
+            # (the leader has the data); a leader, or the only replica, must not.
+            follower = state.leader != self.config.node_id and len(state.replicas) > 1
+            partition = self.open_partition(
+                state.tp, state.topic_id, topic_config, replicated=follower
+            )
         now_ms = int(time.time() * 1000)
         if state.leader == self.config.node_id:
             was = (partition.is_leader, partition.leader_epoch)

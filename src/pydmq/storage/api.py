@@ -4,6 +4,14 @@ Engine-agnostic log logic (batch validation, offset assignment, producer state, 
 watermark, retention decisions) lives above this port in :mod:`pydmq.storage`; an engine only
 keeps bytes, indexes them and hands them back. Every engine must pass
 :mod:`pydmq.testing.conformance`.
+
+Corrupt data: an engine never hands out stored bytes it found damaged and never answers a
+read over them with anything but :class:`StorageCorruptionError` (the broker answers the
+client CORRUPT_MESSAGE): not wrong bytes, not an empty result, not another exception. An
+engine that cannot open a log without dropping data it had promised durable raises
+:class:`StorageCorruptionError` from ``open_log`` instead of dropping it, unless the log is
+``LogConfig.replicated`` (then the leader holds a copy: it may truncate the log before the
+damage, and must say so in an ERROR log line).
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ __all__ = [
     "LogConfig",
     "OffsetOutOfRangeError",
     "PartitionLog",
+    "StorageCorruptionError",
     "StorageEngine",
     "StorageEngineSpec",
     "TimestampAndOffset",
@@ -50,6 +59,11 @@ class LogConfig:
     flush_messages: int = 2**63 - 1  # flush.messages (1 = fsync every batch)
     flush_ms: int = 2**63 - 1  # flush.ms
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
+    # A follower replica of a partition with other replicas (cluster mode): the leader holds
+    # the data, so damage found at open may be repaired by truncating the log before it (the
+    # replica fetches the rest again). False: damage found at open below what was flushed
+    # refuses the open (StorageCorruptionError); damage found later fails the reads over it.
+    replicated: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)  # engine-specific settings
 
 
@@ -125,7 +139,9 @@ class PartitionLog(Protocol):
     def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
         """Headers of the batches from the one containing ``from_offset`` to the end.
 
-        ``BatchHeader.position`` is engine-specific and must not be interpreted by callers."""
+        ``BatchHeader.position`` is engine-specific and must not be interpreted by callers.
+        Batches the engine finds damaged on the way may be stepped over (their reads still
+        raise StorageCorruptionError): callers replay producer state and epochs from these."""
         ...
 
     def truncate_to(self, offset: int) -> None:
@@ -207,3 +223,20 @@ class OffsetOutOfRangeError(Exception):
         self.offset = offset
         self.log_start_offset = log_start_offset
         self.log_end_offset = log_end_offset
+
+
+class StorageCorruptionError(Exception):
+    """Stored data failed validation (framing, CRC32C, offsets, files that disagree).
+
+    Raised by reads over a damaged region (the broker answers CORRUPT_MESSAGE for the
+    partition) and by ``open_log`` when the engine refuses to open a log rather than drop data
+    it promised durable. ``path`` names the file (or the engine's own location of the data),
+    ``position`` the byte position in it (-1 when unknown), ``offset`` the first offset
+    affected (-1 when unknown).
+    """
+
+    def __init__(self, message: str, path: str, position: int = -1, offset: int = -1) -> None:
+        super().__init__(message)
+        self.path = path
+        self.position = position
+        self.offset = offset

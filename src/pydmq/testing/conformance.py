@@ -13,6 +13,12 @@ The suite covers reads (whole batches, ``max_bytes``, ``min_one_batch``, ``max_o
 out-of-range), timestamp lookups, truncation, log start increments, retention, rolling,
 checkpoints, reopening and the log listing, plus a Hypothesis stateful test comparing the
 engine with a trivial model (:func:`model_state_machine`).
+
+Damaged data: override :meth:`StorageEngineConformance.damage_batch` (damage the stored bytes
+of one batch of a closed engine, as a disk could) and the suite checks the obligation of
+:mod:`pydmq.storage.api`: reopening either refuses with ``StorageCorruptionError`` or serves
+the intact batches and raises ``StorageCorruptionError`` for reads of the damaged one, never
+its bytes. Without the override that test is skipped.
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from pydmq.storage.api import (
     LogConfig,
     OffsetOutOfRangeError,
     PartitionLog,
+    StorageCorruptionError,
     StorageEngine,
     TopicPartition,
 )
@@ -407,6 +414,46 @@ class StorageEngineConformance:
             assert found is not None and found.offset == 8
             append_batches(log, make_batch(16))
             assert log.log_end_offset == 17
+        finally:
+            engine.close()
+
+    def damage_batch(self, data_dir: str, tp: TopicPartition, offset: int) -> bool:
+        """Damage the stored bytes of the batch holding ``offset`` in ``tp``'s log of a closed
+        engine under ``data_dir`` (e.g. flip a bit inside a record), as a failing disk could.
+        Returns False when the engine offers no way to (the damage test is then skipped)."""
+        return False
+
+    def test_reads_of_damaged_data_raise_storage_corruption_error(self, data_dir: str) -> None:
+        if not self.persistent:
+            pytest.skip("a non-persistent engine keeps nothing a disk could damage")
+        engine = self.make_engine(data_dir)
+        log = self._log(engine, segment_bytes=250, index_interval_bytes=50)
+        batches = [make_batch(i * 2, 2, timestamp=i * 10) for i in range(8)]
+        for b in batches:
+            append_batches(log, b)
+        log.flush()
+        engine.close()
+        if not self.damage_batch(data_dir, TP, 6):
+            pytest.skip("the engine subclass does not override damage_batch")
+        engine = self.make_engine(data_dir)
+        try:
+            try:
+                log = self._log(engine, segment_bytes=250, index_interval_bytes=50)
+            except StorageCorruptionError:
+                return  # refusing to open the log is allowed
+            for offset in range(6):
+                assert fetched_bytes(log.read(offset, 1, BIG, True)) == batches[offset // 2]
+            for offset in (6, 7):
+                with pytest.raises(StorageCorruptionError):
+                    log.read(offset, BIG, BIG, True)
+            served = fetched_bytes(log.read(0, BIG, BIG, True))
+            assert batches[3] not in served and b"".join(batches[:3]).startswith(served)
+            for offset in range(8, 16):
+                try:
+                    got = fetched_bytes(log.read(offset, 1, BIG, True))
+                except StorageCorruptionError:
+                    continue
+                assert got == batches[offset // 2]
         finally:
             engine.close()
 

@@ -9,6 +9,9 @@ names from v13 (UNKNOWN_TOPIC_ID). A fetch offset inside a batch returns that wh
 The first partition with data gets at least one whole batch even above the byte limits
 (KIP-74). read_committed reads up to the last stable offset (= high watermark until
 transactions exist). Fetch v18 (KIP-1166) is not advertised: Kafka 4.0/4.1 stop at v17.
+A read that meets damaged stored data answers CORRUPT_MESSAGE for that partition (the intact
+batches before the damage are served first), never a closed connection: see
+:mod:`pydmq.broker.handlers._corruption`.
 
 Replication: only the leader serves a partition (NOT_LEADER_OR_FOLLOWER otherwise, also for a
 partition hosted elsewhere in the cluster). A fetch with ``replica_id >= 0`` (in the body up to
@@ -45,6 +48,7 @@ from pydmq.broker.fetch_session import (
     SessionError,
 )
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._corruption import corrupt_read_error
 from pydmq.broker.server import Broker
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import (
@@ -56,7 +60,7 @@ from pydmq.protocol.messages.fetch import (
 from pydmq.protocol.scatter import RecordsView
 from pydmq.replication.partition import Partition
 from pydmq.replication.purgatory import wait_for_notification
-from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
+from pydmq.storage.api import OffsetOutOfRangeError, StorageCorruptionError, TopicPartition
 
 __all__ = ["HANDLER"]
 
@@ -282,6 +286,10 @@ class _FetchPlan:
                 )
             except OffsetOutOfRangeError:
                 data.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                has_error = True
+                continue
+            except StorageCorruptionError as exc:
+                data.error_code = corrupt_read_error(tp, exc)
                 has_error = True
                 continue
             if info.size:

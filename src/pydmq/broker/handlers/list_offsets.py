@@ -9,12 +9,14 @@ with timestamp >= target across batches and segments (offset -1 when none). A
 answers (NOT_LEADER_OR_FOLLOWER). A special timestamp below the version that introduced it
 (-3 before v7, -4 before v8, -5 before v9) or an unknown negative one is UNSUPPORTED_VERSION
 for that partition, as in Kafka. A leader whose high watermark is still below the start of
-its leader epoch answers clients OFFSET_NOT_AVAILABLE (retriable), as Kafka does.
+its leader epoch answers clients OFFSET_NOT_AVAILABLE (retriable), as Kafka does. A timestamp
+lookup that meets damaged stored data answers CORRUPT_MESSAGE for the partition.
 """
 
 from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._corruption import corrupt_read_error
 from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_offsets import (
@@ -23,7 +25,9 @@ from pydmq.protocol.messages.list_offsets import (
     ListOffsetsResponse,
     ListOffsetsTopicResponse,
 )
-from pydmq.storage.api import TopicPartition
+from pydmq.protocol.records import CorruptRecordError
+from pydmq.storage.api import StorageCorruptionError, TopicPartition
+from pydmq.storage.log import UnifiedLog
 
 __all__ = ["HANDLER"]
 
@@ -71,26 +75,36 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                 # (retriable) to clients until the high watermark catches up.
                 result.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
                 continue
-            match p.timestamp:
-                case -1:
-                    result.offset = upper
-                    result.leader_epoch = log.latest_epoch
-                case -2 | -4:
-                    result.offset = log.log_start_offset
-                    result.leader_epoch = _epoch_at(log.leader_epochs, log.log_start_offset)
-                case -3:
-                    found = log.max_timestamp_and_offset()
-                    if found is not None and found.offset < upper:
-                        result.timestamp, result.offset = found.timestamp, found.offset
-                        result.leader_epoch = found.leader_epoch
-                case -5:
-                    pass
-                case target:
-                    found = log.fetch_offset_by_timestamp(target)
-                    if found is not None and found.offset < upper:
-                        result.timestamp, result.offset = found.timestamp, found.offset
-                        result.leader_epoch = found.leader_epoch
+            try:
+                _lookup(result, partition.log, p.timestamp, upper)
+            except (StorageCorruptionError, CorruptRecordError) as exc:
+                result.error_code = corrupt_read_error(partition.tp, exc)
+                result.timestamp = result.offset = result.leader_epoch = -1
     return response
+
+
+def _lookup(
+    result: ListOffsetsPartitionResponse, log: UnifiedLog, timestamp: int, upper: int
+) -> None:
+    match timestamp:
+        case -1:
+            result.offset = upper
+            result.leader_epoch = log.latest_epoch
+        case -2 | -4:
+            result.offset = log.log_start_offset
+            result.leader_epoch = _epoch_at(log.leader_epochs, log.log_start_offset)
+        case -3:
+            found = log.max_timestamp_and_offset()
+            if found is not None and found.offset < upper:
+                result.timestamp, result.offset = found.timestamp, found.offset
+                result.leader_epoch = found.leader_epoch
+        case -5:
+            pass
+        case target:
+            found = log.fetch_offset_by_timestamp(target)
+            if found is not None and found.offset < upper:
+                result.timestamp, result.offset = found.timestamp, found.offset
+                result.leader_epoch = found.leader_epoch
 
 
 def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int:

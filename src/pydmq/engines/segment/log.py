@@ -23,6 +23,7 @@ from pydmq.storage.api import (
     FetchDataInfo,
     LogConfig,
     OffsetOutOfRangeError,
+    StorageCorruptionError,
     TimestampAndOffset,
     TopicPartition,
 )
@@ -216,19 +217,24 @@ class SegmentLog:
         size = 0
         first_offset = -1
         for segment in self._segments.from_offset(offset):
-            if first_offset < 0:
-                header = segment.translate_offset(offset)
-                if header is None:
-                    continue
-                position = header.position
-                first_offset = header.base_offset
-            else:
-                if segment.is_empty:
-                    continue
-                position = 0
-            buf, next_offset = segment.read(
-                position, max_bytes - size, max_offset, min_one_batch and not buffers
-            )
+            try:
+                if first_offset < 0:
+                    header = segment.translate_offset(offset)
+                    if header is None:
+                        continue
+                    position = header.position
+                    first_offset = header.base_offset
+                else:
+                    if segment.is_empty:
+                        continue
+                    position = 0
+                buf, next_offset = segment.read(
+                    position, max_bytes - size, max_offset, min_one_batch and not buffers
+                )
+            except StorageCorruptionError:
+                if buffers:
+                    break  # serve the intact batches before the damage; the next read raises
+                raise
             if next_offset < 0:
                 break
             buffers.append(buf)
@@ -240,6 +246,9 @@ class SegmentLog:
         return FetchDataInfo(buffers, size, first_offset)
 
     def batch_headers(self, from_offset: int) -> Iterator[BatchHeader]:
+        """Headers of the intact batches from the one containing ``from_offset``: a damaged
+        range is stepped over (logged at ERROR once; reads of it raise), so that the producer
+        state and epochs replayed at open cover everything readable."""
         started = False
         for segment in self._segments.from_offset(from_offset):
             if not started:
@@ -247,9 +256,9 @@ class SegmentLog:
                 if header is None:
                     continue
                 started = True
-                yield from segment.headers(header.position)
+                yield from segment.intact_headers(header.position)
             else:
-                yield from segment.headers(0)
+                yield from segment.intact_headers(0)
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         for segment in self._segments:

@@ -10,26 +10,45 @@ read on the 2-core VM). Larger reads of the active segment (a consumer or follow
 are views of an mmap too: copying them cost the broker 1.1-1.2 CPU-s per GB read against 0.3-0.4
 for views. A truncation with a mapping alive copies the kept prefix to a new file (old views
 keep the old inode), so no view ever loses its pages. ``read_mode="mmap"`` maps every read.
+
+Validation on read: bytes the loader did not scan (segments it trusted at start-up, below the
+recovery point) are checked (framing, CRC32C, offset order) the first time a read returns them;
+:class:`~pydmq.engines.segment.verify.CheckedRanges` remembers what was checked, and bytes
+appended or scanned by this process are never checked again. A damaged batch is logged at ERROR
+once (file, byte position, offsets) and remembered with where intact batches resume: reads
+return the intact batches before it, raise :class:`~pydmq.storage.api.StorageCorruptionError`
+for the offsets it held, and serve the batches after it. An index entry that does not point at
+the batch it names makes the segment's index be rebuilt from the file (WARNING).
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import mmap
 import os
 import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
+from pydmq.engines.segment.verify import (
+    CheckedRanges,
+    Damage,
+    check_batches,
+    find_resume,
+    header_from,
+)
 from pydmq.failpoints import SHORT, failpoint, torn_write
 from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
-from pydmq.storage.api import TimestampAndOffset, TopicPartition
+from pydmq.storage.api import StorageCorruptionError, TimestampAndOffset, TopicPartition
 from pydmq.storage.errors import fdatasync
 
-__all__ = ["LogSegment", "TornWriteError", "segment_file_name"]
+__all__ = ["DamagedRange", "LogSegment", "TornWriteError", "segment_file_name"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
+log = logging.getLogger(__name__)
+
 _FRAME = struct.Struct(">qi")
 _PREAD_MAX = 256 * 1024
 _LAST_DELTA = struct.Struct(">i")
@@ -37,20 +56,25 @@ _LAST_DELTA_AT = 23
 _LOG_OVERHEAD = 12
 NO_TIMESTAMP = -1
 _MAX_POSITION = 1 << 64
+# A recovery scan reads the whole file once: pre-fault its pages in one call rather than one
+# fault per 4 KiB page (benchmarks/load_verify.py, 2 GiB warm: 785 -> 1,026 MiB/s).
+_SCAN_FLAGS = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
 
 
 def segment_file_name(base_offset: int) -> str:
     return f"{base_offset:020d}.log"
 
 
-def header_from(buf: bytes | memoryview | mmap.mmap, offset: int, position: int) -> BatchHeader:
-    """Parse a header at ``offset`` of ``buf``; ``position`` is recorded as its file position."""
-    if len(buf) - offset < BATCH_HEADER_SIZE:
-        raise CorruptRecordError("truncated batch header")
-    fields = _HEADER.unpack_from(buf, offset)
-    if fields[3] != 2 or fields[1] < BATCH_HEADER_SIZE - _LOG_OVERHEAD:
-        raise CorruptRecordError("bad batch framing")
-    return BatchHeader(position, *fields)
+@dataclass(frozen=True, slots=True)
+class DamagedRange:
+    """Bytes ``[position, resume_position)`` of a segment that failed validation; they held
+    offsets ``[offset, resume_offset)``, which reads answer with StorageCorruptionError."""
+
+    position: int
+    resume_position: int
+    offset: int
+    resume_offset: int
+    reason: str
 
 
 class TornWriteError(OSError):
@@ -62,6 +86,9 @@ class LogSegment:
 
     __slots__ = (
         "_bytes_since_index",
+        "_checked",
+        "_damaged",
+        "_entry_checked",
         "_fd",
         "_index",
         "_index_interval",
@@ -71,6 +98,8 @@ class LogSegment:
         "_pending_offsets",
         "_pending_times",
         "_read_mode",
+        "_unchecked_end",
+        "_unchecked_entries_below",
         "active",
         "base_offset",
         "leader_epoch_of_max_timestamp",
@@ -108,6 +137,7 @@ class LogSegment:
         self._pending_times: list[tuple[int, int, int]] = []
         self.active = False
         self.meta_dirty = True
+        trusted_meta = meta is not None
         if meta is None:
             meta = SegmentMeta(
                 os.fstat(self._fd).st_size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0
@@ -120,6 +150,15 @@ class LogSegment:
         self.rolling_base_timestamp = meta.rolling_base_timestamp
         self._bytes_since_index = meta.bytes_since_last_index_entry
         self._last_time_entry_ts = NO_TIMESTAMP
+        # Bytes below ``_unchecked_end`` were trusted at load without a scan: each is checked
+        # on its first read (``_checked``). A new segment, or one the loader scans, has none.
+        self._unchecked_end = self.size if trusted_meta else 0
+        # Index entries naming offsets below this were found in LMDB at load: each is checked
+        # against the file before it is used (``_seek``).
+        self._unchecked_entries_below = self.next_offset if trusted_meta else -1
+        self._checked = CheckedRanges()
+        self._damaged: list[DamagedRange] = []
+        self._entry_checked = (-1, -1)  # the last load-time index entry found right
 
     # -- state ---------------------------------------------------------------------------
 
@@ -230,37 +269,141 @@ class LogSegment:
             self._mmap_size = self.size
         return memoryview(self._mmap)[start:end]
 
-    def header_at(self, position: int) -> BatchHeader:
-        return header_from(
+    def header_at(self, position: int, offset: int = -1) -> BatchHeader:
+        """The header of the batch at ``position``; damage there (bad framing, or a batch
+        running past the end of the file) raises StorageCorruptionError. ``offset`` is the
+        offset a batch there should start at (-1: unknown), for the report."""
+        try:
+            return self.peek_header(position)
+        except CorruptRecordError as exc:
+            raise self._damage(Damage(position, offset, str(exc))) from None
+
+    def peek_header(self, position: int) -> BatchHeader:
+        """The header at ``position``; CorruptRecordError (nothing recorded) if it is damaged."""
+        h = header_from(
             self._bytes(position, min(self.size, position + BATCH_HEADER_SIZE)), 0, position
         )
+        if position + h.size > self.size:
+            raise CorruptRecordError(f"batch of {h.size} bytes runs past the end of the file")
+        return h
 
-    def _start_position(self, offset: int) -> int:
+    def _start_position(self, offset: int) -> tuple[int, int]:
+        """(offset, position) of the index entry at or below ``offset``; (-1, 0) without one."""
         pending = self._pending_offsets
         if pending and pending[0][0] <= offset:
-            return pending[bisect_right(pending, (offset, _MAX_POSITION)) - 1][1]
+            return pending[bisect_right(pending, (offset, _MAX_POSITION)) - 1]
         entry = self._index.floor_offset(self.prefix, offset)
-        return 0 if entry is None else entry[1]
+        return (-1, 0) if entry is None else entry
+
+    def _seek(self, offset: int) -> tuple[int, int]:
+        """Where a walk towards ``offset`` starts: (position, the offset expected there).
+
+        A known damaged range is stepped over, or raises if it held ``offset``. An index entry
+        found in LMDB at load must point at the batch it names, or the segment's index is
+        rebuilt from the file."""
+        entry_offset, position = self._start_position(offset)
+        expected = entry_offset if entry_offset >= 0 else self.base_offset
+        for damaged in self._damaged:
+            if damaged.offset <= offset < damaged.resume_offset:
+                raise self._error(damaged)
+            if offset >= damaged.resume_offset and position < damaged.resume_position:
+                return damaged.resume_position, damaged.resume_offset
+        if 0 <= entry_offset < self._unchecked_entries_below and not self._entry_matches(
+            entry_offset, position
+        ):
+            self._rebuild_index()
+            return self._seek(offset)
+        return position, expected
+
+    def _entry_matches(self, entry_offset: int, position: int) -> bool:
+        if self._entry_checked == (entry_offset, position):
+            return True
+        if position >= self.size:
+            return False
+        try:
+            if self.peek_header(position).base_offset != entry_offset:
+                return False
+        except CorruptRecordError:
+            return False
+        self._entry_checked = (entry_offset, position)
+        return True
+
+    def _rebuild_index(self) -> None:
+        """An index entry disagrees with the file (or names a damaged batch): rebuild the
+        segment's entries from the intact batches of the file. Its offsets, size and
+        timestamps stay as they are."""
+        log.warning(
+            "%s: an offset index entry does not point at an intact batch it names: rebuilding "
+            "the segment's index from the file",
+            self.path,
+        )
+        kept = self.meta
+        self._unchecked_entries_below = -1  # the entries written now are right
+        headers = list(self.intact_headers())
+        self.reset_tracking()
+        self._track(headers, 0)
+        offsets, times = self.take_pending()
+        self.next_offset = kept.next_offset
+        self.max_timestamp = kept.max_timestamp
+        self.offset_of_max_timestamp = kept.offset_of_max_timestamp
+        self.leader_epoch_of_max_timestamp = kept.leader_epoch_of_max_timestamp
+        self.rolling_base_timestamp = kept.rolling_base_timestamp
+        self._bytes_since_index = kept.bytes_since_last_index_entry
+        self._index.delete_segment(self.prefix, keep_meta=True)
+        self._index.put(offsets, times, [(self.prefix, kept)])
+        self._entry_checked = (-1, -1)
+
+    def intact_headers(self, position: int = 0) -> Iterator[BatchHeader]:
+        """The header of every batch from ``position`` (a batch start) to the end of the file,
+        stepping over damaged ranges (each recorded and logged once as it is found); reads of
+        those still raise. :meth:`headers` raises at damage instead."""
+        expected = self.base_offset if position == 0 else -1
+        while position < self.size:
+            resume = [d for d in self._damaged if d.position == position]
+            if resume:
+                position, expected = resume[0].resume_position, resume[0].resume_offset
+                continue
+            try:
+                h = self.header_at(position, expected)
+            except StorageCorruptionError:
+                continue  # header_at recorded it at ``position``: the next turn steps over it
+            yield h
+            position += h.size
+            expected = h.next_offset
 
     def translate_offset(self, offset: int) -> BatchHeader | None:
         """Header of the batch containing ``offset`` (the first with last offset >= it)."""
         if offset >= self.next_offset:
             return None
-        position = self._start_position(offset)
+        position, expected = self._seek(offset)
         while position < self.size:
-            h = self.header_at(position)
+            h = self.header_at(position, expected)
             if h.last_offset >= offset:
                 return h
             position += h.size
+            expected = h.next_offset
         return None
 
     def read(
         self, position: int, max_bytes: int, max_offset: int, min_one_batch: bool
     ) -> tuple[bytes | memoryview, int]:
-        """Whole batches from ``position``: (buffer, next offset after the last one returned)."""
+        """Whole batches from ``position``: (buffer, next offset after the last one returned).
+
+        Bytes not checked yet are checked first: the result stops before a damaged batch, and a
+        damaged first batch raises StorageCorruptionError."""
         end = self.size
         if max_offset >= self.next_offset and end - position <= max_bytes:
-            return self._bytes(position, end), self.next_offset  # the common tail read
+            buf, next_offset = self._bytes(position, end), self.next_offset  # the common tail read
+        else:
+            buf, next_offset = self._read_batches(position, max_bytes, max_offset, min_one_batch)
+        if position < self._unchecked_end and next_offset >= 0:
+            return self._checked_read(position, buf, next_offset)
+        return buf, next_offset
+
+    def _read_batches(
+        self, position: int, max_bytes: int, max_offset: int, min_one_batch: bool
+    ) -> tuple[bytes | memoryview, int]:
+        end = self.size
         buf = self._bytes(position, min(end, position + max(max_bytes, _LOG_OVERHEAD)))
         taken = 0
         next_offset = -1
@@ -268,7 +411,9 @@ class LogSegment:
         while taken + _LOG_OVERHEAD <= limit:
             base, length = _FRAME.unpack_from(buf, taken)
             size = length + _LOG_OVERHEAD
-            if taken + size > limit or taken + _LAST_DELTA_AT + 4 > limit:
+            if size < BATCH_HEADER_SIZE or taken + size > limit:
+                break  # (a size below a header's is damage: header_at reports it)
+            if taken + _LAST_DELTA_AT + 4 > limit:
                 break
             batch_next = base + _LAST_DELTA.unpack_from(buf, taken + _LAST_DELTA_AT)[0] + 1
             if batch_next > max_offset:
@@ -276,7 +421,7 @@ class LogSegment:
             taken += size
             next_offset = batch_next
         if taken == 0:
-            first = self.header_at(position)
+            first = self.header_at(position, self.base_offset if position == 0 else -1)
             if not min_one_batch or first.next_offset > max_offset:
                 return b"", -1
             return self._bytes(position, position + first.size), first.next_offset
@@ -284,11 +429,87 @@ class LogSegment:
         # (38 % of the broker's CPU while a Java consumer read 1 KiB records).
         return memoryview(buf)[:taken], next_offset
 
+    def _checked_read(
+        self, position: int, buf: bytes | memoryview, next_offset: int
+    ) -> tuple[bytes | memoryview, int]:
+        """``buf`` (whole batches read at ``position``) once its unchecked bytes are validated:
+        cut before the first damaged batch, or StorageCorruptionError if that one is first."""
+        stop = min(position + len(buf), self._unchecked_end)
+        checked = self._checked
+        start = checked.unchecked_from(position)
+        if start >= stop:
+            return buf, next_offset
+        _, damage = check_batches(buf, start - position, stop - position, -1, shift=position)
+        if damage is None:
+            checked.add(position, stop)
+            if checked.covers(0, self._unchecked_end):
+                self._unchecked_end = 0  # every byte found at load is checked now
+            return buf, next_offset
+        checked.add(position, damage.position)
+        intact: list[BatchHeader] = []
+        at = 0
+        while at < damage.position - position:
+            intact.append(header_from(buf, at, at))
+            at += intact[-1].size
+        if damage.offset < 0:
+            offset = intact[-1].next_offset if intact else self.base_offset
+            damage = Damage(damage.position, offset, damage.reason)
+        error = self._damage(damage)
+        if not intact:
+            raise error
+        return memoryview(buf)[:at], intact[-1].next_offset
+
+    def _damage(self, damage: Damage) -> StorageCorruptionError:
+        """Remember damage found at ``damage.position`` (logged once, at ERROR, with where
+        intact batches resume) and return the error reads over it raise."""
+        for known in self._damaged:
+            if known.position == damage.position:
+                return self._error(known)
+        offset = damage.offset if damage.offset >= 0 else self.base_offset
+        resume = None
+        if self.size > damage.position + 1:
+            with mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ) as mm:
+                resume = find_resume(mm, damage.position, self.size, offset, self.next_offset)
+        damaged = DamagedRange(
+            damage.position,
+            self.size if resume is None else resume.position,
+            offset,
+            self.next_offset if resume is None else resume.base_offset,
+            damage.reason,
+        )
+        self._damaged.append(damaged)
+        self._damaged.sort(key=lambda d: d.position)
+        log.error(
+            "%s: corrupt data at byte %d (%s): offsets [%d, %d) cannot be read, fetches "
+            "there answer CORRUPT_MESSAGE; intact batches resume at byte %d",
+            self.path,
+            damaged.position,
+            damaged.reason,
+            damaged.offset,
+            damaged.resume_offset,
+            damaged.resume_position,
+        )
+        return self._error(damaged)
+
+    def _error(self, damaged: DamagedRange) -> StorageCorruptionError:
+        return StorageCorruptionError(
+            f"{self.path}: corrupt data at byte {damaged.position} ({damaged.reason}): "
+            f"offsets [{damaged.offset}, {damaged.resume_offset}) cannot be read",
+            self.path,
+            damaged.position,
+            damaged.offset,
+        )
+
     def headers(self, position: int = 0) -> Iterator[BatchHeader]:
+        expected = self.base_offset if position == 0 else -1
         while position < self.size:
-            h = self.header_at(position)
+            for damaged in self._damaged:
+                if damaged.position == position:
+                    raise self._error(damaged)
+            h = self.header_at(position, expected)
             yield h
             position += h.size
+            expected = h.next_offset
 
     def find_offset_by_timestamp(
         self, timestamp: int, min_offset: int = 0
@@ -324,44 +545,41 @@ class LogSegment:
         self._pending_offsets = []
         self._pending_times = []
 
-    def recover(self, validate: bool = True) -> bool:
-        """Rescan the whole file, rebuilding tracking and index entries; truncate a bad tail.
-
-        Returns True if bytes were truncated (torn or corrupt tail).
-        """
-        from pydmq.protocol.records import validate_crc
-
+    def recover(self) -> Damage | None:
+        """Rescan the whole file (framing, CRC32C, offset order), rebuilding tracking and index
+        entries (in memory) over its intact prefix. Returns the first damage found (``size``
+        then ends before it) or None. Neither the file nor the index is changed: the loader
+        decides what a damaged tail means (:meth:`discard_damaged_tail`)."""
         self.reset_tracking()
         self._drop_mmap()
         file_size = os.fstat(self._fd).st_size
+        damage = None
         valid = 0
-        expected = self.base_offset
         if file_size:
-            good: list[BatchHeader] = []
             with (
-                mmap.mmap(self._fd, file_size, access=mmap.ACCESS_READ) as mm,
+                mmap.mmap(self._fd, file_size, prot=mmap.PROT_READ, flags=_SCAN_FLAGS) as mm,
                 memoryview(mm) as view,
             ):
-                while valid < file_size:
-                    try:
-                        h = header_from(view, valid, valid)
-                        if valid + h.size > file_size or h.base_offset < expected:
-                            break
-                        if validate:
-                            validate_crc(view, h)
-                    except CorruptRecordError:
-                        break
-                    good.append(h)
-                    valid += h.size
-                    expected = h.next_offset
+                good, damage = check_batches(view, 0, file_size, self.base_offset)
             self._track(good, 0)
-        truncated = valid < file_size
-        if truncated:
-            os.ftruncate(self._fd, valid)
+            valid = file_size if damage is None else damage.position
         self.size = valid
-        self._index.delete_segment(self.prefix, keep_meta=True)
+        self._forget_checks_from(0)
         self.meta_dirty = True
-        return truncated
+        return damage
+
+    def discard_damaged_tail(self) -> int:
+        """Cut the file where :meth:`recover` found damage; returns the bytes removed."""
+        removed = os.fstat(self._fd).st_size - self.size
+        os.ftruncate(self._fd, self.size)
+        return removed
+
+    def _forget_checks_from(self, position: int) -> None:
+        """The file ends at ``position`` now: forget checks and damage at or past it."""
+        self._checked.clip(position)
+        self._unchecked_end = min(self._unchecked_end, position)
+        self._damaged = [d for d in self._damaged if d.position < position]
+        self._entry_checked = (-1, -1)
 
     def truncate_to(self, offset: int) -> int:
         """Remove batches at or after the one containing ``offset``; returns bytes removed."""
@@ -378,6 +596,7 @@ class LogSegment:
         else:
             os.ftruncate(self._fd, position)
         self.size = position
+        self._forget_checks_from(position)
         # Recompute tracking over the retained bytes (truncation is rare).
         retained = list(self.headers(0))
         self.reset_tracking()
