@@ -3,6 +3,12 @@
 Kafka's rules at this boundary: an unknown API key, an unparsable header or body, or an
 unsupported version of any API but ApiVersions closes the connection; ApiVersions answers an
 unsupported version with UNSUPPORTED_VERSION in a v0 body listing what we support.
+
+Each body is decoded within its API key's decode budget (:mod:`pydmq.protocol.budgets`). A
+request over it is refused before its elements are built: INVALID_REQUEST when the response
+of that version has a top-level error code, else the connection is closed; a header over its
+own budget (a flood of tagged fields) closes the connection. Either is logged once per
+connection at WARNING with the client's address.
 """
 
 from __future__ import annotations
@@ -11,13 +17,15 @@ import asyncio
 import inspect
 import logging
 import struct
+import weakref
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydmq.broker.handler import ApiHandlerSpec, RawResponse, RequestContext
 from pydmq.net.connection import CloseConnection, KafkaConnection
-from pydmq.protocol.errors import ProtocolError
-from pydmq.protocol.headers import encode_response_header, parse_request_header
+from pydmq.protocol.budgets import decode_budget
+from pydmq.protocol.errors import DecodeBudgetExceededError, ErrorCode, ProtocolError
+from pydmq.protocol.headers import RequestHeader, encode_response_header, parse_request_header
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
@@ -40,10 +48,15 @@ class RequestDispatcher:
     def __init__(self, broker: Broker, handlers: Mapping[int, ApiHandlerSpec]) -> None:
         self._broker = broker
         self.handlers = dict(handlers)
+        # Connections already warned about a request over its budget (one line each).
+        self._warned: weakref.WeakSet[KafkaConnection] = weakref.WeakSet()
 
     def __call__(self, frame: memoryview, connection: KafkaConnection) -> Any:
         try:
             header, body_offset = parse_request_header(frame)
+        except DecodeBudgetExceededError as exc:
+            self._warn_over_budget(connection, f"request header: {exc}", "closing")
+            raise CloseConnection(f"request header over its decode budget: {exc}") from None
         except ProtocolError as exc:
             raise CloseConnection(f"unparsable request header: {exc}") from None
         api_key, version = header.api_key, header.api_version
@@ -56,7 +69,11 @@ class RequestDispatcher:
             raise CloseConnection(f"unsupported version {version} of API key {api_key}")
         schema = API_SCHEMAS[api_key]
         try:
-            request = schema.decode_request(Reader(frame, body_offset), version)
+            request = schema.decode_request(
+                Reader(frame, body_offset, budget=decode_budget(api_key)), version
+            )
+        except DecodeBudgetExceededError as exc:
+            return self._refuse_over_budget(header, connection, exc)
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
         ctx = RequestContext(
@@ -74,6 +91,40 @@ class RequestDispatcher:
         if inspect.isawaitable(result):
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
+
+    def _refuse_over_budget(
+        self, header: RequestHeader, connection: KafkaConnection, exc: DecodeBudgetExceededError
+    ) -> Buffers:
+        """INVALID_REQUEST if the response has a top-level error code, else close."""
+        api_key, version = header.api_key, header.api_version
+        schema = API_SCHEMAS[api_key]
+        response = schema.error_response(version, ErrorCode.INVALID_REQUEST)
+        what = (
+            f"{schema.name} v{version} (client id {header.client_id!r}) over the decode budget "
+            f"of {decode_budget(api_key)} elements: {exc}"
+        )
+        if response is None:
+            self._warn_over_budget(connection, what, "closing")
+            raise CloseConnection(f"request {what}")
+        self._warn_over_budget(connection, what, "answering INVALID_REQUEST")
+        writer = Writer(bytearray(_SIZE.size))
+        writer.buf += encode_response_header(header.correlation_id, api_key, version)
+        schema.encode_response(writer, response, version)
+        _SIZE.pack_into(writer.buf, 0, len(writer.buf) - _SIZE.size)
+        return [writer.buf]
+
+    def _warn_over_budget(self, connection: KafkaConnection, what: str, action: str) -> None:
+        if connection in self._warned:
+            return
+        self._warned.add(connection)
+        log.warning(
+            "connection %s from %s:%s: %s; %s (logged once per connection)",
+            connection.connection_id,
+            connection.client_host,
+            connection.client_port,
+            what,
+            action,
+        )
 
     def _finish_later(
         self, ctx: RequestContext, result: Awaitable[Any]
