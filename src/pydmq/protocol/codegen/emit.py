@@ -548,7 +548,9 @@ class ModuleEmitter:
             present = error.versions & root.versions
         out.add(f"def error_response(version: int, error_code: int) -> {root.name} | None:")
         out.indent()
-        out.add('"""The response with only a top-level error code; None if this version has none."""')
+        out.add(
+            '"""The response with only a top-level error code; None if this version has none."""'
+        )
         cond = _ranges_cond(present, root.versions)
         if cond == "False":
             out.add("del version, error_code")
