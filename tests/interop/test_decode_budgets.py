@@ -5,7 +5,8 @@ size limit: empty topic entries, null-records partitions, empty names, tagged fi
 second client sends ApiVersions in a loop. Each case prints the second client's round trips
 (p50/p99/max) and the broker's peak RSS during the case (VmHWM, reset per case through
 /proc/<pid>/clear_refs when we may write it), and asserts only what cannot flake: every
-ApiVersions is answered, none waited more than a wedge bound, the hostile connection got
+ApiVersions is answered, none waited more than a wedge bound, the broker's RSS grew by less
+than a generous bound (four times the request plus 256 MiB), the hostile connection got
 INVALID_REQUEST or was closed, and the broker still serves.
 
 Cases "at budget" send the largest request the budget admits (the same element repeated
@@ -53,7 +54,8 @@ from support.raw_client import RawClient, decode_response_frame, encode_raw_fram
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
 MAX_REQUEST = int(os.environ.get("PYDMQ_DECODE_TEST_MAX_BYTES", str(16 * 1024 * 1024)))
-WEDGE_BOUND_S = 5.0  # generous: only a wedged loop misses it on a loaded 2-core machine
+WEDGE_BOUND_S = 5.0
+RSS_SLACK_MIB = 256  # generous: only a wedged loop misses it on a loaded 2-core machine
 ANSWER_TIMEOUT_S = 120.0
 API_VERSIONS = ApiVersionsRequest(client_software_name="probe", client_software_version="1.0")
 _SIZE = struct.Struct(">i")
@@ -112,11 +114,11 @@ def _reset_peak_rss(pid: int) -> bool:
     return True
 
 
-def _peak_rss_mib(pid: int) -> float:
+def _status_mib(pid: int, field: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
-    raise AssertionError(f"no VmHWM for pid {pid}")
+    raise AssertionError(f"no {field} for pid {pid}")
 
 
 def _frame(api_key: int, version: int, body: bytes) -> bytes:
@@ -140,6 +142,7 @@ def _run_case(
     broker: BrokerProcess, label: str, frame: bytes
 ) -> tuple[bytes | None, list[float], float]:
     assert len(frame) - 4 <= MAX_REQUEST, (label, len(frame))
+    rss_before = _status_mib(broker.pid, "VmRSS")
     rss_reset = _reset_peak_rss(broker.pid)
     prober = _Prober(broker.bootstrap)
     prober.start()
@@ -149,7 +152,7 @@ def _run_case(
     elapsed = time.perf_counter() - started
     time.sleep(0.2)
     latencies = prober.finish()
-    peak = _peak_rss_mib(broker.pid)
+    peak = _status_mib(broker.pid, "VmHWM")
     ordered = sorted(latencies)
     p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     print(
@@ -157,10 +160,16 @@ def _run_case(
         f"{'answered' if answer is not None else 'closed'} in {elapsed * 1000:.0f} ms; "
         f"others' ApiVersions n={len(latencies)} p50 {statistics.median(latencies) * 1000:.1f} ms "
         f"p99 {p99 * 1000:.1f} ms max {ordered[-1] * 1000:.1f} ms; broker peak RSS "
-        f"{peak:.0f} MiB{'' if rss_reset else ' (lifetime peak: clear_refs not writable)'}"
+        f"{peak:.0f} MiB (+{peak - rss_before:.0f})"
+        f"{'' if rss_reset else ' (lifetime peak: clear_refs not writable)'}"
     )
     assert latencies, "no ApiVersions round trip completed"
     assert ordered[-1] < WEDGE_BOUND_S, f"{label}: another client waited {ordered[-1]:.1f} s"
+    if rss_reset:
+        # A few times the request (its receive buffer grows by doubling) plus what a budget
+        # of decoded elements and their answers can hold; generous, against noise only.
+        bound = 4 * len(frame) / 2**20 + RSS_SLACK_MIB
+        assert peak - rss_before < bound, f"{label}: RSS grew {peak - rss_before:.0f} MiB"
     assert broker.process is not None and broker.process.poll() is None, broker.log_tail()
     assert_serves(broker.bootstrap)
     return answer, latencies, peak

@@ -3,14 +3,18 @@
 Sans-IO table read by the request dispatcher. An element is one array entry (a struct, a
 string, a number) or one tagged field; each count is charged when it is read, before any
 element is built (:class:`~pydmq.protocol.primitives.Reader`). The bytes alone bound nothing
-useful: one empty Produce topic entry is 3-6 bytes and costs ~5 us to decode on a 2-core VM,
-so a 100 MiB frame could hold ~20 M of them (minutes of event loop and ~13 GB).
+useful: one empty Produce topic entry is 3-6 bytes and costs ~5-10 us to decode and answer on
+a 2-core VM, so a 100 MiB frame could hold ~35 M of them (measured before the budgets: 10 MiB
+held the event loop 37.7 s and took 1.4 GB, linearly; 100 MiB: ~6 minutes and ~13 GB).
 
 Each budget is sized from what real clients legitimately send, with margin, and from what the
-node can decode and handle for one request within the stall target (no connection kept waiting
-1 s, on the machine of DESIGN.md §8): at ~5 us to decode and a few us to handle and encode each
-element, 100,000 elements are ~0.5-1 s of one core, which is the largest budget here and only
-for the APIs where a legitimate request names every partition a big client deals with:
+node can do for one request within the stall target (no connection kept waiting 1 s, on the
+machine of DESIGN.md §8). At ~3-6 us to decode and a few us to handle and encode each element,
+100,000 elements are ~0.5-1 s of one core: requests past 10,000 elements are decoded and
+encoded on the dispatcher's thread and handled in slices (see broker/dispatcher.py and
+broker/handlers/_slices.py), so the event loop is not held for the whole request. The largest
+budgets are for the APIs where a legitimate request names every partition a big client deals
+with:
 
 ===================================  ==========  ===============================================
 API (key)                            budget      the largest legitimate request it allows
@@ -36,9 +40,11 @@ ElectLeaders (43), OffsetDelete      50,000      an admin operation over 50,000 
 (47), AlterPartitionReassignments
 (45), ListPartitionReassignments
 (46), ConsumerGroupHeartbeat (68)
-LeaderAndIsr (4), StopReplica (5),   110,000     our controller's FULL requests: every
-UpdateMetadata (6), AlterPartition               partition of a broker, each with its replica
-(56)                                             and ISR lists (~25,000 partitions at RF 3)
+LeaderAndIsr (4), StopReplica (5),   500,000     our controller's FULL requests: every
+UpdateMetadata (6)                               partition of a broker or of the cluster, each
+                                                 with its replica and ISR lists (~70,000
+                                                 partitions at replication factor 3)
+AlterPartition (56)                  110,000     ISR changes of ~30,000 partitions at once
 any other API                        10,000      group, admin and quorum requests (10,000
                                                  groups, members, topics to create, voters)
 ===================================  ==========  ===============================================
@@ -61,6 +67,8 @@ __all__ = ["DECODE_BUDGETS", "DEFAULT_DECODE_BUDGET", "HEADER_DECODE_BUDGET", "d
 
 # Requests that legitimately name every partition a big consumer, follower or admin deals with.
 _PARTITION_SCALE: Final = 110_000
+# Our controller's FULL LeaderAndIsr/UpdateMetadata: every partition with its replica lists.
+_CLUSTER_SCALE: Final = 500_000
 # Requests over many partitions that are not sent for every partition of a cluster at once.
 _ADMIN_SCALE: Final = 50_000
 
@@ -73,9 +81,9 @@ DECODE_BUDGETS: Final = MappingProxyType(
         1: _PARTITION_SCALE,  # Fetch
         2: _PARTITION_SCALE,  # ListOffsets
         3: _PARTITION_SCALE,  # Metadata
-        4: _PARTITION_SCALE,  # LeaderAndIsr
-        5: _PARTITION_SCALE,  # StopReplica
-        6: _PARTITION_SCALE,  # UpdateMetadata
+        4: _CLUSTER_SCALE,  # LeaderAndIsr
+        5: _CLUSTER_SCALE,  # StopReplica
+        6: _CLUSTER_SCALE,  # UpdateMetadata
         8: _PARTITION_SCALE,  # OffsetCommit
         9: _PARTITION_SCALE,  # OffsetFetch
         20: _PARTITION_SCALE,  # DeleteTopics
