@@ -35,7 +35,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pydmq.protocol.budgets import HEADER_DECODE_BUDGET, decode_budget
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
@@ -60,6 +59,14 @@ ANSWER_TIMEOUT_S = 120.0
 API_VERSIONS = ApiVersionsRequest(client_software_name="probe", client_software_version="1.0")
 _SIZE = struct.Struct(">i")
 _HEADER_OVERHEAD = 64  # request header and the request's own fields around the repeated part
+
+
+def decode_budget(api_key: int) -> int:
+    # Imported when used, so that on a tree without budgets the cases fail on what they
+    # check (a wedged loop, an RSS blow-up), not on an import.
+    from pydmq.protocol.budgets import decode_budget as budget_of
+
+    return budget_of(api_key)
 
 
 @pytest.fixture(scope="module")
@@ -192,7 +199,6 @@ def test_request_filling_the_size_limit_is_refused_without_wedging(
     broker: BrokerProcess, shape: HostileShape
 ) -> None:
     n = (MAX_REQUEST - _HEADER_OVERHEAD) // shape.element_size
-    assert n > decode_budget(shape.api_key)
     frame = _frame(shape.api_key, shape.version, shape.body(n))
     answer, _, _ = _run_case(broker, f"{_ids(shape)} x{n:,}", frame)
     _expect_refused(shape.api_key, shape.version, answer)
@@ -214,7 +220,6 @@ def test_largest_request_within_the_budget_is_served_without_wedging(
 def test_tagged_field_flood_in_the_request_header_closes(broker: BrokerProcess) -> None:
     body = tag_flood_body(3, 9, MetadataRequest(topics=None), 0)
     n = (MAX_REQUEST - _HEADER_OVERHEAD) // 3  # tag 1000 (2 varint bytes) and its size
-    assert n > HEADER_DECODE_BUDGET
     frame = header_tag_flood_frame(3, 9, body, n)
     answer, _, _ = _run_case(broker, f"header tagged fields x{n:,}", frame)
     assert answer is None, "a header with a flood of tagged fields must close the connection"
