@@ -13,9 +13,11 @@ connection at WARNING with the client's address.
 Decoding runs on the event loop for requests of up to :data:`INLINE_DECODE_BUDGET` elements
 (every request of a normal workload: ~50 ms of decoding at most). A request past it but within
 its API's budget (a consumer of 100,000 partitions) is decoded again, from a private copy of
-its frame, on the dispatcher's decoding thread, and handled on the loop once decoded: the
-loop keeps serving the other connections meanwhile (it takes the GIL back every switch
-interval, 5 ms), and one thread bounds what large requests can take to one core.
+its frame, on the dispatcher's decoding thread, handled on the loop once decoded (large
+handlers answer in slices: :mod:`pydmq.broker.handlers._slices`), and its response encoded
+on the decoding thread: the loop keeps serving the other connections meanwhile (it takes the
+GIL back every switch interval, 5 ms), and one thread bounds what large requests can take to
+one core.
 """
 
 from __future__ import annotations
@@ -134,6 +136,8 @@ class RequestDispatcher:
             self._decoder = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix="pydmq-decode"
             )
+            # The thread ends with its dispatcher (a broker stopped in a long-lived process).
+            weakref.finalize(self, self._decoder.shutdown, wait=False)
         loop = asyncio.get_running_loop()
         try:
             request = await loop.run_in_executor(
