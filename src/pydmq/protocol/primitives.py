@@ -67,8 +67,8 @@ class Reader:
     """A cursor over ``buf[pos:end]`` that never reads or allocates past ``end``.
 
     ``budget`` is how many more elements (array entries and tagged fields, counted as their
-    counts are read) this reader may let the decoder build. Owned by whoever decodes with it
-    (one request: the event loop).
+    counts are read) this reader may let the decoder build. Owned by whoever decodes with it:
+    one request, on the event loop or on the dispatcher's decoding thread.
     """
 
     __slots__ = ("budget", "buf", "end", "pos")
