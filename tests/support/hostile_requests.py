@@ -22,6 +22,10 @@ from pydmq.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
+from pydmq.protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    TopicRequest,
+)
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pydmq.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsTopic
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -31,7 +35,15 @@ from pydmq.protocol.messages.offset_fetch import (
     OffsetFetchRequestGroup,
     OffsetFetchRequestTopic,
 )
+from pydmq.protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderTopic,
+)
 from pydmq.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from pydmq.protocol.messages.update_metadata import (
+    UpdateMetadataRequest,
+    UpdateMetadataTopicState,
+)
 from pydmq.protocol.primitives import Writer
 
 __all__ = ["SHAPES", "HostileShape", "header_tag_flood_frame", "repeated_body", "tag_flood_body"]
@@ -255,6 +267,36 @@ def _shapes() -> list[HostileShape]:
             1,
             lambda resources: DescribeConfigsRequest(resources=resources),
             DescribeConfigsResource(resource_type=2, resource_name="", configuration_keys=None),
+        ),
+        HostileShape(
+            "offset-for-leader-epoch-empty-topics",
+            23,
+            3,
+            lambda topics: OffsetForLeaderEpochRequest(replica_id=-1, topics=topics),
+            OffsetForLeaderTopic(topic="", partitions=[]),
+        ),
+        HostileShape(
+            "offset-for-leader-epoch-empty-topics",
+            23,
+            4,
+            lambda topics: OffsetForLeaderEpochRequest(replica_id=-1, topics=topics),
+            OffsetForLeaderTopic(topic="", partitions=[]),
+        ),
+        HostileShape(
+            "describe-topic-partitions-empty-names",
+            75,
+            0,
+            lambda topics: DescribeTopicPartitionsRequest(
+                topics=topics, response_partition_limit=2000
+            ),
+            TopicRequest(name=""),
+        ),
+        HostileShape(
+            "update-metadata-empty-topics",
+            6,
+            8,
+            lambda topics: UpdateMetadataRequest(topic_states=topics),
+            UpdateMetadataTopicState(topic_name=""),
         ),
         HostileShape(
             "describe-configs-empty-resources",

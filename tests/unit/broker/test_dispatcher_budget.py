@@ -86,7 +86,7 @@ class _Recorder:
 
 
 def _dispatcher(recorder: _Recorder) -> RequestDispatcher:
-    handlers = {key: recorder.spec(key) for key in (0, 1, 2, 3, 8, 9, 20, 21, 32)}
+    handlers = {key: recorder.spec(key) for key in {s.api_key for s in SHAPES} | {3}}
     return RequestDispatcher(cast(Any, None), handlers)
 
 
