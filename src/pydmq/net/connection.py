@@ -40,6 +40,10 @@ class Dispatch:
 # 250 MiB of RSS. Start small; _make_room grows (doubling) for the clients that send big frames.
 _INITIAL_BUFFER = 16 * 1024
 _MAX_PREALLOCATE = 1024 * 1024
+# A buffer grown past this for one large frame is dropped once empty: a connection that sent
+# a single 100 MiB request would otherwise pin 128 MiB for as long as it stays open. Frames of
+# a few MiB (producers' usual sizes) keep their buffer, so they never pay the regrowth.
+_SHRINK_ABOVE = 8 * 1024 * 1024
 _MAX_BACKLOG_FRAMES = 1000
 _ids = itertools.count(1)
 
@@ -164,6 +168,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._handle(frame)
         if self._start == self._end:
             self._start = self._end = 0
+            if len(self._buf) > _SHRINK_ABOVE:
+                # Views of the old buffer held by requests still in flight keep it alive.
+                self._buf = bytearray(_INITIAL_BUFFER)
+                self._view = memoryview(self._buf)
 
     def _handle(self, frame: memoryview) -> None:
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 
 __all__ = [
+    "DecodeBudgetExceededError",
     "ErrorCode",
     "MalformedFrameError",
     "ProtocolError",
@@ -23,6 +24,19 @@ class ProtocolError(Exception):
 
 class MalformedFrameError(ProtocolError):
     """Bytes that cannot be decoded: truncated, bad lengths, bad varints, bad UTF-8."""
+
+
+class DecodeBudgetExceededError(ProtocolError):
+    """A request announces more elements (array entries, tagged fields) than its decode budget.
+
+    Raised when a count is read, before any of its elements is built, so refusing a hostile
+    request costs no more than the elements decoded before it (see :mod:`pydmq.protocol.budgets`).
+    """
+
+    def __init__(self, wanted: int, budget: int) -> None:
+        super().__init__(f"{wanted} more elements exceed the decode budget ({budget} left)")
+        self.wanted = wanted
+        self.budget = budget
 
 
 class UnsupportedVersionError(ProtocolError):

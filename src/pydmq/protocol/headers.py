@@ -5,6 +5,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
+from pydmq.protocol.budgets import HEADER_DECODE_BUDGET
 from pydmq.protocol.errors import MalformedFrameError
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader
@@ -65,7 +66,9 @@ def parse_request_header(frame: memoryview) -> tuple[RequestHeader, int]:
 
     Returns the header and the offset where the body starts. Tagged fields are read only
     when the (api_key, api_version) pair is known and flexible; for an unknown key or a
-    version out of range the caller answers UNSUPPORTED_VERSION (or closes).
+    version out of range the caller answers UNSUPPORTED_VERSION (or closes). Unknown tagged
+    fields are kept, at most :data:`~pydmq.protocol.budgets.HEADER_DECODE_BUDGET` of them
+    (DecodeBudgetExceededError past it).
     """
     n = len(frame)
     if n < 10:
@@ -89,7 +92,7 @@ def parse_request_header(frame: memoryview) -> tuple[RequestHeader, int]:
     if _is_flexible(api_key, api_version):
         if pos < n and frame[pos] == 0:  # the common case: no tagged fields
             return RequestHeader(api_key, api_version, correlation_id, client_id, 2), pos + 1
-        r = Reader(frame, pos)
+        r = Reader(frame, pos, budget=HEADER_DECODE_BUDGET)
         tags = r.tagged_fields()
         return RequestHeader(api_key, api_version, correlation_id, client_id, 2, tags), r.pos
     return RequestHeader(api_key, api_version, correlation_id, client_id, 1), pos

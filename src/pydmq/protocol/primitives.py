@@ -4,6 +4,13 @@ Sans-IO: a :class:`Reader` walks a buffer it was given; a :class:`Writer` append
 ``bytearray``. Every length and count read from the wire is checked against the bytes that
 remain before anything is allocated for it, so a hostile frame cannot make us reserve memory
 it did not send.
+
+The bytes alone do not bound the work: a 10 MiB Produce of 3.5 M empty topic entries is
+3.5 M objects, seconds of decoding. A reader may therefore carry a decode budget: every
+array count and tagged-field count is charged against it when it is read, before any
+element is built, and a count past what is left raises DecodeBudgetExceededError. Requests
+get their budget per API key (:mod:`pydmq.protocol.budgets`); other readers (responses from
+our own peers, stored records) are bounded by their bytes only.
 """
 
 from __future__ import annotations
@@ -14,9 +21,9 @@ from collections.abc import Iterable
 from typing import TypeAlias
 from uuid import UUID
 
-from pydmq.protocol.errors import MalformedFrameError
+from pydmq.protocol.errors import DecodeBudgetExceededError, MalformedFrameError
 
-__all__ = ["Buffer", "Reader", "Writer"]
+__all__ = ["UNBOUNDED", "Buffer", "Reader", "Writer"]
 
 _I8 = struct.Struct(">b")
 _I16 = struct.Struct(">h")
@@ -44,6 +51,8 @@ _u32_pack = _U32.pack
 _f64_pack = _F64.pack
 
 _ZERO_UUID = UUID(int=0)
+# The budget of a reader that is bounded by its bytes only.
+UNBOUNDED = 1 << 62
 
 _Bytes: TypeAlias = builtins.bytes
 _Bool: TypeAlias = builtins.bool
@@ -55,11 +64,19 @@ def _short(what: str) -> MalformedFrameError:
 
 
 class Reader:
-    """A cursor over ``buf[pos:end]`` that never reads or allocates past ``end``."""
+    """A cursor over ``buf[pos:end]`` that never reads or allocates past ``end``.
 
-    __slots__ = ("buf", "end", "pos")
+    ``budget`` is how many more elements (array entries and tagged fields, counted as their
+    counts are read) this reader may let the decoder build. Owned by whoever decodes with it:
+    one request, on the event loop or on the dispatcher's decoding thread.
+    """
 
-    def __init__(self, buf: Buffer, pos: int = 0, end: int | None = None) -> None:
+    __slots__ = ("budget", "buf", "end", "pos")
+
+    def __init__(
+        self, buf: Buffer, pos: int = 0, end: int | None = None, *, budget: int = UNBOUNDED
+    ) -> None:
+        self.budget = budget
         if isinstance(buf, memoryview):
             mv = buf if buf.format == "B" and buf.ndim == 1 else buf.cast("B")
         else:
@@ -74,6 +91,13 @@ class Reader:
     @property
     def remaining(self) -> int:
         return self.end - self.pos
+
+    def charge(self, n: int) -> None:
+        """Spend ``n`` elements of the budget, before any of them is built."""
+        left = self.budget - n
+        if left < 0:
+            raise DecodeBudgetExceededError(n, self.budget)
+        self.budget = left
 
     def _take(self, n: int, what: str) -> int:
         pos = self.pos
@@ -287,14 +311,19 @@ class Reader:
         return self.buf[pos : pos + n].tobytes()
 
     # -- arrays -----------------------------------------------------------------------
+    # Each count is checked against the remaining bytes (every element needs >= 1 byte) and
+    # then charged against the budget, before the caller builds any element.
 
     def array_length(self) -> int:
-        """int32 element count of a non-nullable array; each element needs >= 1 byte."""
+        """int32 element count of a non-nullable array."""
         n = self.int32()
         if n < 0:
             raise MalformedFrameError(f"non-nullable array has length {n}")
         if n > self.end - self.pos:
             raise MalformedFrameError(f"array of {n} elements exceeds the remaining bytes")
+        if n > self.budget:
+            raise DecodeBudgetExceededError(n, self.budget)
+        self.budget -= n
         return n
 
     def nullable_array_length(self) -> int:
@@ -306,6 +335,9 @@ class Reader:
             raise MalformedFrameError(f"negative array length {n}")
         if n > self.end - self.pos:
             raise MalformedFrameError(f"array of {n} elements exceeds the remaining bytes")
+        if n > self.budget:
+            raise DecodeBudgetExceededError(n, self.budget)
+        self.budget -= n
         return n
 
     def compact_array_length(self) -> int:
@@ -314,6 +346,9 @@ class Reader:
             raise MalformedFrameError("non-nullable compact array is null")
         if n > self.end - self.pos:
             raise MalformedFrameError(f"array of {n} elements exceeds the remaining bytes")
+        if n > self.budget:
+            raise DecodeBudgetExceededError(n, self.budget)
+        self.budget -= n
         return n
 
     def compact_nullable_array_length(self) -> int:
@@ -321,6 +356,10 @@ class Reader:
         n = self.uvarint() - 1
         if n > self.end - self.pos:
             raise MalformedFrameError(f"array of {n} elements exceeds the remaining bytes")
+        if n > self.budget:
+            raise DecodeBudgetExceededError(n, self.budget)
+        if n > 0:
+            self.budget -= n
         return n
 
     def _fixed_array(self, n: int, code: str, size: int) -> list[int]:
@@ -351,6 +390,7 @@ class Reader:
             return {}
         if n > self.end - self.pos:
             raise MalformedFrameError(f"{n} tagged fields exceed the remaining bytes")
+        self.charge(n)
         out: dict[int, _Bytes] = {}
         for _ in range(n):
             tag = self.uvarint()
@@ -369,8 +409,11 @@ class Reader:
 
     def tagged_count(self) -> int:
         n = self.uvarint()
+        if n == 0:
+            return 0
         if n > self.end - self.pos:
             raise MalformedFrameError(f"{n} tagged fields exceed the remaining bytes")
+        self.charge(n)
         return n
 
     def expect_end_of_tag(self, end: int) -> None:

@@ -26,6 +26,8 @@ from pydmq.protocol.errors import ErrorCode
 __all__ = [
     "BATCH_HEADER_SIZE",
     "LOG_OVERHEAD",
+    "MIN_HEADER_SIZE",
+    "MIN_RECORD_SIZE",
     "BatchHeader",
     "ControlRecordType",
     "CorruptRecordError",
@@ -49,6 +51,10 @@ __all__ = [
 
 LOG_OVERHEAD: Final = 12  # baseOffset + batchLength precede the length-counted part
 BATCH_HEADER_SIZE: Final = 61
+# The smallest record: length, attributes, timestampDelta, offsetDelta, key and value lengths
+# (-1) and header count, one byte each. A header is at least its key and value lengths.
+MIN_RECORD_SIZE: Final = 7
+MIN_HEADER_SIZE: Final = 2
 CRC_START: Final = 21  # offset of ``attributes``; the CRC covers [CRC_START, end)
 NO_PRODUCER_ID: Final = -1
 NO_SEQUENCE: Final = -1
@@ -330,8 +336,11 @@ def decode_records(
     """Decode every record of the batch described by ``header`` (decompressing if needed).
 
     Every length and count is bounded by the bytes that remain; any inconsistency raises
-    CorruptRecordError (CompressionError for codec problems). For a LogAppendTime batch each
-    record's timestamp is the batch's maxTimestamp, as Kafka readers report it.
+    CorruptRecordError (CompressionError for codec problems). The batch's record count and each
+    record's header count are checked against the smallest size their records and headers can
+    have before any is decoded, so a count that the bytes cannot hold costs nothing. For a
+    LogAppendTime batch each record's timestamp is the batch's maxTimestamp, as Kafka readers
+    report it.
     """
     count = header.records_count
     if count < 0:
@@ -345,6 +354,8 @@ def decode_records(
     else:
         data = bytes(view)
     end = len(data)
+    if count > end // MIN_RECORD_SIZE:
+        raise CorruptRecordError(f"record count {count} does not fit in {end} bytes of records")
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
     log_append_time = header.max_timestamp if header.is_log_append_time else None
@@ -361,7 +372,7 @@ def decode_records(
         key, position = _read_bytes(data, position, record_end, "key")
         value, position = _read_bytes(data, position, record_end, "value")
         header_count, position = _read_varint(data, position, record_end, 5)
-        if header_count < 0:
+        if header_count < 0 or header_count > (record_end - position) // MIN_HEADER_SIZE:
             raise CorruptRecordError(f"invalid header count {header_count}")
         headers: list[tuple[str, bytes | None]] = []
         for _h in range(header_count):

@@ -250,14 +250,20 @@ def _record(body: bytes) -> bytes:
 @pytest.mark.parametrize(
     ("payload", "count", "match"),
     [
-        (b"", 1, "truncated"),  # declared record missing
-        (_record(b"\x00\x00\x00\x01\x01\x00"), 2, "truncated"),  # second record missing
+        # a count that the bytes cannot hold (7 bytes per record at least): refused up front
+        (b"", 1, "does not fit"),  # declared record missing
+        (_record(b"\x00\x00\x00\x01\x01\x00"), 2, "does not fit"),  # second record missing
+        (b"\x7f", 1, "does not fit"),
+        (_record(b"\x00\x00\x00\x01\x01\x00") * 2, 2_000_000_000, "does not fit"),
+        # the second record ends inside its timestampDelta varint
+        (_record(b"\x00\x00\x00\x01\x01\x00") + b"\x0c\x00" + b"\xff" * 5, 2, "truncated"),
         (_record(b"\x00\x00\x00\x01\x01\x00") + b"\x00", 1, "remain"),  # trailing bytes
-        (b"\x7f", 1, "length"),  # negative record length
-        (b"\x40" + b"\x00" * 5, 1, "length"),  # length beyond the end
+        (b"\x7f" + b"\x00" * 6, 1, "length"),  # negative record length
+        (b"\x40" + b"\x00" * 6, 1, "length"),  # length beyond the end
         (_record(b"\x00\x00\x00\x03\x01\x00"), 1, "key"),  # key -2
         (_record(b"\x00\x00\x00\x20\x01\x00"), 1, "key"),  # key longer than the record
         (_record(b"\x00\x00\x00\x01\x01\x01"), 1, "header count"),  # headers -1
+        (_record(b"\x00\x00\x00\x01\x01\x06\x02\x02"), 1, "header count"),  # 3 in 2 bytes
         (_record(b"\x00\x00\x00\x01\x01\x02\x01\x01"), 1, "header key"),  # null header key
         (_record(b"\x00\x00\x00\x01\x01\x02\x02\xff\x01"), 1, "UTF-8"),
         (_record(b"\x00\x00\x00\x01\x01\x00\x00"), 1, "early"),  # fields end before length

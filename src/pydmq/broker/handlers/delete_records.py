@@ -16,15 +16,17 @@ the followers to report the new log start in their fetches (see
 :mod:`pydmq.replication.delayed_delete_records`), so a leader that fails after answering is
 not succeeded by a replica that still has the deleted records. On one node, or with a
 replication factor of 1, the low watermark is the leader's log start and the answer is
-immediate. v1 is v0 (throttling), v2 is flexible.
+immediate. v1 is v0 (throttling), v2 is flexible. A request of many partitions (up to its
+decode budget, 110,000 elements) is handled in slices (:mod:`pydmq.broker.handlers._slices`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._leadership import leader_partition
+from pydmq.broker.handlers._slices import in_slices
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_records import (
     DeleteRecordsPartitionResult,
@@ -51,17 +53,37 @@ def _reporter(result: DeleteRecordsPartitionResult) -> Callable[[int, int], None
 def handle(
     ctx: RequestContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
-    broker = ctx.broker
-    replica_manager = broker.replica_manager
-    cluster = broker.cluster
+    cluster = ctx.broker.cluster
     is_alive = cluster.metadata_cache.is_alive if cluster is not None else None
     response = DeleteRecordsResponse()
     pending: list[PendingDelete] = []
+
+    def finish() -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
+        if pending:
+            return _respond_when_replicated(ctx, response, pending, request.timeout, is_alive)
+        return response
+
+    return in_slices(_delete(ctx, request, response, pending, is_alive), finish)
+
+
+def _delete(
+    ctx: RequestContext,
+    request: DeleteRecordsRequest,
+    response: DeleteRecordsResponse,
+    pending: list[PendingDelete],
+    is_alive: Callable[[int], bool] | None,
+) -> Iterator[int]:
+    """Fill ``response`` and ``pending`` one partition at a time; yields 1 per topic and per
+    partition."""
+    broker = ctx.broker
+    replica_manager = broker.replica_manager
     for topic in request.topics:
+        yield 1
         topic_result = DeleteRecordsTopicResult(name=topic.name)
         response.topics.append(topic_result)
         deletable: bool | None = None
         for p in topic.partitions:
+            yield 1
             result = DeleteRecordsPartitionResult(
                 partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.NONE
             )
@@ -93,9 +115,6 @@ def handle(
             result.low_watermark = low_watermark
             if low_watermark < offset:
                 pending.append(PendingDelete(partition, offset, low_watermark, _reporter(result)))
-    if pending:
-        return _respond_when_replicated(ctx, response, pending, request.timeout, is_alive)
-    return response
 
 
 async def _respond_when_replicated(

@@ -2,7 +2,8 @@
 
 By name (all versions) or by topic id (v6+; UNKNOWN_TOPIC_ID). Unknown names get
 UNKNOWN_TOPIC_OR_PARTITION; ``delete.topic.enable=false`` gives TOPIC_DELETION_DISABLED.
-Deleting removes the partitions' logs and their fetch-session entries.
+Deleting removes the partitions' logs and their fetch-session entries. Many names (up to the
+decode budget, 110,000) are deleted in slices (:mod:`pydmq.broker.handlers._slices`).
 
 In cluster mode the request is forwarded to the active controller at the same version and its
 response returned (REQUEST_TIMED_OUT per item when no controller answers).
@@ -11,10 +12,11 @@ response returned (REQUEST_TIMED_OUT per item when no controller answers).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._slices import in_slices
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_topics import (
@@ -28,15 +30,18 @@ __all__ = ["HANDLER"]
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def _handle_local(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+def _delete_local(
+    ctx: RequestContext, request: DeleteTopicsRequest, response: DeleteTopicsResponse
+) -> Iterator[int]:
+    """Fill ``response`` one topic at a time; yields 1 per topic."""
     broker = ctx.broker
-    response = DeleteTopicsResponse()
     wanted: list[tuple[str | None, object]] = []
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
     else:
         wanted = [(name, None) for name in request.topic_names]
     for name, topic_id in wanted:
+        yield 1
         result = DeletableTopicResult(name=name, error_code=ErrorCode.NONE)
         response.responses.append(result)
         if name is None:
@@ -54,7 +59,6 @@ def _handle_local(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTo
             result.error_message = exc.message
             continue
         result.topic_id = deleted.topic_id
-    return response
 
 
 def handle(
@@ -62,7 +66,8 @@ def handle(
 ) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:
-        return _handle_local(ctx, request)
+        response = DeleteTopicsResponse()
+        return in_slices(_delete_local(ctx, request, response), lambda: response)
 
     def unavailable(code: int, message: str) -> DeleteTopicsResponse:
         if ctx.api_version >= 6:

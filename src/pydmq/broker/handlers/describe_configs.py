@@ -21,14 +21,22 @@ Resource types:
 ``configuration_keys`` null or empty = all configs, else only the named ones (unknown names are
 left out, as Kafka does). Version notes: v1 adds synonyms (``include_synonyms``); v3 adds
 ``config_type`` and ``documentation`` (only when ``include_documentation``); v4 is flexible.
+
+A resource named more than once in one request gets INVALID_REQUEST at every occurrence (as
+Kafka answers duplicates in CreateTopics and ListOffsets): one BROKER resource of 8 bytes
+answers 72 configs with their synonyms, so repeating it would make a small request cost
+megabytes of response. Many resources (up to the decode budget, 110,000) are described in
+slices (:mod:`pydmq.broker.handlers._slices`), each resource weighing the configs it returns.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Awaitable, Iterable, Iterator
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._slices import in_slices
 from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
 from pydmq.broker.topic_names import topic_name_problem
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
@@ -239,8 +247,20 @@ def _logger_configs(
     return entries
 
 
-def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConfigsResponse:
+def handle(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> DescribeConfigsResponse | Awaitable[DescribeConfigsResponse]:
     response = DescribeConfigsResponse()
+    return in_slices(_describe(ctx, request, response), lambda: response)
+
+
+def _describe(
+    ctx: RequestContext, request: DescribeConfigsRequest, response: DescribeConfigsResponse
+) -> Iterator[int]:
+    """Fill ``response`` one resource at a time; yields each resource's weight (1 + its
+    configs)."""
+    named = Counter((r.resource_type, r.resource_name) for r in request.resources)
+    yield len(request.resources)
     for resource in request.resources:
         result = DescribeConfigsResult(
             error_code=ErrorCode.NONE,
@@ -249,6 +269,11 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConf
         )
         response.results.append(result)
         try:
+            if named[(resource.resource_type, resource.resource_name)] > 1:
+                raise _ResourceError(
+                    ErrorCode.INVALID_REQUEST,
+                    f"Duplicate resource in the request: {resource.resource_name}",
+                )
             if resource.resource_type == _TOPIC:
                 result.configs = _topic_configs(ctx, request, resource)
             elif resource.resource_type == _BROKER:
@@ -264,7 +289,7 @@ def handle(ctx: RequestContext, request: DescribeConfigsRequest) -> DescribeConf
             result.error_code = exc.error_code
             result.error_message = exc.message
             result.configs = []
-    return response
+        yield 1 + len(result.configs)
 
 
 HANDLER = ApiHandlerSpec(32, 1, 4, handle, "DescribeConfigs")

@@ -11,13 +11,22 @@ answers (NOT_LEADER_OR_FOLLOWER). A special timestamp below the version that int
 for that partition, as in Kafka. A leader whose high watermark is still below the start of
 its leader epoch answers clients OFFSET_NOT_AVAILABLE (retriable), as Kafka does. A timestamp
 lookup that meets damaged stored data answers CORRUPT_MESSAGE for the partition.
+
+A partition named more than once in a request gets INVALID_REQUEST at every occurrence, as
+in Kafka (a timestamp lookup decodes records: repeating one would multiply that work). A
+request of many partitions (up to its decode budget, 110,000 elements) is answered in slices
+(:mod:`pydmq.broker.handlers._slices`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Awaitable, Iterator
+
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._corruption import corrupt_read_error
 from pydmq.broker.handlers._leadership import leader_partition
+from pydmq.broker.handlers._slices import in_slices
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -41,13 +50,26 @@ LATEST_TIERED = -5
 SPECIAL_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LATEST_TIERED: 9}
 
 
-def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
-    broker = ctx.broker
+def handle(
+    ctx: RequestContext, request: ListOffsetsRequest
+) -> ListOffsetsResponse | Awaitable[ListOffsetsResponse]:
     response = ListOffsetsResponse()
+    return in_slices(_answer(ctx, request, response), lambda: response)
+
+
+def _answer(
+    ctx: RequestContext, request: ListOffsetsRequest, response: ListOffsetsResponse
+) -> Iterator[int]:
+    """Fill ``response`` one partition at a time; yields 1 per topic and per partition."""
+    broker = ctx.broker
+    named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    yield len(named)  # the counting above
     for topic in request.topics:
+        yield 1
         topic_response = ListOffsetsTopicResponse(name=topic.name)
         response.topics.append(topic_response)
         for p in topic.partitions:
+            yield 1
             result = ListOffsetsPartitionResponse(
                 partition_index=p.partition_index,
                 error_code=ErrorCode.NONE,
@@ -56,6 +78,9 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                 leader_epoch=-1,
             )
             topic_response.partitions.append(result)
+            if named[(topic.name, p.partition_index)] > 1:
+                result.error_code = ErrorCode.INVALID_REQUEST
+                continue
             if p.timestamp < 0 and ctx.api_version < SPECIAL_SINCE.get(p.timestamp, 1 << 15):
                 result.error_code = ErrorCode.UNSUPPORTED_VERSION
                 continue
@@ -76,11 +101,10 @@ def handle(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsRespo
                 result.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
                 continue
             try:
-                _lookup(result, partition.log, p.timestamp, upper)
+                _lookup(result, log, p.timestamp, upper)
             except (StorageCorruptionError, CorruptRecordError) as exc:
                 result.error_code = corrupt_read_error(partition.tp, exc)
                 result.timestamp = result.offset = result.leader_epoch = -1
-    return response
 
 
 def _lookup(

@@ -13,15 +13,18 @@ advertised. For a KIP-848 consumer group, ``generation_id_or_member_epoch`` is t
 epoch: UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH (older), FENCED_MEMBER_EPOCH (newer), and
 UNSUPPORTED_VERSION below v9, as Kafka 4. Cluster mode: NOT_COORDINATOR when the group's
 ``__consumer_offsets`` partition is led elsewhere, COORDINATOR_LOAD_IN_PROGRESS while it
-loads; the response waits until the offsets are committed (acks=-1).
+loads; the response waits until the offsets are committed (acks=-1). The partitions of a
+large commit (up to the decode budget, 110,000 elements) are checked in slices
+(:mod:`pydmq.broker.handlers._slices`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterator
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._slices import in_slices
 from pydmq.groups.coordinator import CommitRequest
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_commit import (
@@ -35,11 +38,24 @@ __all__ = ["HANDLER"]
 
 
 def handle(ctx: RequestContext, request: OffsetCommitRequest) -> object:
-    version = ctx.api_version
-    topics = ctx.broker.topics
     errors: dict[tuple[str, int], int] = {}
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    return in_slices(
+        _check(ctx, request, errors, wanted), lambda: _commit(ctx, request, errors, wanted)
+    )
+
+
+def _check(
+    ctx: RequestContext,
+    request: OffsetCommitRequest,
+    errors: dict[tuple[str, int], int],
+    wanted: dict[tuple[str, int], tuple[int, int, str | None]],
+) -> Iterator[int]:
+    """Sort the partitions into ``wanted`` and ``errors``; yields 1 per topic and partition."""
+    version = ctx.api_version
+    topics = ctx.broker.topics
     for topic in request.topics:
+        yield 1 + len(topic.partitions)
         info = topics.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
@@ -48,6 +64,15 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> object:
             else:
                 epoch = p.committed_leader_epoch if version >= 6 else -1
                 wanted[tp] = (p.committed_offset, epoch, p.committed_metadata)
+
+
+def _commit(
+    ctx: RequestContext,
+    request: OffsetCommitRequest,
+    errors: dict[tuple[str, int], int],
+    wanted: dict[tuple[str, int], tuple[int, int, str | None]],
+) -> object:
+    version = ctx.api_version
     group_coordinator = coordinator(ctx)
     mark = group_coordinator.write_mark
     if wanted:
@@ -78,14 +103,25 @@ async def _when_committed(
     error = await committed
     if error:
         errors = {tp: e or error for tp, e in errors.items()}
-    return _response(request, errors)
+    response = _response(request, errors)
+    return response if isinstance(response, OffsetCommitResponse) else await response
 
 
 def _response(
     request: OffsetCommitRequest, errors: dict[tuple[str, int], int]
-) -> OffsetCommitResponse:
+) -> OffsetCommitResponse | Awaitable[OffsetCommitResponse]:
     response = OffsetCommitResponse()
+    return in_slices(_answer(request, errors, response), lambda: response)
+
+
+def _answer(
+    request: OffsetCommitRequest,
+    errors: dict[tuple[str, int], int],
+    response: OffsetCommitResponse,
+) -> Iterator[int]:
+    """Fill ``response`` one topic at a time; yields 1 per topic and partition."""
     for topic in request.topics:
+        yield 1 + len(topic.partitions)
         response.topics.append(
             OffsetCommitResponseTopic(
                 name=topic.name,
@@ -98,7 +134,6 @@ def _response(
                 ],
             )
         )
-    return response
 
 
 HANDLER = ApiHandlerSpec(8, 2, 9, handle, "OffsetCommit")

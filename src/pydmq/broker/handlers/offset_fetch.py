@@ -8,15 +8,17 @@ there are no transactional offset commits yet; v8+ fetch several groups at once 
 topics null = all). v9 carries the member id and epoch of a KIP-848 consumer group member:
 UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH as Kafka 4 (none given: no check). v10 (topic ids)
 is not advertised. Per group NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when it is not
-coordinated here / still loading (cluster mode).
+coordinated here / still loading (cluster mode). Many groups (v8+, up to the decode budget,
+110,000 elements) are answered in slices (:mod:`pydmq.broker.handlers._slices`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterator, Sequence
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._slices import in_slices
 from pydmq.groups.offsets import OffsetAndMetadata
 from pydmq.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
@@ -54,44 +56,52 @@ def _fetch(
     return error, by_topic
 
 
-def handle(ctx: RequestContext, request: OffsetFetchRequest) -> OffsetFetchResponse:
+def _fetch_groups(
+    ctx: RequestContext, request: OffsetFetchRequest, response: OffsetFetchResponse
+) -> Iterator[int]:
+    """v8+: fill ``response`` one group at a time; yields each group's topics and partitions."""
+    version = ctx.api_version
+    for group in request.groups:
+        yield 1 + sum(1 + len(t.partition_indexes) for t in group.topics or ())
+        wanted = (
+            None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
+        )
+        if version >= 9:
+            error, by_topic = _fetch(
+                ctx, group.group_id, wanted, group.member_id, group.member_epoch
+            )
+        else:
+            error, by_topic = _fetch(ctx, group.group_id, wanted)
+        response.groups.append(
+            OffsetFetchResponseGroup(
+                group_id=group.group_id,
+                error_code=error,
+                topics=[
+                    OffsetFetchResponseTopics(
+                        name=name,
+                        partitions=[
+                            OffsetFetchResponsePartitions(
+                                partition_index=p,
+                                committed_offset=o,
+                                committed_leader_epoch=e,
+                                metadata=m,
+                            )
+                            for p, o, e, m in parts
+                        ],
+                    )
+                    for name, parts in by_topic.items()
+                ],
+            )
+        )
+
+
+def handle(
+    ctx: RequestContext, request: OffsetFetchRequest
+) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
     version = ctx.api_version
     if version >= 8:
         response = OffsetFetchResponse()
-        for group in request.groups:
-            wanted = (
-                None
-                if group.topics is None
-                else [(t.name, t.partition_indexes) for t in group.topics]
-            )
-            if version >= 9:
-                error, by_topic = _fetch(
-                    ctx, group.group_id, wanted, group.member_id, group.member_epoch
-                )
-            else:
-                error, by_topic = _fetch(ctx, group.group_id, wanted)
-            response.groups.append(
-                OffsetFetchResponseGroup(
-                    group_id=group.group_id,
-                    error_code=error,
-                    topics=[
-                        OffsetFetchResponseTopics(
-                            name=name,
-                            partitions=[
-                                OffsetFetchResponsePartitions(
-                                    partition_index=p,
-                                    committed_offset=o,
-                                    committed_leader_epoch=e,
-                                    metadata=m,
-                                )
-                                for p, o, e, m in parts
-                            ],
-                        )
-                        for name, parts in by_topic.items()
-                    ],
-                )
-            )
-        return response
+        return in_slices(_fetch_groups(ctx, request, response), lambda: response)
     wanted_topics = (
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
     )

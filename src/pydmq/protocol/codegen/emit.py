@@ -537,6 +537,36 @@ class ModuleEmitter:
         out.add()
         out.add()
 
+    def emit_error_response(self, out: Lines) -> None:
+        """``error_response(version, error_code)``: the response carrying only a top-level
+        error code, or None in the versions where the response has none (the dispatcher then
+        closes the connection instead of answering a request it refused to decode)."""
+        root = self.api.response.structs[self.api.response.root]
+        error = root.field_by_name("error_code")
+        present: set[int] = set()
+        if error is not None and error.tag is None and error.kafka_type == "error_code":
+            present = error.versions & root.versions
+        out.add(f"def error_response(version: int, error_code: int) -> {root.name} | None:")
+        out.indent()
+        out.add(
+            '"""The response with only a top-level error code; None if this version has none."""'
+        )
+        cond = _ranges_cond(present, root.versions)
+        if cond == "False":
+            out.add("del version, error_code")
+            out.add("return None")
+        elif cond is None:
+            out.add(f"return {root.name}(error_code=error_code)")
+        else:
+            out.add(f"if {cond}:")
+            out.indent()
+            out.add(f"return {root.name}(error_code=error_code)")
+            out.dedent()
+            out.add("return None")
+        out.dedent()
+        out.add()
+        out.add()
+
     def emit(self) -> str:
         api = self.api
         body = Lines()
@@ -569,6 +599,8 @@ class ModuleEmitter:
             body.add()
             body.add()
 
+        self.emit_error_response(body)
+
         head = Lines()
         if api.source:
             head.lines.append(
@@ -599,6 +631,7 @@ class ModuleEmitter:
             "decode_response",
             "encode_request",
             "encode_response",
+            "error_response",
         ]
         for n in names:
             head.add(f'    "{n}",')
@@ -718,6 +751,7 @@ def emit_init(apis: list[ApiSpec], kio_version: str) -> str:
         ("encode_request", "Callable[[Writer, Any, int], None]"),
         ("decode_response", "Callable[[Reader, int], Any]"),
         ("encode_response", "Callable[[Writer, Any, int], None]"),
+        ("error_response", "Callable[[int, int], Any]"),
     ):
         out.add()
         out.add("@property")

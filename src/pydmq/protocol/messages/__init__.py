@@ -86,6 +86,11 @@ class ApiSchema:
         fn: Callable[[Writer, Any, int], None] = self.module.encode_response
         return fn
 
+    @property
+    def error_response(self) -> Callable[[int, int], Any]:
+        fn: Callable[[int, int], Any] = self.module.error_response
+        return fn
+
 
 API_SCHEMAS: dict[int, ApiSchema] = {
     0: ApiSchema(0, "produce", 3, 13, 9, "ProduceRequest", "ProduceResponse"),

@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 25
@@ -210,3 +211,8 @@ def encode_response(writer: Writer, msg: AddOffsetsToTxnResponse, version: int) 
     if not 0 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AddOffsetsToTxnResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AddOffsetsToTxnResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AddOffsetsToTxnResponse(error_code=error_code)

@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 24
@@ -712,3 +713,10 @@ def encode_response(writer: Writer, msg: AddPartitionsToTxnResponse, version: in
     if not 0 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AddPartitionsToTxnResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AddPartitionsToTxnResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version >= 4:
+        return AddPartitionsToTxnResponse(error_code=error_code)
+    return None

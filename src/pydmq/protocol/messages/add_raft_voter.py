@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 80
@@ -311,3 +312,8 @@ def encode_response(writer: Writer, msg: AddRaftVoterResponse, version: int) -> 
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AddRaftVoterResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AddRaftVoterResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AddRaftVoterResponse(error_code=error_code)

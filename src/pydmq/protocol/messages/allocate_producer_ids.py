@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 67
@@ -206,3 +207,8 @@ def encode_response(writer: Writer, msg: AllocateProducerIdsResponse, version: i
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AllocateProducerIdsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AllocateProducerIdsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AllocateProducerIdsResponse(error_code=error_code)

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 49
@@ -521,3 +522,9 @@ def encode_response(writer: Writer, msg: AlterClientQuotasResponse, version: int
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AlterClientQuotasResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AlterClientQuotasResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 56
@@ -649,3 +650,8 @@ def encode_response(writer: Writer, msg: AlterPartitionResponse, version: int) -
     if not 2 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AlterPartitionResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AlterPartitionResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AlterPartitionResponse(error_code=error_code)

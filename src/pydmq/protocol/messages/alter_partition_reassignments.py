@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 45
@@ -514,3 +515,8 @@ def encode_response(writer: Writer, msg: AlterPartitionReassignmentsResponse, ve
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AlterPartitionReassignmentsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AlterPartitionReassignmentsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AlterPartitionReassignmentsResponse(error_code=error_code)

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 34
@@ -492,3 +493,9 @@ def encode_response(writer: Writer, msg: AlterReplicaLogDirsResponse, version: i
     if not 1 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AlterReplicaLogDirsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AlterReplicaLogDirsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 91
@@ -510,3 +511,8 @@ def encode_response(writer: Writer, msg: AlterShareGroupOffsetsResponse, version
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AlterShareGroupOffsetsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AlterShareGroupOffsetsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AlterShareGroupOffsetsResponse(error_code=error_code)

@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 18
@@ -511,3 +512,8 @@ def encode_response(writer: Writer, msg: ApiVersionsResponse, version: int) -> N
     if not 0 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ApiVersionsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ApiVersionsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ApiVersionsResponse(error_code=error_code)

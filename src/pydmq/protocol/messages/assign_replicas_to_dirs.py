@@ -26,6 +26,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 73
@@ -581,3 +582,8 @@ def encode_response(writer: Writer, msg: AssignReplicasToDirsResponse, version: 
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_AssignReplicasToDirsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> AssignReplicasToDirsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return AssignReplicasToDirsResponse(error_code=error_code)

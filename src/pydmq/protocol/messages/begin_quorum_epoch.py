@@ -26,6 +26,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 53
@@ -743,3 +744,8 @@ def encode_response(writer: Writer, msg: BeginQuorumEpochResponse, version: int)
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_BeginQuorumEpochResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> BeginQuorumEpochResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return BeginQuorumEpochResponse(error_code=error_code)

@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 62
@@ -448,3 +449,8 @@ def encode_response(writer: Writer, msg: BrokerRegistrationResponse, version: in
     if not 0 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_BrokerRegistrationResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> BrokerRegistrationResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return BrokerRegistrationResponse(error_code=error_code)

@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 69
@@ -641,3 +642,9 @@ def encode_response(writer: Writer, msg: ConsumerGroupDescribeResponse, version:
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ConsumerGroupDescribeResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ConsumerGroupDescribeResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

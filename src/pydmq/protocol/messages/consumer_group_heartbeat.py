@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 68
@@ -470,3 +471,8 @@ def encode_response(writer: Writer, msg: ConsumerGroupHeartbeatResponse, version
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ConsumerGroupHeartbeatResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ConsumerGroupHeartbeatResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ConsumerGroupHeartbeatResponse(error_code=error_code)

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 7
@@ -245,3 +246,8 @@ def encode_response(writer: Writer, msg: ControlledShutdownResponse, version: in
     if not 3 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ControlledShutdownResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ControlledShutdownResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ControlledShutdownResponse(error_code=error_code)

@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 70
@@ -395,3 +396,8 @@ def encode_response(writer: Writer, msg: ControllerRegistrationResponse, version
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ControllerRegistrationResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ControllerRegistrationResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ControllerRegistrationResponse(error_code=error_code)

@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 30
@@ -388,3 +389,9 @@ def encode_response(writer: Writer, msg: CreateAclsResponse, version: int) -> No
     if not 1 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_CreateAclsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> CreateAclsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 38
@@ -412,3 +413,8 @@ def encode_response(writer: Writer, msg: CreateDelegationTokenResponse, version:
     if not 1 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_CreateDelegationTokenResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> CreateDelegationTokenResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return CreateDelegationTokenResponse(error_code=error_code)

@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 37
@@ -456,3 +457,9 @@ def encode_response(writer: Writer, msg: CreatePartitionsResponse, version: int)
     if not 0 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_CreatePartitionsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> CreatePartitionsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 19
@@ -753,3 +754,9 @@ def encode_response(writer: Writer, msg: CreateTopicsResponse, version: int) -> 
     if not 2 <= version <= 7:
         raise UnsupportedVersionError(API_KEY, version)
     _write_CreateTopicsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> CreateTopicsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

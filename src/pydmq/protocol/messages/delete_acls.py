@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 31
@@ -572,3 +573,9 @@ def encode_response(writer: Writer, msg: DeleteAclsResponse, version: int) -> No
     if not 1 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DeleteAclsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DeleteAclsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 42
@@ -255,3 +256,9 @@ def encode_response(writer: Writer, msg: DeleteGroupsResponse, version: int) -> 
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DeleteGroupsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DeleteGroupsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

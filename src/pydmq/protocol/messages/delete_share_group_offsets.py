@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 92
@@ -361,3 +362,8 @@ def encode_response(writer: Writer, msg: DeleteShareGroupOffsetsResponse, versio
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DeleteShareGroupOffsetsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DeleteShareGroupOffsetsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DeleteShareGroupOffsetsResponse(error_code=error_code)

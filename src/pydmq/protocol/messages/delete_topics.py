@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 20
@@ -379,3 +380,9 @@ def encode_response(writer: Writer, msg: DeleteTopicsResponse, version: int) -> 
     if not 1 <= version <= 6:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DeleteTopicsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DeleteTopicsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

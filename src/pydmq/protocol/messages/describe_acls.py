@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 29
@@ -480,3 +481,8 @@ def encode_response(writer: Writer, msg: DescribeAclsResponse, version: int) -> 
     if not 1 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeAclsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeAclsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DescribeAclsResponse(error_code=error_code)

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 48
@@ -534,3 +535,8 @@ def encode_response(writer: Writer, msg: DescribeClientQuotasResponse, version: 
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeClientQuotasResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeClientQuotasResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DescribeClientQuotasResponse(error_code=error_code)

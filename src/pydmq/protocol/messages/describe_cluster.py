@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 60
@@ -364,3 +365,8 @@ def encode_response(writer: Writer, msg: DescribeClusterResponse, version: int) 
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeClusterResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeClusterResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DescribeClusterResponse(error_code=error_code)

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 32
@@ -671,3 +672,9 @@ def encode_response(writer: Writer, msg: DescribeConfigsResponse, version: int) 
     if not 1 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeConfigsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeConfigsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

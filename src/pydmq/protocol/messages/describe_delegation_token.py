@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 41
@@ -548,3 +549,8 @@ def encode_response(writer: Writer, msg: DescribeDelegationTokenResponse, versio
     if not 1 <= version <= 3:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeDelegationTokenResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeDelegationTokenResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DescribeDelegationTokenResponse(error_code=error_code)

@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 15
@@ -501,3 +502,9 @@ def encode_response(writer: Writer, msg: DescribeGroupsResponse, version: int) -
     if not 0 <= version <= 6:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeGroupsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeGroupsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

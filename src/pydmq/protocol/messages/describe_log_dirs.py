@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 35
@@ -582,3 +583,10 @@ def encode_response(writer: Writer, msg: DescribeLogDirsResponse, version: int) 
     if not 1 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeLogDirsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeLogDirsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version >= 3:
+        return DescribeLogDirsResponse(error_code=error_code)
+    return None

@@ -27,6 +27,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 55
@@ -762,3 +763,8 @@ def encode_response(writer: Writer, msg: DescribeQuorumResponse, version: int) -
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeQuorumResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeQuorumResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DescribeQuorumResponse(error_code=error_code)

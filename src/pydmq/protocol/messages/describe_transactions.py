@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 65
@@ -376,3 +377,9 @@ def encode_response(writer: Writer, msg: DescribeTransactionsResponse, version: 
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeTransactionsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeTransactionsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

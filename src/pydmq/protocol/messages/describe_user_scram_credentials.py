@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 50
@@ -408,3 +409,8 @@ def encode_response(
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_DescribeUserScramCredentialsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> DescribeUserScramCredentialsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return DescribeUserScramCredentialsResponse(error_code=error_code)

@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 43
@@ -468,3 +469,10 @@ def encode_response(writer: Writer, msg: ElectLeadersResponse, version: int) -> 
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ElectLeadersResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ElectLeadersResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version >= 1:
+        return ElectLeadersResponse(error_code=error_code)
+    return None

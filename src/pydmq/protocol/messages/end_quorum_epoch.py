@@ -27,6 +27,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 54
@@ -819,3 +820,8 @@ def encode_response(writer: Writer, msg: EndQuorumEpochResponse, version: int) -
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_EndQuorumEpochResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> EndQuorumEpochResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return EndQuorumEpochResponse(error_code=error_code)

@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 26
@@ -237,3 +238,8 @@ def encode_response(writer: Writer, msg: EndTxnResponse, version: int) -> None:
     if not 0 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_EndTxnResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> EndTxnResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return EndTxnResponse(error_code=error_code)

@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 58
@@ -191,3 +192,8 @@ def encode_response(writer: Writer, msg: EnvelopeResponse, version: int) -> None
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_EnvelopeResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> EnvelopeResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return EnvelopeResponse(error_code=error_code)

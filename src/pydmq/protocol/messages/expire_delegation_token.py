@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 40
@@ -195,3 +196,8 @@ def encode_response(writer: Writer, msg: ExpireDelegationTokenResponse, version:
     if not 1 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ExpireDelegationTokenResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ExpireDelegationTokenResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ExpireDelegationTokenResponse(error_code=error_code)

@@ -31,6 +31,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 1
@@ -1444,3 +1445,10 @@ def encode_response(writer: Writer, msg: FetchResponse, version: int) -> None:
     if not 4 <= version <= 18:
         raise UnsupportedVersionError(API_KEY, version)
     _write_FetchResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> FetchResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version >= 7:
+        return FetchResponse(error_code=error_code)
+    return None

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 10
@@ -396,3 +397,10 @@ def encode_response(writer: Writer, msg: FindCoordinatorResponse, version: int) 
     if not 0 <= version <= 6:
         raise UnsupportedVersionError(API_KEY, version)
     _write_FindCoordinatorResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> FindCoordinatorResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version <= 3:
+        return FindCoordinatorResponse(error_code=error_code)
+    return None

@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 12
@@ -219,3 +220,8 @@ def encode_response(writer: Writer, msg: HeartbeatResponse, version: int) -> Non
     if not 0 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_HeartbeatResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> HeartbeatResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return HeartbeatResponse(error_code=error_code)

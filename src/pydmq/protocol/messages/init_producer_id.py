@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 22
@@ -285,3 +286,8 @@ def encode_response(writer: Writer, msg: InitProducerIdResponse, version: int) -
     if not 0 <= version <= 6:
         raise UnsupportedVersionError(API_KEY, version)
     _write_InitProducerIdResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> InitProducerIdResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return InitProducerIdResponse(error_code=error_code)

@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 11
@@ -549,3 +550,8 @@ def encode_response(writer: Writer, msg: JoinGroupResponse, version: int) -> Non
     if not 0 <= version <= 9:
         raise UnsupportedVersionError(API_KEY, version)
     _write_JoinGroupResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> JoinGroupResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return JoinGroupResponse(error_code=error_code)

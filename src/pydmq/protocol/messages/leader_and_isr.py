@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 4
@@ -700,3 +701,8 @@ def encode_response(writer: Writer, msg: LeaderAndIsrResponse, version: int) -> 
     if not 7 <= version <= 7:
         raise UnsupportedVersionError(API_KEY, version)
     _write_LeaderAndIsrResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> LeaderAndIsrResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return LeaderAndIsrResponse(error_code=error_code)

@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 13
@@ -397,3 +398,8 @@ def encode_response(writer: Writer, msg: LeaveGroupResponse, version: int) -> No
     if not 0 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_LeaveGroupResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> LeaveGroupResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return LeaveGroupResponse(error_code=error_code)

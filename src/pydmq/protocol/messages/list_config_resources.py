@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 74
@@ -253,3 +254,8 @@ def encode_response(writer: Writer, msg: ListConfigResourcesResponse, version: i
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ListConfigResourcesResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ListConfigResourcesResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ListConfigResourcesResponse(error_code=error_code)

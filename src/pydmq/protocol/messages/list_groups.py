@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 16
@@ -308,3 +309,8 @@ def encode_response(writer: Writer, msg: ListGroupsResponse, version: int) -> No
     if not 0 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ListGroupsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ListGroupsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ListGroupsResponse(error_code=error_code)

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 2
@@ -560,3 +561,9 @@ def encode_response(writer: Writer, msg: ListOffsetsResponse, version: int) -> N
     if not 1 <= version <= 11:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ListOffsetsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ListOffsetsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

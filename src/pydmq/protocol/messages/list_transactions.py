@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 66
@@ -319,3 +320,8 @@ def encode_response(writer: Writer, msg: ListTransactionsResponse, version: int)
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ListTransactionsResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ListTransactionsResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ListTransactionsResponse(error_code=error_code)

@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 3
@@ -799,3 +800,10 @@ def encode_response(writer: Writer, msg: MetadataResponse, version: int) -> None
     if not 0 <= version <= 13:
         raise UnsupportedVersionError(API_KEY, version)
     _write_MetadataResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> MetadataResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version >= 13:
+        return MetadataResponse(error_code=error_code)
+    return None

@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 8
@@ -610,3 +611,9 @@ def encode_response(writer: Writer, msg: OffsetCommitResponse, version: int) -> 
     if not 2 <= version <= 10:
         raise UnsupportedVersionError(API_KEY, version)
     _write_OffsetCommitResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> OffsetCommitResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 47
@@ -412,3 +413,8 @@ def encode_response(writer: Writer, msg: OffsetDeleteResponse, version: int) -> 
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_OffsetDeleteResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> OffsetDeleteResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return OffsetDeleteResponse(error_code=error_code)

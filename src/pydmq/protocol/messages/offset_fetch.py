@@ -28,6 +28,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 9
@@ -984,3 +985,10 @@ def encode_response(writer: Writer, msg: OffsetFetchResponse, version: int) -> N
     if not 1 <= version <= 10:
         raise UnsupportedVersionError(API_KEY, version)
     _write_OffsetFetchResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> OffsetFetchResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    if version >= 2 and version <= 7:
+        return OffsetFetchResponse(error_code=error_code)
+    return None

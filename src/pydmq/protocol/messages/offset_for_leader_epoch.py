@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 23
@@ -523,3 +524,9 @@ def encode_response(writer: Writer, msg: OffsetForLeaderEpochResponse, version: 
     if not 2 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_OffsetForLeaderEpochResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> OffsetForLeaderEpochResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

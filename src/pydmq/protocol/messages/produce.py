@@ -27,6 +27,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 0
@@ -890,3 +891,9 @@ def encode_response(writer: Writer, msg: ProduceResponse, version: int) -> None:
     if not 3 <= version <= 13:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ProduceResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ProduceResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 72
@@ -215,3 +216,8 @@ def encode_response(writer: Writer, msg: PushTelemetryResponse, version: int) ->
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_PushTelemetryResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> PushTelemetryResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return PushTelemetryResponse(error_code=error_code)

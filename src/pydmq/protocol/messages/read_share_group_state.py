@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 84
@@ -572,3 +573,9 @@ def encode_response(writer: Writer, msg: ReadShareGroupStateResponse, version: i
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ReadShareGroupStateResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ReadShareGroupStateResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 87
@@ -495,3 +496,9 @@ def encode_response(writer: Writer, msg: ReadShareGroupStateSummaryResponse, ver
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ReadShareGroupStateSummaryResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ReadShareGroupStateSummaryResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 81
@@ -200,3 +201,8 @@ def encode_response(writer: Writer, msg: RemoveRaftVoterResponse, version: int) 
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_RemoveRaftVoterResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> RemoveRaftVoterResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return RemoveRaftVoterResponse(error_code=error_code)

@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 39
@@ -195,3 +196,8 @@ def encode_response(writer: Writer, msg: RenewDelegationTokenResponse, version: 
     if not 1 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_RenewDelegationTokenResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> RenewDelegationTokenResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return RenewDelegationTokenResponse(error_code=error_code)

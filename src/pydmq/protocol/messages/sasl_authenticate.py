@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 36
@@ -203,3 +204,8 @@ def encode_response(writer: Writer, msg: SaslAuthenticateResponse, version: int)
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_SaslAuthenticateResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> SaslAuthenticateResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return SaslAuthenticateResponse(error_code=error_code)

@@ -19,6 +19,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 17
@@ -158,3 +159,8 @@ def encode_response(writer: Writer, msg: SaslHandshakeResponse, version: int) ->
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_SaslHandshakeResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> SaslHandshakeResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return SaslHandshakeResponse(error_code=error_code)

@@ -27,6 +27,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 79
@@ -785,3 +786,8 @@ def encode_response(writer: Writer, msg: ShareAcknowledgeResponse, version: int)
     if not 1 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ShareAcknowledgeResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ShareAcknowledgeResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ShareAcknowledgeResponse(error_code=error_code)

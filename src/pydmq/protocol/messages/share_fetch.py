@@ -29,6 +29,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 78
@@ -1050,3 +1051,8 @@ def encode_response(writer: Writer, msg: ShareFetchResponse, version: int) -> No
     if not 1 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ShareFetchResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ShareFetchResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ShareFetchResponse(error_code=error_code)

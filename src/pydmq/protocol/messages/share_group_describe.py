@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 77
@@ -594,3 +595,9 @@ def encode_response(writer: Writer, msg: ShareGroupDescribeResponse, version: in
     if not 1 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ShareGroupDescribeResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ShareGroupDescribeResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

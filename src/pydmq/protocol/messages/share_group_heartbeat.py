@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 76
@@ -408,3 +409,8 @@ def encode_response(writer: Writer, msg: ShareGroupHeartbeatResponse, version: i
     if not 1 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_ShareGroupHeartbeatResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> ShareGroupHeartbeatResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return ShareGroupHeartbeatResponse(error_code=error_code)

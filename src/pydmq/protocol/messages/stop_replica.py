@@ -22,6 +22,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 5
@@ -436,3 +437,8 @@ def encode_response(writer: Writer, msg: StopReplicaResponse, version: int) -> N
     if not 4 <= version <= 4:
         raise UnsupportedVersionError(API_KEY, version)
     _write_StopReplicaResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> StopReplicaResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return StopReplicaResponse(error_code=error_code)

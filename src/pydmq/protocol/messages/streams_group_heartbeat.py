@@ -30,6 +30,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 88
@@ -1420,3 +1421,8 @@ def encode_response(writer: Writer, msg: StreamsGroupHeartbeatResponse, version:
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_StreamsGroupHeartbeatResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> StreamsGroupHeartbeatResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return StreamsGroupHeartbeatResponse(error_code=error_code)

@@ -20,6 +20,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 14
@@ -381,3 +382,8 @@ def encode_response(writer: Writer, msg: SyncGroupResponse, version: int) -> Non
     if not 0 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_SyncGroupResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> SyncGroupResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return SyncGroupResponse(error_code=error_code)

@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 28
@@ -607,3 +608,9 @@ def encode_response(writer: Writer, msg: TxnOffsetCommitResponse, version: int) 
     if not 0 <= version <= 5:
         raise UnsupportedVersionError(API_KEY, version)
     _write_TxnOffsetCommitResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> TxnOffsetCommitResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

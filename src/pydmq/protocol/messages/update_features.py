@@ -21,6 +21,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 57
@@ -385,3 +386,8 @@ def encode_response(writer: Writer, msg: UpdateFeaturesResponse, version: int) -
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_UpdateFeaturesResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> UpdateFeaturesResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return UpdateFeaturesResponse(error_code=error_code)

@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 6
@@ -743,3 +744,8 @@ def encode_response(writer: Writer, msg: UpdateMetadataResponse, version: int) -
     if not 8 <= version <= 8:
         raise UnsupportedVersionError(API_KEY, version)
     _write_UpdateMetadataResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> UpdateMetadataResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return UpdateMetadataResponse(error_code=error_code)

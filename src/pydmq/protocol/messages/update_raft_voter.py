@@ -23,6 +23,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 82
@@ -470,3 +471,8 @@ def encode_response(writer: Writer, msg: UpdateRaftVoterResponse, version: int) 
     if not 0 <= version <= 0:
         raise UnsupportedVersionError(API_KEY, version)
     _write_UpdateRaftVoterResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> UpdateRaftVoterResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return UpdateRaftVoterResponse(error_code=error_code)

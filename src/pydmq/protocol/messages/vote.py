@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 52
@@ -657,3 +658,8 @@ def encode_response(writer: Writer, msg: VoteResponse, version: int) -> None:
     if not 0 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_VoteResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> VoteResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    return VoteResponse(error_code=error_code)

@@ -25,6 +25,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 85
@@ -585,3 +586,9 @@ def encode_response(writer: Writer, msg: WriteShareGroupStateResponse, version: 
     if not 0 <= version <= 1:
         raise UnsupportedVersionError(API_KEY, version)
     _write_WriteShareGroupStateResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> WriteShareGroupStateResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None

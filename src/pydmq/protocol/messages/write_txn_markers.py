@@ -24,6 +24,7 @@ __all__ = [
     "decode_response",
     "encode_request",
     "encode_response",
+    "error_response",
 ]
 
 API_KEY = 27
@@ -536,3 +537,9 @@ def encode_response(writer: Writer, msg: WriteTxnMarkersResponse, version: int) 
     if not 1 <= version <= 2:
         raise UnsupportedVersionError(API_KEY, version)
     _write_WriteTxnMarkersResponse(writer, msg, version)
+
+
+def error_response(version: int, error_code: int) -> WriteTxnMarkersResponse | None:
+    """The response with only a top-level error code; None if this version has none."""
+    del version, error_code
+    return None
