@@ -14,6 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, segment_prefix
 from pydmq.engines.segment.segment import LogSegment
 from pydmq.engines.segment.segments import LogSegments
@@ -46,13 +47,20 @@ class LogLoader:
     """Builds the :class:`LogSegments` of one partition directory, recovering as needed."""
 
     def __init__(
-        self, log_dir: str, tp: TopicPartition, config: LogConfig, index: LogIndex, read_mode: str
+        self,
+        log_dir: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        index: LogIndex,
+        read_mode: str,
+        handles: FileHandleCache,
     ) -> None:
         self._dir = log_dir
         self._tp = tp
         self._config = config
         self._index = index
         self._read_mode = read_mode
+        self._handles = handles
 
     def _segment(self, base_offset: int, meta: object = None) -> LogSegment:
         from pydmq.engines.segment.index import SegmentMeta
@@ -63,6 +71,7 @@ class LogLoader:
             base_offset,
             self._index,
             self._config.index_interval_bytes,
+            self._handles,
             read_mode=self._read_mode,
             meta=meta if isinstance(meta, SegmentMeta) else None,
         )
@@ -143,7 +152,7 @@ class LogLoader:
         removed = 0
         for base in bases:
             removed += os.path.getsize(os.path.join(self._dir, f"{base:020d}.log"))
-            LogSegment(self._dir, self._tp, base, self._index, 1).delete()
+            LogSegment(self._dir, self._tp, base, self._index, 1, self._handles).delete()
         return removed
 
     def _index_consistent(self, segment: LogSegment) -> bool:

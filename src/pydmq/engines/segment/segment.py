@@ -10,6 +10,13 @@ read on the 2-core VM). Larger reads of the active segment (a consumer or follow
 are views of an mmap too: copying them cost the broker 1.1-1.2 CPU-s per GB read against 0.3-0.4
 for views. A truncation with a mapping alive copies the kept prefix to a new file (old views
 keep the old inode), so no view ever loses its pages. ``read_mode="mmap"`` maps every read.
+
+Files are opened on first use, not when a segment is built (start-up and topic creation open
+none), through the engine's :class:`~pydmq.engines.segment.handles.FileHandleCache`, which
+closes the least recently used ones beyond its budget. A segment remembers whether it was
+written since its last ``fdatasync`` (``_dirty``) and syncs before its file is closed, so a
+closed descriptor never drops a pending fsync. A new segment's file is created by its first
+open (``O_CREAT`` only then: a file that vanished later is an error, not a new empty file).
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 
+from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
 from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
@@ -57,10 +65,13 @@ class LogSegment:
 
     __slots__ = (
         "_bytes_since_index",
+        "_dirty",
         "_fd",
+        "_handles",
         "_index",
         "_index_interval",
         "_last_time_entry_ts",
+        "_may_create",
         "_mmap",
         "_mmap_size",
         "_pending_offsets",
@@ -86,6 +97,7 @@ class LogSegment:
         base_offset: int,
         index: LogIndex,
         index_interval_bytes: int,
+        handles: FileHandleCache,
         *,
         read_mode: str = "pread",
         meta: SegmentMeta | None = None,
@@ -96,7 +108,10 @@ class LogSegment:
         self._index = index
         self._index_interval = index_interval_bytes
         self._read_mode = read_mode
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._handles = handles
+        self._fd = -1  # opened on first use (:meth:`_file`)
+        self._dirty = False  # written (or truncated) since the last fdatasync
+        self._may_create = meta is None
         self._mmap: mmap.mmap | None = None
         self._mmap_size = 0
         self._pending_offsets: list[tuple[int, int]] = []
@@ -104,9 +119,12 @@ class LogSegment:
         self.active = False
         self.meta_dirty = True
         if meta is None:
-            meta = SegmentMeta(
-                os.fstat(self._fd).st_size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0
-            )
+            try:
+                size = os.stat(self.path).st_size
+                self._may_create = False
+            except FileNotFoundError:
+                size = 0  # a new segment: its file is created by the first open
+            meta = SegmentMeta(size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0)
         self.size = meta.size
         self.next_offset = meta.next_offset
         self.max_timestamp = meta.max_timestamp
@@ -148,6 +166,30 @@ class LogSegment:
         self.meta_dirty = False
         return offsets, times
 
+    # -- the file -------------------------------------------------------------------------
+
+    def _file(self) -> int:
+        """The open descriptor, opening the file first if the handle cache closed it."""
+        fd = self._fd
+        if fd < 0:
+            return self._open_file()
+        self._handles.touch(self)
+        return fd
+
+    def _open_file(self) -> int:
+        flags = os.O_RDWR | os.O_APPEND
+        if self._may_create:
+            flags |= os.O_CREAT
+        fd = os.open(self.path, flags, 0o644)
+        self._may_create = False
+        self._fd = fd
+        self._handles.opened(self)
+        return fd
+
+    def create_file(self) -> None:
+        """Create (and open) the file now rather than at the first append."""
+        self._file()
+
     # -- writes --------------------------------------------------------------------------
 
     def append(
@@ -157,10 +199,12 @@ class LogSegment:
         start = self.size
         view = memoryview(records)
         failpoint("segment.append.before_write")
-        written = os.write(self._fd, view)
+        fd = self._file()
+        self._dirty = True
+        written = os.write(fd, view)
         while written < len(view):  # regular files rarely write short; be correct anyway
             view = view[written:]
-            written = os.write(self._fd, view)
+            written = os.write(fd, view)
         failpoint("segment.append.after_write")
         self.size = start + len(records)
         self._track(headers, start)
@@ -185,20 +229,35 @@ class LogSegment:
         self.meta_dirty = True
 
     def fsync(self) -> None:
-        os.fdatasync(self._fd)
+        if self._fd < 0 and not self._dirty:
+            return  # never written, or synced when the cache closed it
+        os.fdatasync(self._file())
+        self._dirty = False
 
     # -- reads ---------------------------------------------------------------------------
 
     def _bytes(self, start: int, end: int) -> bytes | memoryview:
         """Bytes [start, end) of the file (end <= size)."""
+        if end <= start:
+            return b""
         if self.active and self._read_mode == "pread" and end - start < _PREAD_MAX:
-            return os.pread(self._fd, end - start, start)
-        if self._mmap is None or end > self._mmap_size:
-            if self.size == 0:
-                return b""
-            self._mmap = mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ)
-            self._mmap_size = self.size
-        return memoryview(self._mmap)[start:end]
+            return os.pread(self._file(), end - start, start)
+        mapped = self._mmap
+        if mapped is None or end > self._mmap_size:
+            mapped = self._map()
+        else:
+            self._handles.touch(self)
+        return memoryview(mapped)[start:end]
+
+    def _map(self) -> mmap.mmap:
+        """Map the whole file as it is now (a new map replaces a shorter one)."""
+        mapped = mmap.mmap(self._file(), self.size, access=mmap.ACCESS_READ)
+        replaced = self._mmap is not None
+        self._mmap = mapped  # a replaced map lives on while views of it are in flight
+        self._mmap_size = self.size
+        if not replaced:
+            self._handles.opened(self)  # CPython's mmap holds a duplicate descriptor
+        return mapped
 
     def header_at(self, position: int) -> BatchHeader:
         return header_from(
@@ -303,13 +362,14 @@ class LogSegment:
 
         self.reset_tracking()
         self._drop_mmap()
-        file_size = os.fstat(self._fd).st_size
+        fd = self._file()
+        file_size = os.fstat(fd).st_size
         valid = 0
         expected = self.base_offset
         if file_size:
             good: list[BatchHeader] = []
             with (
-                mmap.mmap(self._fd, file_size, access=mmap.ACCESS_READ) as mm,
+                mmap.mmap(fd, file_size, access=mmap.ACCESS_READ) as mm,
                 memoryview(mm) as view,
             ):
                 while valid < file_size:
@@ -327,7 +387,8 @@ class LogSegment:
             self._track(good, 0)
         truncated = valid < file_size
         if truncated:
-            os.ftruncate(self._fd, valid)
+            self._dirty = True
+            os.ftruncate(fd, valid)
         self.size = valid
         self._index.delete_segment(self.prefix, keep_meta=True)
         self.meta_dirty = True
@@ -343,7 +404,8 @@ class LogSegment:
         if self._mmap is not None:
             self._copy_prefix(position)  # old mappings keep the old inode: no SIGBUS for readers
         else:
-            os.ftruncate(self._fd, position)
+            self._dirty = True
+            os.ftruncate(self._file(), position)
         self.size = position
         self._index.truncate_segment(self.prefix, h.base_offset)
         # Recompute tracking over the retained bytes (truncation is rare).
@@ -356,17 +418,22 @@ class LogSegment:
         tmp = self.path + ".truncating"
         fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         copied = 0
+        source = self._file()
         while copied < length:
-            chunk = os.pread(self._fd, min(1 << 20, length - copied), copied)
+            chunk = os.pread(source, min(1 << 20, length - copied), copied)
             os.write(fd, chunk)
             copied += len(chunk)
         os.close(fd)
         os.replace(tmp, self.path)
-        self._drop_mmap()
-        os.close(self._fd)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        # The old inode is gone with its pending writes; the copy is the unsynced file now.
+        self._release(sync=False)
+        self._handles.closed(self)
+        self._open_file()
+        self._dirty = True
 
-    def _drop_mmap(self) -> None:
+    # -- closing -------------------------------------------------------------------------------
+
+    def _unmap(self) -> None:
         if self._mmap is not None:
             # Views still exported (an in-flight fetch) keep the map alive until released.
             with contextlib.suppress(BufferError):
@@ -374,15 +441,35 @@ class LogSegment:
             self._mmap = None
             self._mmap_size = 0
 
-    def close(self) -> None:
-        self._drop_mmap()
-        if self._fd >= 0:
-            os.close(self._fd)
+    def _drop_mmap(self) -> None:
+        if self._mmap is not None:
+            self._unmap()
+            self._handles.closed(self, 1)
+
+    def _release(self, *, sync: bool) -> None:
+        """Close the file (fdatasync first if ``sync`` and written since) and drop the map;
+        the handle cache's bookkeeping is the caller's."""
+        fd = self._fd
+        if fd >= 0:
+            if sync and self._dirty:
+                os.fdatasync(fd)
+                self._dirty = False
             self._fd = -1
+            os.close(fd)
+        self._unmap()
+
+    def close_handles(self) -> None:
+        """The handle cache closes this idle segment's descriptors (it reopens on next use)."""
+        self._release(sync=True)
+
+    def close(self, *, sync: bool = True) -> None:
+        """Close the file and drop the map; ``sync=False`` only for a log being deleted."""
+        self._release(sync=sync)
+        self._handles.closed(self)
 
     def delete(self) -> None:
         """Close and unlink; views handed out earlier stay valid (the inode lives on)."""
-        self.close()
+        self.close(sync=False)
         self._index.delete_segment(self.prefix)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
