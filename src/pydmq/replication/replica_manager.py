@@ -32,7 +32,7 @@ from pydmq.replication.purgatory import DelayedOperationPurgatory
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
 from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, TopicPartition
 from pydmq.storage.checkpoint_writer import CheckpointWriter
-from pydmq.storage.log import LogAppendInfo, UnifiedLog
+from pydmq.storage.log import AppendPolicy, LogAppendInfo, UnifiedLog
 
 __all__ = ["PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
 
@@ -54,6 +54,17 @@ class PartitionState:
     partition_epoch: int
     replicas: list[int]
     isr: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenSettings:
+    """What opening a partition reads from its topic's configs, resolved once per topic."""
+
+    engine: str
+    log_config: LogConfig
+    policy: AppendPolicy
+    min_insync_replicas: int
+    strategy: ReplicationStrategy
 
 
 class Transition(enum.Enum):
@@ -85,6 +96,9 @@ class ReplicaManager:
         self._checkpoint_writer: CheckpointWriter | None = None
         self.produce_purgatory = DelayedOperationPurgatory()
         self.delete_records_purgatory = DelayedOperationPurgatory()
+        # The settings of the TopicConfig object opened last: callers open every partition of
+        # a topic with one object, and resolving it cost ~25 us per partition.
+        self._settings_of: tuple[TopicConfig, _OpenSettings] | None = None
 
     # -- engines ---------------------------------------------------------------------
     def engine(self, name: str) -> StorageEngine:
@@ -98,7 +112,10 @@ class ReplicaManager:
                 self.config.log_dir if name == "segment" else self.config.log_dir / f"engine-{name}"
             )
             data_dir.mkdir(parents=True, exist_ok=True)
-            engine = spec.factory(str(data_dir), {})
+            # Every engine may hold this share of the descriptor limit (the segment engine's
+            # LRU of open segment files); engines without open files ignore it.
+            share = self.config.get("pydmq.log.open.files.share")
+            engine = spec.factory(str(data_dir), {"open.files.share": str(share)})
             self._engines[name] = engine
         return engine
 
@@ -119,10 +136,23 @@ class ReplicaManager:
             self._strategies[name] = strategy
         return strategy
 
-    def _open_log(self, tp: TopicPartition, topic_config: TopicConfig) -> UnifiedLog:
-        engine_name = topic_config.get_str("pydmq.engine")
-        engine_log = self.engine(engine_name).open_log(tp, topic_config.log_config())
-        self._engine_of[tp] = engine_name
+    def _settings(self, topic_config: TopicConfig) -> _OpenSettings:
+        last = self._settings_of
+        if last is not None and last[0] is topic_config:
+            return last[1]
+        settings = _OpenSettings(
+            engine=topic_config.get_str("pydmq.engine"),
+            log_config=topic_config.log_config(),
+            policy=append_policy(topic_config),
+            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
+            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+        )
+        self._settings_of = (topic_config, settings)
+        return settings
+
+    def _open_log(self, tp: TopicPartition, settings: _OpenSettings) -> UnifiedLog:
+        engine_log = self.engine(settings.engine).open_log(tp, settings.log_config)
+        self._engine_of[tp] = settings.engine
         return UnifiedLog(engine_log, self.config.get_int("producer.id.expiration.ms"))
 
     # -- partitions ------------------------------------------------------------------
@@ -144,7 +174,8 @@ class ReplicaManager:
             existing.leader_epoch = leader_epoch
             existing.log.maybe_assign_epoch_start_offset(leader_epoch, existing.log.log_end_offset)
             return existing
-        unified = self._open_log(tp, topic_config)
+        settings = self._settings(topic_config)
+        unified = self._open_log(tp, settings)
         unified.update_high_watermark(unified.log_end_offset)
         unified.maybe_assign_epoch_start_offset(leader_epoch, unified.log_end_offset)
         partition = Partition(
@@ -155,9 +186,9 @@ class ReplicaManager:
             leader_epoch=leader_epoch,
             replicas=replicas,
             isr=isr,
-            policy=append_policy(topic_config),
-            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
-            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+            policy=settings.policy,
+            min_insync_replicas=settings.min_insync_replicas,
+            strategy=settings.strategy,
         )
         self.partitions[tp] = partition
         return partition
@@ -170,17 +201,18 @@ class ReplicaManager:
         existing = self.partitions.get(tp)
         if existing is not None:
             return existing
+        settings = self._settings(topic_config)
         partition = Partition(
             tp=tp,
             topic_id=topic_id,
-            log=self._open_log(tp, topic_config),
+            log=self._open_log(tp, settings),
             leader_id=-1,
             leader_epoch=-1,
             replicas=[],
             isr=[],
-            policy=append_policy(topic_config),
-            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
-            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+            policy=settings.policy,
+            min_insync_replicas=settings.min_insync_replicas,
+            strategy=settings.strategy,
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
             partition_epoch=-1,
             local_broker_id=self.config.node_id,

@@ -416,7 +416,7 @@ def test_create_topics_validate_only_writes_nothing() -> None:
         (CreatableTopic("n", configs={"retention.ms": None}), E.INVALID_CONFIG),
         (CreatableTopic("ex_ists"), E.INVALID_TOPIC_EXCEPTION),  # collides with ex.ists
         (CreatableTopic("p", 0, 1), E.INVALID_PARTITIONS),
-        (CreatableTopic("p", 100_001, 1), E.INVALID_PARTITIONS),
+        (CreatableTopic("p", 1_000_000, 1), E.POLICY_VIOLATION),  # over 10,000 per request
         (CreatableTopic("r", 1, 0), E.INVALID_REPLICATION_FACTOR),
         (CreatableTopic("r", 1, 3), E.INVALID_REPLICATION_FACTOR),  # broker 3 is fenced
         (CreatableTopic("a", assignments={0: [1, 9]}), E.INVALID_REPLICA_ASSIGNMENT),

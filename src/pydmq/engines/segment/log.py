@@ -109,11 +109,11 @@ class SegmentLog:
         if self._index.segment_metas(self.tp):
             self._index.delete_log(self.tp)
         segments = LogSegments()
-        segments.add(self._segment(0))
+        segments.add(self._segment(0, new_file=True))
         segments.last.active = True
         return LoadedLog(segments, 0, 0, 0, 0)
 
-    def _segment(self, base_offset: int) -> LogSegment:
+    def _segment(self, base_offset: int, *, new_file: bool = False) -> LogSegment:
         return LogSegment(
             self.dir,
             self.tp,
@@ -122,6 +122,7 @@ class SegmentLog:
             self.config.index_interval_bytes,
             self._handles,
             read_mode=self._read_mode,
+            new_file=new_file,
         )
 
     def _create_dir(self) -> None:
@@ -467,8 +468,9 @@ class SegmentLog:
         return os.path.join(self.dir, name + ".checkpoint")
 
     def read_checkpoint(self, name: str) -> bytes | None:
-        path = self._checkpoint_path(name)
-        return read_checkpoint_file(path) if self._dir_exists else None
+        if not self._dir_exists:
+            return None  # a new log: opening thousands of them reads no file
+        return read_checkpoint_file(self._checkpoint_path(name))
 
     def write_checkpoint(self, name: str, data: bytes) -> None:
         self._make_dir_entry_durable()

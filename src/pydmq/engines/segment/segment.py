@@ -101,7 +101,10 @@ class LogSegment:
         *,
         read_mode: str = "pread",
         meta: SegmentMeta | None = None,
+        new_file: bool = False,
     ) -> None:
+        """``meta`` describes the existing file (else it is looked at); ``new_file``: there is
+        no file yet (a new log), it is created by the first open."""
         self.base_offset = base_offset
         self.path = os.path.join(log_dir, segment_file_name(base_offset))
         self.prefix = segment_prefix(tp, base_offset)
@@ -111,7 +114,7 @@ class LogSegment:
         self._handles = handles
         self._fd = -1  # opened on first use (:meth:`_file`)
         self._dirty = False  # written (or truncated) since the last fdatasync
-        self._may_create = meta is None
+        self._may_create = new_file
         self._mmap: mmap.mmap | None = None
         self._mmap_size = 0
         self._pending_offsets: list[tuple[int, int]] = []
@@ -119,11 +122,12 @@ class LogSegment:
         self.active = False
         self.meta_dirty = True
         if meta is None:
-            try:
-                size = os.stat(self.path).st_size
-                self._may_create = False
-            except FileNotFoundError:
-                size = 0  # a new segment: its file is created by the first open
+            size = 0
+            if not new_file:
+                try:
+                    size = os.stat(self.path).st_size
+                except FileNotFoundError:
+                    self._may_create = True  # a new segment: created by its first open
             meta = SegmentMeta(size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0)
         self.size = meta.size
         self.next_offset = meta.next_offset
