@@ -85,6 +85,8 @@ class SegmentStorageEngine:
             self._shared.forget(log)
             for segment in log.segments:
                 segment.close(sync=False)  # the files go with the directory
+        if log is not None and not log.has_directory:
+            return  # never written: nothing on disk, no index entry (removing 10,000 is free)
         shutil.rmtree(self._log_dir(tp), ignore_errors=True)
         self.index.delete_log(tp)
 

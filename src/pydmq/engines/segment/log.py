@@ -489,6 +489,11 @@ class SegmentLog:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def has_directory(self) -> bool:
+        """False for a new log nothing was written to yet: nothing of it is on disk."""
+        return self._dir_exists
+
 
 def _is_directory(path: str) -> bool:
     """Whether ``path`` is a directory; False if nothing is there (a file there is an error)."""
