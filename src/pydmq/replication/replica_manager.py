@@ -13,12 +13,21 @@ produces (woken by high watermark moves, ISR and leadership changes:
 :meth:`ReplicaManager.notify_high_watermark`) and DeleteRecords waiting for the followers'
 log start offsets (woken by follower fetches, ISR and leadership changes, and changes of the
 alive brokers).
+
+Partitions live as long as the broker, and each holds ~20 objects the cyclic garbage
+collector tracks: with tens of thousands hosted, every full collection walked them all and
+held the event loop 0.1-0.5 s (measured while creating 10,000 partitions on a node hosting
+20,000). Every :data:`SETTLE_EVERY` partitions opened, :meth:`ReplicaManager.settle` collects
+what is not frozen yet (only the objects since the last settle: a few ms) and freezes what is
+alive (``gc.freeze``), so later collections skip the partitions. Deleting a partition leaves
+no reference cycle (checked), so frozen partitions are still freed by reference counting.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import gc
 import logging
 import time
 import uuid
@@ -34,9 +43,12 @@ from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, Topic
 from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.log import AppendPolicy, LogAppendInfo, UnifiedLog
 
-__all__ = ["PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
+__all__ = ["SETTLE_EVERY", "PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
 
 log = logging.getLogger(__name__)
+
+SETTLE_EVERY = 250
+"""Partitions opened between two :meth:`ReplicaManager.settle` calls."""
 
 
 class UnknownEngineError(ValueError):
@@ -99,6 +111,7 @@ class ReplicaManager:
         # The settings of the TopicConfig object opened last: callers open every partition of
         # a topic with one object, and resolving it cost ~25 us per partition.
         self._settings_of: tuple[TopicConfig, _OpenSettings] | None = None
+        self._unsettled = 0  # partitions opened since the last settle()
 
     # -- engines ---------------------------------------------------------------------
     def engine(self, name: str) -> StorageEngine:
@@ -159,6 +172,19 @@ class ReplicaManager:
     def get(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
 
+    def settle(self) -> None:
+        """Keep the partitions opened so far out of the cyclic garbage collector's walks:
+        collect the objects allocated since the last settle, then freeze what is alive."""
+        self._unsettled = 0
+        gc.collect()
+        gc.freeze()
+
+    def _add(self, partition: Partition) -> None:
+        self.partitions[partition.tp] = partition
+        self._unsettled += 1
+        if self._unsettled >= SETTLE_EVERY:
+            self.settle()
+
     def make_leader(
         self,
         tp: TopicPartition,
@@ -190,7 +216,7 @@ class ReplicaManager:
             min_insync_replicas=settings.min_insync_replicas,
             strategy=settings.strategy,
         )
-        self.partitions[tp] = partition
+        self._add(partition)
         return partition
 
     # -- cluster mode: LeaderAndIsr / StopReplica -----------------------------------------
@@ -217,7 +243,7 @@ class ReplicaManager:
             partition_epoch=-1,
             local_broker_id=self.config.node_id,
         )
-        self.partitions[tp] = partition
+        self._add(partition)
         return partition
 
     def apply_partition_state(self, state: PartitionState, topic_config: TopicConfig) -> Transition:

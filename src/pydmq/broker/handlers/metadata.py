@@ -6,7 +6,8 @@ an illegal name gets INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_
 Topic ids from v10 (lookup by id from v12: UNKNOWN_TOPIC_ID). Leader epochs from v7.
 
 One request auto-creates at most ``pydmq.auto.create.max.partitions`` partitions (at least one
-topic), all of them with one registry save; the names beyond are answered LEADER_NOT_AVAILABLE,
+topic), all of them with one registry save, as an asynchronous answer that opens them in
+chunks like CreateTopics; the names beyond are answered LEADER_NOT_AVAILABLE,
 as Kafka answers topics still being created, and the client's retry creates the next ones. A
 request naming 1,000 new topics thus never holds the event loop for long (each used to save the
 whole registry: 9-65 s per request). A name another request is creating right now is also
@@ -268,20 +269,31 @@ def handle(
                 answers.append(_error_topic(name, None, exc.error_code))
         else:
             answers.append(name)
-    created = _auto_create(broker, [a for a in answers if isinstance(a, str)])
+    names = [a for a in answers if isinstance(a, str)]
+    if not names:
+        response.topics = [a for a in answers if not isinstance(a, str)]
+        return response
+    return _answer_after_creating(broker, response, answers, names)
+
+
+async def _answer_after_creating(
+    broker: Broker,
+    response: MetadataResponse,
+    answers: list[MetadataResponseTopic | str],
+    names: list[str],
+) -> MetadataResponse:
+    created = await _auto_create(broker, names)
     response.topics = [created[a] if isinstance(a, str) else a for a in answers]
     return response
 
 
-def _auto_create(broker: Broker, names: list[str]) -> dict[str, MetadataResponseTopic]:
-    """Create default topics for ``names`` within the request's partition budget; the answer
-    for each name."""
-    if not names:
-        return {}
+async def _auto_create(broker: Broker, names: list[str]) -> dict[str, MetadataResponseTopic]:
+    """Create default topics for ``names`` within the request's partition budget (opened in
+    chunks, as CreateTopics); the answer for each name."""
     budget = broker.config.get_int("pydmq.auto.create.max.partitions")
     each = broker.config.get_int("num.partitions")
     affordable = max(1, budget // each)  # at least one topic per request, or none ever is
-    outcomes = broker.topic_ops.create_topics_now([NewTopic(n) for n in names[:affordable]])
+    outcomes = await broker.topic_ops.create_topics([NewTopic(n) for n in names[:affordable]])
     answers: dict[str, MetadataResponseTopic] = {}
     for name, outcome in zip(names, outcomes, strict=False):
         if isinstance(outcome, TopicInfo):
