@@ -10,6 +10,7 @@ it needs.
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -73,6 +74,21 @@ def test_restart_opens_no_segment_file(tmp_path: Path) -> None:
     assert engine.handles.open_count == 0
     assert open_fds() - before <= 4  # the LMDB environment's files, nothing per log
     assert all(log.log_end_offset == 6 for log in reopened)
+    engine.close()
+
+
+def test_a_new_log_drops_index_entries_its_lost_directory_left(tmp_path: Path) -> None:
+    engine = engine_with_budget(tmp_path)
+    [old] = logs(engine, 1)
+    write(old, 30, value_size=100)  # several segments, many index entries
+    engine.close()
+    shutil.rmtree(tmp_path / "t-0")  # a crash between removing the directory and its entries
+    engine = engine_with_budget(tmp_path)
+    [new] = logs(engine, 1)
+    assert engine.index.segment_metas(new.tp) == {}
+    fresh = write(new, 30, value_size=60)
+    for i, batch in enumerate(fresh):
+        assert fetched_bytes(new.read(i * 2 + 1, 1, BIG, True)) == batch
     engine.close()
 
 

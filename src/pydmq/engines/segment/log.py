@@ -12,7 +12,7 @@ import time
 from collections.abc import Iterator, Sequence
 
 from pydmq.engines.segment.handles import FileHandleCache
-from pydmq.engines.segment.index import SegmentMeta
+from pydmq.engines.segment.index import SegmentMeta, tp_prefix
 from pydmq.engines.segment.loader import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -105,9 +105,12 @@ class SegmentLog:
     def _new_log(self) -> LoadedLog:
         """An empty log at offset 0 whose directory and first segment are created on first
         write. Index entries left by an earlier log of this name (a crash between its
-        directory's removal and its index entries') would be taken for this one's: gone."""
-        if self._index.segment_metas(self.tp):
+        directory's removal and its index entries') would be taken for this one's: gone.
+        Entries written since the engine started are removed with their log (delete_log)."""
+        prefix = tp_prefix(self.tp)
+        if prefix in self._shared.indexed_at_start:
             self._index.delete_log(self.tp)
+            self._shared.indexed_at_start.discard(prefix)
         segments = LogSegments()
         segments.add(self._segment(0, new_file=True))
         segments.last.active = True

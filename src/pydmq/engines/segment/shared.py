@@ -39,6 +39,9 @@ class SharedDurability:
         self._dirs_created = 1  # the directories found at start: not known durable yet
         self._dirs_synced = 0
         self._index_pending: dict[SegmentLog, None] = {}  # insertion-ordered set
+        # Partitions with index entries when the engine started: a new log of one of them
+        # (its directory gone, its entries not: a crash in between) must drop them first.
+        self.indexed_at_start = index.indexed_logs()
 
     # -- partition directory entries ---------------------------------------------------------
 
