@@ -69,7 +69,7 @@ POINTS: Final = WRITE_POINTS | frozenset(
         "segment.append.before_write",  # LogSegment.append, before os.write
         "segment.append.after_write",  # LogSegment.append, after os.write, before tracking
         "segment.fsync",  # LogSegment.fsync, the fdatasync of a segment file
-        "segment.create",  # LogSegment.__init__ for a new file (a roll), before os.open
+        "segment.create",  # LogSegment._open_file creating a new file (first append after a roll)
         "index.put.before_commit",  # LogIndex.put, before the LMDB write transaction
         "index.put.after_commit",  # LogIndex.put, after the LMDB transaction committed
         "index.commit",  # LogIndex._write, inside the LMDB write transaction (a failed commit)

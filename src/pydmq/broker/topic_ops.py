@@ -1,18 +1,33 @@
 """TopicOperations: create, delete and grow topics with Kafka's validation and error codes.
 
 Used by CreateTopics, DeleteTopics, CreatePartitions and Metadata auto-creation, so all of them
-apply the same rules. A change the registry cannot persist, or whose partitions cannot be
-created on disk, is refused with KAFKA_STORAGE_ERROR and undone: nothing is half-created.
+apply the same rules, in the order Kafka's controller does: names, collisions, counts, configs,
+then admission (:mod:`pydmq.broker.partition_limits`: at most 10,000 new partitions per
+request and ``pydmq.max.broker.partitions`` hosted by this node, POLICY_VIOLATION beyond).
+
+Creation is all or nothing (:class:`~pydmq.broker.partition_creation.PartitionCreation`): the
+partitions' logs are opened first and the registry is changed last, with one save for the
+whole request; a failure opening any log (or saving) removes every partition the request
+opened and answers KAFKA_STORAGE_ERROR for each of its topics, leaving the registry as it was.
+CreateTopics and CreatePartitions run one request at a time (as Kafka's controller does) and
+open partitions in chunks between which the event loop serves other connections
+(:meth:`TopicOperations.create_topics`, :meth:`TopicOperations.create_partitions`); names being
+created meanwhile are taken (TOPIC_ALREADY_EXISTS) and their partitions count as hosted.
+Metadata auto-creation and ``__consumer_offsets`` are small and synchronous
+(:meth:`TopicOperations.create_topics_now`). A deletion or config change the registry cannot
+persist is refused with KAFKA_STORAGE_ERROR and undone.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import uuid
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from pydmq.broker.partition_creation import PartitionCreation
+from pydmq.broker.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.broker.topic_names import topic_name_problem
 from pydmq.broker.topics import PartitionInfo, TopicInfo
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
@@ -29,11 +44,11 @@ __all__ = [
     "OP_DELETE",
     "OP_SET",
     "OP_SUBTRACT",
+    "NewPartitions",
+    "NewTopic",
     "TopicError",
     "TopicOperations",
 ]
-
-_MAX_PARTITIONS = 100_000
 
 # IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids)
 OP_SET = 0
@@ -53,6 +68,28 @@ class TopicError(Exception):
 def _storage_error(what: str, exc: BaseException) -> TopicError:
     reason = exc.message if isinstance(exc, KafkaStorageError) else str(exc)
     return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {reason}")
+@dataclass(frozen=True, slots=True)
+class NewTopic:
+    """One topic of a creation request (-1: the broker default; or manual ``assignments``)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+    assignments: Mapping[int, list[int]] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewPartitions:
+    """One topic of a CreatePartitions request: its new total ``count``."""
+
+    name: str
+    count: int
+    assignments: list[list[int]] | None = None
+
+
+def _collision_key(name: str) -> str:
+    return name.replace(".", "_")
 
 
 class TopicOperations:
@@ -60,9 +97,37 @@ class TopicOperations:
 
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
+        self._serial = asyncio.Lock()  # CreateTopics / CreatePartitions, one at a time
+        self._creating: set[str] = set()  # topics whose partitions a request is opening
+        self._unopened = 0  # partitions admitted by a request and not opened yet
 
     def _live_brokers(self) -> list[int]:
         return [self._broker.node_id]
+
+    # -- admission ------------------------------------------------------------------------
+
+    def _hosted(self) -> int:
+        """Partitions hosted here, counting those admitted and not opened yet."""
+        return len(self._broker.replica_manager.partitions) + self._unopened
+
+    def _admit(self, adding: int, earlier: int) -> None:
+        """Refuse (POLICY_VIOLATION) ``adding`` partitions after ``earlier`` in this request."""
+        problem = request_limit_problem(adding, earlier) or broker_limit_problem(
+            self._broker.node_id,
+            self._hosted() + earlier,
+            adding,
+            self._broker.config.get_int("pydmq.max.broker.partitions"),
+        )
+        if problem:
+            raise TopicError(ErrorCode.POLICY_VIOLATION, problem)
+
+    # -- creating topics --------------------------------------------------------------------
+
+    def _taken_names(self) -> dict[str, str]:
+        """Collision key ('.' as '_') -> name, for the topics existing and being created."""
+        taken = {_collision_key(t.name): t.name for t in self._broker.topics}
+        taken.update((_collision_key(name), name) for name in self._creating)
+        return taken
 
     def validate_new_topic(
         self,
@@ -71,21 +136,23 @@ class TopicOperations:
         replication_factor: int,
         configs: Mapping[str, str | None],
         assignments: Mapping[int, list[int]] | None = None,
+        taken: Mapping[str, str] | None = None,
     ) -> tuple[int, int, dict[str, str]]:
-        """Resolve defaults and validate; returns (partitions, replication factor, configs)."""
+        """Resolve defaults and validate; returns (partitions, replication factor, configs).
+
+        ``taken``: the collision keys of existing topics (:meth:`_taken_names`; computed here
+        when not given: a request of many topics computes it once)."""
         problem = topic_name_problem(name)
         if problem:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-        registry = self._broker.topics
-        if registry.get(name) is not None:
+        if self._broker.topics.get(name) is not None or name in self._creating:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        collision = name.replace(".", "_")
-        for existing in registry:
-            if existing.name.replace(".", "_") == collision:
-                raise TopicError(
-                    ErrorCode.INVALID_TOPIC_EXCEPTION,
-                    f"Topic '{name}' collides with existing topic: {existing.name}",
-                )
+        existing = (self._taken_names() if taken is None else taken).get(_collision_key(name))
+        if existing is not None:
+            raise TopicError(
+                ErrorCode.INVALID_TOPIC_EXCEPTION,
+                f"Topic '{name}' collides with existing topic: {existing}",
+            )
         broker_config = self._broker.config
         if assignments:
             if num_partitions != -1 or replication_factor != -1:
@@ -101,7 +168,7 @@ class TopicOperations:
             num_partitions = broker_config.get_int("num.partitions")
         if replication_factor == -1:
             replication_factor = broker_config.get_int("default.replication.factor")
-        if num_partitions <= 0 or num_partitions > _MAX_PARTITIONS:
+        if num_partitions <= 0:
             raise TopicError(
                 ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
             )
@@ -153,6 +220,37 @@ class TopicOperations:
                     "broker with that id is registered.",
                 )
 
+    def _plan_topics(self, topics: Sequence[NewTopic]) -> list[TopicInfo | TopicError]:
+        """Validate and admit each topic in order (later ones count the earlier ones)."""
+        taken = self._taken_names()
+        node = self._broker.node_id
+        planned = 0
+        out: list[TopicInfo | TopicError] = []
+        for t in topics:
+            try:
+                partitions, _rf, explicit = self.validate_new_topic(
+                    t.name, t.num_partitions, t.replication_factor, t.configs, t.assignments, taken
+                )
+                self._admit(partitions, planned)
+            except TopicError as exc:
+                out.append(exc)
+                continue
+            planned += partitions
+            taken[_collision_key(t.name)] = t.name
+            # single node: every replica set is [this node]
+            out.append(
+                TopicInfo(
+                    name=t.name,
+                    topic_id=uuid.uuid4(),
+                    partitions=[
+                        PartitionInfo(i, node, 0, [node], [node]) for i in range(partitions)
+                    ],
+                    configs=explicit,
+                    internal=t.name in ("__consumer_offsets", "__transaction_state"),
+                )
+            )
+        return out
+
     def create_topic(
         self,
         name: str,
@@ -162,58 +260,65 @@ class TopicOperations:
         assignments: Mapping[int, list[int]] | None = None,
         validate_only: bool = False,
     ) -> TopicInfo:
-        partitions, rf, explicit = self.validate_new_topic(
-            name, num_partitions, replication_factor, configs or {}, assignments
-        )
-        node = self._broker.node_id
-        topic = TopicInfo(
-            name=name,
-            topic_id=uuid.uuid4(),
-            partitions=[PartitionInfo(i, node, 0, [node] * 1, [node]) for i in range(partitions)],
-            configs=explicit,
-            internal=name.startswith("__")
-            and name in ("__consumer_offsets", "__transaction_state"),
-        )
-        del rf  # single node: every replica set is [this node]
-        if validate_only:
-            return topic
-        try:
-            self._broker.topics.add(topic)
-        except OSError as exc:
-            raise _storage_error(f"Topic {name} could not be persisted", exc) from None
-        try:
-            self._open_partitions(topic, range(partitions))
-        except (OSError, KafkaStorageError) as exc:
-            self._undo_partitions(topic, range(partitions))
-            # If this fails too, the registry keeps the topic: its logs are created empty at
-            # the next start.
-            with contextlib.suppress(OSError):
-                self._broker.topics.remove(name)
-            raise _storage_error(f"Topic {name} could not be created", exc) from None
-        self._broker.plugins.on_topic_created(name, str(topic.topic_id), partitions)
-        return topic
+        """Create one topic now (synchronously); raises TopicError."""
+        new = NewTopic(name, num_partitions, replication_factor, configs or {}, assignments)
+        [result] = self.create_topics_now([new], validate_only)
+        if isinstance(result, TopicError):
+            raise result
+        return result
 
-    def _undo_partitions(self, topic: TopicInfo, indexes: range) -> None:
-        """Delete the logs of ``indexes`` that a failed creation opened."""
-        engine = TopicConfig(self._broker.config, topic.configs).get_str("pydmq.engine")
-        for index in indexes:
-            tp = TopicPartition(topic.name, index)
-            if self._broker.replica_manager.get(tp) is not None:
-                # Best effort: the partition is not in the registry any more.
-                with contextlib.suppress(OSError, KafkaStorageError):
-                    self._broker.replica_manager.delete_partition(tp, engine)
+    def create_topics_now(
+        self, topics: Sequence[NewTopic], validate_only: bool = False
+    ) -> list[TopicInfo | TopicError]:
+        """Create ``topics`` synchronously (Metadata auto-creation, ``__consumer_offsets``):
+        for callers that bound how many partitions they create at once."""
+        plan = self._plan_topics(topics)
+        if not validate_only:
+            for _ in self._create(plan):
+                pass
+        return plan
 
-    def _open_partitions(self, topic: TopicInfo, indexes: range) -> None:
-        config = TopicConfig(self._broker.config, topic.configs)
-        for index in indexes:
-            p = topic.partitions[index]
-            self._broker.replica_manager.make_leader(
-                TopicPartition(topic.name, index),
-                topic.topic_id,
-                config,
-                p.leader_epoch,
-                p.replicas,
-                p.isr,
+    async def create_topics(
+        self, topics: Sequence[NewTopic], validate_only: bool = False
+    ) -> list[TopicInfo | TopicError]:
+        """CreateTopics: the result of each topic, in order (a TopicInfo or its error).
+        Requests run one at a time; partitions are opened in chunks, yielding between."""
+        async with self._serial:
+            plan = self._plan_topics(topics)
+            if not validate_only:
+                await _run_in_chunks(self._create(plan))
+            return plan
+
+    def _create(self, plan: list[TopicInfo | TopicError]) -> Generator[None, None, None]:
+        """Open the accepted topics' partitions, then register them with one save; on any
+        failure remove every partition opened and turn each accepted topic into the error."""
+        accepted = [t for t in plan if isinstance(t, TopicInfo)]
+        if not accepted:
+            return
+        creation = PartitionCreation(self._broker)
+        total = sum(len(t.partitions) for t in accepted)
+        names = {t.name for t in accepted}
+        self._creating |= names
+        self._unopened += total
+        try:
+            yield from creation.steps([(t, range(len(t.partitions))) for t in accepted])
+            self._unopened -= total
+            total = 0
+            self._broker.topics.add_all(accepted)
+        except Exception as exc:
+            creation.rollback()
+            error = TopicError(ErrorCode.KAFKA_STORAGE_ERROR, creation.failure(exc))
+            plan[:] = [error if isinstance(t, TopicInfo) else t for t in plan]
+            return
+        except BaseException:  # abandoned (cancelled): nothing of it may stay
+            creation.rollback()
+            raise
+        finally:
+            self._creating -= names
+            self._unopened -= total
+        for topic in accepted:
+            self._broker.plugins.on_topic_created(
+                topic.name, str(topic.topic_id), len(topic.partitions)
             )
 
     def delete_topic(self, name: str) -> TopicInfo:
@@ -236,59 +341,110 @@ class TopicOperations:
         self._broker.plugins.on_topic_deleted(name, str(topic.topic_id))
         return topic
 
-    def create_partitions(
-        self,
-        name: str,
-        count: int,
-        assignments: list[list[int]] | None,
-        validate_only: bool,
-    ) -> None:
-        topic = self._broker.topics.get(name)
+    def _plan_growth(self, req: NewPartitions) -> tuple[TopicInfo, list[PartitionInfo]]:
+        """Kafka's checks of one CreatePartitions topic; its new partitions."""
+        topic = self._broker.topics.get(req.name)
         if topic is None:
             raise TopicError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                 "This server does not host this topic-partition.",
             )
         current = len(topic.partitions)
-        if count < current:
+        if req.count < current:
             raise TopicError(
                 ErrorCode.INVALID_PARTITIONS,
                 f"Topic currently has {current} partitions, which is higher than the requested "
-                f"{count}.",
+                f"{req.count}.",
             )
-        if count == current:
+        if req.count == current:
             raise TopicError(
                 ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
             )
-        if count > _MAX_PARTITIONS:
-            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Too many partitions.")
-        added = count - current
-        if assignments is not None:
-            if len(assignments) != added:
+        added = req.count - current
+        if req.assignments is not None:
+            if len(req.assignments) != added:
                 raise TopicError(
                     ErrorCode.INVALID_REPLICA_ASSIGNMENT,
                     f"Attempted to add {added} additional partition(s), but only "
-                    f"{len(assignments)} assignment(s) were specified.",
+                    f"{len(req.assignments)} assignment(s) were specified.",
                 )
             self._validate_assignments(
-                {current + i: list(a) for i, a in enumerate(assignments)}, current
+                {current + i: list(a) for i, a in enumerate(req.assignments)}, current
             )
-        if validate_only:
-            return
         node = self._broker.node_id
-        topic.partitions.extend(
-            PartitionInfo(i, node, 0, [node], [node]) for i in range(current, count)
-        )
+        return topic, [PartitionInfo(i, node, 0, [node], [node]) for i in range(current, req.count)]
+
+    async def create_partitions(
+        self, requests: Sequence[NewPartitions], validate_only: bool = False
+    ) -> list[TopicError | None]:
+        """CreatePartitions: each topic's error, or None once grown. Like CreateTopics: one
+        request at a time, admitted, opened in chunks, all or nothing, one registry save."""
+        async with self._serial:
+            results: list[TopicError | None] = []
+            growth: list[tuple[int, TopicInfo, list[PartitionInfo]]] = []
+            planned = 0
+            for req in requests:
+                try:
+                    topic, new = self._plan_growth(req)
+                    self._admit(len(new), planned)
+                except TopicError as exc:
+                    results.append(exc)
+                    continue
+                planned += len(new)
+                growth.append((len(results), topic, new))
+                results.append(None)
+            if not validate_only and growth:
+                await _run_in_chunks(self._grow(growth, results))
+            return results
+
+    def _grow(
+        self,
+        growth: list[tuple[int, TopicInfo, list[PartitionInfo]]],
+        results: list[TopicError | None],
+    ) -> Generator[None, None, None]:
+        creation = PartitionCreation(self._broker)
+        registry = self._broker.topics
+        total = sum(len(new) for _, _, new in growth)
+        self._unopened += total
         try:
-            self._broker.topics.save()
-            self._open_partitions(topic, range(current, count))
-        except (OSError, KafkaStorageError) as exc:
-            self._undo_partitions(topic, range(current, count))
-            del topic.partitions[current:]
-            # If this fails too, the file keeps the new partitions: created empty at start.
-            with contextlib.suppress(OSError):
-                self._broker.topics.save()
-            raise _storage_error(f"Partitions of {name} could not be created", exc) from None
+            yield from creation.steps(
+                [
+                    (
+                        TopicInfo(t.name, t.topic_id, t.partitions + new, t.configs, t.internal),
+                        range(len(t.partitions), len(t.partitions) + len(new)),
+                    )
+                    for _, t, new in growth
+                ]
+            )
+            self._unopened -= total
+            total = 0
+            kept = []
+            for i, topic, new in growth:
+                if registry.get(topic.name) is topic:
+                    kept.append((topic, new))
+                else:  # deleted while its partitions were being opened
+                    creation.rollback(topic.name)
+                    results[i] = TopicError(
+                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic.name} was deleted."
+                    )
+            for topic, new in kept:
+                topic.partitions.extend(new)
+            try:
+                registry.save()
+            except BaseException:
+                for topic, new in kept:
+                    del topic.partitions[len(topic.partitions) - len(new) :]
+                raise
+        except Exception as exc:
+            creation.rollback()
+            error = TopicError(ErrorCode.KAFKA_STORAGE_ERROR, creation.failure(exc))
+            for i, _, _ in growth:
+                results[i] = results[i] or error
+        except BaseException:  # abandoned (cancelled): nothing of it may stay
+            creation.rollback()
+            raise
+        finally:
+            self._unopened -= total
 
     def alter_topic_configs(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool = False
@@ -390,3 +546,13 @@ class TopicOperations:
                     items = [v for v in items if v not in given]
                 configs[config_name] = ",".join(items)
         self.alter_topic_configs(name, configs, validate_only)
+
+
+async def _run_in_chunks(steps: Generator[None, None, None]) -> None:
+    """Run a creation's steps, letting the event loop serve others between them; a cancelled
+    caller closes the steps, whose rollback then removes what they opened."""
+    try:
+        for _ in steps:
+            await asyncio.sleep(0)
+    finally:
+        steps.close()

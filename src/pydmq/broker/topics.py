@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -78,6 +78,21 @@ class TopicRegistry:
         except OSError:
             del self._by_name[topic.name]
             del self._by_id[topic.topic_id]
+            raise
+
+    def add_all(self, topics: Sequence[TopicInfo]) -> None:
+        """Add several topics with one save (a request creating many topics, or a Metadata
+        request auto-creating them, rewrote the whole file once per topic). If the save
+        fails, none of them stays added."""
+        for topic in topics:
+            self._by_name[topic.name] = topic
+            self._by_id[topic.topic_id] = topic
+        try:
+            self.save()
+        except BaseException:
+            for topic in topics:
+                self._by_name.pop(topic.name, None)
+                self._by_id.pop(topic.topic_id, None)
             raise
 
     def remove(self, name: str) -> TopicInfo | None:

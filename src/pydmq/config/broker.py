@@ -62,6 +62,11 @@ def parse_quorum_voters(entries: Iterable[str]) -> dict[int, tuple[str, int]]:
     return voters
 
 
+def _share(value: object) -> str | None:
+    assert isinstance(value, float)
+    return None if 0.0 < value <= 1.0 else "must be above 0 and at most 1"
+
+
 def _valid_voters(value: object) -> str | None:
     assert isinstance(value, list)
     try:
@@ -241,6 +246,34 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "striped",
         "Replica placer (pydmq_register_replica_placers) the controller uses for new "
         "partitions (pydmq).",
+        read_only=True,
+    ),
+    ConfigDef(
+        "pydmq.max.broker.partitions",
+        T.INT,
+        50000,
+        "Partition replicas one node may host, those it hosts already included (KIP-578's "
+        "max.broker.partitions). CreateTopics, CreatePartitions and auto-creation beyond it get "
+        "POLICY_VIOLATION; in cluster mode the active controller applies its own value to every "
+        "broker (pydmq).",
+        at_least(1),
+    ),
+    ConfigDef(
+        "pydmq.auto.create.max.partitions",
+        T.INT,
+        1000,
+        "Partitions one Metadata request may auto-create; the topics beyond them are answered "
+        "LEADER_NOT_AVAILABLE (retriable) and created by the client's next request (pydmq).",
+        at_least(1),
+    ),
+    ConfigDef(
+        "pydmq.log.open.files.share",
+        T.DOUBLE,
+        0.5,
+        "Share of the soft RLIMIT_NOFILE the storage engines may hold open (segment files and "
+        "their maps; the least recently used are closed beyond it); the rest is left to "
+        "connections, indexes and sockets (pydmq).",
+        _share,
         read_only=True,
     ),
     ConfigDef("num.partitions", T.INT, 1, "Default partition count for new topics.", at_least(1)),

@@ -169,6 +169,7 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
         default_replication_factor=config.get_int("default.replication.factor"),
         unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),
         delete_topic_enable=config.get_bool("delete.topic.enable"),
+        max_broker_partitions=config.get_int("pydmq.max.broker.partitions"),
     )
 
 

@@ -20,6 +20,13 @@ fsync: see :mod:`pydmq.storage.errors`) the dir is listed in :attr:`offline_log_
 :attr:`log_dir_failure_listeners` are told (cluster mode: the broker asks the controller to
 fence it, so leadership moves to the other ISR members). Failures the maintenance passes meet
 (checkpoints, flushes, rolls) are found by asking each engine for its ``offline`` failure.
+Partitions live as long as the broker, and each holds ~20 objects the cyclic garbage
+collector tracks: with tens of thousands hosted, every full collection walked them all and
+held the event loop 0.1-0.5 s (measured while creating 10,000 partitions on a node hosting
+20,000). Every :data:`SETTLE_EVERY` partitions opened, :meth:`ReplicaManager.settle` collects
+what is not frozen yet (only the objects since the last settle: a few ms) and freezes what is
+alive (``gc.freeze``), so later collections skip the partitions. Deleting a partition leaves
+no reference cycle (checked), so frozen partitions are still freed by reference counting.
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import enum
+import gc
 import logging
 import time
 import uuid
@@ -41,11 +49,14 @@ from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, Replic
 from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, TopicPartition
 from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.errors import KafkaStorageError
-from pydmq.storage.log import LogAppendInfo, LogStorageError, UnifiedLog
+from pydmq.storage.log import AppendPolicy, LogAppendInfo, LogStorageError, UnifiedLog
 
-__all__ = ["PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
+__all__ = ["SETTLE_EVERY", "PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
 
 log = logging.getLogger(__name__)
+
+SETTLE_EVERY = 250
+"""Partitions opened between two :meth:`ReplicaManager.settle` calls."""
 
 
 class UnknownEngineError(ValueError):
@@ -63,6 +74,17 @@ class PartitionState:
     partition_epoch: int
     replicas: list[int]
     isr: list[int]
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenSettings:
+    """What opening a partition reads from its topic's configs, resolved once per topic."""
+
+    engine: str
+    log_config: LogConfig
+    policy: AppendPolicy
+    min_insync_replicas: int
+    strategy: ReplicationStrategy
 
 
 class Transition(enum.Enum):
@@ -94,6 +116,10 @@ class ReplicaManager:
         self._checkpoint_writer: CheckpointWriter | None = None
         self.produce_purgatory = DelayedOperationPurgatory()
         self.delete_records_purgatory = DelayedOperationPurgatory()
+        # The settings of the TopicConfig object opened last: callers open every partition of
+        # a topic with one object, and resolving it cost ~25 us per partition.
+        self._settings_of: tuple[TopicConfig, _OpenSettings] | None = None
+        self._unsettled = 0  # partitions opened since the last settle()
         self.offline_log_dirs: dict[str, str] = {}  # log dir -> what took it offline
         self.log_dir_failure_listeners: list[Callable[[str], None]] = []
 
@@ -131,7 +157,10 @@ class ReplicaManager:
                 self.config.log_dir if name == "segment" else self.config.log_dir / f"engine-{name}"
             )
             data_dir.mkdir(parents=True, exist_ok=True)
-            engine = spec.factory(str(data_dir), {})
+            # Every engine may hold this share of the descriptor limit (the segment engine's
+            # LRU of open segment files); engines without open files ignore it.
+            share = self.config.get("pydmq.log.open.files.share")
+            engine = spec.factory(str(data_dir), {"open.files.share": str(share)})
             self._engines[name] = engine
         return engine
 
@@ -152,22 +181,48 @@ class ReplicaManager:
             self._strategies[name] = strategy
         return strategy
 
+    def _settings(self, topic_config: TopicConfig) -> _OpenSettings:
+        last = self._settings_of
+        if last is not None and last[0] is topic_config:
+            return last[1]
+        settings = _OpenSettings(
+            engine=topic_config.get_str("pydmq.engine"),
+            log_config=topic_config.log_config(),
+            policy=append_policy(topic_config),
+            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
+            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+        )
+        self._settings_of = (topic_config, settings)
+        return settings
+
     def _open_log(
-        self, tp: TopicPartition, topic_config: TopicConfig, *, replicated: bool = False
+        self, tp: TopicPartition, settings: _OpenSettings, *, replicated: bool = False
     ) -> UnifiedLog:
         """Open ``tp``'s log; ``replicated``: a follower whose leader holds the data, so damage
         the engine finds at open may be truncated away (``LogConfig.replicated``)."""
-        engine_name = topic_config.get_str("pydmq.engine")
-        log_config = topic_config.log_config()
+        log_config = settings.log_config
         if replicated:
             log_config = dataclasses.replace(log_config, replicated=True)
-        engine_log = self.engine(engine_name).open_log(tp, log_config)
-        self._engine_of[tp] = engine_name
+        engine_log = self.engine(settings.engine).open_log(tp, log_config)
+        self._engine_of[tp] = settings.engine
         return UnifiedLog(engine_log, self.config.get_int("producer.id.expiration.ms"))
 
     # -- partitions ------------------------------------------------------------------
     def get(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
+
+    def settle(self) -> None:
+        """Keep the partitions opened so far out of the cyclic garbage collector's walks:
+        collect the objects allocated since the last settle, then freeze what is alive."""
+        self._unsettled = 0
+        gc.collect()
+        gc.freeze()
+
+    def _add(self, partition: Partition) -> None:
+        self.partitions[partition.tp] = partition
+        self._unsettled += 1
+        if self._unsettled >= SETTLE_EVERY:
+            self.settle()
 
     def make_leader(
         self,
@@ -184,7 +239,8 @@ class ReplicaManager:
             existing.leader_epoch = leader_epoch
             existing.log.maybe_assign_epoch_start_offset(leader_epoch, existing.log.log_end_offset)
             return existing
-        unified = self._open_log(tp, topic_config)
+        settings = self._settings(topic_config)
+        unified = self._open_log(tp, settings)
         unified.update_high_watermark(unified.log_end_offset)
         unified.maybe_assign_epoch_start_offset(leader_epoch, unified.log_end_offset)
         partition = Partition(
@@ -195,11 +251,11 @@ class ReplicaManager:
             leader_epoch=leader_epoch,
             replicas=replicas,
             isr=isr,
-            policy=append_policy(topic_config),
-            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
-            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+            policy=settings.policy,
+            min_insync_replicas=settings.min_insync_replicas,
+            strategy=settings.strategy,
         )
-        self.partitions[tp] = partition
+        self._add(partition)
         return partition
 
     # -- cluster mode: LeaderAndIsr / StopReplica -----------------------------------------
@@ -216,22 +272,23 @@ class ReplicaManager:
         existing = self.partitions.get(tp)
         if existing is not None:
             return existing
+        settings = self._settings(topic_config)
         partition = Partition(
             tp=tp,
             topic_id=topic_id,
-            log=self._open_log(tp, topic_config, replicated=replicated),
+            log=self._open_log(tp, settings, replicated=replicated),
             leader_id=-1,
             leader_epoch=-1,
             replicas=[],
             isr=[],
-            policy=append_policy(topic_config),
-            min_insync_replicas=topic_config.get_int("min.insync.replicas"),
-            strategy=self.strategy(topic_config.get_str("pydmq.replication.strategy")),
+            policy=settings.policy,
+            min_insync_replicas=settings.min_insync_replicas,
+            strategy=settings.strategy,
             replica_lag_time_max_ms=self.config.get_int("replica.lag.time.max.ms"),
             partition_epoch=-1,
             local_broker_id=self.config.node_id,
         )
-        self.partitions[tp] = partition
+        self._add(partition)
         return partition
 
     def apply_partition_state(self, state: PartitionState, topic_config: TopicConfig) -> Transition:

@@ -416,7 +416,7 @@ def test_create_topics_validate_only_writes_nothing() -> None:
         (CreatableTopic("n", configs={"retention.ms": None}), E.INVALID_CONFIG),
         (CreatableTopic("ex_ists"), E.INVALID_TOPIC_EXCEPTION),  # collides with ex.ists
         (CreatableTopic("p", 0, 1), E.INVALID_PARTITIONS),
-        (CreatableTopic("p", 100_001, 1), E.INVALID_PARTITIONS),
+        (CreatableTopic("p", 1_000_000, 1), E.POLICY_VIOLATION),  # over 10,000 per request
         (CreatableTopic("r", 1, 0), E.INVALID_REPLICATION_FACTOR),
         (CreatableTopic("r", 1, 3), E.INVALID_REPLICATION_FACTOR),  # broker 3 is fenced
         (CreatableTopic("a", assignments={0: [1, 9]}), E.INVALID_REPLICA_ASSIGNMENT),
@@ -818,3 +818,62 @@ def test_fence_and_unfence_operations() -> None:
     unfenced = unfence_broker(image, CTX, broker_id=1)
     assert unfenced.response and unfenced.records == [UnfenceBrokerRecord(1, epoch(image, 1))]
     assert unfence_broker(image, CTX, broker_id=2).response is False
+
+
+# -- admission: partitions per request and per broker (POLICY_VIOLATION) -------------------
+# Before: up to 100,000 partitions were accepted whatever the brokers hosted, and 1,000,000
+# got "Number of partitions must be larger than 0".
+
+
+def limited() -> OperationContext:
+    """Every broker may host 10 partition replicas."""
+    return make_ctx(max_broker_partitions=10)
+
+
+def test_a_million_partitions_gets_the_request_limit() -> None:
+    result = create_topics(cluster(3), make_ctx(), [CreatableTopic("huge", 1_000_000, 1)])
+    [answer] = result.response
+    assert answer.error_code == ErrorCode.POLICY_VIOLATION and result.records == []
+    assert answer.error_message is not None and "limit of 10000" in answer.error_message
+
+
+def test_the_request_limit_counts_every_topic_of_the_request() -> None:
+    result = create_topics(
+        cluster(3),
+        make_ctx(),
+        [CreatableTopic("a", 6_000, 1), CreatableTopic("b", 6_000, 1), CreatableTopic("c", 10)],
+    )
+    codes = [r.error_code for r in result.response]
+    assert codes == [ErrorCode.NONE, ErrorCode.POLICY_VIOLATION, ErrorCode.NONE]
+    assert "after 6000 earlier" in (result.response[1].error_message or "")
+
+
+def test_no_broker_may_exceed_its_partition_limit() -> None:
+    ctx = limited()
+    image = with_topic(cluster(2), "t", [[1, 2]] * 6, ctx=ctx)  # 6 replicas on each
+    result = create_topics(image, ctx, [CreatableTopic("u", 5, 2)])
+    [answer] = result.response
+    assert answer.error_code == ErrorCode.POLICY_VIOLATION and result.records == []
+    assert "Broker 1 hosts 6 partitions; 5 more would exceed its limit of 10" in (
+        answer.error_message or ""
+    )
+    fits = create_topics(image, ctx, [CreatableTopic("u", 4, 2), CreatableTopic("v", 1, 1)])
+    assert [r.error_code for r in fits.response] == [ErrorCode.NONE, ErrorCode.POLICY_VIOLATION]
+    manual = create_topics(image, ctx, [CreatableTopic("m", assignments={0: [1], 1: [1]})])
+    assert manual.response[0].error_code == ErrorCode.NONE  # broker 1: 6 + 2
+
+
+def test_create_partitions_is_admitted_like_create_topics() -> None:
+    ctx = limited()
+    image = with_topic(cluster(2), "t", [[1, 2]] * 6, ctx=ctx)
+    over = create_partitions(image, ctx, [CreatePartitionsTopic("t", 11)])
+    assert over.response[0].error_code == ErrorCode.POLICY_VIOLATION and over.records == []
+    grown = create_partitions(image, ctx, [CreatePartitionsTopic("t", 10)])
+    assert grown.response[0].error_code == ErrorCode.NONE
+    image = commit(image, grown.records)
+    assert sum(isinstance(r, PartitionRecord) for r in grown.records) == 4
+    full = create_partitions(image, ctx, [CreatePartitionsTopic("t", 11)])
+    assert full.response[0].error_code == ErrorCode.POLICY_VIOLATION
+    huge = create_partitions(image, make_ctx(), [CreatePartitionsTopic("t", 1_000_000)])
+    assert huge.response[0].error_code == ErrorCode.POLICY_VIOLATION
+    assert "limit of 10000" in (huge.response[0].error_message or "")

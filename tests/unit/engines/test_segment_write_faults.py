@@ -177,10 +177,13 @@ def test_a_failed_roll_keeps_the_log_as_it_was(tmp_path: Path, arm_failpoints: A
     with pytest.raises(KafkaStorageError) as failed:
         append(log, len(kept))
     assert not failed.value.offline
-    assert len(log.segments) == 1 and log.segments[0].active
+    # The roll happened in memory; the new segment's file is created by the append, which
+    # failed: the new segment is empty and active, and holds nothing on disk yet.
+    assert len(log.segments) == 2 and log.segments[-1].active and log.segments[-1].is_empty
+    assert not os.path.exists(log.segments[-1].path)
     assert log.log_end_offset == len(kept) * 2
-    kept.append(append(log, len(kept)))  # rolls now
-    assert len(log.segments) == 2
+    kept.append(append(log, len(kept)))  # the retry creates the file
+    assert len(log.segments) == 2 and os.path.exists(log.segments[-1].path)
     engine.close()
     assert reopened(tmp_path) == b"".join(kept)
 

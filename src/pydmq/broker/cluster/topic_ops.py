@@ -1,7 +1,8 @@
 """Topic creation a cluster-mode broker asks the controller for.
 
 Metadata auto-creation and the group coordinator's ``__consumer_offsets`` go through here:
-both send CreateTopics to the active controller (which places replicas, applies
+both send CreateTopics to the active controller (one request for all the names one Metadata
+request auto-creates, within its ``pydmq.auto.create.max.partitions`` budget) (which places replicas, applies
 ``default.replication.factor`` and refuses INVALID_REPLICATION_FACTOR when too few brokers are
 registered) and learn the topic from a later UpdateMetadata. Client CreateTopics requests are
 forwarded by their handler instead, at the client's version. The single-node operations
@@ -11,10 +12,11 @@ inherited from :class:`~pydmq.broker.topic_ops.TopicOperations` are not used in 
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from pydmq.broker.cluster.forwarding import ControllerUnavailableError, forward
-from pydmq.broker.topic_ops import TopicOperations
+from pydmq.broker.topic_ops import NewTopic, TopicOperations
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import (
@@ -51,24 +53,36 @@ class ClusterTopicOperations(TopicOperations):
         configs: dict[str, str] | None = None,
     ) -> int:
         """Ask the controller to create ``name``; returns its error code (NONE when created,
-        TOPIC_ALREADY_EXISTS...). One request per name at a time (repeated Metadata requests
-        for a missing topic do not pile up)."""
+        TOPIC_ALREADY_EXISTS...)."""
+        new = NewTopic(name, num_partitions, replication_factor, configs or {})
+        return (await self.create_topics_via_controller([new]))[name]
+
+    async def create_topics_via_controller(self, topics: Sequence[NewTopic]) -> dict[str, int]:
+        """Ask the controller to create ``topics`` in one CreateTopics; each name's error code.
+        A name already asked for by a request still in flight is not asked again (repeated
+        Metadata requests for a missing topic do not pile up): NONE."""
         cluster = self._broker.cluster
         if cluster is None:
-            return ErrorCode.INVALID_REQUEST
-        if name in self._in_flight:
-            return ErrorCode.NONE
-        self._in_flight.add(name)
+            return {t.name: ErrorCode.INVALID_REQUEST for t in topics}
+        codes: dict[str, int] = {t.name: ErrorCode.NONE for t in topics}
+        asked = [t for t in topics if t.name not in self._in_flight]
+        if not asked:
+            return codes
+        names = {t.name for t in asked}
+        self._in_flight |= names
         request = CreateTopicsRequest(
             topics=[
                 CreatableTopic(
-                    name=name,
-                    num_partitions=num_partitions,
-                    replication_factor=replication_factor,
+                    name=t.name,
+                    num_partitions=t.num_partitions,
+                    replication_factor=t.replication_factor,
                     configs=[
-                        CreatableTopicConfig(name=k, value=v) for k, v in (configs or {}).items()
+                        CreatableTopicConfig(name=k, value=v)
+                        for k, v in t.configs.items()
+                        if v is not None
                     ],
                 )
+                for t in asked
             ],
             timeout=_CREATE_TIMEOUT_MS,
             validate_only=False,
@@ -78,21 +92,26 @@ class ClusterTopicOperations(TopicOperations):
                 cluster, CREATE_TOPICS_API, CREATE_TOPICS_VERSION, request, _CREATE_TIMEOUT_MS
             )
         except ControllerUnavailableError as exc:
-            log.info("cannot create %s: %s", name, exc)
-            return ErrorCode.REQUEST_TIMED_OUT
+            log.info("cannot create %s: %s", ", ".join(sorted(names)), exc)
+            codes.update((name, ErrorCode.REQUEST_TIMED_OUT) for name in names)
+            return codes
         finally:
-            self._in_flight.discard(name)
-        for result in response.topics:
-            if result.name == name:
-                if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
-                    log.info(
-                        "creating %s refused: %s %s",
-                        name,
-                        ErrorCode(result.error_code).name,
-                        result.error_message or "",
-                    )
-                return result.error_code
-        return ErrorCode.UNKNOWN_SERVER_ERROR
+            self._in_flight -= names
+        answered = {r.name: r for r in response.topics}
+        for name in names:
+            result = answered.get(name)
+            if result is None:
+                codes[name] = ErrorCode.UNKNOWN_SERVER_ERROR
+                continue
+            if result.error_code not in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS):
+                log.info(
+                    "creating %s refused: %s %s",
+                    name,
+                    ErrorCode(result.error_code).name,
+                    result.error_message or "",
+                )
+            codes[name] = result.error_code
+        return codes
 
     async def ensure_offsets_topic(self) -> int:
         """Create ``__consumer_offsets`` as Kafka does: ``offsets.topic.num.partitions``,

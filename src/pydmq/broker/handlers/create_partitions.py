@@ -4,7 +4,9 @@ Grows topics through ``TopicOperations.create_partitions``, with Kafka's checks:
 -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one -> INVALID_PARTITIONS;
 manual ``assignments`` (one replica list per new partition, same size, known brokers) else
 INVALID_REPLICA_ASSIGNMENT. ``validate_only`` checks without creating. A topic named twice in
-one request gets INVALID_REQUEST for each occurrence. v1 is v0 with throttling semantics, v2
+one request gets INVALID_REQUEST for each occurrence. Admission and atomicity as CreateTopics:
+POLICY_VIOLATION beyond 10,000 new partitions per request or ``pydmq.max.broker.partitions``;
+a storage error -> KAFKA_STORAGE_ERROR for every topic, nothing grown. v1 is v0 with throttling semantics, v2
 is flexible, v3 is v2 (KIP-890 version bump); the body is the same in all versions.
 
 In cluster mode the request is forwarded to the active controller at the same version and its
@@ -18,7 +20,7 @@ from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.topic_ops import TopicError
+from pydmq.broker.topic_ops import NewPartitions
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -29,12 +31,13 @@ from pydmq.protocol.messages.create_partitions import (
 __all__ = ["HANDLER"]
 
 
-def _handle_local(
+async def _handle_local(
     ctx: RequestContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
     broker = ctx.broker
     response = CreatePartitionsResponse()
     counts = collections.Counter(t.name for t in request.topics)
+    wanted: list[tuple[CreatePartitionsTopicResult, NewPartitions]] = []
     for topic in request.topics:
         result = CreatePartitionsTopicResult(name=topic.name, error_code=ErrorCode.NONE)
         response.results.append(result)
@@ -45,13 +48,14 @@ def _handle_local(
         assignments = (
             None if topic.assignments is None else [list(a.broker_ids) for a in topic.assignments]
         )
-        try:
-            broker.topic_ops.create_partitions(
-                topic.name, topic.count, assignments, request.validate_only
-            )
-        except TopicError as exc:
-            result.error_code = exc.error_code
-            result.error_message = exc.message
+        wanted.append((result, NewPartitions(topic.name, topic.count, assignments)))
+    errors = await broker.topic_ops.create_partitions(
+        [new for _, new in wanted], request.validate_only
+    )
+    for (result, _), error in zip(wanted, errors, strict=True):
+        if error is not None:
+            result.error_code = error.error_code
+            result.error_message = error.message
     return response
 
 

@@ -10,6 +10,11 @@ for each duplicate. A client may not create an internal or reserved topic
 ``__share_group_state``): INVALID_REQUEST "Creation of internal topic X is prohibited." (Kafka
 says so for ``__cluster_metadata`` only; see :func:`internal_topic_creation_problem`). The broker
 creates its internal topics itself, through its topic operations, not through this handler.
+More than 10,000 new partitions in one request, or more than
+``pydmq.max.broker.partitions`` hosted by this node -> POLICY_VIOLATION with the limit in the
+message. All or nothing: a storage error opening any new partition's log -> KAFKA_STORAGE_ERROR
+for every topic of the request, none of them created. The partitions are opened in chunks
+between which other connections are served (``TopicOperations.create_topics``).
 
 In cluster mode the request is forwarded to the active controller at the same version and its
 response returned (REQUEST_TIMED_OUT per item when no controller answers).
@@ -23,7 +28,7 @@ from collections.abc import Awaitable
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_names import internal_topic_creation_problem
-from pydmq.broker.topic_ops import TopicError
+from pydmq.broker.topic_ops import NewTopic, TopicError
 from pydmq.config.topic import TopicConfig
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import (
@@ -58,10 +63,11 @@ def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> Cr
     )
 
 
-def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+async def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     response = CreateTopicsResponse()
     counts = collections.Counter(t.name for t in request.topics)
+    wanted: list[NewTopic] = []
     for topic in request.topics:
         if counts[topic.name] == 1 and (problem := internal_topic_creation_problem(topic.name)):
             response.topics.append(
@@ -81,18 +87,20 @@ def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTo
             continue
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments} or None
         configs = {c.name: c.value for c in topic.configs}
-        try:
-            created = broker.topic_ops.create_topic(
-                topic.name,
-                topic.num_partitions,
-                topic.replication_factor,
-                configs,
-                assignments,
-                request.validate_only,
+        wanted.append(
+            NewTopic(
+                topic.name, topic.num_partitions, topic.replication_factor, configs, assignments
             )
-        except TopicError as exc:
-            result.error_code = exc.error_code
-            result.error_message = exc.message
+        )
+    outcomes = await broker.topic_ops.create_topics(wanted, request.validate_only)
+    by_name = {new.name: outcome for new, outcome in zip(wanted, outcomes, strict=True)}
+    for result in response.topics:
+        created = by_name.get(result.name)
+        if created is None:
+            continue  # a duplicate name
+        if isinstance(created, TopicError):
+            result.error_code = created.error_code
+            result.error_message = created.message
             if ctx.api_version >= 5:
                 result.configs = None
             continue

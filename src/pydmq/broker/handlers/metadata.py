@@ -5,6 +5,14 @@ it (v4+ flag; always for v0-v3), ``auto.create.topics.enable`` is true and the n
 an illegal name gets INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 Topic ids from v10 (lookup by id from v12: UNKNOWN_TOPIC_ID). Leader epochs from v7.
 
+One request auto-creates at most ``pydmq.auto.create.max.partitions`` partitions (at least one
+topic), all of them with one registry save, as an asynchronous answer that opens them in
+chunks like CreateTopics; the names beyond are answered LEADER_NOT_AVAILABLE,
+as Kafka answers topics still being created, and the client's retry creates the next ones. A
+request naming 1,000 new topics thus never holds the event loop for long (each used to save the
+whole registry: 9-65 s per request). A name another request is creating right now is also
+LEADER_NOT_AVAILABLE; a refusal (the node's partition limit: POLICY_VIOLATION...) is returned.
+
 Cluster mode answers from the metadata cache: the alive (unfenced) brokers with their endpoint
 on the listener the request came in on, leaders, epochs, replicas, ISR and offline replicas
 (a partition whose leader is not alive: LEADER_NOT_AVAILABLE, leader -1). ``controller_id``
@@ -24,7 +32,7 @@ from typing import TYPE_CHECKING
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.server import Broker
 from pydmq.broker.topic_names import INTERNAL_TOPICS, topic_name_problem
-from pydmq.broker.topic_ops import TopicError
+from pydmq.broker.topic_ops import NewTopic, TopicError
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.protocol.errors import ErrorCode
@@ -157,14 +165,15 @@ async def _handle_cluster(
         "auto.create.topics.enable"
     )
     seen: set[str] = set()
+    answers: list[MetadataResponseTopic | str] = []  # a name: asked of the controller below
     for wanted in request.topics:
         if wanted.name is None:
             topic_id = wanted.topic_id
             topic = broker.topics.by_id(topic_id) if topic_id is not None else None
             if topic is None:
-                response.topics.append(_error_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                answers.append(_error_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
             else:
-                response.topics.append(_cluster_topic_metadata(cluster, topic))
+                answers.append(_cluster_topic_metadata(cluster, topic))
             continue
         name = wanted.name
         if name in seen:
@@ -172,28 +181,42 @@ async def _handle_cluster(
         seen.add(name)
         topic = broker.topics.get(name)
         if topic is not None:
-            response.topics.append(_cluster_topic_metadata(cluster, topic))
-            continue
-        if topic_name_problem(name):
-            response.topics.append(_error_topic(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION))
-            continue
-        if not allow_auto:
-            response.topics.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
-            continue
-        from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
-
-        ops = broker.topic_ops
-        assert isinstance(ops, ClusterTopicOperations)
-        if name == OFFSETS_TOPIC:
-            code = await ops.ensure_offsets_topic()
-        elif name in INTERNAL_TOPICS:
-            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            answers.append(_cluster_topic_metadata(cluster, topic))
+        elif topic_name_problem(name):
+            answers.append(_error_topic(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION))
+        elif not allow_auto or (name in INTERNAL_TOPICS and name != OFFSETS_TOPIC):
+            answers.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         else:
-            code = await ops.create_via_controller(name)
-        if code in (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT):
-            code = ErrorCode.LEADER_NOT_AVAILABLE
-        response.topics.append(_error_topic(name, None, code))
+            answers.append(name)
+    codes = await _cluster_auto_create(broker, [a for a in answers if isinstance(a, str)])
+    response.topics = [
+        _error_topic(a, None, codes[a]) if isinstance(a, str) else a for a in answers
+    ]
     return response
+
+
+async def _cluster_auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
+    """Ask the controller for ``names`` (one CreateTopics, within the request's partition
+    budget); the code to answer for each: LEADER_NOT_AVAILABLE while it is being created."""
+    if not names:
+        return {}
+    from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
+
+    ops = broker.topic_ops
+    assert isinstance(ops, ClusterTopicOperations)
+    codes: dict[str, int] = {}
+    if OFFSETS_TOPIC in names:
+        codes[OFFSETS_TOPIC] = await ops.ensure_offsets_topic()
+        names = [n for n in names if n != OFFSETS_TOPIC]
+    budget = broker.config.get_int("pydmq.auto.create.max.partitions")
+    affordable = max(1, budget // broker.config.get_int("num.partitions"))
+    codes.update(await ops.create_topics_via_controller([NewTopic(n) for n in names[:affordable]]))
+    codes.update((name, ErrorCode.LEADER_NOT_AVAILABLE) for name in names[affordable:])
+    pending = (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT)
+    return {
+        name: ErrorCode.LEADER_NOT_AVAILABLE if code in pending else code
+        for name, code in codes.items()
+    }
 
 
 def handle(
@@ -218,39 +241,70 @@ def handle(
         "auto.create.topics.enable"
     )
     seen: set[str] = set()
+    answers: list[MetadataResponseTopic | str] = []  # a name: auto-created below
     for wanted in request.topics:
         if wanted.name is None:
             topic_id = wanted.topic_id
             topic = broker.topics.by_id(topic_id) if topic_id is not None else None
             if topic is None:
-                response.topics.append(_error_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+                answers.append(_error_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
             else:
-                response.topics.append(topic_metadata(broker, topic))
+                answers.append(topic_metadata(broker, topic))
             continue
         name = wanted.name
         if name in seen:
             continue
         seen.add(name)
         topic = broker.topics.get(name)
-        if topic is None:
-            if topic_name_problem(name):
-                response.topics.append(_error_topic(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION))
-                continue
-            if not allow_auto:
-                response.topics.append(
-                    _error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                )
-                continue
+        if topic is not None:
+            answers.append(topic_metadata(broker, topic))
+        elif topic_name_problem(name):
+            answers.append(_error_topic(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION))
+        elif not allow_auto:
+            answers.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+        elif name in INTERNAL_TOPICS:
             try:
-                if name in INTERNAL_TOPICS:
-                    topic = _create_internal(broker, name)
-                else:
-                    topic = broker.topic_ops.create_topic(name)
+                answers.append(topic_metadata(broker, _create_internal(broker, name)))
             except TopicError as exc:
-                response.topics.append(_error_topic(name, None, exc.error_code))
-                continue
-        response.topics.append(topic_metadata(broker, topic))
+                answers.append(_error_topic(name, None, exc.error_code))
+        else:
+            answers.append(name)
+    names = [a for a in answers if isinstance(a, str)]
+    if not names:
+        response.topics = [a for a in answers if not isinstance(a, str)]
+        return response
+    return _answer_after_creating(broker, response, answers, names)
+
+
+async def _answer_after_creating(
+    broker: Broker,
+    response: MetadataResponse,
+    answers: list[MetadataResponseTopic | str],
+    names: list[str],
+) -> MetadataResponse:
+    created = await _auto_create(broker, names)
+    response.topics = [created[a] if isinstance(a, str) else a for a in answers]
     return response
+
+
+async def _auto_create(broker: Broker, names: list[str]) -> dict[str, MetadataResponseTopic]:
+    """Create default topics for ``names`` within the request's partition budget (opened in
+    chunks, as CreateTopics); the answer for each name."""
+    budget = broker.config.get_int("pydmq.auto.create.max.partitions")
+    each = broker.config.get_int("num.partitions")
+    affordable = max(1, budget // each)  # at least one topic per request, or none ever is
+    outcomes = await broker.topic_ops.create_topics([NewTopic(n) for n in names[:affordable]])
+    answers: dict[str, MetadataResponseTopic] = {}
+    for name, outcome in zip(names, outcomes, strict=False):
+        if isinstance(outcome, TopicInfo):
+            answers[name] = topic_metadata(broker, outcome)
+        elif outcome.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:  # another request's, now
+            answers[name] = _error_topic(name, None, ErrorCode.LEADER_NOT_AVAILABLE)
+        else:
+            answers[name] = _error_topic(name, None, outcome.error_code)
+    for name in names[affordable:]:
+        answers[name] = _error_topic(name, None, ErrorCode.LEADER_NOT_AVAILABLE)
+    return answers
 
 
 HANDLER = ApiHandlerSpec(3, 0, 13, handle, "Metadata")

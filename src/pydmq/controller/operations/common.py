@@ -66,7 +66,7 @@ class OperationContext:
     unclean_leader_election_enable: bool = False
     delete_topic_enable: bool = True
     producer_id_block_size: int = 1000
-    max_partitions: int = 100_000
+    max_broker_partitions: int = 50_000  # pydmq.max.broker.partitions
     new_topic_id: Callable[[], uuid.UUID] = field(default=uuid.uuid4)
 
 

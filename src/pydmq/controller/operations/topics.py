@@ -1,17 +1,21 @@
 """Topic operations: CreateTopics (19), DeleteTopics (20), CreatePartitions (37).
 
 Validation and error codes follow Kafka's controller; replicas come from the replica placer
-unless the request assigns them, and the first ISR leader from the topic's strategy.
+unless the request assigns them, and the first ISR leader from the topic's strategy. Admission
+(:mod:`pydmq.broker.partition_limits`, POLICY_VIOLATION): at most 10,000 new partitions per
+request (checked before any placement), and no broker may end up hosting more partition
+replicas than ``max_broker_partitions``, counting those of earlier topics of the request.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydmq.assignment.placement import InvalidReplicationFactorError
+from pydmq.broker.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.broker.topic_names import topic_name_problem
 from pydmq.config.definitions import ConfigError
 from pydmq.config.topic import validate_topic_configs
@@ -161,6 +165,38 @@ def _place(
         raise TopicOperationError(ErrorCode.INVALID_REPLICATION_FACTOR, str(exc)) from None
 
 
+def _hosted_by_broker(image: MetadataImage) -> Counter[int]:
+    """Partition replicas each broker hosts (or is being given by a reassignment)."""
+    hosted: Counter[int] = Counter()
+    for topic in image.topics.by_id.values():
+        for p in topic.partitions.values():
+            hosted.update(p.replicas)
+    return hosted
+
+
+def _check_request_limit(adding: int, earlier: int) -> None:
+    problem = request_limit_problem(adding, earlier)
+    if problem:
+        raise TopicOperationError(ErrorCode.POLICY_VIOLATION, problem)
+
+
+def _check_broker_limits(
+    ctx: OperationContext, hosted: Counter[int], layout: Iterable[Sequence[int]]
+) -> Counter[int]:
+    """The replicas ``layout`` adds per broker; POLICY_VIOLATION if a broker would exceed
+    ``max_broker_partitions`` with them."""
+    adding: Counter[int] = Counter()
+    for replicas in layout:
+        adding.update(replicas)
+    for broker_id in sorted(adding):
+        problem = broker_limit_problem(
+            broker_id, hosted[broker_id], adding[broker_id], ctx.max_broker_partitions
+        )
+        if problem:
+            raise TopicOperationError(ErrorCode.POLICY_VIOLATION, problem)
+    return adding
+
+
 def _new_partition(
     image: MetadataImage,
     strategy: ReplicationStrategy,
@@ -175,8 +211,14 @@ def _new_partition(
 
 
 def _resolve(
-    image: MetadataImage, ctx: OperationContext, t: CreatableTopic, taken: Mapping[str, str]
+    image: MetadataImage,
+    ctx: OperationContext,
+    t: CreatableTopic,
+    taken: Mapping[str, str],
+    earlier: int,
 ) -> tuple[dict[int, list[int]], dict[str, str]]:
+    """Validate one topic (``earlier``: partitions of the request's topics before it) and
+    place its replicas; (partition -> replicas, explicit configs)."""
     problem = topic_name_problem(t.name)
     if problem:
         raise TopicOperationError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
@@ -198,11 +240,12 @@ def _resolve(
                 "Both numPartitions or replicationFactor and replicasAssignments were set. "
                 "Both cannot be used at the same time.",
             )
+        _check_request_limit(len(t.assignments), earlier)
         _check_assignment(image, t.assignments, 0)
         return {p: list(r) for p, r in sorted(t.assignments.items())}, configs
     partitions = ctx.num_partitions if t.num_partitions == -1 else t.num_partitions
     rf = ctx.default_replication_factor if t.replication_factor == -1 else t.replication_factor
-    if not 0 < partitions <= ctx.max_partitions:
+    if partitions <= 0:
         raise TopicOperationError(
             ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
         )
@@ -210,6 +253,7 @@ def _resolve(
         raise TopicOperationError(
             ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
         )
+    _check_request_limit(partitions, earlier)
     return dict(enumerate(_place(image, ctx, range(partitions), rf))), configs
 
 
@@ -226,6 +270,8 @@ def create_topics(
     taken = {name.replace(".", "_"): name for name in image.topics.by_name}
     records: list[MetadataRecord] = []
     results: list[CreatableTopicResult] = []
+    hosted: Counter[int] | None = None  # counted once, and only if a topic gets that far
+    planned = 0
     for t in topics:
         if counts[t.name] > 1:
             results.append(
@@ -233,10 +279,15 @@ def create_topics(
             )
             continue
         try:
-            assignment, configs = _resolve(image, ctx, t, taken)
+            assignment, configs = _resolve(image, ctx, t, taken, planned)
+            if hosted is None:
+                hosted = _hosted_by_broker(image)
+            adding = _check_broker_limits(ctx, hosted, assignment.values())
         except TopicOperationError as exc:
             results.append(CreatableTopicResult(t.name, exc.error_code, exc.message))
             continue
+        hosted.update(adding)
+        planned += len(assignment)
         taken[t.name.replace(".", "_")] = t.name
         topic_id = ctx.new_topic_id()
         results.append(
@@ -306,8 +357,14 @@ def delete_topics(
 
 
 def _grow(
-    image: MetadataImage, ctx: OperationContext, req: CreatePartitionsTopic
+    image: MetadataImage,
+    ctx: OperationContext,
+    req: CreatePartitionsTopic,
+    earlier: int,
+    hosted: Counter[int],
 ) -> list[PartitionRecord]:
+    """The PartitionRecords growing one topic (``earlier``: partitions the request's topics
+    before it add; ``hosted``: replicas per broker, theirs included)."""
     topic = image.topics.by_name.get(req.name)
     if topic is None:
         raise TopicOperationError(
@@ -324,8 +381,7 @@ def _grow(
         raise TopicOperationError(
             ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
         )
-    if req.count > ctx.max_partitions:
-        raise TopicOperationError(ErrorCode.INVALID_PARTITIONS, "Too many partitions.")
+    _check_request_limit(req.count - current, earlier)
     first = topic.partitions[min(topic.partitions)]
     rf = len(first.replicas) - len(first.removing_replicas)
     added = range(current, req.count)
@@ -347,6 +403,7 @@ def _grow(
         layout = [list(r) for r in req.assignments]
     else:
         layout = _place(image, ctx, added, rf)
+    _check_broker_limits(ctx, hosted, layout)
     strategy = strategy_for(image, ctx, topic.name)
     return [
         _new_partition(image, strategy, topic.topic_id, pid, replicas)
@@ -365,6 +422,8 @@ def create_partitions(
     counts = Counter(t.name for t in topics)
     records: list[MetadataRecord] = []
     results: list[CreatePartitionsResult] = []
+    hosted = _hosted_by_broker(image)
+    planned = 0
     for req in topics:
         if counts[req.name] > 1:
             results.append(
@@ -372,10 +431,13 @@ def create_partitions(
             )
             continue
         try:
-            new = _grow(image, ctx, req)
+            new = _grow(image, ctx, req, planned, hosted)
         except TopicOperationError as exc:
             results.append(CreatePartitionsResult(req.name, exc.error_code, exc.message))
             continue
+        planned += len(new)
+        for rec in new:
+            hosted.update(rec.replicas)
         results.append(CreatePartitionsResult(req.name, ErrorCode.NONE))
         if not validate_only:
             records.extend(new)

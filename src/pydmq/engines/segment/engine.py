@@ -10,6 +10,11 @@ import re
 import shutil
 from collections.abc import Mapping
 
+from pydmq.engines.segment.handles import (
+    DEFAULT_OPEN_FILES_SHARE,
+    FileHandleCache,
+    open_files_budget,
+)
 from pydmq.engines.segment.index import LogIndex
 from pydmq.engines.segment.log import SegmentLog
 from pydmq.engines.segment.shared import SharedDurability
@@ -29,7 +34,11 @@ class SegmentStorageEngine:
 
     Options (all strings): ``index.map.size`` (initial LMDB map size, bytes; grows on demand),
     ``index.flush.ms`` (how long sparse index entries may stay in memory, default 500),
-    ``active.segment.read`` (``pread``, the default, or ``mmap``).
+    ``active.segment.read`` (``pread``, the default, or ``mmap``), ``open.files.max`` (how many
+    descriptors the segments may hold open, see :mod:`~pydmq.engines.segment.handles`) or else
+    ``open.files.share`` (that budget as a share of the soft ``RLIMIT_NOFILE``, default 0.5).
+
+    A partition directory is created by its log's first write, not by :meth:`open_log`.
     """
 
     def __init__(self, data_dir: str, options: Mapping[str, str] | None = None) -> None:
@@ -45,6 +54,11 @@ class SegmentStorageEngine:
             int(options.get("index.map.size", str(1 << 30))),
         )
         self._shared = SharedDurability(self.data_dir, self.index)
+        budget = options.get("open.files.max")
+        share = float(options.get("open.files.share", str(DEFAULT_OPEN_FILES_SHARE)))
+        self.handles = FileHandleCache(
+            int(budget) if budget is not None else open_files_budget(share)
+        )
         self._logs: dict[TopicPartition, SegmentLog] = {}
 
     @property
@@ -59,19 +73,12 @@ class SegmentStorageEngine:
         log = self._logs.get(tp)
         if log is not None and not log.closed:
             return log
-        log_dir = self._log_dir(tp)
-        try:
-            os.mkdir(log_dir)
-        except FileExistsError:
-            if not os.path.isdir(log_dir):
-                raise
-        else:
-            self._shared.directory_created()  # its entry is made durable before the log promises
         log = SegmentLog(
             tp,
-            log_dir,
+            self._log_dir(tp),
             config,
             self._shared,
+            self.handles,
             read_mode=self._read_mode,
             index_flush_ms=self._index_flush_ms,
         )
@@ -83,7 +90,9 @@ class SegmentStorageEngine:
         if log is not None and not log.closed:
             self._shared.forget(log)
             for segment in log.segments:
-                segment.close()
+                segment.close(sync=False)  # the files go with the directory
+        if log is not None and not log.has_directory:
+            return  # never written: nothing on disk, no index entry (removing 10,000 is free)
         shutil.rmtree(self._log_dir(tp), ignore_errors=True)
         self.index.delete_log(tp)
 

@@ -257,6 +257,14 @@ class LogIndex:
 
     # -- reads --------------------------------------------------------------------------
 
+    def indexed_logs(self) -> set[bytes]:
+        """The :func:`tp_prefix` of every partition with segment metadata (one scan)."""
+        found: set[bytes] = set()
+        with self._env.begin(db=self._segment_db) as txn:
+            for key in txn.cursor().iternext(keys=True, values=False):
+                found.add(bytes(key[: -_OFFSET.size]))
+        return found
+
     def segment_metas(self, tp: TopicPartition) -> dict[int, SegmentMeta]:
         prefix = tp_prefix(tp)
         metas: dict[int, SegmentMeta] = {}

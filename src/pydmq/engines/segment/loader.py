@@ -43,6 +43,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, segment_prefix
 from pydmq.engines.segment.segment import LogSegment
 from pydmq.engines.segment.segments import LogSegments
@@ -81,7 +82,13 @@ class LogLoader:
     """Builds the :class:`LogSegments` of one partition directory, recovering as needed."""
 
     def __init__(
-        self, log_dir: str, tp: TopicPartition, config: LogConfig, index: LogIndex, read_mode: str
+        self,
+        log_dir: str,
+        tp: TopicPartition,
+        config: LogConfig,
+        index: LogIndex,
+        read_mode: str,
+        handles: FileHandleCache,
     ) -> None:
         self._dir = log_dir
         self._tp = tp
@@ -89,6 +96,7 @@ class LogLoader:
         self._index = index
         self._read_mode = read_mode
         self._recovery_point = 0
+        self._handles = handles
 
     def _path(self, base: int) -> str:
         return os.path.join(self._dir, f"{base:020d}.log")
@@ -100,6 +108,7 @@ class LogLoader:
             base_offset,
             self._index,
             self._config.index_interval_bytes,
+            self._handles,
             read_mode=self._read_mode,
             meta=meta,
         )

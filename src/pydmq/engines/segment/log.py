@@ -7,15 +7,20 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import Iterator, Sequence
 
+from pydmq.engines.segment.handles import FileHandleCache
+from pydmq.engines.segment.index import tp_prefix
 from pydmq.engines.segment.loader import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    LoadedLog,
     LogLoader,
 )
 from pydmq.engines.segment.segment import LogSegment, TornWriteError
+from pydmq.engines.segment.segments import LogSegments
 from pydmq.engines.segment.shared import IndexBatch, SharedDurability
 from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BatchHeader
@@ -45,13 +50,17 @@ class SegmentLog:
     transaction at most every ``index_flush_ms`` (and on roll, flush and close). A crash loses
     only those entries, which recovery rebuilds from the segments.
 
-    ``log_dir`` exists; its entry in the data dir is made durable (``shared``, once for many
-    logs) before the first thing this log promises durable: a flush or a checkpoint.
+    A ``log_dir`` that does not exist yet is a new, empty log: nothing is created on disk
+    until its first write (append, checkpoint, truncation), so creating thousands of
+    partitions costs no system call per partition and a topic whose creation is abandoned
+    leaves nothing behind. Once created, the directory's entry in the data dir is made durable
+    (``shared``, once for many logs) before the first thing this log promises durable: a flush
+    or a checkpoint. Segment files are opened on first use through ``handles``.
 
     Write failures raise :class:`~pydmq.storage.errors.KafkaStorageError`. A failed append
-    leaves the log as it was (the segment truncates its torn bytes back); a roll that created
-    the new segment before the append failed keeps it, empty, as the active segment. A full
-    disk is transient; anything else, and any failed fsync, takes the data dir offline
+    leaves the log as it was (the segment truncates its torn bytes back); a roll whose new
+    segment file could not be created by the append keeps it, empty, as the active segment. A
+    full disk is transient; anything else, and any failed fsync, takes the data dir offline
     (``shared``): no append, flush or checkpoint succeeds afterwards, and the recovery point
     never moves past what was synced. A failed index write only keeps the entries in memory.
     """
@@ -64,6 +73,7 @@ class SegmentLog:
         log_dir: str,
         config: LogConfig,
         shared: SharedDurability,
+        handles: FileHandleCache,
         *,
         read_mode: str = "pread",
         index_flush_ms: int = 500,
@@ -72,13 +82,18 @@ class SegmentLog:
         self.dir = log_dir
         self.config = config
         self._shared = shared
+        self._handles = handles
         self._dir_generation = shared.dir_generation  # 0 once the entry is known durable
         self._index = index = shared.index
         self._index_waiting = False  # registered with ``shared`` as having index entries waiting
         self._index_from = 0  # base offset of the oldest segment that may have entries waiting
         self._read_mode = read_mode
         self._index_flush_s = index_flush_ms / 1000.0
-        loaded = LogLoader(log_dir, tp, config, index, read_mode).load()
+        self._dir_exists = _is_directory(log_dir)
+        if self._dir_exists:
+            loaded = LogLoader(log_dir, tp, config, index, read_mode, handles).load()
+        else:
+            loaded = self._new_log()
         self._segments = loaded.segments
         self._log_start_offset = loaded.log_start_offset
         self.recovery_point = loaded.recovery_point
@@ -95,6 +110,43 @@ class SegmentLog:
         self._last_flush = time.monotonic()
         self._last_index_write = time.monotonic()
         self._closed = False
+
+    def _new_log(self) -> LoadedLog:
+        """An empty log at offset 0 whose directory and first segment are created on first
+        write. Index entries left by an earlier log of this name (a crash between its
+        directory's removal and its index entries') would be taken for this one's: gone.
+        Entries written since the engine started are removed with their log (delete_log)."""
+        prefix = tp_prefix(self.tp)
+        if prefix in self._shared.indexed_at_start:
+            self._index.delete_log(self.tp)
+            self._shared.indexed_at_start.discard(prefix)
+        segments = LogSegments()
+        segments.add(self._segment(0, new_file=True))
+        segments.last.active = True
+        return LoadedLog(segments, 0, 0, 0, 0)
+
+    def _segment(self, base_offset: int, *, new_file: bool = False) -> LogSegment:
+        return LogSegment(
+            self.dir,
+            self.tp,
+            base_offset,
+            self._index,
+            self.config.index_interval_bytes,
+            self._handles,
+            read_mode=self._read_mode,
+            new_file=new_file,
+        )
+
+    def _create_dir(self) -> None:
+        """First write of a new log: create its directory (counted with ``shared``, whose
+        entry is made durable before this log promises anything)."""
+        try:
+            os.mkdir(self.dir)
+        except FileExistsError:
+            if not os.path.isdir(self.dir):
+                raise
+        self._dir_generation = self._shared.directory_created()
+        self._dir_exists = True
 
     # -- offsets and sizes --------------------------------------------------------------
 
@@ -122,6 +174,11 @@ class SegmentLog:
         if not headers:
             return
         self._shared.check_online()
+        if not self._dir_exists:
+            try:
+                self._create_dir()
+            except OSError as exc:
+                raise self._shared.storage_error(f"creating {self.dir}", exc) from exc
         active = self._segments.last
         if headers[0].base_offset < active.next_offset:
             raise ValueError(
@@ -157,19 +214,9 @@ class SegmentLog:
 
     def _roll(self, base_offset: int) -> LogSegment:
         failpoint("segment.roll.before")
-        try:
-            failpoint("segment.create")
-            segment = LogSegment(
-                self.dir,
-                self.tp,
-                base_offset,
-                self._index,
-                self.config.index_interval_bytes,
-                read_mode=self._read_mode,
-            )
-        except OSError as exc:
-            raise self._shared.storage_error(f"creating segment {base_offset}", exc) from exc
-        self._segments.last.active = False
+        old = self._segments.last
+        old.active = False
+        segment = self._segment(base_offset)  # its file is created by the append that follows
         segment.active = True
         self._segments.add(segment)
         self._write_index()
@@ -339,14 +386,11 @@ class SegmentLog:
         self._write_recovery_point()
 
     def _new_active(self, base_offset: int) -> None:
-        segment = LogSegment(
-            self.dir,
-            self.tp,
-            base_offset,
-            self._index,
-            self.config.index_interval_bytes,
-            read_mode=self._read_mode,
-        )
+        if not self._dir_exists:
+            self._create_dir()
+        segment = self._segment(base_offset)
+        # Created now: an empty segment after a gap is what keeps the log end there.
+        segment.create_file()
         segment.active = True
         self._segments.add(segment)
         self._write_index()
@@ -427,6 +471,8 @@ class SegmentLog:
 
     def _make_dir_entry_durable(self) -> None:
         """Before the first promise: the log directory's entry in the data dir is durable."""
+        if not self._dir_exists:
+            self._create_dir()
         if self._dir_generation:
             self._shared.make_entries_durable(self._dir_generation)
             self._dir_generation = 0
@@ -446,6 +492,8 @@ class SegmentLog:
             raise self._shared.storage_error(f"writing {name} of {self.tp}", exc) from exc
 
     def flush(self) -> None:
+        if not self._dir_exists:
+            return  # nothing was ever written: nothing to make durable
         self._make_dir_entry_durable()
         self._flush_segments()
         # Every log's waiting index entries in one transaction; the environment is synced only
@@ -462,6 +510,8 @@ class SegmentLog:
         return os.path.join(self.dir, name + ".checkpoint")
 
     def read_checkpoint(self, name: str) -> bytes | None:
+        if not self._dir_exists:
+            return None  # a new log: opening thousands of them reads no file
         return read_checkpoint_file(self._checkpoint_path(name))
 
     def write_checkpoint(self, name: str, data: bytes) -> None:
@@ -482,10 +532,32 @@ class SegmentLog:
                 self.flush()
         finally:
             self._shared.forget(self)
+            online = self._shared.offline is None
             for segment in self._segments:
-                segment.close()
+                try:
+                    segment.close(sync=online)
+                except OSError as exc:  # a sync failed: nothing more is promised
+                    self._shared.storage_error(f"closing {segment.path}", exc)
+                    online = False
+                    segment.close(sync=False)
             self._closed = True
 
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def has_directory(self) -> bool:
+        """False for a new log nothing was written to yet: nothing of it is on disk."""
+        return self._dir_exists
+
+
+def _is_directory(path: str) -> bool:
+    """Whether ``path`` is a directory; False if nothing is there (a file there is an error)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(mode):
+        raise FileExistsError(f"{path} exists and is not a directory")
+    return True

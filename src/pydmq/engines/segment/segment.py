@@ -19,6 +19,12 @@ once (file, byte position, offsets) and remembered with where intact batches res
 return the intact batches before it, raise :class:`~pydmq.storage.api.StorageCorruptionError`
 for the offsets it held, and serve the batches after it. An index entry that does not point at
 the batch it names makes the segment's index be rebuilt from the file (WARNING).
+Files are opened on first use, not when a segment is built (start-up and topic creation open
+none), through the engine's :class:`~pydmq.engines.segment.handles.FileHandleCache`, which
+closes the least recently used ones beyond its budget. A segment remembers whether it was
+written since its last ``fdatasync`` (``_dirty``) and syncs before its file is closed, so a
+closed descriptor never drops a pending fsync. A new segment's file is created by its first
+open (``O_CREAT`` only then: a file that vanished later is an error, not a new empty file).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
 from pydmq.engines.segment.verify import (
     CheckedRanges,
@@ -43,7 +50,7 @@ from pydmq.engines.segment.verify import (
 from pydmq.failpoints import SHORT, failpoint, torn_write
 from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
 from pydmq.storage.api import StorageCorruptionError, TimestampAndOffset, TopicPartition
-from pydmq.storage.errors import fdatasync
+from pydmq.storage.errors import SyncFailedError, fdatasync
 
 __all__ = ["DamagedRange", "LogSegment", "TornWriteError", "segment_file_name"]
 
@@ -88,16 +95,20 @@ class LogSegment:
         "_bytes_since_index",
         "_checked",
         "_damaged",
+        "_dirty",
         "_entry_checked",
         "_fd",
+        "_handles",
         "_index",
         "_index_interval",
         "_last_time_entry_ts",
+        "_may_create",
         "_mmap",
         "_mmap_size",
         "_pending_offsets",
         "_pending_times",
         "_read_mode",
+        "_sync_failed",
         "_unchecked_end",
         "_unchecked_entries_below",
         "active",
@@ -120,17 +131,25 @@ class LogSegment:
         base_offset: int,
         index: LogIndex,
         index_interval_bytes: int,
+        handles: FileHandleCache,
         *,
         read_mode: str = "pread",
         meta: SegmentMeta | None = None,
+        new_file: bool = False,
     ) -> None:
+        """``meta`` describes the existing file (else it is looked at); ``new_file``: there is
+        no file yet (a new log), it is created by the first open."""
         self.base_offset = base_offset
         self.path = os.path.join(log_dir, segment_file_name(base_offset))
         self.prefix = segment_prefix(tp, base_offset)
         self._index = index
         self._index_interval = index_interval_bytes
         self._read_mode = read_mode
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+        self._handles = handles
+        self._fd = -1  # opened on first use (:meth:`_file`)
+        self._dirty = False  # written (or truncated) since the last fdatasync
+        self._sync_failed: SyncFailedError | None = None  # sticky: see fsync
+        self._may_create = new_file
         self._mmap: mmap.mmap | None = None
         self._mmap_size = 0
         self._pending_offsets: list[tuple[int, int]] = []
@@ -139,9 +158,13 @@ class LogSegment:
         self.meta_dirty = True
         trusted_meta = meta is not None
         if meta is None:
-            meta = SegmentMeta(
-                os.fstat(self._fd).st_size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0
-            )
+            size = 0
+            if not new_file:
+                try:
+                    size = os.stat(self.path).st_size
+                except FileNotFoundError:
+                    self._may_create = True  # a new segment: created by its first open
+            meta = SegmentMeta(size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0)
         self.size = meta.size
         self.next_offset = meta.next_offset
         self.max_timestamp = meta.max_timestamp
@@ -200,6 +223,30 @@ class LogSegment:
         del self._pending_offsets[:offsets]
         del self._pending_times[:times]
         self.meta_dirty = False
+    # -- the file -------------------------------------------------------------------------
+
+    def _file(self) -> int:
+        """The open descriptor, opening the file first if the handle cache closed it."""
+        fd = self._fd
+        if fd < 0:
+            return self._open_file()
+        self._handles.touch(self)
+        return fd
+
+    def _open_file(self) -> int:
+        flags = os.O_RDWR | os.O_APPEND
+        if self._may_create:
+            failpoint("segment.create")
+            flags |= os.O_CREAT
+        fd = os.open(self.path, flags, 0o644)
+        self._may_create = False
+        self._fd = fd
+        self._handles.opened(self)
+        return fd
+
+    def create_file(self) -> None:
+        """Create (and open) the file now rather than at the first append."""
+        self._file()
 
     # -- writes --------------------------------------------------------------------------
 
@@ -216,16 +263,18 @@ class LogSegment:
         start = self.size
         view = memoryview(records)
         failpoint("segment.append.before_write")
+        fd = self._file()
+        self._dirty = True
         try:
             if failpoint("segment.append.write") is SHORT:
-                torn_write(self._fd, view)
-            written = os.write(self._fd, view)
+                torn_write(fd, view)
+            written = os.write(fd, view)
             while written < len(view):  # regular files rarely write short; be correct anyway
                 view = view[written:]
-                written = os.write(self._fd, view)
+                written = os.write(fd, view)
         except OSError as exc:
             try:
-                os.ftruncate(self._fd, start)
+                os.ftruncate(fd, start)
             except OSError as undo:
                 raise TornWriteError(undo.errno, f"{exc}; truncating back: {undo}") from exc
             raise
@@ -253,21 +302,39 @@ class LogSegment:
         self.meta_dirty = True
 
     def fsync(self) -> None:
-        """fdatasync the file; a failure is raised as SyncFailedError."""
-        fdatasync(self._fd, self.path, "segment.fsync")
+        """fdatasync the file; a failure is raised as SyncFailedError, and again at every later
+        call (the kernel may have dropped the pages: a failed sync is never retried into a
+        success)."""
+        if self._sync_failed is not None:
+            raise self._sync_failed
+        if self._fd < 0 and not self._dirty:
+            return  # never written, or synced when the cache closed it
+        self._sync(self._file())
 
     # -- reads ---------------------------------------------------------------------------
 
     def _bytes(self, start: int, end: int) -> bytes | memoryview:
         """Bytes [start, end) of the file (end <= size)."""
+        if end <= start:
+            return b""
         if self.active and self._read_mode == "pread" and end - start < _PREAD_MAX:
-            return os.pread(self._fd, end - start, start)
-        if self._mmap is None or end > self._mmap_size:
-            if self.size == 0:
-                return b""
-            self._mmap = mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ)
-            self._mmap_size = self.size
-        return memoryview(self._mmap)[start:end]
+            return os.pread(self._file(), end - start, start)
+        mapped = self._mmap
+        if mapped is None or end > self._mmap_size:
+            mapped = self._map()
+        else:
+            self._handles.touch(self)
+        return memoryview(mapped)[start:end]
+
+    def _map(self) -> mmap.mmap:
+        """Map the whole file as it is now (a new map replaces a shorter one)."""
+        mapped = mmap.mmap(self._file(), self.size, access=mmap.ACCESS_READ)
+        replaced = self._mmap is not None
+        self._mmap = mapped  # a replaced map lives on while views of it are in flight
+        self._mmap_size = self.size
+        if not replaced:
+            self._handles.opened(self)  # CPython's mmap holds a duplicate descriptor
+        return mapped
 
     def header_at(self, position: int, offset: int = -1) -> BatchHeader:
         """The header of the batch at ``position``; damage there (bad framing, or a batch
@@ -468,7 +535,7 @@ class LogSegment:
         offset = damage.offset if damage.offset >= 0 else self.base_offset
         resume = None
         if self.size > damage.position + 1:
-            with mmap.mmap(self._fd, self.size, access=mmap.ACCESS_READ) as mm:
+            with mmap.mmap(self._file(), self.size, access=mmap.ACCESS_READ) as mm:
                 resume = find_resume(mm, damage.position, self.size, offset, self.next_offset)
         damaged = DamagedRange(
             damage.position,
@@ -552,12 +619,13 @@ class LogSegment:
         decides what a damaged tail means (:meth:`discard_damaged_tail`)."""
         self.reset_tracking()
         self._drop_mmap()
-        file_size = os.fstat(self._fd).st_size
+        fd = self._file()
+        file_size = os.fstat(fd).st_size
         damage = None
         valid = 0
         if file_size:
             with (
-                mmap.mmap(self._fd, file_size, prot=mmap.PROT_READ, flags=_SCAN_FLAGS) as mm,
+                mmap.mmap(fd, file_size, prot=mmap.PROT_READ, flags=_SCAN_FLAGS) as mm,
                 memoryview(mm) as view,
             ):
                 good, damage = check_batches(view, 0, file_size, self.base_offset)
@@ -570,8 +638,10 @@ class LogSegment:
 
     def discard_damaged_tail(self) -> int:
         """Cut the file where :meth:`recover` found damage; returns the bytes removed."""
-        removed = os.fstat(self._fd).st_size - self.size
-        os.ftruncate(self._fd, self.size)
+        fd = self._file()
+        removed = os.fstat(fd).st_size - self.size
+        self._dirty = True
+        os.ftruncate(fd, self.size)
         return removed
 
     def _forget_checks_from(self, position: int) -> None:
@@ -594,7 +664,8 @@ class LogSegment:
         if self._mmap is not None:
             self._copy_prefix(position)  # old mappings keep the old inode: no SIGBUS for readers
         else:
-            os.ftruncate(self._fd, position)
+            self._dirty = True
+            os.ftruncate(self._file(), position)
         self.size = position
         self._forget_checks_from(position)
         # Recompute tracking over the retained bytes (truncation is rare).
@@ -609,8 +680,9 @@ class LogSegment:
         try:
             try:
                 copied = 0
+                source = self._file()
                 while copied < length:
-                    chunk = memoryview(os.pread(self._fd, min(1 << 20, length - copied), copied))
+                    chunk = memoryview(os.pread(source, min(1 << 20, length - copied), copied))
                     copied += len(chunk)
                     while chunk:
                         chunk = chunk[os.write(fd, chunk) :]
@@ -621,11 +693,15 @@ class LogSegment:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)  # a full disk: the segment file stays as it was
             raise
-        self._drop_mmap()
-        os.close(self._fd)
-        self._fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        # The old inode is gone with its pending writes; the copy is the unsynced file now.
+        self._release(sync=False)
+        self._handles.closed(self)
+        self._open_file()
+        self._dirty = True
 
-    def _drop_mmap(self) -> None:
+    # -- closing -------------------------------------------------------------------------------
+
+    def _unmap(self) -> None:
         if self._mmap is not None:
             # Views still exported (an in-flight fetch) keep the map alive until released.
             with contextlib.suppress(BufferError):
@@ -633,15 +709,42 @@ class LogSegment:
             self._mmap = None
             self._mmap_size = 0
 
-    def close(self) -> None:
-        self._drop_mmap()
-        if self._fd >= 0:
-            os.close(self._fd)
+    def _drop_mmap(self) -> None:
+        if self._mmap is not None:
+            self._unmap()
+            self._handles.closed(self, 1)
+
+    def _release(self, *, sync: bool) -> None:
+        """Close the file (fdatasync first if ``sync`` and written since) and drop the map;
+        the handle cache's bookkeeping is the caller's."""
+        fd = self._fd
+        if fd >= 0:
+            if sync and self._dirty:
+                self._sync(fd)  # a failure keeps the file open, with its obligation
             self._fd = -1
+            os.close(fd)
+        self._unmap()
+
+    def _sync(self, fd: int) -> None:
+        try:
+            fdatasync(fd, self.path, "segment.fsync")
+        except SyncFailedError as exc:
+            self._sync_failed = exc
+            raise
+        self._dirty = False
+
+    def close_handles(self) -> None:
+        """The handle cache closes this idle segment's descriptors (it reopens on next use)."""
+        self._release(sync=True)
+
+    def close(self, *, sync: bool = True) -> None:
+        """Close the file and drop the map; ``sync=False`` only for a log being deleted."""
+        self._release(sync=sync)
+        self._handles.closed(self)
 
     def delete(self) -> None:
         """Close and unlink; views handed out earlier stay valid (the inode lives on)."""
-        self.close()
+        self.close(sync=False)
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.path)
         self._index.delete_segment(self.prefix)

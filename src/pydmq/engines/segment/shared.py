@@ -78,6 +78,9 @@ class SharedDurability:
         self._index_pending: dict[SegmentLog, None] = {}  # insertion-ordered set
         self._index_failing = False  # the last index put failed (logged once per episode)
         self.offline: KafkaStorageError | None = None  # the failure that took the dir offline
+        # Partitions with index entries when the engine started: a new log of one of them
+        # (its directory gone, its entries not: a crash in between) must drop them first.
+        self.indexed_at_start = index.indexed_logs()
 
     # -- failures ---------------------------------------------------------------------------
 

@@ -1,0 +1,269 @@
+"""Single-node topic creation: admission limits, all or nothing, and never holding the loop.
+
+Measured on af52f34: CreateTopics with 100,000 partitions ran out of descriptors half-way and
+left a half-created topic that broke every restart; 1,000,000 partitions got "Number of
+partitions must be larger than 0"; 10,000 partitions held the event loop 2.5 s; Metadata
+auto-creation saved the registry once per topic.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pydmq.broker.handler import RequestContext
+from pydmq.broker.handlers import metadata
+from pydmq.broker.partition_creation import OPEN_CHUNK
+from pydmq.broker.server import Broker
+from pydmq.broker.topic_ops import NewPartitions, NewTopic, TopicError
+from pydmq.config import BrokerConfig
+from pydmq.engines.segment import SegmentStorageEngine
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.metadata import (
+    MetadataRequest,
+    MetadataRequestTopic,
+    MetadataResponse,
+)
+from pydmq.storage.api import LogConfig, PartitionLog, TopicPartition
+
+pytestmark = pytest.mark.timeout(120)
+
+
+@pytest.fixture
+def broker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Broker]:
+    overrides = getattr(request, "param", {})
+    config = BrokerConfig(
+        {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0", **overrides}
+    )
+    node = Broker(config)
+    yield node
+    node.replica_manager.shutdown()
+
+
+def partition_dirs(broker: Broker, topic: str) -> list[str]:
+    return [name for name in os.listdir(broker.log_dir) if name.startswith(f"{topic}-")]
+
+
+def registered(broker: Broker, topic: str) -> bool:
+    path = broker.log_dir / "__pydmq_metadata" / "topics.json"
+    saved = path.read_text() if path.exists() else ""
+    return broker.topics.get(topic) is not None or f'"{topic}"' in saved
+
+
+def hosted(broker: Broker, topic: str) -> int:
+    return sum(1 for tp in broker.replica_manager.partitions if tp.topic == topic)
+
+
+def test_a_million_partitions_gets_the_request_limit(broker: Broker) -> None:
+    with pytest.raises(TopicError) as refused:
+        broker.topic_ops.create_topic("huge", 1_000_000)
+    assert refused.value.error_code == ErrorCode.POLICY_VIOLATION
+    assert "1000000 partitions" in refused.value.message and "10000" in refused.value.message
+    with pytest.raises(TopicError) as zero:
+        broker.topic_ops.create_topic("none", 0)
+    assert zero.value.error_code == ErrorCode.INVALID_PARTITIONS
+    assert hosted(broker, "huge") == 0 and broker.topics.get("huge") is None
+
+
+@pytest.mark.parametrize("broker", [{"pydmq.max.broker.partitions": 100}], indirect=True)
+def test_the_node_limit_counts_what_is_hosted(broker: Broker) -> None:
+    broker.topic_ops.create_topic("a", 60)
+    with pytest.raises(TopicError) as refused:
+        broker.topic_ops.create_topic("b", 50)
+    assert refused.value.error_code == ErrorCode.POLICY_VIOLATION
+    assert "hosts 60 partitions" in refused.value.message
+    assert "limit of 100 (pydmq.max.broker.partitions)" in refused.value.message
+    assert broker.topics.get("b") is None and hosted(broker, "b") == 0
+
+    async def grow() -> list[TopicError | None]:
+        return await broker.topic_ops.create_partitions(
+            [NewPartitions("a", 90), NewPartitions("a2", 5)]
+        )
+
+    [grown, unknown] = asyncio.run(grow())
+    assert grown is None and hosted(broker, "a") == 90
+    assert unknown is not None and unknown.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    async def grow_more() -> list[TopicError | None]:
+        return await broker.topic_ops.create_partitions([NewPartitions("a", 111)])
+
+    [over] = asyncio.run(grow_more())
+    assert over is not None and over.error_code == ErrorCode.POLICY_VIOLATION
+    assert len(broker.topics.get("a").partitions) == 90  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("broker", [{"pydmq.max.broker.partitions": 100}], indirect=True)
+def test_the_limits_count_the_earlier_topics_of_a_request(broker: Broker) -> None:
+    async def create() -> list[object]:
+        return list(
+            await broker.topic_ops.create_topics(
+                [NewTopic("a", 60), NewTopic("b", 50), NewTopic("c", 30)]
+            )
+        )
+
+    a, b, c = asyncio.run(create())
+    assert not isinstance(a, TopicError) and not isinstance(c, TopicError)
+    assert isinstance(b, TopicError) and b.error_code == ErrorCode.POLICY_VIOLATION
+    assert len(broker.replica_manager.partitions) == 90
+
+
+def failing_at(monkeypatch: pytest.MonkeyPatch, nth: int, error: OSError) -> list[TopicPartition]:
+    """Make the segment engine's ``nth`` open_log raise ``error``; the first logs opened
+    before it write a checkpoint (as an engine creating files at open would): on disk."""
+    real = SegmentStorageEngine.open_log
+    opened: list[TopicPartition] = []
+
+    def open_log(self: SegmentStorageEngine, tp: TopicPartition, config: LogConfig) -> PartitionLog:
+        if len(opened) + 1 == nth:
+            raise error
+        log = real(self, tp, config)
+        if len(opened) < 10:
+            log.write_checkpoint("probe", b"1")
+        opened.append(tp)
+        return log
+
+    monkeypatch.setattr(SegmentStorageEngine, "open_log", open_log)
+    return opened
+
+
+def test_a_creation_failing_half_way_leaves_nothing(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    opened = failing_at(monkeypatch, 7, OSError(errno.EMFILE, "Too many open files"))
+    with pytest.raises(TopicError) as failed:
+        broker.topic_ops.create_topic("half", 10)
+    assert len(opened) == 6  # six logs were on disk when the seventh failed
+    assert failed.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert "half-6" in failed.value.message and "Too many open files" in failed.value.message
+    assert partition_dirs(broker, "half") == []
+    assert not registered(broker, "half") and hosted(broker, "half") == 0
+    monkeypatch.undo()
+    broker.topic_ops.create_topic("half", 10)  # the name is free, the node intact
+    assert hosted(broker, "half") == 10 and registered(broker, "half")
+
+
+def test_a_failing_request_creates_none_of_its_topics(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failing_at(monkeypatch, 2 * OPEN_CHUNK + 5, OSError(errno.ENOSPC, "No space left"))
+
+    async def create() -> list[object]:
+        return list(
+            await broker.topic_ops.create_topics([NewTopic("x", OPEN_CHUNK), NewTopic("y", 400)])
+        )
+
+    results = asyncio.run(create())
+    assert all(
+        isinstance(r, TopicError) and r.error_code == ErrorCode.KAFKA_STORAGE_ERROR for r in results
+    )
+    for name in ("x", "y"):
+        assert partition_dirs(broker, name) == [] and not registered(broker, name)
+    assert broker.replica_manager.partitions == {}
+
+
+def test_a_failing_registry_save_removes_the_partitions(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(broker.topics, "save", full)
+    with pytest.raises(TopicError) as failed:
+        broker.topic_ops.create_topic("t", 5)
+    assert failed.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    assert broker.topics.get("t") is None and broker.replica_manager.partitions == {}
+
+
+def test_creation_lets_the_loop_serve_others_between_chunks(broker: Broker) -> None:
+    async def run() -> tuple[int, object]:
+        ticks = 0
+        done = False
+
+        async def other_connection() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        other = asyncio.create_task(other_connection())
+        await asyncio.sleep(0)
+        ticks = 0
+        [result] = await broker.topic_ops.create_topics([NewTopic("t", 8 * OPEN_CHUNK)])
+        done = True
+        await other
+        return ticks, result
+
+    ticks, result = asyncio.run(run())
+    assert not isinstance(result, TopicError)
+    assert ticks >= 7  # served between every two of the eight chunks
+    assert hosted(broker, "t") == 8 * OPEN_CHUNK
+
+
+def test_a_cancelled_creation_leaves_nothing_and_the_name_is_taken_meanwhile(
+    broker: Broker,
+) -> None:
+    async def run() -> None:
+        creation = asyncio.create_task(
+            broker.topic_ops.create_topics([NewTopic("t", 8 * OPEN_CHUNK)])
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert 0 < hosted(broker, "t") < 8 * OPEN_CHUNK
+        with pytest.raises(TopicError) as taken:
+            broker.topic_ops.create_topic("t", 1)
+        assert taken.value.error_code == ErrorCode.TOPIC_ALREADY_EXISTS
+        creation.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await creation
+
+    asyncio.run(run())
+    assert hosted(broker, "t") == 0 and not registered(broker, "t")
+    broker.topic_ops.create_topic("t", 3)
+    assert hosted(broker, "t") == 3
+
+
+def metadata_request(broker: Broker, names: list[str]) -> dict[str, int]:
+    ctx = RequestContext(broker, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=True
+    )
+    answer = metadata.handle(ctx, request)
+
+    async def wait() -> MetadataResponse:
+        assert not isinstance(answer, MetadataResponse)  # auto-creation answers later
+        return await answer
+
+    response = answer if isinstance(answer, MetadataResponse) else asyncio.run(wait())
+    return {t.name: t.error_code for t in response.topics if t.name is not None}
+
+
+@pytest.mark.parametrize(
+    "broker", [{"pydmq.auto.create.max.partitions": 20, "num.partitions": 2}], indirect=True
+)
+def test_metadata_auto_creates_within_its_budget(
+    broker: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    saves = 0
+    real = broker.topics.save
+
+    def counting() -> None:
+        nonlocal saves
+        saves += 1
+        real()
+
+    monkeypatch.setattr(broker.topics, "save", counting)
+    names = [f"auto-{i}" for i in range(25)]
+    first = metadata_request(broker, names)
+    assert [first[n] for n in names[:10]] == [ErrorCode.NONE] * 10
+    assert [first[n] for n in names[10:]] == [ErrorCode.LEADER_NOT_AVAILABLE] * 15
+    assert saves == 1  # ten topics, one registry save
+    second = metadata_request(broker, names)
+    assert sum(1 for code in second.values() if code == ErrorCode.NONE) == 20
+    third = metadata_request(broker, names)
+    assert set(third.values()) == {ErrorCode.NONE}
+    assert len(broker.replica_manager.partitions) == 50
