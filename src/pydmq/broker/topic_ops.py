@@ -68,6 +68,8 @@ class TopicError(Exception):
 def _storage_error(what: str, exc: BaseException) -> TopicError:
     reason = exc.message if isinstance(exc, KafkaStorageError) else str(exc)
     return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {reason}")
+
+
 @dataclass(frozen=True, slots=True)
 class NewTopic:
     """One topic of a creation request (-1: the broker default; or manual ``assignments``)."""

@@ -223,6 +223,7 @@ class LogSegment:
         del self._pending_offsets[:offsets]
         del self._pending_times[:times]
         self.meta_dirty = False
+
     # -- the file -------------------------------------------------------------------------
 
     def _file(self) -> int:
