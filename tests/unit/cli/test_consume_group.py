@@ -233,3 +233,11 @@ def test_periodic_commits_follow_the_interval(cli: Cli) -> None:
         assert _committed(cli.bootstrap, group)[(topic, 1)] == 0
         positions.commit()  # at exit: whatever moved
         assert _committed(cli.bootstrap, group) == {(topic, 0): 1, (topic, 1): 1}
+
+
+def test_groups_list_says_when_there_are_none(
+    pydmq_bootstrap: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["groups", "list", "-b", pydmq_bootstrap]) == 0
+    out, err = capsys.readouterr()
+    assert (out, err) == ("", "No consumer groups.\n")
