@@ -8,7 +8,24 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
-_SUBCOMMANDS = ("serve", "topics", "produce", "consume", "groups", "cluster", "chaos")
+_SUBCOMMANDS = ("serve", "topics", "produce", "consume", "groups", "config", "cluster", "chaos")
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: print ``pydmq <version>`` from the installed package's metadata (the
+    module's ``__version__`` when run from a source tree without installing) and exit.
+
+    Looked up only when asked for: the metadata scan would slow every start-up."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            text = version("pydmq")
+        except PackageNotFoundError:
+            from pydmq import __version__ as text
+        print(f"pydmq {text}")
+        parser.exit()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -16,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(
         prog="pydmq", description="A Kafka-protocol broker and storage engine in Python."
+    )
+    parser.add_argument(
+        "--version", action=_VersionAction, nargs=0, help="print pydmq's version and exit"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     words = list(sys.argv[1:] if argv is None else argv)

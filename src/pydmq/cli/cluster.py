@@ -286,8 +286,12 @@ def run_up(
         print(text, file=out, flush=True)
 
     for spec in specs:
-        if is_listening(spec.host, spec.port) or is_listening(spec.host, spec.controller_port):
-            say(f"node {spec.node_id}: port {spec.port} or {spec.controller_port} is in use")
+        busy = [p for p in (spec.port, spec.controller_port) if is_listening(spec.host, p)]
+        if busy:
+            say(
+                f"node {spec.node_id}: port {busy[0]} on {spec.host} is in use; choose other "
+                "ports with --base-port and --controller-base-port"
+            )
             return 1
     processes: dict[int, subprocess.Popen[bytes]] = {}
     reported: set[int] = set()

@@ -196,6 +196,8 @@ def _run_list(args: argparse.Namespace) -> int:
         ]
         if rows:
             print(format_table(("GROUP", "STATE", "TYPE", "PROTOCOL-TYPE"), rows))
+        else:
+            print("No consumer groups.", file=sys.stderr)
         return 0
 
     return _guard(args, body)
@@ -285,9 +287,15 @@ def _describe_offsets(client: KafkaClient, group: GroupDescription) -> str:
     )
 
 
+def _no_members(group: GroupDescription) -> str:
+    """Kafka's sentence for a group without members, with its state (Empty: its offsets
+    were committed by consumers that left, or by ones outside it, e.g. consume --group)."""
+    return f"Consumer group '{group.group_id}' has no active members (state {group.state})."
+
+
 def _describe_members(group: GroupDescription) -> str:
     if not group.members:
-        return f"Consumer group '{group.group_id}' has no active members."
+        return _no_members(group)
     rows = [
         (
             group.group_id,
@@ -368,7 +376,7 @@ def _run_describe(args: argparse.Namespace) -> int:
                 parts.append(_describe_members(group))
             if show_offsets:
                 if not group.members and not args.members:
-                    parts.append(f"Consumer group '{group.group_id}' has no active members.")
+                    parts.append(_no_members(group))
                 parts.append(_describe_offsets(client, group))
             blocks.append("\n\n".join(parts))
         if blocks:

@@ -32,7 +32,11 @@ def add_parser(sub: Any) -> None:
         "serve",
         help="start a broker (defaults: PLAINTEXT://127.0.0.1:9092, data in ./pydmq-data)",
         description="Start a pydmq node. Settings use Kafka's property names; later sources win: "
-        "defaults < --config file < the explicit flags < --override.",
+        "defaults < --config file < the explicit flags < --override. A Kafka "
+        "server.properties loads as it is: Kafka properties without effect here are named in "
+        "one warning, unknown keys are refused.",
+        epilog="The supported properties and their defaults: pydmq config list [WORD]; the "
+        "Kafka properties accepted without effect: pydmq config list --kafka-only.",
     )
     parser.add_argument("--config", "-c", type=Path, help="a .properties or .toml file")
     parser.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092")
@@ -145,6 +149,9 @@ def _run(args: argparse.Namespace) -> int:
     except (ConfigError, OSError) as exc:
         print(f"pydmq serve: {exc}", file=sys.stderr)
         return 2
+    ignored = config.without_effect_warning()
+    if ignored is not None:
+        log.warning(ignored)
     try:
         check_log_dir(config.log_dir)
     except LogDirError as exc:

@@ -15,7 +15,9 @@ from pydmq.config.definitions import (
     at_least,
     list_of,
     one_of,
+    parse_value,
 )
+from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -444,6 +446,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ),
 )
 
+_DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
+_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
 TOPIC_DEFAULT_SOURCES: dict[str, str] = {
     # topic config -> broker config that supplies its default
     "cleanup.policy": "log.cleanup.policy",
@@ -468,14 +473,101 @@ TOPIC_DEFAULT_SOURCES: dict[str, str] = {
 
 
 class BrokerConfig(ConfigValues):
-    """The broker's static configuration plus dynamic broker-level overrides."""
+    """The broker's static configuration plus dynamic broker-level overrides.
+
+    Accepts a Kafka ``server.properties`` as it is: the properties defined above are
+    honoured (``broker.id`` as Kafka's synonym of ``node.id``), the Kafka properties of
+    :mod:`pydmq.config.kafka_only` are kept aside in :attr:`without_effect` (name -> reason)
+    for one start-up warning, and any other name is refused with the closest known one. A
+    setting pydmq would silently get wrong is refused: a listener whose security protocol is
+    not PLAINTEXT, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
+    this node alone (pydmq's quorum is ``controller.quorum.voters``).
+    """
 
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
-        super().__init__(BROKER_CONFIGS, explicit or {})
+        values = dict(explicit or {})
+        self.without_effect: dict[str, str] = {}
+        kafka_only: dict[str, object] = {}
+        for name in [n for n in values if n not in _DEFINED]:
+            reason = kafka_only_reason(name)
+            if reason is not None:
+                self.without_effect[name] = reason
+                kafka_only[name] = values.pop(name)
+        super().__init__(BROKER_CONFIGS, values)
+        self._check_node_id_synonym()
+        self._check_listener_security()
+        self._check_quorum_bootstrap(kafka_only.get("controller.quorum.bootstrap.servers"))
+
+    def set(self, name: str, raw: object) -> None:
+        if name not in self.definitions:
+            raise ConfigError(unknown_property_message(name, self.definitions))
+        super().set(name, raw)
+
+    def without_effect_warning(self) -> str | None:
+        """One message naming every Kafka property set without effect here, by reason (one
+        line per reason)."""
+        if not self.without_effect:
+            return None
+        by_reason: dict[str, list[str]] = {}
+        for name, reason in sorted(self.without_effect.items()):
+            by_reason.setdefault(reason, []).append(name)
+        lines = [f"\n  {', '.join(names)}: {reason}" for reason, names in by_reason.items()]
+        return (
+            f"{len(self.without_effect)} Kafka broker properties have no effect in pydmq and "
+            f"are ignored:{''.join(lines)}"
+        )
 
     @property
     def node_id(self) -> int:
+        """``node.id``; Kafka's synonym ``broker.id`` when only that one is set."""
+        if not self.is_explicit("node.id") and self.get_int("broker.id") >= 0:
+            return self.get_int("broker.id")
         return self.get_int("node.id")
+
+    def _check_node_id_synonym(self) -> None:
+        broker_id = self.get_int("broker.id")
+        if self.is_explicit("node.id") and broker_id >= 0 and broker_id != self.node_id:
+            raise ConfigError(
+                f"broker.id {broker_id} and node.id {self.node_id} differ; set only node.id"
+            )
+
+    def _check_listener_security(self) -> None:
+        protocols = self.listener_security_protocols()
+        for uri in self.listeners:
+            name = _listener_uri_name(uri)
+            protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else "PLAINTEXT")
+            if protocol != "PLAINTEXT":
+                raise ConfigError(
+                    f"listener {name} uses security protocol {protocol}: pydmq serves "
+                    "PLAINTEXT only (TLS and SASL are not implemented)"
+                )
+
+    def _check_quorum_bootstrap(self, raw: object) -> None:
+        """Kafka 4's own single-node server.properties names its quorum with
+        ``controller.quorum.bootstrap.servers=<its controller listener>`` (a standalone
+        KRaft quorum): that is pydmq's single-node mode. Any other dynamic quorum is refused
+        rather than run as unrelated single nodes."""
+        if raw is None or self.is_cluster_mode:
+            return
+        servers = parse_value(T.LIST, raw, "controller.quorum.bootstrap.servers")
+        assert isinstance(servers, list)
+        ports = {
+            _listener_uri_port(uri)
+            for uri in self.listeners
+            if _listener_uri_name(uri) in self.controller_listener_names
+        }
+        standalone = (
+            len(servers) == 1
+            and "controller" in self.process_roles
+            and servers[0].rpartition(":")[2] in ports
+        )
+        if servers and not standalone:
+            raise ConfigError(
+                f"controller.quorum.bootstrap.servers={','.join(servers)} names a dynamic "
+                "controller quorum (KIP-853), which pydmq does not support: list the voters "
+                "in controller.quorum.voters (id@host:port,...), or name only this node's "
+                "controller listener to run a single node"
+            )
 
     @property
     def log_dir(self) -> Path:
@@ -651,3 +743,8 @@ def load_properties(path: Path) -> dict[str, object]:
 def _listener_uri_name(uri: str) -> str:
     """``"CONTROLLER://127.0.0.1:19092"`` -> ``"CONTROLLER"``."""
     return uri.partition("://")[0].strip()
+
+
+def _listener_uri_port(uri: str) -> str:
+    """``"CONTROLLER://127.0.0.1:19092"`` -> ``"19092"``."""
+    return uri.rpartition(":")[2].strip()

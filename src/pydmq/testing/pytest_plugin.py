@@ -9,11 +9,16 @@ Fixtures:
 - ``pydmq_bootstrap``: just the ``host:port`` string of ``pydmq_broker``.
 
 Override broker properties with ``@pytest.mark.pydmq_config({"num.partitions": 3})``.
+
+Like Kafka's own test harness, the fixtures set ``group.initial.rebalance.delay.ms`` to 0: a
+consumer group's first rebalance does not wait the broker default of 3 s for more members.
+Mark a test with ``pydmq_config({"group.initial.rebalance.delay.ms": 3000})`` to get
+Kafka's default back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +27,10 @@ import pytest
 from pydmq.testing.embedded import EmbeddedBroker
 from pydmq.testing.process import BrokerProcess
 
-__all__ = ["pydmq_bootstrap", "pydmq_broker", "pydmq_broker_process"]
+__all__ = ["FIXTURE_DEFAULTS", "pydmq_bootstrap", "pydmq_broker", "pydmq_broker_process"]
+
+# Broker properties the fixtures set before a test's own pydmq_config overrides.
+FIXTURE_DEFAULTS: Mapping[str, object] = {"group.initial.rebalance.delay.ms": 0}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -33,7 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def _overrides(request: pytest.FixtureRequest) -> dict[str, Any]:
     marker = request.node.get_closest_marker("pydmq_config")
-    return dict(marker.args[0]) if marker and marker.args else {}
+    return {**FIXTURE_DEFAULTS, **(marker.args[0] if marker and marker.args else {})}
 
 
 @pytest.fixture

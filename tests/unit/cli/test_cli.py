@@ -317,3 +317,12 @@ def test_produce_unknown_partition(cli: Cli) -> None:
     cli.ok("topics", "create", name, "--partitions", "1")
     rc, _, err = cli("produce", "-t", name, "-p", "5", stdin=b"x\n")
     assert rc == 1 and err.startswith("pydmq produce: UNKNOWN_TOPIC_OR_PARTITION")
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out == f"pydmq {version('pydmq')}\n"

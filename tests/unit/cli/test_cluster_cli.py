@@ -267,8 +267,18 @@ def test_up_refuses_ports_in_use(tmp_path: Path) -> None:
         out = io.StringIO()
         result = run_up(specs, _commands(specs), start_timeout=1, stop_timeout=1, out=out)
     assert result == 1
-    assert "is in use" in out.getvalue()
+    assert (
+        f"node 1: port {port} on 127.0.0.1 is in use; choose other ports with --base-port "
+        "and --controller-base-port"
+    ) in out.getvalue()
     assert not specs[0].data_dir.exists()
+    # the controller port is named as well when it is the busy one
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = int(busy.getsockname()[1])
+        specs = plan_nodes(1, tmp_path / "c", ports=[(free_ports(1)[0], port)])
+        out = io.StringIO()
+        assert run_up(specs, _commands(specs), start_timeout=1, stop_timeout=1, out=out) == 1
+    assert f"node 1: port {port} on 127.0.0.1 is in use" in out.getvalue()
 
 
 def test_up_command_stops_on_sigterm(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pydmq.testing import EmbeddedBroker
 from pydmq.testing.process import BrokerProcess
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource  # noqa: E402
 
 
 def _roundtrip(bootstrap: str, topic: str, count: int = 20) -> list[bytes]:
@@ -72,3 +72,23 @@ def test_ipv6_loopback_listener(tmp_path: Path) -> None:
     with EmbeddedBroker(tmp_path / "v6", host="::1") as broker:
         assert broker.bootstrap.startswith("[::1]:")
         assert _roundtrip(broker.bootstrap, "over-ipv6", 5) == [b"m%d" % i for i in range(5)]
+
+
+def _broker_config(bootstrap: str, name: str) -> str:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    configs = admin.describe_configs([resource])[resource].result(timeout=10)
+    return str(configs[name].value)
+
+
+def test_fixtures_skip_the_initial_rebalance_delay(
+    pydmq_broker: EmbeddedBroker, pydmq_broker_process: BrokerProcess
+) -> None:
+    """Kafka's test harness sets group.initial.rebalance.delay.ms=0; so do the fixtures."""
+    for bootstrap in (pydmq_broker.bootstrap, pydmq_broker_process.bootstrap):
+        assert _broker_config(bootstrap, "group.initial.rebalance.delay.ms") == "0"
+
+
+@pytest.mark.pydmq_config({"group.initial.rebalance.delay.ms": 3000})
+def test_marker_restores_the_rebalance_delay(pydmq_broker: EmbeddedBroker) -> None:
+    assert _broker_config(pydmq_broker.bootstrap, "group.initial.rebalance.delay.ms") == "3000"
