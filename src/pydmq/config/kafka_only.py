@@ -265,7 +265,7 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
     _group(
         "Kafka 3.x settings that Kafka 4 removed (ZooKeeper mode, message format versions)",
         """
-        broker.id.generation.enable reserved.broker.max.id control.plane.listener.name
+        broker.id.generation.enable reserved.broker.max.id
         inter.broker.protocol.version log.message.format.version
         log.message.downconversion.enable log.message.timestamp.difference.max.ms
         offsets.commit.required.acks controlled.shutdown.max.retries
