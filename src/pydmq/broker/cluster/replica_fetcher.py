@@ -46,6 +46,7 @@ from pydmq.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderTopic,
 )
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.log import LogStorageError
 
 if TYPE_CHECKING:
     from pydmq.replication.partition import Partition
@@ -347,7 +348,17 @@ class ReplicaFetcher:
                 records = data.records
                 if records is not None and len(records) > 0:
                     view = records if isinstance(records, memoryview) else memoryview(records)
-                    partition.append_records_as_follower(view)
+                    try:
+                        partition.append_records_as_follower(view)
+                    except LogStorageError as exc:
+                        # A full disk (or one that failed): fetch again from what reached the
+                        # log, after a back-off; the batch may have landed before a later step
+                        # (a flush's checkpoint) failed, so the log end, not the fetch
+                        # position, says where to go on. The other partitions go on now.
+                        log.debug("%s: follower append failed: %s", state.tp, exc.message)
+                        state.fetch_offset = partition.log.log_end_offset
+                        self._delay([state], self.manager.backoff_s)
+                        continue
                     state.fetch_offset = partition.log.log_end_offset
                 # After the append: the new log start may lie in the records just fetched.
                 partition.update_follower_log_start_offset(data.log_start_offset)

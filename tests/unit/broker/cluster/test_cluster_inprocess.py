@@ -22,6 +22,7 @@ from pydmq.protocol.messages.produce import (
 )
 from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.log import LogStorageError
 
 from .conftest import Cluster, wait_until
 
@@ -279,6 +280,47 @@ def test_failed_log_dir_stops_the_followers_fetchers(tmp_path: Path) -> None:
                 timeout=20,
             )
             assert all(target.cluster.fetchers.fetch_state(tp) is None for tp in tps)
+        finally:
+            await cluster.stop()
+
+    asyncio.run(scenario())
+
+
+def test_follower_goes_on_after_an_append_that_landed_then_failed(tmp_path: Path) -> None:
+    """A follower append can reach the log and still fail (a flush's checkpoint write on a full
+    disk, found by the chaos harness's disk_full fault): the fetcher must go on from the log
+    end, not refetch what it holds ("follower append at 2034 below the expected offset 2035",
+    once a second, forever)."""
+
+    async def scenario() -> None:
+        cluster = Cluster(tmp_path)
+        try:
+            await cluster.start()
+            await _create(cluster, "landed", 1, 3)
+            tp = TopicPartition("landed", 0)
+            leader = _leader_of(cluster, tp)
+            follower = next(b for b in cluster.brokers if b.node_id != leader)
+            partition = follower.replica_manager.get(tp)
+            real = partition.log.append_as_follower
+            failures = []
+
+            def landed_then_failed(records: memoryview, flush: int | None = None) -> object:
+                result = real(records, flush)
+                if not failures:
+                    failures.append(partition.log.log_end_offset)
+                    raise LogStorageError("test: checkpoint write failed", "d", offline=False)
+                return result
+
+            partition.log.append_as_follower = landed_then_failed  # type: ignore[method-assign]
+            for i in range(3):
+                response = await cluster.client(leader - 1).request(
+                    0, 9, _produce("landed", 0, 1, b"v%d" % i)
+                )
+                assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
+            await wait_until(lambda: partition.log.log_end_offset == 3, timeout=10)
+            assert failures == [1]
+            leader_log = cluster.broker(leader).replica_manager.get(tp).log
+            assert leader_log.log_end_offset == 3
         finally:
             await cluster.stop()
 
