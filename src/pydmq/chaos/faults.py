@@ -14,6 +14,22 @@ Kinds (:data:`FAULT_KINDS`), taken in a shuffled round so every kind comes up eq
 ``crash_member``     ``kill -9`` a consumer-group member; restarted after 0.5-2 s.
 ``slow_node``        delay every link to and from a node by 150 ms for 2-4 s.
 
+Storage faults (:data:`STORAGE_FAULT_KINDS`; each node's data dir is a tmpfs of its own and
+each node has a failpoint file, see :mod:`pydmq.chaos.storage`):
+
+``disk_full``        fill a partition leader's filesystem to the last byte for 2-4 s, then
+                     free it (ENOSPC: appends are undone and answered KAFKA_STORAGE_ERROR,
+                     followers there fall behind; writes resume once space returns).
+``eio_write``        arm EIO on a partition leader's segment writes (SIGUSR2 re-reads its
+                     failpoint file): its log dir goes offline, it asks to be fenced and
+                     leadership moves; after 2-3 s the fault is disarmed and the node restarted.
+``eio_fsync``        the same with EIO on segment fsyncs (the chaos topics flush every
+                     second, ``flush.ms=1000``, so fsyncs happen): a failed fsync is never
+                     treated as durable, the log dir goes offline until the restart.
+``corrupt_replica``  ``kill -9`` a follower of a random partition, zero 100 bytes in the
+                     middle of one of that partition's segment files there, restart it: it
+                     truncates before the damage and fetches the rest from the leader again.
+
 For node faults the partitions the target led at injection are the fault's ``affected`` set;
 the observer measures how long until each has another leader (or a newer epoch).
 """
@@ -28,11 +44,18 @@ from collections.abc import Callable, Sequence
 from pydmq.chaos.clients import GroupMember
 from pydmq.chaos.history import FaultRecord
 from pydmq.chaos.observer import LeaderWatch, Observer
+from pydmq.chaos.storage import damage_segment
 from pydmq.chaos.topology import ChaosCluster, node_label
 
-__all__ = ["FAULT_KINDS", "Nemesis"]
+__all__ = [
+    "EIO_FAILPOINTS",
+    "FAULT_KINDS",
+    "PROCESS_FAULT_KINDS",
+    "STORAGE_FAULT_KINDS",
+    "Nemesis",
+]
 
-FAULT_KINDS: tuple[str, ...] = (
+PROCESS_FAULT_KINDS: tuple[str, ...] = (
     "kill_leader",
     "kill_follower",
     "kill_controller",
@@ -42,6 +65,13 @@ FAULT_KINDS: tuple[str, ...] = (
     "crash_member",
     "slow_node",
 )
+STORAGE_FAULT_KINDS: tuple[str, ...] = ("disk_full", "eio_write", "eio_fsync", "corrupt_replica")
+FAULT_KINDS: tuple[str, ...] = PROCESS_FAULT_KINDS + STORAGE_FAULT_KINDS
+# What the nemesis arms in a node's failpoint file for each EIO kind.
+EIO_FAILPOINTS: dict[str, str] = {
+    "eio_write": "segment.append.write=eio",
+    "eio_fsync": "segment.fsync=eio",
+}
 
 REPLICATION_FACTOR = 3
 
@@ -165,6 +195,16 @@ class Nemesis:
             return self._crash_member(self.rng.choice(self.members))
         if kind == "slow_node":
             return self._slow_node(self.rng.choice(self.cluster.node_ids))
+        if kind == "disk_full":
+            return self._disk_full(self.rng.choice(leaders)) if leaders else None
+        if kind in EIO_FAILPOINTS:
+            return self._disk_error(kind, self.rng.choice(leaders)) if leaders else None
+        if kind == "corrupt_replica":
+            tp = self.rng.choice(sorted(state))
+            followers = [r for r in state[tp].replicas if r != state[tp].leader]
+            if not followers:
+                return None
+            return self._corrupt_replica(self.rng.choice(followers), tp)
         raise ValueError(kind)
 
     def _start_node_fault(self, node_id: int) -> tuple[LeaderWatch, float]:
@@ -238,6 +278,39 @@ class Nemesis:
         return FaultRecord(
             "slow_node", label, injected, time.monotonic(), detail="150 ms on every link"
         )
+
+    def _disk_full(self, node_id: int) -> FaultRecord:
+        disk = self.cluster.disks[node_id]
+        watch, injected = self._start_node_fault(node_id)
+        filled = disk.fill()
+        time.sleep(self.rng.uniform(2.0, 4.0))
+        disk.free()
+        return self._finish(
+            "disk_full", node_id, watch, injected, f"filled {filled / 2**20:.0f} MiB"
+        )
+
+    def _disk_error(self, kind: str, node_id: int) -> FaultRecord:
+        """Arm EIO on the live node, let it fail for 2-3 s, disarm, restart it (a log dir
+        that went offline stays offline until the broker restarts, as in Kafka)."""
+        points = self.cluster.failpoints[node_id]
+        node = self.cluster.cluster.node(node_id)
+        watch, injected = self._start_node_fault(node_id)
+        assert node.process is not None
+        points.arm(EIO_FAILPOINTS[kind], node.process.pid)
+        time.sleep(self.rng.uniform(2.0, 3.0))
+        points.clear()
+        self.cluster.cluster.kill(node_id)
+        self.cluster.cluster.start_node(node_id)
+        return self._finish(kind, node_id, watch, injected, EIO_FAILPOINTS[kind])
+
+    def _corrupt_replica(self, node_id: int, tp: tuple[str, int]) -> FaultRecord:
+        node = self.cluster.cluster.node(node_id)
+        watch, injected = self._start_node_fault(node_id)
+        self.cluster.cluster.kill(node_id)
+        damage = damage_segment(node.data_dir, tp[0], tp[1], self.rng)
+        self.cluster.cluster.start_node(node_id)
+        detail = f"{tp[0]}/{tp[1]}: " + ("no segment to damage" if damage is None else str(damage))
+        return self._finish("corrupt_replica", node_id, watch, injected, detail)
 
 
 def _ms(seconds: float | None) -> str:

@@ -22,13 +22,14 @@ from pydmq.chaos.clients import (
     ReaderWorker,
     read_deliveries,
 )
-from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, Nemesis
+from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, STORAGE_FAULT_KINDS, Nemesis
 from pydmq.chaos.history import History, TopicPartitionKey
 from pydmq.chaos.observer import Observer
+from pydmq.chaos.storage import storage_faults_unavailable
 from pydmq.chaos.topology import ChaosCluster
 from pydmq.testing.cluster import replica_batches, replica_headers
 
-__all__ = ["ChaosConfig", "RunResult", "run"]
+__all__ = ["ChaosConfig", "RunResult", "run", "uses_storage_faults"]
 
 GROUP = "chaos-group"
 
@@ -46,7 +47,8 @@ class ChaosConfig:
     acks: str = "all"  # "1" disables idempotence: a demonstration that the checker sees loss
     readers: int = 1
     members: int = 2
-    kinds: Sequence[str] = FAULT_KINDS
+    kinds: Sequence[str] = FAULT_KINDS  # a kind listed twice comes up twice per round
+    node_disk_mb: int = 512  # each node's tmpfs, when storage faults are among the kinds
     # Both built-in replication strategies, each its own RF=3, min.insync.replicas=2 topic.
     strategies: Sequence[str] = ("isr", "quorum")
 
@@ -61,6 +63,10 @@ class RunResult:
         return self.report.ok and not self.summary.get("harness_errors")
 
 
+def uses_storage_faults(kinds: Iterable[str]) -> bool:
+    return bool(set(kinds) & set(STORAGE_FAULT_KINDS))
+
+
 def _create_topics(bootstrap: str, config: ChaosConfig) -> list[str]:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -71,7 +77,12 @@ def _create_topics(bootstrap: str, config: ChaosConfig) -> list[str]:
             f"chaos-{s}",
             config.partitions_per_topic,
             REPLICATION_FACTOR,
-            config={"min.insync.replicas": "2", "pydmq.replication.strategy": s},
+            config={
+                "min.insync.replicas": "2",
+                "pydmq.replication.strategy": s,
+                # Segment fsyncs every second, so EIO on fsync meets real fsyncs.
+                **({"flush.ms": "1000"} if "eio_fsync" in config.kinds else {}),
+            },
         )
         for s in config.strategies
     ]
@@ -186,7 +197,15 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
     temp = config.base_dir is None
     base = Path(tempfile.mkdtemp(prefix="pydmq-chaos-")) if temp else Path(config.base_dir)  # type: ignore[arg-type]
     rng = random.Random(config.seed)
-    cluster = ChaosCluster(config.nodes, base)
+    storage = uses_storage_faults(config.kinds)
+    if storage and (missing := storage_faults_unavailable()) is not None:
+        raise RuntimeError(f"storage faults {list(STORAGE_FAULT_KINDS)} unavailable: {missing}")
+    cluster = ChaosCluster(
+        config.nodes,
+        base,
+        disk_mb=config.node_disk_mb if storage else None,
+        failpoints=storage,
+    )
     log(f"chaos: seed {config.seed}, {config.duration:.0f} s, data in {base}")
     cluster.start()
     harness_errors: list[str] = []
@@ -292,6 +311,7 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
         data_dirs = {i: cluster.cluster.node(i).data_dir for i in cluster.node_ids}
         mismatches = compare_replicas(data_dirs, ends)
         batch_producers = _batch_producers(data_dirs[min(data_dirs)], ends)
+        cluster.release_disks(keep=bool(mismatches) or config.keep)
         history = History(
             started_at=started,
             ended_at=ended,
@@ -340,6 +360,7 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
         for member in members:
             member.stop(5)
         cluster.stop()
+        cluster.release_disks()
         if temp and ok and not config.keep:
             shutil.rmtree(base, ignore_errors=True)
 

@@ -9,9 +9,11 @@ be cut or delayed per link. The harness's own observer talks to the real ports d
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from pydmq.chaos.proxy import ProxyProcess, Route
+from pydmq.chaos.storage import NodeDisk, NodeFailpoints
 from pydmq.cli.cluster import CONTROL_PLANE
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, free_ports
 
@@ -29,9 +31,28 @@ def node_label(node_id: int) -> str:
 class ChaosCluster:
     """A :class:`ClusterProcess` plus the :class:`ProxyProcess` in front of it."""
 
-    def __init__(self, n: int, base_dir: Path, extra_config: dict[str, object] | None = None):
+    def __init__(
+        self,
+        n: int,
+        base_dir: Path,
+        extra_config: dict[str, object] | None = None,
+        *,
+        disk_mb: int | None = None,
+        failpoints: bool = False,
+    ):
+        """``disk_mb``: give each node's data dir a tmpfs of that size (root only);
+        ``failpoints``: give each node a failpoint file the nemesis can arm at run time."""
         self.base_dir = base_dir
         self.cluster = ClusterProcess(n, base_dir, {**NODE_CONFIG, **(extra_config or {})})
+        self.disks: dict[int, NodeDisk] = {}
+        self.failpoints: dict[int, NodeFailpoints] = {}
+        for node_id, node in self.cluster.nodes.items():
+            if disk_mb is not None:
+                self.disks[node_id] = NodeDisk(node.data_dir, disk_mb)
+            if failpoints:
+                points = NodeFailpoints(base_dir / f"failpoints-node-{node_id}")
+                self.failpoints[node_id] = points
+                node.env.update(points.env)
         host = self.cluster.host
         proxy_ports = free_ports(3 * n, host)
         self.proxy_client_port: dict[int, int] = {}
@@ -75,12 +96,21 @@ class ChaosCluster:
 
     def start(self) -> None:
         self.base_dir.mkdir(parents=True, exist_ok=True)
-        self.proxy.start()
+        for points in self.failpoints.values():
+            points.clear()
         try:
+            for disk in self.disks.values():
+                disk.mount()
+        except BaseException:
+            self._unmount()
+            raise
+        try:
+            self.proxy.start()
             self.cluster.start()
             self.cluster.wait_for_brokers(len(self.cluster.nodes), timeout=60)
         except BaseException:
             self.stop()
+            self._unmount()
             raise
 
     def stop(self) -> None:
@@ -88,3 +118,17 @@ class ChaosCluster:
             self.cluster.stop()
         finally:
             self.proxy.stop()
+
+    def release_disks(self, keep: bool = False) -> None:
+        """Unmount the nodes' filesystems after the last offline read; with ``keep``, first
+        copy each node's data to ``<data dir>.kept`` for inspection (a failed run)."""
+        if keep:
+            for disk in self.disks.values():
+                if disk.mounted:
+                    disk.free()
+                    shutil.copytree(disk.path, disk.path.with_name(disk.path.name + ".kept"))
+        self._unmount()
+
+    def _unmount(self) -> None:
+        for disk in self.disks.values():
+            disk.unmount()

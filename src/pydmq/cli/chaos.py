@@ -20,19 +20,30 @@ def _positive_float(text: str) -> float:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        from pydmq.chaos.faults import FAULT_KINDS
+        from pydmq.chaos.faults import FAULT_KINDS, PROCESS_FAULT_KINDS, STORAGE_FAULT_KINDS
         from pydmq.chaos.runner import ChaosConfig, run
+        from pydmq.chaos.storage import storage_faults_unavailable
     except ModuleNotFoundError as exc:
         print(
             f"pydmq chaos needs {exc.name} (a test dependency): pip install -e '.[test]'",
             file=sys.stderr,
         )
         return 2
-    kinds = args.faults.split(",") if args.faults else list(FAULT_KINDS)
+    groups = {"all": FAULT_KINDS, "process": PROCESS_FAULT_KINDS, "storage": STORAGE_FAULT_KINDS}
+    kinds: list[str] = []
+    for word in args.faults.split(",") if args.faults else ["all"]:
+        kinds.extend(groups.get(word.strip(), (word.strip(),)))
     unknown = sorted(set(kinds) - set(FAULT_KINDS))
     if unknown:
         print(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}", file=sys.stderr)
         return 2
+    missing = storage_faults_unavailable()
+    if missing is not None and set(kinds) & set(STORAGE_FAULT_KINDS):
+        if args.faults:
+            print(f"storage faults need their own filesystems: {missing}", file=sys.stderr)
+            return 2
+        kinds = list(PROCESS_FAULT_KINDS)
+        print(f"chaos: storage faults left out ({missing})", flush=True)
     config = ChaosConfig(
         duration=args.duration,
         seed=args.seed,
@@ -42,6 +53,7 @@ def _run(args: argparse.Namespace) -> int:
         rate=args.rate,
         acks=args.acks,
         kinds=kinds,
+        node_disk_mb=args.node_disk_mb,
     )
     result = run(config, log=lambda line: print(line, flush=True))
     print(result.report.text())
@@ -65,7 +77,8 @@ def add_parser(sub: Any) -> None:
         help="run a 3-node cluster under injected faults and check every acknowledged write",
         description="Start a 3-node cluster on loopback behind a link-controlling proxy, run "
         "idempotent acks=all producers, readers and a consumer group, inject faults (kill -9, "
-        "SIGSTOP, link cuts, delays) until --duration runs out, heal, read everything back and "
+        "SIGSTOP, link cuts, delays; as root also full disks, EIO on write and fsync and "
+        "damaged replica segments, each node on a tmpfs of its own) until --duration runs out, heal, read everything back and "
         "check it. The last line of output is one JSON object; exit status 0 means no anomaly.",
     )
     parser.add_argument(
@@ -73,7 +86,16 @@ def add_parser(sub: Any) -> None:
     )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument(
-        "--faults", default="", help="comma-separated fault kinds (default: every kind)"
+        "--faults",
+        default="",
+        help="comma-separated fault kinds, or the groups all, process, storage (default: all; "
+        "a kind named twice comes up twice per round, e.g. all,storage)",
+    )
+    parser.add_argument(
+        "--node-disk-mb",
+        type=int,
+        default=512,
+        help="size of each node's own tmpfs for the storage faults (default 512; needs root)",
     )
     parser.add_argument("--producers", type=int, default=3, help="producers (default 3)")
     parser.add_argument(

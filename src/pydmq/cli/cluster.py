@@ -216,8 +216,11 @@ def is_listening(host: str, port: int, timeout: float = 0.2) -> bool:
 # -- processes -------------------------------------------------------------------------------------
 
 
-def spawn(cmd: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
-    """Start one node; its stdout and stderr go to ``log_path`` (appended)."""
+def spawn(
+    cmd: Sequence[str], log_path: Path, env: Mapping[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """Start one node; its stdout and stderr go to ``log_path`` (appended); ``env`` adds to
+    (or overrides) this process's environment."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     with open(log_path, "ab") as log:
         return subprocess.Popen(
@@ -225,7 +228,7 @@ def spawn(cmd: Sequence[str], log_path: Path) -> subprocess.Popen[bytes]:
             stdout=log,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
         )
 
 

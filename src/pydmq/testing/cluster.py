@@ -139,6 +139,8 @@ class ClusterNode(BrokerProcess):
         self.voters = voters
         self.launcher = tuple(launcher)
         self.paused = False
+        # Environment variables of this node's process only (e.g. its failpoint file).
+        self.env: dict[str, str] = {}
 
     @property
     def bootstrap(self) -> str:
@@ -161,7 +163,7 @@ class ClusterNode(BrokerProcess):
         if self.running:
             raise RuntimeError(f"node {self.node_id} is already running")
         self.spec.data_dir.mkdir(parents=True, exist_ok=True)
-        self.process = spawn(self.command(), self.log_path)
+        self.process = spawn(self.command(), self.log_path, self.env)
         self.paused = False
 
     def wait_listening(self, deadline: float) -> None:
