@@ -41,6 +41,7 @@ __all__ = [
     "crc32c",
     "decode_records",
     "iter_batch_headers",
+    "iter_record_timestamps",
     "iter_records",
     "parse_batch_header",
     "parse_end_txn_marker",
@@ -405,6 +406,45 @@ def decode_records(
             f"{end - position} bytes remain after the batch's {count} declared records"
         )
     return records
+
+
+def iter_record_timestamps(
+    buf: bytes | bytearray | memoryview,
+    header: BatchHeader,
+    *,
+    max_decompressed: int = 64 * 1024 * 1024,
+) -> Iterator[tuple[int, int]]:
+    """(offset, timestamp) of each record of the batch, lazily, reading only each record's
+    length, timestamp delta and offset delta (timestamp lookups: a batch of millions of tiny
+    compressed records is walked without building a Record per record). Bounds and counts are
+    checked as :func:`decode_records` checks them; fields the walk skips are not validated."""
+    count = header.records_count
+    if count < 0:
+        raise CorruptRecordError(f"invalid record count {count}")
+    view = memoryview(buf)[header.position + BATCH_HEADER_SIZE : header.position + header.size]
+    if header.compression:
+        from pydmq.protocol.compression import decompress
+
+        data = decompress(header.compression, view, max_decompressed)
+    else:
+        data = bytes(view)
+    end = len(data)
+    if count > end // MIN_RECORD_SIZE:
+        raise CorruptRecordError(f"record count {count} does not fit in {end} bytes of records")
+    base_offset = header.base_offset
+    base_timestamp = header.base_timestamp
+    log_append_time = header.max_timestamp if header.is_log_append_time else None
+    position = 0
+    for _ in range(count):
+        length, position = _read_varint(data, position, end, 5)
+        if length <= 0 or length > end - position:
+            raise CorruptRecordError(f"invalid record length {length}")
+        record_end = position + length
+        timestamp_delta, field = _read_varint(data, position + 1, record_end, 10)
+        offset_delta, _ = _read_varint(data, field, record_end, 5)
+        timestamp = base_timestamp + timestamp_delta if log_append_time is None else log_append_time
+        yield base_offset + offset_delta, timestamp
+        position = record_end
 
 
 def iter_records(

@@ -30,7 +30,7 @@ import logging
 import struct
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 
 from pydmq.producers.state import ProducerStateManager
@@ -41,6 +41,7 @@ from pydmq.protocol.records import (
     SimpleRecord,
     build_batch,
     decode_records,
+    iter_record_timestamps,
     parse_batch_header,
     patch_offsets,
     read_frame_length,
@@ -70,6 +71,10 @@ _PRODUCER_SNAPSHOT = "producer-state"
 _LEADER_EPOCHS = "leader-epoch-checkpoint"
 _HIGH_WATERMARK = "high-watermark"
 _HWM = struct.Struct(">q")
+# Records a timestamp lookup walks between two of its steps (a few ms of work here).
+RECORDS_PER_STEP = 5_000
+# A lookup's steps: each yields how many records it walked; the generator returns the answer.
+LookupSteps = Generator[int, None, "TimestampAndOffset | None"]
 
 
 class LogAppendError(Exception):
@@ -423,6 +428,12 @@ class UnifiedLog:
 
     def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
         """First record with timestamp >= ``timestamp`` (Kafka's offsetsForTimes)."""
+        return _run_steps(self.offset_by_timestamp_steps(timestamp))
+
+    def offset_by_timestamp_steps(self, timestamp: int) -> LookupSteps:
+        """:meth:`fetch_offset_by_timestamp` as steps: yields the number of records walked
+        every :data:`RECORDS_PER_STEP` (a handler gives the loop back between them: a stored
+        batch may hold millions of tiny compressed records) and returns the answer."""
         candidate = self.engine_log.fetch_offset_by_timestamp(timestamp)
         if candidate is None:
             return None
@@ -434,15 +445,22 @@ class UnifiedLog:
                 max(header.base_offset, self.log_start_offset),
                 header.partition_leader_epoch,
             )
-        for record in decode_records(buf, header):
-            if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
-                return TimestampAndOffset(
-                    record.timestamp, record.offset, header.partition_leader_epoch
-                )
+        walked = 0
+        for offset, record_timestamp in iter_record_timestamps(buf, header):
+            walked += 1
+            if walked == RECORDS_PER_STEP:
+                yield walked
+                walked = 0
+            if record_timestamp >= timestamp and offset >= self.log_start_offset:
+                return TimestampAndOffset(record_timestamp, offset, header.partition_leader_epoch)
         return candidate
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
         """The record with the largest timestamp (ListOffsets -3, KIP-734)."""
+        return _run_steps(self.max_timestamp_steps())
+
+    def max_timestamp_steps(self) -> LookupSteps:
+        """:meth:`max_timestamp_and_offset` as steps (see :meth:`offset_by_timestamp_steps`)."""
         candidate = self.engine_log.max_timestamp_and_offset()
         if candidate is None:
             return None
@@ -453,11 +471,14 @@ class UnifiedLog:
                 header.max_timestamp, header.last_offset, header.partition_leader_epoch
             )
         best: TimestampAndOffset | None = None
-        for record in decode_records(buf, header):
-            if best is None or record.timestamp > best.timestamp:
-                best = TimestampAndOffset(
-                    record.timestamp, record.offset, header.partition_leader_epoch
-                )
+        walked = 0
+        for offset, record_timestamp in iter_record_timestamps(buf, header):
+            walked += 1
+            if walked == RECORDS_PER_STEP:
+                yield walked
+                walked = 0
+            if best is None or record_timestamp > best.timestamp:
+                best = TimestampAndOffset(record_timestamp, offset, header.partition_leader_epoch)
         return best or candidate
 
     # -- leader epochs ---------------------------------------------------------------
@@ -761,3 +782,13 @@ class UnifiedLog:
                 raise  # an offline log dir promises nothing more: closing is all there is
         finally:
             self.engine_log.close()
+
+
+def _run_steps(steps: LookupSteps) -> TimestampAndOffset | None:
+    """Run a lookup's steps to the end at once; its answer."""
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            result: TimestampAndOffset | None = done.value
+            return result

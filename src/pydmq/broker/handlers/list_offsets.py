@@ -101,7 +101,7 @@ def _answer(
                 result.error_code = ErrorCode.OFFSET_NOT_AVAILABLE
                 continue
             try:
-                _lookup(result, log, p.timestamp, upper)
+                yield from _lookup(result, log, p.timestamp, upper)
             except (StorageCorruptionError, CorruptRecordError) as exc:
                 result.error_code = corrupt_read_error(partition.tp, exc)
                 result.timestamp = result.offset = result.leader_epoch = -1
@@ -109,7 +109,9 @@ def _answer(
 
 def _lookup(
     result: ListOffsetsPartitionResponse, log: UnifiedLog, timestamp: int, upper: int
-) -> None:
+) -> Iterator[int]:
+    """Fill ``result``; a lookup by timestamp walks a batch's records in steps (yielded as
+    elements: a stored batch of millions of tiny records must not hold the loop)."""
     match timestamp:
         case -1:
             result.offset = upper
@@ -118,14 +120,14 @@ def _lookup(
             result.offset = log.log_start_offset
             result.leader_epoch = _epoch_at(log.leader_epochs, log.log_start_offset)
         case -3:
-            found = log.max_timestamp_and_offset()
+            found = yield from log.max_timestamp_steps()
             if found is not None and found.offset < upper:
                 result.timestamp, result.offset = found.timestamp, found.offset
                 result.leader_epoch = found.leader_epoch
         case -5:
             pass
         case target:
-            found = log.fetch_offset_by_timestamp(target)
+            found = yield from log.offset_by_timestamp_steps(target)
             if found is not None and found.offset < upper:
                 result.timestamp, result.offset = found.timestamp, found.offset
                 result.leader_epoch = found.leader_epoch
