@@ -136,6 +136,10 @@ USED_API_KEYS = {
     37: "CreatePartitions",
     42: "DeleteGroups",
     44: "IncrementalAlterConfigs",
+    33: "AlterConfigs",
+    34: "AlterReplicaLogDirs",
+    35: "DescribeLogDirs",
+    68: "ConsumerGroupHeartbeat",
 }
 
 # scenario -> observation path (it covers everything below it) -> why pydmq differs on purpose.
@@ -1130,6 +1134,264 @@ def _fetch_records(bootstrap: str, topic: str) -> bytes:
     return bytes(p.records or b"")
 
 
+# -- scenarios of issue 23 (differences other clients' suites found) -------------------------
+
+# RE2/J syntax: accepted, or refused with INVALID_REGULAR_EXPRESSION (and RE2/J's reason).
+REGEXES = [
+    "__consumer.*",
+    "a\\z",
+    "a\\Z",
+    "(?<n>a)",
+    "(?P<n>a)",
+    "(?=a)",
+    "(a)\\1",
+    "a*+",
+    "\\Q.*\\E",
+    "[[:alpha:]]+",
+    "\\p{Greek}",
+    "\\p{Foo}",
+    "a{1001}",
+    "(?i)x",
+    "(?x)a",
+    "\\C",
+    "[z-a]",
+    "a)",
+]
+
+
+def scenario_consumer_regex(bootstrap: str) -> dict[str, Any]:
+    """ConsumerGroupHeartbeat v1 joins with each regex: error name and message."""
+    from pydmq.protocol.messages import consumer_group_heartbeat as hb
+    from pydmq.protocol.messages import find_coordinator as fc
+
+    out: dict[str, Any] = {}
+    with RawClient(bootstrap) as client:
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # the offsets topic (the coordinator) exists before the first join
+            body = client.request(10, 4, fc.FindCoordinatorRequest(coordinator_keys=["x"])).body
+            if body.coordinators[0].error_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        for pattern in REGEXES:
+            request = hb.ConsumerGroupHeartbeatRequest(
+                group_id=unique("diff-regex"),
+                member_id=str(uuid.uuid4()),
+                member_epoch=0,
+                rebalance_timeout=30_000,
+                subscribed_topic_regex=pattern,
+                topic_partitions=[],
+            )
+            body = client.request(68, 1, request).body
+            out[pattern] = [code_name(body.error_code), body.error_message]
+            if body.error_code == 0:
+                leave = hb.ConsumerGroupHeartbeatRequest(
+                    group_id=request.group_id, member_id=body.member_id, member_epoch=-1
+                )
+                client.request(68, 1, leave)
+    return out
+
+
+def scenario_log_dirs(bootstrap: str) -> dict[str, Any]:
+    """DescribeLogDirs v1-v5 (sizes, lags, which partitions; the dir and byte counts vary)
+    and AlterReplicaLogDirs v1-v2 to the node's own dir and to another."""
+    from pydmq.protocol.messages import alter_replica_log_dirs as ar
+    from pydmq.protocol.messages import describe_log_dirs as dl
+
+    topic = unique("diff-dirs")
+    create_topic(bootstrap, topic, 2)
+    assert raw_produce(bootstrap, topic, 0, [SimpleRecord(b"k", b"v" * 100)] * 3) == 0
+    out: dict[str, Any] = {}
+    own = ""
+    with RawClient(bootstrap) as client:
+        for version in range(1, 6):
+            request = dl.DescribeLogDirsRequest(
+                topics=[
+                    dl.DescribableLogDirTopic(topic=topic, partitions=[0, 1, 9]),
+                    dl.DescribableLogDirTopic(topic="diff-no-such-topic", partitions=[0]),
+                ]
+            )
+            body = client.request(35, version, request).body
+            (result,) = body.results
+            own = result.log_dir
+            out[f"describe_v{version}"] = {
+                "error": code_name(body.error_code),
+                "dir_error": code_name(result.error_code),
+                "byte_counts": [result.total_bytes > 0, result.usable_bytes > 0],
+                "cordoned": result.is_cordoned,
+                "topics": {
+                    ("topic" if t.name == topic else t.name): sorted(
+                        [p.partition_index, p.partition_size, p.offset_lag, p.is_future_key]
+                        for p in t.partitions
+                    )
+                    for t in result.topics
+                },
+            }
+        everything = client.request(35, 4, dl.DescribeLogDirsRequest(topics=None)).body
+        out["describe_all_has_topic"] = any(t.name == topic for t in everything.results[0].topics)
+        nothing = client.request(35, 4, dl.DescribeLogDirsRequest(topics=[])).body
+        out["describe_none"] = [t.name for t in nothing.results[0].topics]
+        for version in (1, 2):
+            for label, path in (("own", own), ("other", "/nowhere/diff"), ("relative", "x")):
+                request = ar.AlterReplicaLogDirsRequest(
+                    dirs=[
+                        ar.AlterReplicaLogDir(
+                            path=path,
+                            topics=[
+                                ar.AlterReplicaLogDirTopic(name=topic, partitions=[0, 7]),
+                                ar.AlterReplicaLogDirTopic(name="diff-no-such", partitions=[0]),
+                            ],
+                        )
+                    ]
+                )
+                body = client.request(34, version, request).body
+                out[f"alter_v{version}_{label}"] = sorted(
+                    [
+                        "own" if r.topic_name == topic else r.topic_name,
+                        p.partition_index,
+                        code_name(p.error_code),
+                    ]
+                    for r in body.results
+                    for p in r.partitions
+                )
+    return out
+
+
+BROKER_CONFIG_NAMES = [
+    "log.cleaner.backoff.ms",
+    "log.cleaner.threads",
+    "num.io.threads",
+    "num.network.threads",
+    "background.threads",
+    "message.max.bytes",
+    "log.segment.bytes",
+    "log.retention.hours",
+    "num.partitions",
+    "compression.type",
+    "ssl.keystore.password",
+    "sasl.enabled.mechanisms",
+    "log.cleaner.min.cleanable.ratio",
+    "auto.leader.rebalance.enable",
+]
+
+
+def _broker_configs(client: RawClient, names: list[str] | None) -> dict[str, Any]:
+    from pydmq.protocol.messages import describe_configs as dc
+
+    request = dc.DescribeConfigsRequest(
+        resources=[
+            dc.DescribeConfigsResource(resource_type=4, resource_name="1", configuration_keys=names)
+        ],
+        include_synonyms=True,
+    )
+    (result,) = client.request(32, 4, request).body.results
+    return {
+        e.name: {
+            "value": e.value,
+            "source": e.config_source,
+            "read_only": e.read_only,
+            "sensitive": e.is_sensitive,
+            "type": e.config_type,
+            "synonyms": [[s.name, s.value, s.source] for s in e.synonyms],
+        }
+        for e in result.configs
+    }
+
+
+def scenario_broker_configs(bootstrap: str) -> dict[str, Any]:
+    """DescribeConfigs of broker "1" (a few configs whole; every name Kafka lists is listed),
+    IncrementalAlterConfigs on broker "1" (accepted, read back once it shows: Kafka applies it
+    through its controller) and its refusals, AlterConfigs on broker "1"."""
+    from pydmq.protocol.messages import alter_configs as ac
+    from pydmq.protocol.messages import incremental_alter_configs as iac
+
+    def alter(*ops: tuple[str, int, str | None], name: str = "1") -> list[Any]:
+        request = iac.IncrementalAlterConfigsRequest(
+            resources=[
+                iac.AlterConfigsResource(
+                    resource_type=4,
+                    resource_name=name,
+                    configs=[
+                        iac.AlterableConfig(name=k, config_operation=op, value=v)
+                        for k, op, v in ops
+                    ],
+                )
+            ]
+        )
+        (result,) = client.request(44, 1, request).body.responses
+        return [code_name(result.error_code), result.error_message]
+
+    out: dict[str, Any] = {}
+    with RawClient(bootstrap) as client:
+        out["described"] = _broker_configs(client, BROKER_CONFIG_NAMES)
+        out["set"] = alter(("log.cleaner.backoff.ms", 0, "20000"))
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline:
+            seen = _broker_configs(client, ["log.cleaner.backoff.ms"])["log.cleaner.backoff.ms"]
+            if seen["value"] == "20000":
+                break
+            time.sleep(0.1)
+        out["after_set"] = seen
+        out["read_only"] = alter(("num.partitions", 0, "5"))
+        out["bad_value"] = alter(("log.cleaner.backoff.ms", 0, "abc"))
+        out["append_non_list"] = alter(("log.cleaner.backoff.ms", 2, "1"))
+        out["other_broker"] = alter(("log.cleaner.backoff.ms", 0, "1"), name="7")
+        out["delete"] = alter(("log.cleaner.backoff.ms", 1, None))
+        request = ac.AlterConfigsRequest(
+            resources=[
+                ac.AlterConfigsResource(
+                    resource_type=4,
+                    resource_name="1",
+                    configs=[ac.AlterableConfig(name="num.partitions", value="4")],
+                )
+            ]
+        )
+        (result,) = client.request(33, 2, request).body.responses
+        out["legacy_read_only"] = [code_name(result.error_code), result.error_message]
+    return out
+
+
+def scenario_metadata_auto_create(bootstrap: str) -> dict[str, Any]:
+    """Metadata v0-v13 naming a new topic (allow_auto_topic_creation true and false from
+    v4): the creating request's answer, then once the topic exists; v1 after DeleteTopics."""
+    from pydmq.protocol.messages import delete_topics as dt
+
+    def ask(client: RawClient, version: int, name: str, allow: bool) -> list[Any]:
+        request = MetadataRequest(
+            topics=[md.MetadataRequestTopic(name=name)], allow_auto_topic_creation=allow
+        )
+        (t,) = client.request(3, version, request).body.topics
+        zero_id = getattr(t, "topic_id", None) in (None, uuid.UUID(int=0))
+        return [code_name(t.error_code), t.is_internal, len(t.partitions), zero_id]
+
+    def settled(client: RawClient, version: int, name: str) -> list[Any]:
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            seen = ask(client, version, name, True)
+            if seen[0] == "NONE" or time.monotonic() > deadline:
+                return seen
+            time.sleep(0.1)
+
+    out: dict[str, Any] = {}
+    with RawClient(bootstrap) as client:
+        for version in range(14):
+            for allow in (True, False) if version >= 4 else (True,):
+                name = unique(f"diff-auto-v{version}")
+                first = ask(client, version, name, allow)
+                out[f"v{version}_allow_{allow}"] = (
+                    [first, settled(client, version, name)]
+                    if allow
+                    else [first, ask(client, version, name, allow)]
+                )
+        name = unique("diff-auto-again")
+        settled(client, 1, name)
+        deleted = client.request(
+            20, 6, dt.DeleteTopicsRequest(topics=[dt.DeleteTopicState(name=name)], timeout=10_000)
+        ).body
+        out["deleted"] = [code_name(r.error_code) for r in deleted.responses]
+        out["v1_recreate"] = [ask(client, 1, name, True), settled(client, 1, name)]
+    return out
+
+
 SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {
     "produce_fetch": scenario_produce_fetch,
     "list_offsets": scenario_list_offsets,
@@ -1137,6 +1399,9 @@ SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {
     "admin_errors": scenario_admin_errors,
     "bad_requests": scenario_bad_requests,
     "kcat_compression": scenario_kcat_compression,
+    "consumer_regex": scenario_consumer_regex,
+    "log_dirs": scenario_log_dirs,
+    "broker_configs": scenario_broker_configs,
 }
 
 
@@ -1177,6 +1442,40 @@ def test_scenario(brokers: Brokers, name: str) -> None:
         + "\n".join(f"  {p}: kafka={short(k)} pydmq={short(v)}" for p, (k, v) in unexpected.items())
     )
     assert not stale, f"{name}: DELIBERATE_DIFFERENCES entries that no longer differ: {stale}"
+
+
+@pytest.fixture(scope="module")
+def autocreating_brokers() -> Iterator[Brokers]:
+    """Both brokers again with ``auto.create.topics.enable=true`` (static in Kafka): started
+    only for ``metadata_auto_create``."""
+    props = {**BROKER_PROPS, "auto.create.topics.enable": "true"}
+    missing = reference_kafka_unavailable()
+    if missing:
+        pytest.skip(missing)
+    kafka = ReferenceKafka(props).start()
+    root = Path(tempfile.mkdtemp(prefix="pydmq-diff-auto-"))
+    pydmq = BrokerProcess(root / "data", overrides=props, log_path=root / "broker.log")
+    try:
+        pydmq.start(30)
+        wait_until_serving(pydmq.bootstrap, time.monotonic() + 30)
+        kafka.wait_ready(KAFKA_START_TIMEOUT)
+        yield Brokers(kafka=kafka.bootstrap, pydmq=pydmq.bootstrap)
+    finally:
+        pydmq.stop()
+        kafka.stop()
+        kafka.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_metadata_auto_create(autocreating_brokers: Brokers) -> None:
+    """Every Metadata version's answer to a topic it auto-creates, as Kafka 4.4's (issue 23:
+    pydmq answered the creating request with the new partitions)."""
+    on_kafka, on_pydmq = run_on_both(scenario_metadata_auto_create, autocreating_brokers)
+    diffs = diff_paths(on_kafka, on_pydmq)
+    print(f"\n== metadata_auto_create: {len(diffs)} differing path(s)")
+    for path, (k, p) in diffs.items():
+        print(f"  UNEXPECTED  {path}: kafka={short(k)} pydmq={short(p)}")
+    assert not diffs
 
 
 def _advertised(bootstrap: str) -> dict[int, tuple[int, int]]:

@@ -209,3 +209,21 @@ def test_group_subscribe_and_commit(broker, filled) -> None:
     topic, base_ts, count = filled
     group = unique_topic("java-group")
     check_topic(consume(broker.bootstrap, topic, count, "--group", group), count, base_ts)
+
+
+def test_admin_log_dirs(broker, filled) -> None:
+    """Admin describeLogDirs / alterReplicaLogDirs (keys 35 and 34; the connection was closed
+    on 3209cc2): one dir per node with each replica's size; a move elsewhere fails with
+    LogDirNotFoundException, as on Kafka 4.4."""
+    topic, _, _ = filled
+    proc = run_java(
+        ["log-dirs", "--bootstrap", broker.bootstrap, "--topic", topic, "--move-to", "/nowhere"],
+        timeout=120,
+    )
+    rows = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("{")]
+    described = {r["p"]: r for r in rows if "dir" in r}
+    assert sorted(described) == list(range(PARTITIONS))
+    assert all(r["size"] > 0 and r["lag"] == 0 and r["usable"] > 0 for r in described.values())
+    assert len({r["dir"] for r in described.values()}) == 1
+    moved = {r["p"]: r["moved"] for r in rows if "moved" in r}
+    assert moved == {p: "LogDirNotFoundException" for p in range(PARTITIONS)}

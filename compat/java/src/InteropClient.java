@@ -18,6 +18,11 @@
 //                     Prints one JSON line per query: {"p":..,"ts":..,"offset":..,"rts":..}
 //   list-offsets      --bootstrap B --topic T --spec earliest|latest|max-timestamp|TS
 //                     Uses the Admin API; one JSON line per partition.
+//   log-dirs          --bootstrap B --topic T [--move-to DIR]
+//                     Admin describeLogDirs of every broker: one JSON line per replica of T
+//                     {"b":BROKER,"dir":..,"p":..,"size":..,"lag":..,"total":..,"usable":..};
+//                     with --move-to, alterReplicaLogDirs of each of them to DIR, one line
+//                     {"b":..,"p":..,"moved":"ok"|"<exception class>"} each.
 //   group-consume     --bootstrap B --topic T --group G [--strategy range,roundrobin,...]
 //                     [--session-ms MS] [--heartbeat-ms MS] [--instance-id ID] [--batch N]
 //                     [--rate R] [--stop-file F] [--max-seconds S] [--prop k=v]...
@@ -65,6 +70,8 @@ import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.LogDirDescription;
+import org.apache.kafka.clients.admin.ReplicaInfo;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.consumer.CommitFailedException;
@@ -78,8 +85,11 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.KafkaFuture;
+import org.apache.kafka.common.Node;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionReplica;
 import org.apache.kafka.common.errors.RebalanceInProgressException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
@@ -115,6 +125,9 @@ public final class InteropClient {
                 break;
             case "group-consume":
                 rc = groupConsume(opts);
+                break;
+            case "log-dirs":
+                rc = logDirs(opts);
                 break;
             default:
                 usage("unknown command " + cmd);
@@ -374,6 +387,56 @@ public final class InteropClient {
                 ListOffsetsResult.ListOffsetsResultInfo info = res.get(new TopicPartition(topic, i));
                 System.out.println("{\"p\":" + i + ",\"offset\":" + info.offset() + ",\"rts\":"
                     + info.timestamp() + "}");
+            }
+        }
+        return 0;
+    }
+
+    static int logDirs(Map<String, String> o) throws Exception {
+        String topic = req(o, "topic");
+        Properties p = new Properties();
+        p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        try (Admin admin = Admin.create(p)) {
+            List<Integer> brokers = new ArrayList<>();
+            for (Node n : admin.describeCluster().nodes().get(30, TimeUnit.SECONDS)) {
+                brokers.add(n.id());
+            }
+            Map<Integer, Map<String, LogDirDescription>> dirs =
+                admin.describeLogDirs(brokers).allDescriptions().get(30, TimeUnit.SECONDS);
+            List<TopicPartitionReplica> replicas = new ArrayList<>();
+            for (Map.Entry<Integer, Map<String, LogDirDescription>> b : dirs.entrySet()) {
+                for (Map.Entry<String, LogDirDescription> d : b.getValue().entrySet()) {
+                    LogDirDescription desc = d.getValue();
+                    for (Map.Entry<TopicPartition, ReplicaInfo> r : desc.replicaInfos().entrySet()) {
+                        if (!r.getKey().topic().equals(topic)) {
+                            continue;
+                        }
+                        replicas.add(new TopicPartitionReplica(topic, r.getKey().partition(), b.getKey()));
+                        System.out.println("{\"b\":" + b.getKey() + ",\"dir\":" + jstr(d.getKey())
+                            + ",\"p\":" + r.getKey().partition() + ",\"size\":" + r.getValue().size()
+                            + ",\"lag\":" + r.getValue().offsetLag()
+                            + ",\"total\":" + desc.totalBytes().orElse(-1L)
+                            + ",\"usable\":" + desc.usableBytes().orElse(-1L) + "}");
+                    }
+                }
+            }
+            String target = o.get("move-to");
+            if (target != null) {
+                Map<TopicPartitionReplica, String> moves = new HashMap<>();
+                for (TopicPartitionReplica r : replicas) {
+                    moves.put(r, target);
+                }
+                Map<TopicPartitionReplica, KafkaFuture<Void>> results = admin.alterReplicaLogDirs(moves).values();
+                for (TopicPartitionReplica r : replicas) {
+                    String outcome = "ok";
+                    try {
+                        results.get(r).get(30, TimeUnit.SECONDS);
+                    } catch (ExecutionException e) {
+                        outcome = e.getCause().getClass().getSimpleName();
+                    }
+                    System.out.println("{\"b\":" + r.brokerId() + ",\"p\":" + r.partition()
+                        + ",\"moved\":" + jstr(outcome) + "}");
+                }
             }
         }
         return 0;

@@ -111,6 +111,10 @@ class Broker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
         metadata_dir = self.log_dir / _METADATA_DIR
+        if not config.is_cluster_mode:  # cluster mode: the controller owns broker configs
+            from pydmq.broker.handlers._broker_configs import load_dynamic_configs
+
+            load_dynamic_configs(config, metadata_dir)
         roles = config.process_roles
         self.cluster_mode = config.is_cluster_mode
         self.has_broker_role = not self.cluster_mode or "broker" in roles

@@ -278,11 +278,31 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         _share,
         read_only=True,
     ),
-    ConfigDef("num.partitions", T.INT, 1, "Default partition count for new topics.", at_least(1)),
-    ConfigDef("default.replication.factor", T.INT, 1, "Default replication factor.", at_least(1)),
+    ConfigDef(
+        "num.partitions",
+        T.INT,
+        1,
+        "Default partition count for new topics.",
+        at_least(1),
+        read_only=True,
+    ),
+    ConfigDef(
+        "default.replication.factor",
+        T.INT,
+        1,
+        "Default replication factor.",
+        at_least(1),
+        read_only=True,
+    ),
     ConfigDef("min.insync.replicas", T.INT, 1, "Minimum ISR size for acks=all.", at_least(1)),
-    ConfigDef("auto.create.topics.enable", T.BOOLEAN, True, "Create topics on Metadata requests."),
-    ConfigDef("delete.topic.enable", T.BOOLEAN, True, "Allow DeleteTopics."),
+    ConfigDef(
+        "auto.create.topics.enable",
+        T.BOOLEAN,
+        True,
+        "Create topics on Metadata requests.",
+        read_only=True,
+    ),
+    ConfigDef("delete.topic.enable", T.BOOLEAN, True, "Allow DeleteTopics.", read_only=True),
     ConfigDef(
         "message.max.bytes", T.INT, 1048588, "Largest record batch size allowed.", at_least(0)
     ),
@@ -309,13 +329,25 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ),
     ConfigDef("log.segment.bytes", T.INT, 1073741824, "Segment file size.", at_least(14)),
     ConfigDef("log.roll.ms", T.LONG, None, "Roll segments after this time (wins over hours)."),
-    ConfigDef("log.roll.hours", T.INT, 168, "Roll segments after this many hours.", at_least(1)),
+    ConfigDef(
+        "log.roll.hours",
+        T.INT,
+        168,
+        "Roll segments after this many hours.",
+        at_least(1),
+        read_only=True,
+    ),
     ConfigDef("log.retention.ms", T.LONG, None, "Retention time (wins over minutes/hours)."),
-    ConfigDef("log.retention.minutes", T.INT, None, "Retention time in minutes."),
-    ConfigDef("log.retention.hours", T.INT, 168, "Retention time in hours."),
+    ConfigDef("log.retention.minutes", T.INT, None, "Retention time in minutes.", read_only=True),
+    ConfigDef("log.retention.hours", T.INT, 168, "Retention time in hours.", read_only=True),
     ConfigDef("log.retention.bytes", T.LONG, -1, "Retention size per partition (-1 unlimited)."),
     ConfigDef(
-        "log.retention.check.interval.ms", T.LONG, 300000, "How often retention runs.", at_least(1)
+        "log.retention.check.interval.ms",
+        T.LONG,
+        300000,
+        "How often retention runs.",
+        at_least(1),
+        read_only=True,
     ),
     ConfigDef(
         "log.index.interval.bytes", T.INT, 4096, "Bytes between offset-index entries.", at_least(0)
@@ -331,7 +363,13 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         at_least(1),
     ),
     ConfigDef("log.flush.interval.ms", T.LONG, None, "fsync after this many ms."),
-    ConfigDef("log.flush.scheduler.interval.ms", T.LONG, 2**63 - 1, "Flush scheduler period."),
+    ConfigDef(
+        "log.flush.scheduler.interval.ms",
+        T.LONG,
+        2**63 - 1,
+        "Flush scheduler period.",
+        read_only=True,
+    ),
     ConfigDef("log.segment.delete.delay.ms", T.LONG, 60000, "Delay before a deleted segment goes."),
     ConfigDef(
         "log.cleanup.policy",
@@ -371,16 +409,25 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "producer.id.expiration.ms", T.INT, _DAY_MS, "Idle producer state expiry.", at_least(1)
     ),
     ConfigDef(
-        "transactional.id.expiration.ms", T.INT, 7 * _DAY_MS, "Idle transactional id expiry."
+        "transactional.id.expiration.ms",
+        T.INT,
+        7 * _DAY_MS,
+        "Idle transactional id expiry.",
+        read_only=True,
     ),
-    ConfigDef("transaction.max.timeout.ms", T.INT, 900000, "Largest transaction timeout."),
-    ConfigDef("fetch.max.bytes", T.INT, 57671680, "Largest fetch response.", at_least(0)),
+    ConfigDef(
+        "transaction.max.timeout.ms", T.INT, 900000, "Largest transaction timeout.", read_only=True
+    ),
+    ConfigDef(
+        "fetch.max.bytes", T.INT, 57671680, "Largest fetch response.", at_least(0), read_only=True
+    ),
     ConfigDef(
         "max.incremental.fetch.session.cache.slots",
         T.INT,
         1000,
         "Fetch sessions kept.",
         at_least(0),
+        read_only=True,
     ),
     ConfigDef(
         "offsets.topic.num.partitions",
@@ -399,20 +446,36 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef(
-        "offsets.retention.minutes", T.INT, 10080, "Committed offsets retention.", at_least(1)
+        "offsets.retention.minutes",
+        T.INT,
+        10080,
+        "Committed offsets retention.",
+        at_least(1),
+        read_only=True,
     ),
     ConfigDef(
-        "group.initial.rebalance.delay.ms", T.INT, 3000, "Delay of a group's first rebalance."
+        "group.initial.rebalance.delay.ms",
+        T.INT,
+        3000,
+        "Delay of a group's first rebalance.",
+        read_only=True,
     ),
-    ConfigDef("group.min.session.timeout.ms", T.INT, 6000, "Smallest session timeout."),
-    ConfigDef("group.max.session.timeout.ms", T.INT, 1800000, "Largest session timeout."),
-    ConfigDef("group.max.size", T.INT, 2**31 - 1, "Members per group.", at_least(1)),
+    ConfigDef(
+        "group.min.session.timeout.ms", T.INT, 6000, "Smallest session timeout.", read_only=True
+    ),
+    ConfigDef(
+        "group.max.session.timeout.ms", T.INT, 1800000, "Largest session timeout.", read_only=True
+    ),
+    ConfigDef(
+        "group.max.size", T.INT, 2**31 - 1, "Members per group.", at_least(1), read_only=True
+    ),
     ConfigDef(
         "group.consumer.heartbeat.interval.ms",
         T.INT,
         5000,
         "Heartbeat interval given to consumer-protocol (KIP-848) members.",
         at_least(1),
+        read_only=True,
     ),
     ConfigDef(
         "group.consumer.session.timeout.ms",
@@ -420,6 +483,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         45000,
         "Session timeout of consumer-protocol members.",
         at_least(1),
+        read_only=True,
     ),
     ConfigDef(
         "group.consumer.max.size",
@@ -427,12 +491,14 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         2**31 - 1,
         "Members per consumer-protocol group.",
         at_least(1),
+        read_only=True,
     ),
     ConfigDef(
         "group.consumer.assignors",
         T.LIST,
         ["uniform", "range"],
         "Server-side assignors by name; the first is the default.",
+        read_only=True,
     ),
     ConfigDef(
         "offsets.retention.check.interval.ms",
@@ -440,9 +506,14 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         600000,
         "How often expired committed offsets are removed.",
         at_least(1),
+        read_only=True,
     ),
     ConfigDef(
-        "offset.metadata.max.bytes", T.INT, 4096, "Largest metadata string of a committed offset."
+        "offset.metadata.max.bytes",
+        T.INT,
+        4096,
+        "Largest metadata string of a committed offset.",
+        read_only=True,
     ),
 )
 
@@ -494,6 +565,15 @@ class BrokerConfig(ConfigValues):
                 self.without_effect[name] = reason
                 kafka_only[name] = values.pop(name)
         super().__init__(BROKER_CONFIGS, values)
+        # The Kafka-only properties as written (DescribeConfigs: STATIC_BROKER_CONFIG).
+        self.kafka_only_values: dict[str, str] = {
+            name: str(value) for name, value in kafka_only.items()
+        }
+        # Dynamic broker configs (IncrementalAlterConfigs/AlterConfigs on a BROKER resource),
+        # as given: the cluster-wide default ("" resource) and this node's own; the latter win.
+        self.dynamic_default: dict[str, str] = {}
+        self.dynamic_broker: dict[str, str] = {}
+        self._dynamic_values: dict[str, object] = {}  # pydmq's own properties among them
         self._check_node_id_synonym()
         self._check_listener_security()
         self._check_quorum_bootstrap(kafka_only.get("controller.quorum.bootstrap.servers"))
@@ -502,6 +582,35 @@ class BrokerConfig(ConfigValues):
         if name not in self.definitions:
             raise ConfigError(unknown_property_message(name, self.definitions))
         super().set(name, raw)
+
+    def get(self, name: str) -> object:
+        """The effective value: this node's dynamic config, else the cluster-wide dynamic
+        default, else the static configuration, else the default (Kafka's precedence)."""
+        if name in self._dynamic_values:
+            return self._dynamic_values[name]
+        return super().get(name)
+
+    def set_dynamic(self, cluster_default: Mapping[str, str], broker: Mapping[str, str]) -> None:
+        """Replace both dynamic layers (raw values; pydmq's own properties among them must
+        parse: ConfigError otherwise, and nothing changes)."""
+        values: dict[str, object] = {}
+        for layer in (cluster_default, broker):
+            for name, raw in layer.items():
+                definition = self.definitions.get(name)
+                if definition is not None:
+                    values[name] = definition.parse(raw)
+        self.dynamic_default = dict(cluster_default)
+        self.dynamic_broker = dict(broker)
+        self._dynamic_values = values
+
+    def dynamic_source(self, name: str) -> str | None:
+        """DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG when ``name`` is set at run
+        time (this node's first), else None."""
+        if name in self.dynamic_broker:
+            return "DYNAMIC_BROKER_CONFIG"
+        if name in self.dynamic_default:
+            return "DYNAMIC_DEFAULT_BROKER_CONFIG"
+        return None
 
     def without_effect_warning(self) -> str | None:
         """One message naming every Kafka property set without effect here, by reason (one

@@ -125,10 +125,16 @@ class TopicConfig:
         return TOPIC_CONFIGS
 
     def source_of(self, name: str) -> str:
-        """DYNAMIC_TOPIC_CONFIG, STATIC_BROKER_CONFIG or DEFAULT_CONFIG."""
+        """DYNAMIC_TOPIC_CONFIG, then the first broker synonym's source: a dynamic broker
+        config (this node's, then the cluster default), STATIC_BROKER_CONFIG; else
+        DEFAULT_CONFIG."""
         if name in self.explicit:
             return "DYNAMIC_TOPIC_CONFIG"
-        for source in TOPIC_DEFAULT_SYNONYMS.get(name, ()):
+        synonyms = TOPIC_DEFAULT_SYNONYMS.get(name, ())
+        for layer in ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG"):
+            if any(self._broker.dynamic_source(source) == layer for source in synonyms):
+                return layer
+        for source in synonyms:
             if self._broker.is_explicit(source):
                 return "STATIC_BROKER_CONFIG"
         return "DEFAULT_CONFIG"

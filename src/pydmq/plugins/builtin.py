@@ -47,6 +47,8 @@ HANDLER_MODULES: tuple[str, ...] = (
     "elect_leaders",
     "alter_partition_reassignments",
     "list_partition_reassignments",
+    "describe_log_dirs",
+    "alter_replica_log_dirs",
 )
 
 

@@ -167,10 +167,11 @@ def test_describe_unknown_topic_and_bad_resources(
 
 def test_describe_broker_configs(broker: EmbeddedBroker, admin: AdminClient) -> None:
     from pydmq.config.broker import BROKER_CONFIGS
+    from pydmq.config.kafka_broker_defs import kafka_only_configs
 
     resource = ConfigResource(ResourceType.BROKER, "1")
     configs = admin.describe_configs([resource])[resource].result(TIMEOUT)
-    assert set(configs) == {d.name for d in BROKER_CONFIGS}
+    assert set(configs) == {d.name for d in BROKER_CONFIGS} | set(kafka_only_configs())
     assert configs["log.retention.minutes"].value == "120"
     assert configs["log.retention.minutes"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert configs["num.partitions"].value == "1"

@@ -419,3 +419,41 @@ def test_replay_after_restart() -> None:
         c2.stop()
 
     run(scenario())
+
+
+def test_a_regex_subscription_matches_internal_topics() -> None:
+    """Kafka resolves a member's regex over every topic: __consumer_offsets included."""
+
+    async def scenario() -> None:
+        topics = Topics()
+        offsets = topics.add("__consumer_offsets", 2)
+        offsets.internal = True
+        other = topics.add("__other", 1)
+        topics.add("plain", 1)
+        c = make(topics=topics)
+        r = hb(c, "m", 0, subscribed_topic_regex="__.*")
+        assert r.error_code == E.NONE
+        assert r.assignment == {
+            offsets.topic_id: frozenset({0, 1}),
+            other.topic_id: frozenset({0}),
+        }
+
+    run(scenario())
+
+
+def test_re2_only_syntax_subscribes() -> None:
+    async def scenario() -> None:
+        topics = Topics()
+        t = topics.add("orders.v1", 1)
+        c = make(topics=topics)
+        r = hb(c, "m", 0, subscribed_topic_regex="\\Qorders.\\E[[:alnum:]]+\\z")
+        assert r.error_code == E.NONE
+        assert r.assignment == {t.topic_id: frozenset({0})}
+        bad = hb(c, "n", 0, group="g2", subscribed_topic_regex="orders(?=\\.)")
+        assert bad.error_code == E.INVALID_REGULAR_EXPRESSION
+        assert bad.error_message == (
+            "SubscribedTopicRegex `orders(?=\\.)` is not a valid regular expression: "
+            "invalid or unsupported Perl syntax."
+        )
+
+    run(scenario())

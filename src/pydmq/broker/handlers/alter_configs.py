@@ -7,9 +7,10 @@ UNKNOWN_TOPIC_OR_PARTITION, a change of the effective ``pydmq.engine`` -> INVALI
 set applies at once to the hosted partitions (append policy, min ISR, retention/segment/flush
 settings). ``validate_only`` checks without changing anything.
 
-BROKER (4) resources: pydmq has no dynamic broker configs (its broker properties are static,
-read at start-up), so a BROKER resource naming this node or "" gets INVALID_REQUEST with that
-reason, another node id INVALID_REQUEST as in Kafka. BROKER_LOGGER is not accepted by this
+BROKER (4) resources (this node's id, or "" for the cluster-wide default): the given configs
+become the resource's complete set of dynamic broker configs
+(:mod:`pydmq.broker.handlers._broker_configs`, checked by :mod:`pydmq.config.dynamic`),
+persisted and applied at once; another node id -> INVALID_REQUEST. BROKER_LOGGER is not accepted by this
 API (Kafka: IncrementalAlterConfigs only) -> INVALID_REQUEST, as is any other type. A resource
 named twice in one request, or a config named twice in one resource -> INVALID_REQUEST.
 v1 is v0 (throttling), v2 is flexible.
@@ -23,9 +24,11 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._broker_configs import alter_broker_configs
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_ops import TopicError
+from pydmq.config.dynamic import OP_SET
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_configs import (
     AlterConfigsRequest,
@@ -33,24 +36,10 @@ from pydmq.protocol.messages.alter_configs import (
     AlterConfigsResponse,
 )
 
-__all__ = ["HANDLER", "broker_resource_error"]
+__all__ = ["HANDLER"]
 
 _TOPIC = 2
 _BROKER = 4
-
-
-def broker_resource_error(ctx: RequestContext, name: str) -> TopicError:
-    """The refusal of an alteration of a BROKER resource (shared with IncrementalAlterConfigs)."""
-    if name not in ("", str(ctx.broker.node_id)):
-        return TopicError(
-            ErrorCode.INVALID_REQUEST,
-            f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but "
-            f"received {name}",
-        )
-    return TopicError(
-        ErrorCode.INVALID_REQUEST,
-        "Dynamic broker configs are not supported by pydmq: broker properties are static.",
-    )
 
 
 def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
@@ -79,7 +68,13 @@ def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterCon
                     request.validate_only,
                 )
             elif resource.resource_type == _BROKER:
-                raise broker_resource_error(ctx, resource.resource_name)
+                alter_broker_configs(
+                    broker,
+                    resource.resource_name,
+                    [(c.name, OP_SET, c.value) for c in resource.configs],
+                    validate_only=request.validate_only,
+                    replace=True,
+                )
             else:
                 raise TopicError(
                     ErrorCode.INVALID_REQUEST,

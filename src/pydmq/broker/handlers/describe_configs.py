@@ -7,13 +7,18 @@ Resource types:
   property it defaults from is set in the broker's configuration, else DEFAULT_CONFIG. With
   ``include_synonyms`` the synonyms are, as in Kafka, the topic value (if set), then the broker
   properties it defaults from that are set (STATIC_BROKER_CONFIG), then those with a default
-  (DEFAULT_CONFIG), e.g. retention.ms -> log.retention.ms, .minutes, .hours. Unknown topic ->
+  (DEFAULT_CONFIG), e.g. retention.ms -> log.retention.ms, .minutes, .hours; broker
+  properties set at run time come first (dynamic broker, then dynamic default). Unknown topic ->
   UNKNOWN_TOPIC_OR_PARTITION; an illegal name -> INVALID_TOPIC_EXCEPTION.
-- BROKER (4): name = this node's id -> every broker property (``BROKER_CONFIGS``), value as
-  configured (null when unset without a default, and for sensitive ones), ``read_only`` for
-  properties that cannot change at run time, synonyms as above. Name "" = the cluster-wide
-  dynamic defaults, of which pydmq has none: an empty list. Any other name -> INVALID_REQUEST
-  (Kafka: "Unexpected broker id").
+- BROKER (4): name = this node's id -> every broker config Kafka 4.4 lists: pydmq's own
+  (``BROKER_CONFIGS``, value as effective) and the Kafka ones pydmq accepts without effect
+  (:mod:`pydmq.config.kafka_broker_defs`, with Kafka's defaults and types), then custom keys
+  set dynamically (value hidden, as Kafka). Source and synonyms in Kafka's order: this node's
+  dynamic config (DYNAMIC_BROKER_CONFIG), the cluster-wide dynamic default
+  (DYNAMIC_DEFAULT_BROKER_CONFIG), the static file (STATIC_BROKER_CONFIG), the default;
+  ``read_only`` unless it can change at run time; null values for sensitive ones. Name "" =
+  the cluster-wide dynamic defaults that are set. Any other name -> INVALID_REQUEST (Kafka:
+  "Unexpected broker id").
 - BROKER_LOGGER (8): name must be this node's id (else INVALID_REQUEST); returns the levels of
   the Python loggers "root" and those under "pydmq" (DYNAMIC_BROKER_LOGGER_CONFIG source).
 - Anything else -> INVALID_REQUEST ("Unsupported resource type").
@@ -41,6 +46,7 @@ from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
 from pydmq.broker.topic_names import topic_name_problem
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigType
+from pydmq.config.kafka_broker_defs import KafkaOnlyConfig, kafka_only_configs
 from pydmq.config.topic import TOPIC_DEFAULT_SYNONYMS, TopicConfig, broker_synonyms
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_configs import (
@@ -68,6 +74,7 @@ _BROKER = RESOURCE_TYPES["BROKER"]
 _BROKER_LOGGER = RESOURCE_TYPES["BROKER_LOGGER"]
 _BROKER_DEFS = {d.name: d for d in BROKER_CONFIGS}
 _SOURCE_NAMES = {code: name for name, code in CONFIG_SOURCES.items()}
+_UNKNOWN_TYPE = 0  # Kafka's ConfigType UNKNOWN: a custom key
 
 
 class _ResourceError(Exception):
@@ -80,27 +87,84 @@ class _ResourceError(Exception):
 def _broker_synonyms(
     broker: BrokerConfig, names: Iterable[str], sensitive: bool
 ) -> list[DescribeConfigsSynonym]:
-    """Kafka's order: every set (static) synonym first, then every one with a default."""
+    """Kafka's order: this node's dynamic configs, the cluster-wide dynamic defaults, the
+    static (set) ones, then every one with a default."""
     names = list(names)
     found: list[DescribeConfigsSynonym] = []
+
+    def add(name: str, value: str | None, source: str) -> None:
+        found.append(
+            DescribeConfigsSynonym(
+                name=name, value=None if sensitive else value, source=CONFIG_SOURCES[source]
+            )
+        )
+
+    for layer, source in (
+        (broker.dynamic_broker, "DYNAMIC_BROKER_CONFIG"),
+        (broker.dynamic_default, "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+    ):
+        for name in names:
+            if name in layer:
+                add(name, layer[name], source)
     for name in names:
         if broker.is_explicit(name):
-            value = None if sensitive else _BROKER_DEFS[name].render(broker.get(name))
-            found.append(
-                DescribeConfigsSynonym(
-                    name=name, value=value, source=CONFIG_SOURCES["STATIC_BROKER_CONFIG"]
-                )
-            )
+            add(name, _BROKER_DEFS[name].render(broker.explicit()[name]), "STATIC_BROKER_CONFIG")
     for name in names:
         default = _BROKER_DEFS[name].default
         if default is not None:
-            value = None if sensitive else _BROKER_DEFS[name].render(default)
-            found.append(
-                DescribeConfigsSynonym(
-                    name=name, value=value, source=CONFIG_SOURCES["DEFAULT_CONFIG"]
-                )
-            )
+            add(name, _BROKER_DEFS[name].render(default), "DEFAULT_CONFIG")
     return found
+
+
+def _kafka_only_entry(
+    config: BrokerConfig, kafka: KafkaOnlyConfig, request: DescribeConfigsRequest
+) -> DescribeConfigsResourceResult:
+    """A Kafka property without effect in pydmq, as Kafka describes it."""
+    layers = (
+        (config.dynamic_broker, "DYNAMIC_BROKER_CONFIG"),
+        (config.dynamic_default, "DYNAMIC_DEFAULT_BROKER_CONFIG"),
+        (config.kafka_only_values, "STATIC_BROKER_CONFIG"),
+    )
+    synonyms = [(layer[kafka.name], source) for layer, source in layers if kafka.name in layer]
+    if kafka.default is not None:
+        synonyms.append((kafka.default, "DEFAULT_CONFIG"))
+    value, source = synonyms[0] if synonyms else (None, "DEFAULT_CONFIG")
+    hide = kafka.sensitive
+    return DescribeConfigsResourceResult(
+        name=kafka.name,
+        value=None if hide else value,
+        read_only=not kafka.dynamic,
+        config_source=CONFIG_SOURCES[source],
+        is_sensitive=hide,
+        synonyms=[
+            DescribeConfigsSynonym(
+                name=kafka.name, value=None if hide else v, source=CONFIG_SOURCES[src]
+            )
+            for v, src in synonyms
+        ]
+        if request.include_synonyms
+        else [],
+        config_type=int(kafka.type),
+        documentation=None,
+    )
+
+
+def _custom_entry(
+    name: str, source: str, request: DescribeConfigsRequest
+) -> DescribeConfigsResourceResult:
+    """A dynamic key that is no broker property (Kafka keeps and lists it, value hidden)."""
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=None,
+        read_only=True,
+        config_source=CONFIG_SOURCES[source],
+        is_sensitive=True,
+        synonyms=[DescribeConfigsSynonym(name=name, value=None, source=CONFIG_SOURCES[source])]
+        if request.include_synonyms
+        else [],
+        config_type=_UNKNOWN_TYPE,
+        documentation=None,
+    )
 
 
 def _entry(
@@ -187,11 +251,11 @@ def _check_broker_id(ctx: RequestContext, name: str) -> None:
 def _broker_configs(
     ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
 ) -> list[DescribeConfigsResourceResult]:
-    if resource.resource_name == "":
-        return []  # cluster-wide dynamic broker defaults: pydmq has none
-    _check_broker_id(ctx, resource.resource_name)
     config = ctx.broker.config
     wanted = _wanted(resource)
+    if resource.resource_name == "":
+        return _cluster_defaults(config, request, wanted)
+    _check_broker_id(ctx, resource.resource_name)
     entries = []
     for definition in BROKER_CONFIGS:
         if wanted is not None and definition.name not in wanted:
@@ -208,6 +272,55 @@ def _broker_configs(
                 definition.read_only,
                 synonyms,
                 request,
+            )
+        )
+    for kafka in kafka_only_configs().values():
+        if wanted is None or kafka.name in wanted:
+            entries.append(_kafka_only_entry(config, kafka, request))
+    custom = {n: "DYNAMIC_DEFAULT_BROKER_CONFIG" for n in config.dynamic_default}
+    custom.update((n, "DYNAMIC_BROKER_CONFIG") for n in config.dynamic_broker)
+    for name, source in sorted(custom.items()):
+        if _is_custom(name) and (wanted is None or name in wanted):
+            entries.append(_custom_entry(name, source, request))
+    return entries
+
+
+def _is_custom(name: str) -> bool:
+    return name not in _BROKER_DEFS and name not in kafka_only_configs()
+
+
+def _cluster_defaults(
+    config: BrokerConfig, request: DescribeConfigsRequest, wanted: set[str] | None
+) -> list[DescribeConfigsResourceResult]:
+    """The "" resource: the cluster-wide dynamic defaults set, each as its only synonym."""
+    entries = []
+    source = "DYNAMIC_DEFAULT_BROKER_CONFIG"
+    for name in sorted(config.dynamic_default):
+        if wanted is not None and name not in wanted:
+            continue
+        raw = config.dynamic_default[name]
+        own = _BROKER_DEFS.get(name)
+        kafka = kafka_only_configs().get(name)
+        if own is None and kafka is None:
+            entries.append(_custom_entry(name, source, request))
+            continue
+        sensitive = own.sensitive if own is not None else kafka is not None and kafka.sensitive
+        kind = own.type if own is not None else kafka.type if kafka is not None else 0
+        value = None if sensitive else raw
+        entries.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=value,
+                read_only=False,
+                config_source=CONFIG_SOURCES[source],
+                is_sensitive=sensitive,
+                synonyms=[
+                    DescribeConfigsSynonym(name=name, value=value, source=CONFIG_SOURCES[source])
+                ]
+                if request.include_synonyms
+                else [],
+                config_type=int(kind),
+                documentation=None,
             )
         )
     return entries

@@ -10,12 +10,16 @@ anything but DELETE, or a config named twice in one resource -> INVALID_REQUEST;
 -> UNKNOWN_TOPIC_OR_PARTITION. Changes take effect at once on the hosted partitions.
 ``validate_only`` checks without changing anything.
 
-BROKER (4) and BROKER_LOGGER (8): pydmq has no dynamic broker configs or run-time logger
-levels, so they get INVALID_REQUEST (another node's id: INVALID_REQUEST as in Kafka); other
-resource types INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is flexible.
+BROKER (4): this node's id, or "" for the cluster-wide default; each entry edits that
+resource's dynamic broker configs (SET, DELETE, APPEND/SUBTRACT on list properties), checked
+as Kafka does (:mod:`pydmq.config.dynamic`), persisted and applied at once
+(:mod:`pydmq.broker.handlers._broker_configs`); another node id -> INVALID_REQUEST.
+BROKER_LOGGER (8): pydmq has no run-time logger levels, INVALID_REQUEST; other resource types
+INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is flexible.
 
 In cluster mode the request is forwarded to the active controller at the same version and its
-response returned (REQUEST_TIMED_OUT per item when no controller answers).
+response returned (REQUEST_TIMED_OUT per item when no controller answers); the controller does
+not take BROKER resources yet (INVALID_REQUEST).
 """
 
 from __future__ import annotations
@@ -23,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.handlers._broker_configs import alter_broker_configs
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.handlers.alter_configs import broker_resource_error
 from pydmq.broker.topic_ops import TopicError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.incremental_alter_configs import (
@@ -63,10 +67,20 @@ def _handle_local(
                     request.validate_only,
                 )
             elif resource.resource_type == _BROKER:
-                raise broker_resource_error(ctx, resource.resource_name)
+                alter_broker_configs(
+                    broker,
+                    resource.resource_name,
+                    [(c.name, c.config_operation, c.value) for c in resource.configs],
+                    validate_only=request.validate_only,
+                    replace=False,
+                )
             elif resource.resource_type == _BROKER_LOGGER:
                 if resource.resource_name != str(broker.node_id):
-                    raise broker_resource_error(ctx, resource.resource_name)
+                    raise TopicError(
+                        ErrorCode.INVALID_REQUEST,
+                        f"Unexpected broker id, expected {broker.node_id}, but received "
+                        f"{resource.resource_name}",
+                    )
                 raise TopicError(
                     ErrorCode.INVALID_REQUEST,
                     "Changing logger levels at run time is not supported by pydmq.",

@@ -5,13 +5,22 @@ it (v4+ flag; always for v0-v3), ``auto.create.topics.enable`` is true and the n
 an illegal name gets INVALID_TOPIC_EXCEPTION, an unknown topic UNKNOWN_TOPIC_OR_PARTITION.
 Topic ids from v10 (lookup by id from v12: UNKNOWN_TOPIC_ID). Leader epochs from v7.
 
+A topic this request creates is answered as Kafka 4.4 answers it, at every version:
+UNKNOWN_TOPIC_OR_PARTITION, no partitions, topic id zero (``_BEING_CREATED``); the client's
+next Metadata request finds it. (Kafka creates it asynchronously through its controller and
+answers that code while the creation is under way; a pydmq single node has created it when it
+answers, but answers the same, so that a client never reads the partitions of a topic in the
+answer of the request that created it, e.g. re-created after DeleteTopics.)
+``__consumer_offsets`` is created by its owner with its own settings, and answered the same
+way (``is_internal`` true).
+
 One request auto-creates at most ``pydmq.auto.create.max.partitions`` partitions (at least one
 topic), all of them with one registry save, as an asynchronous answer that opens them in
-chunks like CreateTopics; the names beyond are answered LEADER_NOT_AVAILABLE,
-as Kafka answers topics still being created, and the client's retry creates the next ones. A
-request naming 1,000 new topics thus never holds the event loop for long (each used to save the
-whole registry: 9-65 s per request). A name another request is creating right now is also
-LEADER_NOT_AVAILABLE; a refusal (the node's partition limit: POLICY_VIOLATION...) is returned.
+chunks like CreateTopics; the names beyond are answered as being created, and the client's
+retry creates the next ones. A request naming 1,000 new topics thus never holds the event loop
+for long (each used to save the whole registry: 9-65 s per request). A name another request is
+creating right now is also answered as being created; a refusal (the node's partition limit:
+POLICY_VIOLATION...) is returned.
 
 Cluster mode answers from the metadata cache: the alive (unfenced) brokers with their endpoint
 on the listener the request came in on, leaders, epochs, replicas, ISR and offline replicas
@@ -19,7 +28,7 @@ on the listener the request came in on, leaders, epochs, replicas, ISR and offli
 is a broker (clients send admin requests there, and brokers forward them): the active
 controller when it is also an alive broker, else the lowest alive broker. Auto-creation asks
 the controller (CreateTopics with the broker defaults; ``__consumer_offsets`` with the offsets
-topic settings) and answers LEADER_NOT_AVAILABLE until the topic arrives by UpdateMetadata, or
+topic settings) and answers as being created until the topic arrives by UpdateMetadata, or
 the controller's error (INVALID_REPLICATION_FACTOR with too few brokers...).
 """
 
@@ -52,6 +61,8 @@ __all__ = ["HANDLER", "broker_list"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 _AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
+# Kafka 4.4's answer for a topic whose auto-creation is under way (observed at v0-v13).
+_BEING_CREATED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def broker_list(ctx: RequestContext) -> list[MetadataResponseBroker]:
@@ -89,25 +100,26 @@ def topic_metadata(broker: Broker, topic: TopicInfo) -> MetadataResponseTopic:
     )
 
 
-def _error_topic(name: str | None, topic_id: uuid.UUID | None, code: int) -> MetadataResponseTopic:
+def _error_topic(
+    name: str | None, topic_id: uuid.UUID | None, code: int, internal: bool = False
+) -> MetadataResponseTopic:
     return MetadataResponseTopic(
         error_code=code,
         name=name,
         topic_id=topic_id or _ZERO_UUID,
-        is_internal=False,
+        is_internal=internal,
         topic_authorized_operations=_AUTHORIZED_OPS_NOT_REQUESTED,
         partitions=[],
     )
 
 
-def _create_internal(broker: Broker, name: str) -> TopicInfo:
+def _create_internal(broker: Broker, name: str) -> None:
     """Internal topics are created by their owner with their own settings, never as a default
     topic (Kafka: __consumer_offsets gets offsets.topic.num.partitions and compaction)."""
     if name == OFFSETS_TOPIC:
         broker.group_coordinator_log.ensure_created()
-        topic = broker.topics.get(name)
-        if topic is not None:
-            return topic
+        if broker.topics.get(name) is not None:
+            return
     raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"{name} is created by its owner")
 
 
@@ -190,14 +202,15 @@ async def _handle_cluster(
             answers.append(name)
     codes = await _cluster_auto_create(broker, [a for a in answers if isinstance(a, str)])
     response.topics = [
-        _error_topic(a, None, codes[a]) if isinstance(a, str) else a for a in answers
+        _error_topic(a, None, codes[a], a in INTERNAL_TOPICS) if isinstance(a, str) else a
+        for a in answers
     ]
     return response
 
 
 async def _cluster_auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
     """Ask the controller for ``names`` (one CreateTopics, within the request's partition
-    budget); the code to answer for each: LEADER_NOT_AVAILABLE while it is being created."""
+    budget); the code to answer for each: ``_BEING_CREATED`` while it is being created."""
     if not names:
         return {}
     from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
@@ -211,12 +224,9 @@ async def _cluster_auto_create(broker: Broker, names: list[str]) -> dict[str, in
     budget = broker.config.get_int("pydmq.auto.create.max.partitions")
     affordable = max(1, budget // broker.config.get_int("num.partitions"))
     codes.update(await ops.create_topics_via_controller([NewTopic(n) for n in names[:affordable]]))
-    codes.update((name, ErrorCode.LEADER_NOT_AVAILABLE) for name in names[affordable:])
+    codes.update((name, _BEING_CREATED) for name in names[affordable:])
     pending = (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT)
-    return {
-        name: ErrorCode.LEADER_NOT_AVAILABLE if code in pending else code
-        for name, code in codes.items()
-    }
+    return {name: _BEING_CREATED if code in pending else code for name, code in codes.items()}
 
 
 def handle(
@@ -264,9 +274,10 @@ def handle(
             answers.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
         elif name in INTERNAL_TOPICS:
             try:
-                answers.append(topic_metadata(broker, _create_internal(broker, name)))
+                _create_internal(broker, name)
+                answers.append(_error_topic(name, None, _BEING_CREATED, internal=True))
             except TopicError as exc:
-                answers.append(_error_topic(name, None, exc.error_code))
+                answers.append(_error_topic(name, None, exc.error_code, internal=True))
         else:
             answers.append(name)
     names = [a for a in answers if isinstance(a, str)]
@@ -296,14 +307,13 @@ async def _auto_create(broker: Broker, names: list[str]) -> dict[str, MetadataRe
     outcomes = await broker.topic_ops.create_topics([NewTopic(n) for n in names[:affordable]])
     answers: dict[str, MetadataResponseTopic] = {}
     for name, outcome in zip(names, outcomes, strict=False):
-        if isinstance(outcome, TopicInfo):
-            answers[name] = topic_metadata(broker, outcome)
-        elif outcome.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:  # another request's, now
-            answers[name] = _error_topic(name, None, ErrorCode.LEADER_NOT_AVAILABLE)
+        # Created now, or by another request now (TOPIC_ALREADY_EXISTS): being created.
+        if isinstance(outcome, TopicInfo) or outcome.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
+            answers[name] = _error_topic(name, None, _BEING_CREATED)
         else:
             answers[name] = _error_topic(name, None, outcome.error_code)
     for name in names[affordable:]:
-        answers[name] = _error_topic(name, None, ErrorCode.LEADER_NOT_AVAILABLE)
+        answers[name] = _error_topic(name, None, _BEING_CREATED)
     return answers
 
 

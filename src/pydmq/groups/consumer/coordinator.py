@@ -29,10 +29,10 @@ rebalance. Every member has a session timer (``group.consumer.session.timeout.ms
 each heartbeat) and, while it has partitions to revoke, a rebalance timer (its
 ``rebalance_timeout``): either firing removes it from the group.
 
-Subscribed regular expressions use Kafka's RE2/J syntax; pydmq evaluates them with Python's
-``re`` (full match), an approximation: the common subset (``.``, ``*``, classes, groups,
-alternation) behaves the same; Python-only syntax (look-around, backreferences) is rejected
-as INVALID_REGULAR_EXPRESSION, as RE2 would.
+Subscribed regular expressions have Kafka's RE2/J syntax and semantics
+(:mod:`pydmq.groups.consumer.topic_regex`: what RE2/J refuses is INVALID_REGULAR_EXPRESSION
+with its error description; matching is a full match in linear time) and are resolved
+against every topic, internal ones included, as Kafka does.
 
 Every change is written to ``__consumer_offsets`` (records in
 :mod:`pydmq.groups.consumer.records`) before it is visible; :meth:`replay` rebuilds the
@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -69,6 +68,7 @@ from pydmq.groups.consumer.group import (
     freeze,
     reconcile,
 )
+from pydmq.groups.consumer.topic_regex import RegexSyntaxError, compile_topic_regex
 from pydmq.groups.offsets import OffsetStore
 from pydmq.protocol.errors import ErrorCode
 
@@ -180,12 +180,6 @@ def _error(code: int, message: str | None = None) -> HeartbeatResult:
     return HeartbeatResult(code, message)
 
 
-def _compile(regex: str) -> re.Pattern[str]:
-    if "(?<" in regex.replace("(?<P", "") or "(?=" in regex or "(?!" in regex:
-        raise re.error("look-around is not supported by RE2/J")
-    return re.compile(regex)
-
-
 class ConsumerGroupCoordinator:
     """KIP-848 consumer groups of this node. Event-loop owned, no locks."""
 
@@ -273,8 +267,8 @@ class ConsumerGroupCoordinator:
                 )
                 if meta.subscribed_topic_regex:
                     try:
-                        member.compiled_regex = _compile(meta.subscribed_topic_regex)
-                    except re.error:
+                        member.compiled_regex = compile_topic_regex(meta.subscribed_topic_regex)
+                    except RegexSyntaxError:
                         member.compiled_regex = None
                 current = loaded.current.get(member_id)
                 if current is not None:
@@ -406,8 +400,8 @@ class ConsumerGroupCoordinator:
             )
         if req.subscribed_topic_regex:
             try:
-                _compile(req.subscribed_topic_regex)
-            except re.error as exc:
+                compile_topic_regex(req.subscribed_topic_regex)
+            except RegexSyntaxError as exc:
                 return _error(
                     ErrorCode.INVALID_REGULAR_EXPRESSION,
                     f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid "
@@ -533,7 +527,7 @@ class ConsumerGroupCoordinator:
             regex = req.subscribed_topic_regex or None
             if regex != member.subscribed_topic_regex:
                 member.subscribed_topic_regex = regex
-                member.compiled_regex = _compile(regex) if regex else None
+                member.compiled_regex = compile_topic_regex(regex) if regex else None
                 changed_subscription = changed_metadata = True
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor = req.server_assignor
@@ -728,7 +722,7 @@ class ConsumerGroupCoordinator:
     # -- target assignment -----------------------------------------------------------
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
         needs_all = any(m.compiled_regex is not None for m in group.members.values())
-        all_names = [t.name for t in self.topics if not t.internal] if needs_all else []
+        all_names = [t.name for t in self.topics] if needs_all else []
         out: dict[str, tuple[uuid.UUID, int]] = {}
         for name in group.subscribed_topic_names(all_names):
             info = self.topics.get(name)

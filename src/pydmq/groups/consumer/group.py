@@ -29,10 +29,11 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+
+from pydmq.groups.consumer.topic_regex import TopicRegex
 
 __all__ = [
     "ConsumerGroup",
@@ -86,7 +87,7 @@ class ConsumerGroupMember:
     left_static: bool = False  # left with epoch -2; its assignment is kept for the instance
     session_timer: asyncio.TimerHandle | None = None
     rebalance_timer: asyncio.TimerHandle | None = None
-    compiled_regex: re.Pattern[str] | None = None
+    compiled_regex: TopicRegex | None = None
 
     def cancel_timers(self) -> None:
         for handle in (self.session_timer, self.rebalance_timer):
