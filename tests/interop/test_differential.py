@@ -1092,8 +1092,20 @@ def scenario_kcat_compression(bootstrap: str) -> dict[str, Any]:
         run = subprocess.run(
             # A long linger puts the 20 lines in one batch (kcat's flush at EOF sends it at
             # once), instead of however many batches the timing made.
-            [kcat, "-P", "-b", bootstrap, "-t", topic, "-p", "0", "-z", codec]
-            + ["-X", "linger.ms=5000"],
+            [
+                kcat,
+                "-P",
+                "-b",
+                bootstrap,
+                "-t",
+                topic,
+                "-p",
+                "0",
+                "-z",
+                codec,
+                "-X",
+                "linger.ms=5000",
+            ],
             input=b"".join(b"line-%d abcdefghijabcdefghij\n" % i for i in range(20)),
             capture_output=True,
             timeout=TIMEOUT,
