@@ -120,6 +120,21 @@ def list_offset(client: RawClient, topic: str, partition: int = 0, timestamp: in
     return int(p.offset)
 
 
+def produce_request(
+    topic: str, records: bytes, partition: int = 0, acks: int = -1
+) -> ProduceRequest:
+    """A Produce of one record set to one partition."""
+    return ProduceRequest(
+        acks=acks,
+        timeout=10_000,
+        topic_data=[
+            TopicProduceData(
+                name=topic, partition_data=[PartitionProduceData(index=partition, records=records)]
+            )
+        ],
+    )
+
+
 def produce_raw(
     client: RawClient,
     topic: str,
@@ -130,16 +145,7 @@ def produce_raw(
     version: int = 9,
 ) -> Any:
     """Produce one record set; returns the partition response."""
-    request = ProduceRequest(
-        acks=acks,
-        timeout=10_000,
-        topic_data=[
-            TopicProduceData(
-                name=topic, partition_data=[PartitionProduceData(index=partition, records=records)]
-            )
-        ],
-    )
-    response = client.request(0, version, request)
+    response = client.request(0, version, produce_request(topic, records, partition, acks))
     (t,) = response.body.responses
     (p,) = t.partition_responses
     return p

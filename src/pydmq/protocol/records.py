@@ -328,6 +328,28 @@ def _read_bytes(
     return data[position : position + length], position + length
 
 
+def _records_data(
+    buf: bytes | bytearray | memoryview, header: BatchHeader, max_decompressed: int
+) -> bytes:
+    """The batch's records section, decompressed; its record count checked against the
+    smallest size its records can have, before any is decoded."""
+    count = header.records_count
+    if count < 0:
+        raise CorruptRecordError(f"invalid record count {count}")
+    view = memoryview(buf)[header.position + BATCH_HEADER_SIZE : header.position + header.size]
+    if header.compression:
+        from pydmq.protocol.compression import decompress
+
+        data = decompress(header.compression, view, max_decompressed)
+    else:
+        data = bytes(view)
+    if count > len(data) // MIN_RECORD_SIZE:
+        raise CorruptRecordError(
+            f"record count {count} does not fit in {len(data)} bytes of records"
+        )
+    return data
+
+
 def decode_records(
     buf: bytes | bytearray | memoryview,
     header: BatchHeader,
@@ -344,19 +366,8 @@ def decode_records(
     report it.
     """
     count = header.records_count
-    if count < 0:
-        raise CorruptRecordError(f"invalid record count {count}")
-    view = memoryview(buf)[header.position + BATCH_HEADER_SIZE : header.position + header.size]
-    codec = header.compression
-    if codec:
-        from pydmq.protocol.compression import decompress
-
-        data = decompress(codec, view, max_decompressed)
-    else:
-        data = bytes(view)
+    data = _records_data(buf, header, max_decompressed)
     end = len(data)
-    if count > end // MIN_RECORD_SIZE:
-        raise CorruptRecordError(f"record count {count} does not fit in {end} bytes of records")
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
     log_append_time = header.max_timestamp if header.is_log_append_time else None
@@ -419,18 +430,8 @@ def iter_record_timestamps(
     compressed records is walked without building a Record per record). Bounds and counts are
     checked as :func:`decode_records` checks them; fields the walk skips are not validated."""
     count = header.records_count
-    if count < 0:
-        raise CorruptRecordError(f"invalid record count {count}")
-    view = memoryview(buf)[header.position + BATCH_HEADER_SIZE : header.position + header.size]
-    if header.compression:
-        from pydmq.protocol.compression import decompress
-
-        data = decompress(header.compression, view, max_decompressed)
-    else:
-        data = bytes(view)
+    data = _records_data(buf, header, max_decompressed)
     end = len(data)
-    if count > end // MIN_RECORD_SIZE:
-        raise CorruptRecordError(f"record count {count} does not fit in {end} bytes of records")
     base_offset = header.base_offset
     base_timestamp = header.base_timestamp
     log_append_time = header.max_timestamp if header.is_log_append_time else None

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable
 
 from pydmq.failpoints import failpoint
 
@@ -53,17 +54,17 @@ def is_transient(exc: BaseException) -> bool:
 
 def fsync(fd: int, path: str, point: str) -> None:
     """``os.fsync`` (failpoint ``point`` first); a failure is a :class:`SyncFailedError`."""
-    try:
-        failpoint(point)
-        os.fsync(fd)
-    except OSError as exc:
-        raise SyncFailedError(exc.errno, exc.strerror, path) from exc
+    _sync(os.fsync, fd, path, point)
 
 
 def fdatasync(fd: int, path: str, point: str) -> None:
     """``os.fdatasync`` (failpoint ``point`` first); a failure is a :class:`SyncFailedError`."""
+    _sync(os.fdatasync, fd, path, point)
+
+
+def _sync(call: Callable[[int], None], fd: int, path: str, point: str) -> None:
     try:
         failpoint(point)
-        os.fdatasync(fd)
+        call(fd)
     except OSError as exc:
         raise SyncFailedError(exc.errno, exc.strerror, path) from exc

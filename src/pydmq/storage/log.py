@@ -435,24 +435,24 @@ class UnifiedLog:
         every :data:`RECORDS_PER_STEP` (a handler gives the loop back between them: a stored
         batch may hold millions of tiny compressed records) and returns the answer."""
         candidate = self.engine_log.fetch_offset_by_timestamp(timestamp)
-        if candidate is None:
-            return None
-        buf = self._batch_bytes(candidate.offset)
-        header = parse_batch_header(buf, 0)
+        batch = self._candidate_batch(candidate)
+        if batch is None:
+            return candidate
+        buf, header = batch
         if header.is_log_append_time:
             return TimestampAndOffset(
                 header.max_timestamp,
                 max(header.base_offset, self.log_start_offset),
                 header.partition_leader_epoch,
             )
-        walked = 0
-        for offset, record_timestamp in iter_record_timestamps(buf, header):
-            walked += 1
-            if walked == RECORDS_PER_STEP:
-                yield walked
-                walked = 0
-            if record_timestamp >= timestamp and offset >= self.log_start_offset:
-                return TimestampAndOffset(record_timestamp, offset, header.partition_leader_epoch)
+        for chunk in _chunks(buf, header):
+            for offset, record_timestamp in chunk:
+                if record_timestamp >= timestamp and offset >= self.log_start_offset:
+                    return TimestampAndOffset(
+                        record_timestamp, offset, header.partition_leader_epoch
+                    )
+            if len(chunk) == RECORDS_PER_STEP:
+                yield RECORDS_PER_STEP
         return candidate
 
     def max_timestamp_and_offset(self) -> TimestampAndOffset | None:
@@ -462,24 +462,33 @@ class UnifiedLog:
     def max_timestamp_steps(self) -> LookupSteps:
         """:meth:`max_timestamp_and_offset` as steps (see :meth:`offset_by_timestamp_steps`)."""
         candidate = self.engine_log.max_timestamp_and_offset()
-        if candidate is None:
-            return None
-        buf = self._batch_bytes(candidate.offset)
-        header = parse_batch_header(buf, 0)
+        batch = self._candidate_batch(candidate)
+        if batch is None:
+            return candidate
+        buf, header = batch
         if header.is_log_append_time:
             return TimestampAndOffset(
                 header.max_timestamp, header.last_offset, header.partition_leader_epoch
             )
         best: TimestampAndOffset | None = None
-        walked = 0
-        for offset, record_timestamp in iter_record_timestamps(buf, header):
-            walked += 1
-            if walked == RECORDS_PER_STEP:
-                yield walked
-                walked = 0
-            if best is None or record_timestamp > best.timestamp:
-                best = TimestampAndOffset(record_timestamp, offset, header.partition_leader_epoch)
+        for chunk in _chunks(buf, header):
+            for offset, record_timestamp in chunk:
+                if best is None or record_timestamp > best.timestamp:
+                    best = TimestampAndOffset(
+                        record_timestamp, offset, header.partition_leader_epoch
+                    )
+            if len(chunk) == RECORDS_PER_STEP:
+                yield RECORDS_PER_STEP
         return best or candidate
+
+    def _candidate_batch(
+        self, candidate: TimestampAndOffset | None
+    ) -> tuple[bytes | memoryview, BatchHeader] | None:
+        """The stored batch holding the engine's candidate record (None without one)."""
+        if candidate is None:
+            return None
+        buf = self._batch_bytes(candidate.offset)
+        return buf, parse_batch_header(buf, 0)
 
     # -- leader epochs ---------------------------------------------------------------
     def maybe_assign_epoch_start_offset(self, epoch: int, start_offset: int) -> None:
@@ -792,3 +801,16 @@ def _run_steps(steps: LookupSteps) -> TimestampAndOffset | None:
         except StopIteration as done:
             result: TimestampAndOffset | None = done.value
             return result
+
+
+def _chunks(buf: bytes | memoryview, header: BatchHeader) -> Iterator[list[tuple[int, int]]]:
+    """The batch's (offset, timestamp) pairs in chunks of :data:`RECORDS_PER_STEP` (the last
+    one shorter): a lookup gives the loop back after each full chunk."""
+    chunk: list[tuple[int, int]] = []
+    for pair in iter_record_timestamps(buf, header):
+        chunk.append(pair)
+        if len(chunk) == RECORDS_PER_STEP:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

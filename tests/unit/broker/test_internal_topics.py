@@ -24,16 +24,13 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pydmq.protocol.messages.metadata import MetadataRequest
-from pydmq.protocol.messages.produce import (
-    PartitionProduceData,
-    ProduceRequest,
-    TopicProduceData,
-)
+from pydmq.protocol.messages.produce import ProduceRequest
 from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.testing import EmbeddedBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from support.broker_checks import produce_request
 from support.raw_client import RawClient
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,16 +45,7 @@ TIMEOUT = 15
 
 
 def _produce(topic: str) -> ProduceRequest:
-    batch = build_batch([SimpleRecord(b"forged-key", b"forged-value")])
-    return ProduceRequest(
-        acks=-1,
-        timeout=5000,
-        topic_data=[
-            TopicProduceData(
-                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)]
-            )
-        ],
-    )
+    return produce_request(topic, build_batch([SimpleRecord(b"forged-key", b"forged-value")]))
 
 
 def _create(*names: str) -> CreateTopicsRequest:

@@ -166,12 +166,7 @@ class LogSegment:
                     self._may_create = True  # a new segment: created by its first open
             meta = SegmentMeta(size, base_offset, NO_TIMESTAMP, -1, NO_TIMESTAMP, -1, 0)
         self.size = meta.size
-        self.next_offset = meta.next_offset
-        self.max_timestamp = meta.max_timestamp
-        self.offset_of_max_timestamp = meta.offset_of_max_timestamp
-        self.leader_epoch_of_max_timestamp = meta.leader_epoch_of_max_timestamp
-        self.rolling_base_timestamp = meta.rolling_base_timestamp
-        self._bytes_since_index = meta.bytes_since_last_index_entry
+        self._restore_tracking(meta)
         self._last_time_entry_ts = NO_TIMESTAMP
         # Bytes below ``_unchecked_end`` were trusted at load without a scan: each is checked
         # on its first read (``_checked``). A new segment, or one the loader scans, has none.
@@ -184,6 +179,15 @@ class LogSegment:
         self._entry_checked = (-1, -1)  # the last load-time index entry found right
 
     # -- state ---------------------------------------------------------------------------
+
+    def _restore_tracking(self, meta: SegmentMeta) -> None:
+        """Offsets, timestamps and index spacing as ``meta`` gives them (its size aside)."""
+        self.next_offset = meta.next_offset
+        self.max_timestamp = meta.max_timestamp
+        self.offset_of_max_timestamp = meta.offset_of_max_timestamp
+        self.leader_epoch_of_max_timestamp = meta.leader_epoch_of_max_timestamp
+        self.rolling_base_timestamp = meta.rolling_base_timestamp
+        self._bytes_since_index = meta.bytes_since_last_index_entry
 
     @property
     def meta(self) -> SegmentMeta:
@@ -411,12 +415,7 @@ class LogSegment:
         self.reset_tracking()
         self._track(headers, 0)
         offsets, times = self.take_pending()
-        self.next_offset = kept.next_offset
-        self.max_timestamp = kept.max_timestamp
-        self.offset_of_max_timestamp = kept.offset_of_max_timestamp
-        self.leader_epoch_of_max_timestamp = kept.leader_epoch_of_max_timestamp
-        self.rolling_base_timestamp = kept.rolling_base_timestamp
-        self._bytes_since_index = kept.bytes_since_last_index_entry
+        self._restore_tracking(kept)
         self._index.delete_segment(self.prefix, keep_meta=True)
         self._index.put(offsets, times, [(self.prefix, kept)])
         self._entry_checked = (-1, -1)

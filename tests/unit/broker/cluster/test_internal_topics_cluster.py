@@ -7,35 +7,27 @@ tests/unit/broker/test_internal_topics.py).
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 import pytest
 
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
-from pydmq.protocol.messages.produce import (
-    PartitionProduceData,
-    ProduceRequest,
-    TopicProduceData,
-)
+from pydmq.protocol.messages.produce import ProduceRequest
 from pydmq.protocol.records import SimpleRecord, build_batch
 
 from .conftest import Cluster
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+
+from support.broker_checks import produce_request
 
 pytestmark = pytest.mark.timeout(120)
 
 
 def _produce(topic: str) -> ProduceRequest:
-    batch = build_batch([SimpleRecord(b"forged-key", b"forged-value")])
-    return ProduceRequest(
-        acks=-1,
-        timeout=5000,
-        topic_data=[
-            TopicProduceData(
-                name=topic, partition_data=[PartitionProduceData(index=0, records=batch)]
-            )
-        ],
-    )
+    return produce_request(topic, build_batch([SimpleRecord(b"forged-key", b"forged-value")]))
 
 
 def test_cluster_refuses_reserved_topics_and_internal_writes(tmp_path: Path) -> None:
