@@ -197,7 +197,8 @@ unset KGO_TEST_CHAOS KGO_TEST_TLS KGO_TEST_SCRAM KGO_TEST_SCRAM_SEEDS KGO_TEST_O
 run_one() { # name -> one result line, from the test2json events of that test's own process
     local name="$1" json="$run_dir/logs/$1.json" t0=$SECONDS rc kind
     kind="$(awk -v n="$name" '$1 == n { print $2 }' <<<"$catalogue")"
-    (cd "$run_dir" && timeout -k 10 $((per_test_timeout + 30)) \
+    # go test runs a test binary in its package's directory; some tests read their sources.
+    (cd "$srcdir/pkg/kgo" && timeout -k 10 $((per_test_timeout + 30)) \
         go tool test2json -t -p kgo "$bin" -test.v=test2json -test.run "^${name}\$" \
         -test.timeout "${per_test_timeout}s") >"$json" 2>&1
     rc=$?
@@ -237,7 +238,7 @@ print(f"{status:<7} {secs:7.1f}s {name} {kind}  {why[:200]}".rstrip())
 EOF
 }
 export -f run_one
-export catalogue run_dir bin per_test_timeout
+export catalogue run_dir bin per_test_timeout srcdir
 
 say "franz-go $version pkg/kgo, mode $mode, $(wc -w <<<"$selected") test(s), $jobs at a time," \
     "${per_test_timeout}s each, KGO_TEST_RECORDS=$records; logs: $run_dir/logs"
