@@ -126,7 +126,7 @@ bodies: dict[str, str] = {}
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*_test.go")):
     for chunk in re.split(r"(?m)^func ", f.read_text())[1:]:
         m = re.match(r"(?:\([^)]*\)\s*)?(\w+)", chunk)
-        if m:
+        if m and m.group(1) != "init":  # the package initializer is never called by name
             bodies[m.group(1)] = bodies.get(m.group(1), "") + chunk
 calls = {n: set(re.findall(r"\b(\w+)\s*\(", b)) | set(re.findall(r"\b(scramSeeds|oauthSeeds)\b", b))
          for n, b in bodies.items()}
@@ -195,17 +195,19 @@ unset KGO_TEST_CHAOS KGO_TEST_TLS KGO_TEST_SCRAM KGO_TEST_SCRAM_SEEDS KGO_TEST_O
     KGO_TEST_UNSAFE KGO_TEST_MAX_TOPIC_PARTS
 
 run_one() { # name -> one result line, from the test2json events of that test's own process
-    local name="$1" json="$run_dir/logs/$1.json" t0=$SECONDS rc kind
+    local name="$1" json="$run_dir/logs/$1.json" t0 rc kind
+    t0="$(date +%s.%N)"
     kind="$(awk -v n="$name" '$1 == n { print $2 }' <<<"$catalogue")"
     # go test runs a test binary in its package's directory; some tests read their sources.
     (cd "$srcdir/pkg/kgo" && timeout -k 10 $((per_test_timeout + 30)) \
         go tool test2json -t -p kgo "$bin" -test.v=test2json -test.run "^${name}\$" \
         -test.timeout "${per_test_timeout}s") >"$json" 2>&1
     rc=$?
-    python3 - "$json" "$name" "${kind:-unknown}" "$rc" "$((SECONDS - t0))" "$per_test_timeout" <<'EOF'
-import json, re, sys
-path, name, kind, rc, secs, limit = sys.argv[1:]
-verdict, elapsed, lines = None, None, []
+    python3 - "$json" "$name" "${kind:-unknown}" "$rc" "$t0" "$per_test_timeout" <<'EOF'
+import json, re, sys, time
+path, name, kind, rc, t0, limit = sys.argv[1:]
+secs = time.time() - float(t0)  # wall clock of the test's process, set-up and clean-up included
+verdict, lines = None, []
 for raw in open(path, errors="replace"):
     try:
         e = json.loads(raw)
@@ -217,7 +219,7 @@ for raw in open(path, errors="replace"):
     if e["Action"] == "output":
         lines.append(e["Output"].rstrip("\n"))
     elif test == name and e["Action"] in ("pass", "fail", "skip"):
-        verdict, elapsed = e["Action"], e.get("Elapsed")
+        verdict = e["Action"]
 # The first assertion message (file_test.go:N: ...) explains a failure; a skip explains itself.
 why = next((l.strip() for l in lines if re.match(r"\s+\w+_test\.go:\d+: ", l)
             and "NOT DELETING" not in l and not re.search(r"deleting (topic|group)", l)), "")
@@ -233,7 +235,6 @@ else:
     status = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}[verdict]
     if status == "PASSED":
         why = ""
-secs = float(elapsed) if elapsed is not None else float(secs)
 print(f"{status:<7} {secs:7.1f}s {name} {kind}  {why[:200]}".rstrip())
 EOF
 }
