@@ -17,6 +17,11 @@
 #                     consumer groups (default 50000; the suite's own default is 500000)
 #   --bootstrap H:P   don't start pydmq; aim the suite at this broker (PLAINTEXT, e.g. the
 #                     reference Kafka from compat/kafka/start.sh)
+#   --scram-seeds H:P --scram USER:PASS   a SASL_PLAINTEXT listener with SCRAM-SHA-256 and
+#                     a user on it, for TestSCRAMAuth* (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM;
+#                     pydmq has no SASL, so only with --bootstrap; FINDINGS.md has Kafka's setup)
+#   --oauth-seeds H:P a SASL_PLAINTEXT listener with OAUTHBEARER, unsecured tokens accepted,
+#                     for TestOAuthAuth (KGO_TEST_OAUTH_SEEDS)
 #   --log-level LVL   KGO_LOG_LEVEL of the clients the tests create: none (default), info, debug
 #   --keep            keep the run directory (broker log, one JSON log per test) on success
 #
@@ -52,6 +57,9 @@ jobs=1
 per_test_timeout=300
 records=50000
 bootstrap=""
+scram_seeds=""
+scram=""
+oauth_seeds=""
 log_level=none
 keep=0
 fetch_only=0
@@ -65,10 +73,13 @@ while [ $# -gt 0 ]; do
         --timeout) per_test_timeout="$2"; shift ;;
         --records) records="$2"; shift ;;
         --bootstrap) bootstrap="$2"; shift ;;
+        --scram-seeds) scram_seeds="$2"; shift ;;
+        --scram) scram="$2"; shift ;;
+        --oauth-seeds) oauth_seeds="$2"; shift ;;
         --log-level) log_level="$2"; shift ;;
         --keep) keep=1 ;;
         --fetch-only) fetch_only=1 ;;
-        -h|--help) sed -n '2,40p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -193,6 +204,9 @@ fi
 export KGO_SEEDS="$bs" KGO_TEST_RF=1 KGO_TEST_RECORDS="$records" KGO_LOG_LEVEL="$log_level"
 unset KGO_TEST_CHAOS KGO_TEST_TLS KGO_TEST_SCRAM KGO_TEST_SCRAM_SEEDS KGO_TEST_OAUTH_SEEDS \
     KGO_TEST_UNSAFE KGO_TEST_MAX_TOPIC_PARTS
+[ -n "$scram_seeds" ] && export KGO_TEST_SCRAM_SEEDS="$scram_seeds"
+[ -n "$scram" ] && export KGO_TEST_SCRAM="$scram"
+[ -n "$oauth_seeds" ] && export KGO_TEST_OAUTH_SEEDS="$oauth_seeds"
 
 run_one() { # name -> one result line, from the test2json events of that test's own process
     local name="$1" json="$run_dir/logs/$1.json" t0 rc kind
