@@ -36,8 +36,9 @@ NOTES = [
     "Transactions and SASL/TLS are not implemented yet, so they have no rows. Cluster-mode rows "
     "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
     "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
-    "franz-go's row runs the 29 pkg/kgo broker tests pydmq passes of the 35 Apache Kafka 4.4 "
-    "passes; the six others need share groups or transactions (compat/franz-go/FINDINGS.md).",
+    "franz-go's row runs the 29 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
+    "passes; the nine others need share groups, SASL or transactions "
+    "(compat/franz-go/FINDINGS.md).",
 ]
 
 # Multi-client scenarios: one row per test.
