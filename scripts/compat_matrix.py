@@ -17,6 +17,8 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+
 CLIENTS = {
     "test_confluent_kafka.py": "confluent-kafka",
     "test_kafka_python.py": "kafka-python",
@@ -34,6 +36,9 @@ NOTES = [
     "Transactions and SASL/TLS are not implemented yet, so they have no rows. Cluster-mode rows "
     "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
     "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
+    "franz-go's row runs the 29 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
+    "passes; the nine others need share groups, SASL or transactions "
+    "(compat/franz-go/FINDINGS.md).",
 ]
 
 # Multi-client scenarios: one row per test.
@@ -51,7 +56,13 @@ SCENARIOS = {
     "test_differential.py": "differential vs Apache Kafka 4.4 (same scenarios, same answers)",
     "test_spark_cluster.py": "Spark against a 3-node cluster",
     "test_foreign_python_suite.py": "kafka-python's own test suite (allow-list)",
+    "test_franz_go_suite.py": "franz-go (Go): its own pkg/kgo tests (allow-list)",
 }
+# Suites whose version is pinned in the repository rather than installed in the venv:
+# (test file, client name, file holding the version).
+PINNED_SUITES = [
+    ("test_franz_go_suite.py", "franz-go", ROOT / "compat" / "franz-go" / "VERSION"),
+]
 # (test name pattern, feature row); first match wins.
 FEATURES: list[tuple[str, str]] = [
     (r"roundtrip_per_codec\[none\]", "produce + consume, uncompressed"),
@@ -72,7 +83,11 @@ FEATURES: list[tuple[str, str]] = [
 def main() -> int:
     path = Path(sys.argv[1] if len(sys.argv) > 1 else "build/compat-results.jsonl")
     lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    versions = lines[0].get("versions", {}) if lines else {}
+    versions = dict(lines[0].get("versions", {})) if lines else {}
+    ran = {e["nodeid"].split("::")[0].rsplit("/", 1)[-1] for e in lines[1:]}
+    for file, client, version_file in PINNED_SUITES:
+        if file in ran and version_file.exists():
+            versions[client] = version_file.read_text().strip()
     cells: dict[tuple[str, str], list[str]] = defaultdict(list)
     for entry in lines[1:]:
         nodeid: str = entry["nodeid"]

@@ -339,6 +339,26 @@ def test_topic_metadata_changes_bump_the_group_epoch() -> None:
     run(scenario())
 
 
+def test_regex_matches_internal_topics_too() -> None:
+    """Kafka resolves a subscribed regex over every topic, internal ones included (found by
+    franz-go's Test848RegexBrokerResolves, which subscribes to ``__consumer_offsets``)."""
+
+    async def scenario() -> None:
+        topics = Topics()
+        orders = topics.add("orders", 2)
+        offsets = topics.add("__consumer_offsets", 3)
+        offsets.internal = True
+        c = make(topics=topics)
+        r = hb(c, "a", 0, subscribed_topic_regex="orders|__consumer_offsets")
+        assert r.error_code == E.NONE
+        assert r.assignment == {
+            orders.topic_id: frozenset({0, 1}),
+            offsets.topic_id: frozenset({0, 1, 2}),
+        }
+
+    run(scenario())
+
+
 def test_offsets_validate_member_epoch() -> None:
     async def scenario() -> None:
         topics = Topics()

@@ -99,9 +99,6 @@ class TopicLike(Protocol):
     @property
     def partitions(self) -> Sequence[object]: ...
 
-    @property
-    def internal(self) -> bool: ...
-
 
 class TopicView(Protocol):
     """The broker's topic registry as the coordinator reads it."""
@@ -721,6 +718,8 @@ class ConsumerGroupCoordinator:
 
     # -- target assignment -----------------------------------------------------------
     def _subscription_metadata(self, group: ConsumerGroup) -> dict[str, tuple[uuid.UUID, int]]:
+        # As Kafka's coordinator, a regex is matched against every topic, internal ones
+        # included: a member that names __consumer_offsets in its regex is assigned it.
         needs_all = any(m.compiled_regex is not None for m in group.members.values())
         all_names = [t.name for t in self.topics] if needs_all else []
         out: dict[str, tuple[uuid.UUID, int]] = {}

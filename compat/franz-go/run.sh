@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# Run franz-go's own pkg/kgo tests (the module's *_test.go files, as the Go module proxy serves
+# them) against a pydmq broker. See compat/franz-go/README.md.
+#
+#   compat/franz-go/run.sh                  # = --allowed: the CI subset in tests.allow
+#   compat/franz-go/run.sh --all            # every kgo test that talks to a broker
+#   compat/franz-go/run.sh --all --local    # ... plus the broker-less unit tests
+#   compat/franz-go/run.sh --tests TestGroupETL,TestIssue325
+#   compat/franz-go/run.sh --fetch-only     # download the module + build the test binary
+#
+# Options:
+#   --allowed | --all | --tests LIST   which tests (LIST: comma-separated top-level test names)
+#   --local           with --all: also the tests that need no broker (they don't exercise pydmq)
+#   --jobs N          run N test processes at once (default 1)
+#   --timeout SEC     limit per test (go test -timeout; default 300)
+#   --records N       KGO_TEST_RECORDS: records the ETL tests produce and chain through three
+#                     consumer groups (default 50000; the suite's own default is 500000)
+#   --bootstrap H:P   don't start pydmq; aim the suite at this broker (PLAINTEXT, e.g. the
+#                     reference Kafka from compat/kafka/start.sh)
+#   --scram-seeds H:P --scram USER:PASS   a SASL_PLAINTEXT listener with SCRAM-SHA-256 and
+#                     a user on it, for TestSCRAMAuth* (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM;
+#                     pydmq has no SASL, so only with --bootstrap; FINDINGS.md has Kafka's setup)
+#   --oauth-seeds H:P a SASL_PLAINTEXT listener with OAUTHBEARER, unsecured tokens accepted,
+#                     for TestOAuthAuth (KGO_TEST_OAUTH_SEEDS)
+#   --log-level LVL   KGO_LOG_LEVEL of the clients the tests create: none (default), info, debug
+#   --keep            keep the run directory (broker log, one JSON log per test) on success
+#
+# Environment:
+#   FRANZ_GO_VERSION  module version (default: compat/franz-go/VERSION)
+#   PYDMQ_WORK        work dir (default /tmp/pydmq-compat); the module cache, build cache, test
+#                     binary and runs live in $PYDMQ_WORK/franz-go
+#   PYDMQ_PYTHON      interpreter with pydmq (default .venv/bin/python)
+#   GOTOOLCHAIN       as the go command reads it: a machine whose Go is older than the module's
+#                     `go` line gets that toolchain from the Go module proxy (GOTOOLCHAIN=auto)
+#
+# The module comes from the Go module proxy (`go get github.com/twmb/franz-go/pkg/kgo@V` in a
+# throw-away runner module, whose GOMODCACHE is under the work dir); nothing of franz-go is in
+# this repository. Each test runs in its own process of the compiled test binary
+# (`go test -c`), so one test that hangs (TestTxnEtl without transactions) costs its own
+# timeout and nothing else. Prints one line per test, "PASSED|FAILED|SKIPPED <secs>s <name>
+# <kind>  <detail>" (kind: broker or local), then "N passed, M failed, K skipped (of T) in Xs".
+# Exit status: 0 when nothing failed; 3 when the module cannot be fetched or built; 4 when
+# there is no Go toolchain.
+set -uo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+work="${PYDMQ_WORK:-/tmp/pydmq-compat}/franz-go"
+py="${PYDMQ_PYTHON:-$root/.venv/bin/python}"
+version="${FRANZ_GO_VERSION:-$(tr -d '[:space:]' <"$here/VERSION")}"
+module=github.com/twmb/franz-go
+
+mode=allowed
+tests_arg=""
+with_local=0
+jobs=1
+per_test_timeout=300
+records=50000
+bootstrap=""
+scram_seeds=""
+scram=""
+oauth_seeds=""
+log_level=none
+keep=0
+fetch_only=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --allowed) mode=allowed ;;
+        --all) mode=all ;;
+        --tests) mode=list; tests_arg="$2"; shift ;;
+        --local) with_local=1 ;;
+        --jobs) jobs="$2"; shift ;;
+        --timeout) per_test_timeout="$2"; shift ;;
+        --records) records="$2"; shift ;;
+        --bootstrap) bootstrap="$2"; shift ;;
+        --scram-seeds) scram_seeds="$2"; shift ;;
+        --scram) scram="$2"; shift ;;
+        --oauth-seeds) oauth_seeds="$2"; shift ;;
+        --log-level) log_level="$2"; shift ;;
+        --keep) keep=1 ;;
+        --fetch-only) fetch_only=1 ;;
+        -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+        *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+    esac
+    shift
+done
+
+say() { printf '==> franz-go: %s\n' "$*" >&2; }
+die() { printf '==> franz-go: ERROR: %s\n' "$*" >&2; exit 2; }
+die_fetch() { printf '==> franz-go: FETCH FAILED: %s\n' "$*" >&2; exit 3; }
+
+# ---------------------------------------------------------------- Go toolchain
+gobin="$(command -v go || true)"
+[ -z "$gobin" ] && [ -x /usr/local/go/bin/go ] && gobin=/usr/local/go/bin/go
+if [ -z "$gobin" ]; then
+    printf '==> franz-go: NO GO: no go command on PATH or in /usr/local/go/bin\n' >&2
+    exit 4
+fi
+export PATH="$(dirname "$gobin"):$PATH"
+# Our own module and build caches: nothing is written to the user's GOPATH, and the cache
+# survives between runs (the first build of the test binary takes 1-3 min on 2 cores).
+export GOMODCACHE="$work/gomodcache" GOCACHE="$work/gocache" GOPATH="$work/gopath"
+export GOFLAGS="-modcacherw -buildvcs=false"
+unset GOWORK
+
+# ---------------------------------------------------------------- module + test binary
+runner="$work/runner-$version"
+bin="$work/kgo-$version.test"
+ensure_binary() {
+    [ -x "$bin" ] && [ -f "$bin.stamp" ] && return
+    mkdir -p "$runner"
+    local log="$work/build-$version.log" t0=$SECONDS
+    say "go get $module/pkg/kgo@$version (Go module proxy) -> $GOMODCACHE"
+    (
+        cd "$runner" || exit 1
+        [ -f go.mod ] || go mod init pydmq.local/franz-go-runner
+        go get "$module/pkg/kgo@$version"
+    ) >"$log" 2>&1 || { tail -n 20 "$log" >&2; die_fetch "go get $module/pkg/kgo@$version failed"; }
+    say "go test -c $module/pkg/kgo ($(go version | cut -d' ' -f3); log: $log)"
+    (cd "$runner" && go test -c -o "$bin.tmp" "$module/pkg/kgo") >>"$log" 2>&1 \
+        || { tail -n 20 "$log" >&2; die_fetch "building the kgo test binary failed"; }
+    mv "$bin.tmp" "$bin"
+    go version >"$bin.stamp"
+    say "test binary built in $((SECONDS - t0))s: $bin"
+}
+ensure_binary
+srcdir="$(cd "$runner" && go list -m -f '{{.Dir}}' "$module")" || die "go list -m $module failed"
+[ "$fetch_only" -eq 1 ] && { say "ready: $bin (sources $srcdir)"; exit 0; }
+
+# ---------------------------------------------------------------- test catalogue
+# "<name> broker|local" for every top-level Test function of pkg/kgo. A test is "broker" when
+# it reaches, directly or through the package's test helpers, what the suite uses to talk to
+# a broker (adm, newTestClient, testClientOpts, getSeedBrokers, the SASL seeds).
+catalogue="$(python3 - "$srcdir/pkg/kgo" "$("$bin" -test.list '^Test')" <<'EOF'
+import pathlib, re, sys
+bodies: dict[str, str] = {}
+for f in sorted(pathlib.Path(sys.argv[1]).glob("*_test.go")):
+    for chunk in re.split(r"(?m)^func ", f.read_text())[1:]:
+        m = re.match(r"(?:\([^)]*\)\s*)?(\w+)", chunk)
+        if m and m.group(1) != "init":  # the package initializer is never called by name
+            bodies[m.group(1)] = bodies.get(m.group(1), "") + chunk
+calls = {n: set(re.findall(r"\b(\w+)\s*\(", b)) | set(re.findall(r"\b(scramSeeds|oauthSeeds)\b", b))
+         for n, b in bodies.items()}
+broker = {"adm", "newTestClient", "testClientOpts", "getSeedBrokers", "scramSeeds", "oauthSeeds"}
+grew = True
+while grew:
+    grew = False
+    for name, ids in calls.items():
+        if name not in broker and ids & broker:
+            broker.add(name)
+            grew = True
+for name in sys.argv[2].split():
+    print(name, "broker" if name in broker else "local")
+EOF
+)" || die "cannot read the test catalogue"
+
+case "$mode" in
+    all) selected="$(awk -v loc="$with_local" '$2 == "broker" || loc == 1 { print $1 }' <<<"$catalogue")" ;;
+    allowed)
+        [ -f "$here/tests.allow" ] || die "missing $here/tests.allow"
+        selected="$(sed -E 's/#.*//; s/[[:space:]]+//g' "$here/tests.allow" | grep -v '^$')" ;;
+    list) selected="$(tr ', ' '\n\n' <<<"$tests_arg" | grep -v '^$')" ;;
+esac
+[ -n "$selected" ] || die "no tests selected"
+
+# ---------------------------------------------------------------- broker
+mkdir -p "$work/runs"
+run_dir="$(mktemp -d "$work/runs/run.XXXXXX")"
+mkdir -p "$run_dir/logs"
+broker_pid=""
+cleanup() {
+    if [ -n "$broker_pid" ]; then
+        kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if [ -n "$bootstrap" ]; then
+    bs="$bootstrap"
+    say "using external broker $bs"
+else
+    [ -x "$py" ] || die "no interpreter at $py (create .venv: ./scripts/test --collect-only)"
+    port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    # The settings compat/kafka/start.sh gives the reference Kafka: one node, internal topics
+    # with replication factor 1, no initial rebalance delay.
+    "$py" -m pydmq serve --listeners "PLAINTEXT://127.0.0.1:$port" --log-dirs "$run_dir/data" \
+        -o offsets.topic.replication.factor=1 -o group.initial.rebalance.delay.ms=0 \
+        >"$run_dir/broker.log" 2>&1 &
+    broker_pid=$!
+    for _ in $(seq 1 150); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+        kill -0 "$broker_pid" 2>/dev/null || { tail -n 30 "$run_dir/broker.log" >&2; die "pydmq broker exited"; }
+        sleep 0.1
+    done
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { tail -n 30 "$run_dir/broker.log" >&2; die "pydmq broker did not start"; }
+    bs="127.0.0.1:$port"
+    say "pydmq broker on $bs, pid $broker_pid, data $run_dir/data"
+fi
+
+# ---------------------------------------------------------------- run
+# What the suite reads (helpers_test.go): the seed brokers, the replication factor of the
+# topics it creates (one node: 1) and the size of the ETL tests.
+export KGO_SEEDS="$bs" KGO_TEST_RF=1 KGO_TEST_RECORDS="$records" KGO_LOG_LEVEL="$log_level"
+unset KGO_TEST_CHAOS KGO_TEST_TLS KGO_TEST_SCRAM KGO_TEST_SCRAM_SEEDS KGO_TEST_OAUTH_SEEDS \
+    KGO_TEST_UNSAFE KGO_TEST_MAX_TOPIC_PARTS
+[ -n "$scram_seeds" ] && export KGO_TEST_SCRAM_SEEDS="$scram_seeds"
+[ -n "$scram" ] && export KGO_TEST_SCRAM="$scram"
+[ -n "$oauth_seeds" ] && export KGO_TEST_OAUTH_SEEDS="$oauth_seeds"
+
+run_one() { # name -> one result line, from the test2json events of that test's own process
+    local name="$1" json="$run_dir/logs/$1.json" t0 rc kind
+    t0="$(date +%s.%N)"
+    kind="$(awk -v n="$name" '$1 == n { print $2 }' <<<"$catalogue")"
+    # go test runs a test binary in its package's directory; some tests read their sources.
+    (cd "$srcdir/pkg/kgo" && timeout -k 10 $((per_test_timeout + 30)) \
+        go tool test2json -t -p kgo "$bin" -test.v=test2json -test.run "^${name}\$" \
+        -test.timeout "${per_test_timeout}s") >"$json" 2>&1
+    rc=$?
+    python3 - "$json" "$name" "${kind:-unknown}" "$rc" "$t0" "$per_test_timeout" <<'EOF'
+import json, re, sys, time
+path, name, kind, rc, t0, limit = sys.argv[1:]
+secs = time.time() - float(t0)  # wall clock of the test's process, set-up and clean-up included
+verdict, lines = None, []
+for raw in open(path, errors="replace"):
+    try:
+        e = json.loads(raw)
+    except ValueError:
+        continue
+    test = e.get("Test") or ""
+    if test != name and not test.startswith(name + "/"):
+        continue
+    if e["Action"] == "output":
+        lines.append(e["Output"].rstrip("\n"))
+    elif test == name and e["Action"] in ("pass", "fail", "skip"):
+        verdict = e["Action"]
+# The first assertion message (file_test.go:N: ...) explains a failure; a skip explains itself.
+why = next((l.strip() for l in lines if re.match(r"\s+\w+_test\.go:\d+: ", l)
+            and "NOT DELETING" not in l and not re.search(r"deleting (topic|group)", l)), "")
+if verdict is None:
+    status = "FAILED"
+    if any("panic: test timed out" in l for l in lines) or rc in ("124", "137"):
+        why = f"timed out after {limit}s"
+    elif not lines:
+        why = f"not run: no such test in this version (exit {rc})"
+    else:
+        why = f"no verdict (exit {rc}): " + next((l for l in lines if l.startswith("panic")), "")
+else:
+    status = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}[verdict]
+    if status == "PASSED":
+        why = ""
+print(f"{status:<7} {secs:7.1f}s {name} {kind}  {why[:200]}".rstrip())
+EOF
+}
+export -f run_one
+export catalogue run_dir bin per_test_timeout srcdir
+
+say "franz-go $version pkg/kgo, mode $mode, $(wc -w <<<"$selected") test(s), $jobs at a time," \
+    "${per_test_timeout}s each, KGO_TEST_RECORDS=$records; logs: $run_dir/logs"
+t0=$SECONDS
+results="$run_dir/results.txt"
+printf '%s\n' $selected | xargs -P "$jobs" -I{} bash -c 'run_one "$1"' _ {} | tee "$results"
+elapsed=$((SECONDS - t0))
+
+passed=$(grep -c '^PASSED' "$results")
+failed=$(grep -c '^FAILED' "$results")
+skipped=$(grep -c '^SKIPPED' "$results")
+total=$((passed + failed + skipped))
+if [ "$failed" -gt 0 ]; then
+    echo "failed: $(grep '^FAILED' "$results" | awk '{print $3}' | sort | paste -sd' ')"
+fi
+echo "$passed passed, $failed failed, $skipped skipped (of $total) in ${elapsed}s"
+cp "$results" "$work/last-results.txt"
+if [ "$failed" -eq 0 ] && [ "$total" -gt 0 ] && [ "$keep" -eq 0 ]; then
+    rm -rf "$run_dir"
+else
+    say "run directory kept: $run_dir"
+fi
+[ "$failed" -eq 0 ] && [ "$total" -gt 0 ]
