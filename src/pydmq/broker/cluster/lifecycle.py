@@ -73,6 +73,7 @@ class BrokerLifecycleManager:
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
         log_dirs_offline: Callable[[], bool] = lambda: False,
+        on_fenced_changed: Callable[[bool], None] = lambda fenced: None,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -82,6 +83,7 @@ class BrokerLifecycleManager:
         self.heartbeat_interval = heartbeat_interval_ms / 1000
         self._metadata_offset = metadata_offset
         self._log_dirs_offline = log_dirs_offline
+        self._on_fenced_changed = on_fenced_changed
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self._previous_epoch = -1
@@ -218,8 +220,11 @@ class BrokerLifecycleManager:
     def _set_fenced(self, fenced: bool) -> None:
         if fenced != self.fenced:
             log.info("broker %d is now %s", self.broker_id, "fenced" if fenced else "unfenced")
+        changed = fenced != self.fenced
         self.fenced = fenced
         if fenced:
             self.unfenced.clear()
         else:
             self.unfenced.set()
+        if changed:
+            self._on_fenced_changed(fenced)
