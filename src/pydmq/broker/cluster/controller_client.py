@@ -6,6 +6,13 @@ then the Raft leader known locally (``leader_hint``: a combined broker+controlle
 from its own quorum), then the others, and voters that recently failed or timed out last. Each
 attempt gets part of the deadline only, so a paused (SIGSTOPped) controller cannot eat the whole
 budget of a heartbeat: otherwise every broker misses its session and is fenced at once.
+
+A caller that must not wait for a quorum that cannot come back (controlled shutdown: the last
+node of a stopping cluster) asks with ``require_quorum``: before each round over the voters
+they are all asked at once (DescribeQuorum) and when a majority refuse connections (their
+processes are gone: a refusal, unlike a timeout, is not what a paused or slow voter causes) no
+leader can be elected or commit anything, so the request fails at once with
+:class:`QuorumLostError`.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 from pydmq.broker.cluster.fencing import LeaderAndEpoch
-from pydmq.net.client import NodeConnection, NodeConnectionError
+from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_quorum import (
     DescribeQuorumRequest,
@@ -27,12 +34,13 @@ from pydmq.protocol.messages.describe_quorum import (
     TopicData,
 )
 
-__all__ = ["ControllerClient", "ControllerUnavailableError"]
+__all__ = ["ControllerClient", "ControllerUnavailableError", "QuorumLostError"]
 
 log = logging.getLogger(__name__)
 
 _RETRY_BACKOFF_S = 0.1
 _MAX_BACKOFF_S = 1.0
+_QUORUM_PROBE_S = 0.5  # a live voter answers DescribeQuorum within this, or is not counted
 DESCRIBE_QUORUM_API = 55
 DESCRIBE_QUORUM_VERSION = 2
 METADATA_TOPIC = "__cluster_metadata"
@@ -40,6 +48,10 @@ METADATA_TOPIC = "__cluster_metadata"
 
 class ControllerUnavailableError(ConnectionError):
     """No voter accepted the request as the active controller before the deadline."""
+
+
+class QuorumLostError(ControllerUnavailableError):
+    """A majority of the voters refuse connections: no controller can be elected."""
 
 
 def _is_not_controller(response: Any) -> bool:
@@ -99,18 +111,23 @@ class ControllerClient:
         timeout: float = 5.0,
         *,
         not_controller: Callable[[Any], bool] | None = None,
+        require_quorum: bool = False,
     ) -> Any:
         """Send ``request`` to the active controller and return its response.
 
         Retries across voters until ``timeout`` seconds have passed. A response for which
         ``not_controller`` is true (default: top-level error NOT_CONTROLLER) means "ask the
         next voter"; APIs whose errors are per item (CreateTopics...) pass their own test.
-        Raises ControllerUnavailableError.
+        Raises ControllerUnavailableError; with ``require_quorum``, QuorumLostError as soon as
+        a majority of the voters refuse connections (see the module docstring).
         """
         deadline = time.monotonic() + timeout
         backoff = _RETRY_BACKOFF_S
         last_error = "no voter tried"
         while True:
+            if require_quorum:
+                probe = min(_QUORUM_PROBE_S, max(0.0, deadline - time.monotonic()))
+                await self.check_quorum(probe)
             for voter in self._candidates():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -140,6 +157,36 @@ class ControllerClient:
                 )
             await asyncio.sleep(min(backoff, remaining))
             backoff = min(backoff * 2, _MAX_BACKOFF_S)
+
+    async def unreachable_voters(self, timeout: float) -> list[int]:
+        """The voters that refuse connections (or drop them), asked all at once with
+        DescribeQuorum within ``timeout`` seconds; a voter that times out is not counted."""
+        request = DescribeQuorumRequest(
+            topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData()])]
+        )
+
+        async def refuses(voter: int) -> bool:
+            try:
+                await self._connections[voter].request(
+                    DESCRIBE_QUORUM_API, DESCRIBE_QUORUM_VERSION, request, timeout=timeout
+                )
+            except NodeUnreachableError:
+                return True
+            except NodeConnectionError:
+                return False
+            return False
+
+        answers = await asyncio.gather(*(refuses(v) for v in self.voters))
+        return [v for v, gone in zip(self.voters, answers, strict=True) if gone]
+
+    async def check_quorum(self, timeout: float) -> None:
+        """Raise QuorumLostError when a majority of the voters refuse connections."""
+        gone = await self.unreachable_voters(timeout)
+        if len(gone) > len(self.voters) // 2:
+            raise QuorumLostError(
+                f"no quorum: voters {','.join(map(str, gone))} of "
+                f"{','.join(map(str, self.voters))} refuse connections"
+            )
 
     async def quorum_views(self, timeout: float) -> AsyncGenerator[LeaderAndEpoch, None]:
         """Ask every voter at once (DescribeQuorum) which leader and epoch it knows; yield
