@@ -590,7 +590,8 @@ class ControllerRuntime:
                 continue
             if fenced:
                 log.info(
-                    "controller %d fenced brokers %s (no heartbeat for %d ms)",
+                    "controller %d fenced brokers %s (session expired: no heartbeat for %d "
+                    "ms, or its connection closed or refused)",
                     self.node_id,
                     fenced,
                     self.session_timeout_ms,
