@@ -79,6 +79,7 @@ class ControllerClient:
         self._active: int | None = None
         self._leader_hint = leader_hint
         self._suspect_until: dict[int, float] = {}
+        self._closed = False
 
     @property
     def active_controller_id(self) -> int | None:
@@ -129,6 +130,8 @@ class ControllerClient:
                 probe = min(_QUORUM_PROBE_S, max(0.0, deadline - time.monotonic()))
                 await self.check_quorum(probe)
             for voter in self._candidates():
+                if self._closed:
+                    raise ControllerUnavailableError("the controller client is closed")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ControllerUnavailableError(
@@ -221,5 +224,7 @@ class ControllerClient:
                     await ask
 
     async def close(self) -> None:
+        """Fail every request in flight and every later one at once (shutdown)."""
+        self._closed = True
         for connection in self._connections.values():
             await connection.close()

@@ -135,6 +135,8 @@ class BrokerLifecycleManager:
                 raise
             except Exception:
                 log.exception("broker %d: lifecycle request failed", self.broker_id)
+            if not self._running:
+                return  # stopped while the request was in flight (see ReplicaFetcher.stop)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.heartbeat_interval)

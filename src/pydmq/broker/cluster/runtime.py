@@ -261,10 +261,12 @@ class BrokerCluster:
 
     async def stop(self) -> None:
         await self.fetchers.shutdown()
+        # First: a heartbeat or AlterPartition waiting for a controller that is gone fails
+        # at once instead of at its timeout.
+        await self.controller_client.close()
         await self.alter_partition.stop()
         await self.lifecycle.stop()
         await self.controller_epochs.close()
-        await self.controller_client.close()
 
     def _log_dir_failed(self, log_dir: str) -> None:
         """A log dir went offline: ask to be fenced at once (the heartbeat says so) and stop
