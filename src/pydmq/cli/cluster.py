@@ -355,10 +355,13 @@ def run_up(
                 time.sleep(_POLL_S)
         report_exits()
         if reported or waiting:
+            after = "yet" if reported else f"after {start_timeout:g} s"
             for node_id in sorted(waiting - reported):
                 spec = by_id[node_id]
-                say(f"node {node_id} is not ready after {start_timeout:g} s; log {spec.log_path}")
-                say("  " + log_tail(spec.log_path, 600).strip().replace("\n", "\n  "))
+                say(f"node {node_id} is not ready {after}; log {spec.log_path}")
+                tail = log_tail(spec.log_path, 600).strip()
+                if tail:
+                    say("  " + tail.replace("\n", "\n  "))
             say("the cluster did not come up")
             return 1
         say(

@@ -8,11 +8,11 @@ attempt gets part of the deadline only, so a paused (SIGSTOPped) controller cann
 budget of a heartbeat: otherwise every broker misses its session and is fenced at once.
 
 A caller that must not wait for a quorum that cannot come back (controlled shutdown: the last
-node of a stopping cluster) asks with ``require_quorum``: before each round over the voters
-they are all asked at once (DescribeQuorum) and when a majority refuse connections (their
+node of a stopping cluster) asks with ``require_quorum``: while the request is in flight the
+voters are all asked every 100 ms (DescribeQuorum) and when a majority refuse connections (their
 processes are gone: a refusal, unlike a timeout, is not what a paused or slow voter causes) no
 leader can be elected or commit anything, so the request fails at once with
-:class:`QuorumLostError`.
+:class:`QuorumLostError`, also while it waits for its answer.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 _RETRY_BACKOFF_S = 0.1
 _MAX_BACKOFF_S = 1.0
 _QUORUM_PROBE_S = 0.5  # a live voter answers DescribeQuorum within this, or is not counted
+_QUORUM_WATCH_S = 0.1  # how often a request that requires a quorum asks the voters
 DESCRIBE_QUORUM_API = 55
 DESCRIBE_QUORUM_VERSION = 2
 METADATA_TOPIC = "__cluster_metadata"
@@ -120,15 +121,39 @@ class ControllerClient:
         ``not_controller`` is true (default: top-level error NOT_CONTROLLER) means "ask the
         next voter"; APIs whose errors are per item (CreateTopics...) pass their own test.
         Raises ControllerUnavailableError; with ``require_quorum``, QuorumLostError as soon as
-        a majority of the voters refuse connections (see the module docstring).
+        a majority of the voters refuse connections, also while the request waits for an
+        answer (an active controller whose peers died cannot commit it).
         """
+        if not require_quorum:
+            return await self._send(api_key, version, request, timeout, not_controller)
+        sending = asyncio.ensure_future(
+            self._send(api_key, version, request, timeout, not_controller)
+        )
+        watching = asyncio.ensure_future(self._until_quorum_lost())
+        try:
+            await asyncio.wait({sending, watching}, return_when=asyncio.FIRST_COMPLETED)
+            if sending.done():
+                return sending.result()
+            raise watching.result()
+        finally:
+            for task in (sending, watching):
+                task.cancel()
+            for task in (sending, watching):
+                with contextlib.suppress(BaseException):
+                    await task
+
+    async def _send(
+        self,
+        api_key: int,
+        version: int,
+        request: Any,
+        timeout: float,
+        not_controller: Callable[[Any], bool] | None,
+    ) -> Any:
         deadline = time.monotonic() + timeout
         backoff = _RETRY_BACKOFF_S
         last_error = "no voter tried"
         while True:
-            if require_quorum:
-                probe = min(_QUORUM_PROBE_S, max(0.0, deadline - time.monotonic()))
-                await self.check_quorum(probe)
             for voter in self._candidates():
                 if self._closed:
                     raise ControllerUnavailableError("the controller client is closed")
@@ -164,32 +189,45 @@ class ControllerClient:
     async def unreachable_voters(self, timeout: float) -> list[int]:
         """The voters that refuse connections (or drop them), asked all at once with
         DescribeQuorum within ``timeout`` seconds; a voter that times out is not counted."""
+        answers = await asyncio.gather(*(self._refuses(v, timeout) for v in self.voters))
+        return [v for v, gone in zip(self.voters, answers, strict=True) if gone]
+
+    async def _refuses(self, voter: int, timeout: float) -> bool:
         request = DescribeQuorumRequest(
             topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData()])]
         )
-
-        async def refuses(voter: int) -> bool:
-            try:
-                await self._connections[voter].request(
-                    DESCRIBE_QUORUM_API, DESCRIBE_QUORUM_VERSION, request, timeout=timeout
-                )
-            except NodeUnreachableError:
-                return True
-            except NodeConnectionError:
-                return False
-            return False
-
-        answers = await asyncio.gather(*(refuses(v) for v in self.voters))
-        return [v for v, gone in zip(self.voters, answers, strict=True) if gone]
-
-    async def check_quorum(self, timeout: float) -> None:
-        """Raise QuorumLostError when a majority of the voters refuse connections."""
-        gone = await self.unreachable_voters(timeout)
-        if len(gone) > len(self.voters) // 2:
-            raise QuorumLostError(
-                f"no quorum: voters {','.join(map(str, gone))} of "
-                f"{','.join(map(str, self.voters))} refuse connections"
+        try:
+            await self._connections[voter].request(
+                DESCRIBE_QUORUM_API, DESCRIBE_QUORUM_VERSION, request, timeout=timeout
             )
+        except NodeUnreachableError:
+            return True
+        except NodeConnectionError:
+            return False
+        return False
+
+    async def _until_quorum_lost(self) -> QuorumLostError:
+        """Ask the voters every ``_QUORUM_WATCH_S``; return as soon as a majority refuse
+        (without waiting for silent voters)."""
+        while True:
+            probes = {
+                asyncio.ensure_future(self._refuses(v, _QUORUM_PROBE_S)): v for v in self.voters
+            }
+            pending = set(probes)
+            gone: list[int] = []
+            try:
+                while pending:
+                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                    gone += [probes[task] for task in done if task.result()]
+                    if len(gone) > len(self.voters) // 2:
+                        return QuorumLostError(
+                            f"no quorum: voters {','.join(map(str, sorted(gone)))} of "
+                            f"{','.join(map(str, self.voters))} refuse connections"
+                        )
+            finally:
+                for task in pending:
+                    task.cancel()
+            await asyncio.sleep(_QUORUM_WATCH_S)
 
     async def quorum_views(self, timeout: float) -> AsyncGenerator[LeaderAndEpoch, None]:
         """Ask every voter at once (DescribeQuorum) which leader and epoch it knows; yield
