@@ -5,7 +5,8 @@ Three parts, each repeated; every figure is printed, nothing is asserted:
 1. ``--rounds`` (default 20): ``pydmq cluster up 3`` in a session of its own; as soon as it
    prints its bootstrap line, librdkafka's AdminClient creates an RF=3 topic (3 partitions).
    Reported: cluster start to the bootstrap line, bootstrap line to a created topic, and
-   Ctrl-C (SIGINT to the session, as a terminal sends it) to the exit of ``cluster up``.
+   Ctrl-C (SIGINT to the session, as a terminal sends it) to ``cluster up``'s ``stopped``
+   line (printed once every node has exited).
 2. ``--kills`` (default 5): a cluster up 3, an RF=3 topic of 6 partitions, a confluent-kafka
    producer with acks=all writing to every partition through a surviving node; the node that
    is both the active controller and a partition leader is ``kill -9``-ed. Reported: kill to
@@ -62,6 +63,8 @@ class Up:
     started: float
     ready_at: float
     pids: dict[int, int]
+    reader: threading.Thread
+    output: list[tuple[float, str]]
 
     def client(self, node: int) -> str:
         return f"127.0.0.1:{self.base + node - 1}"
@@ -75,11 +78,14 @@ class Up:
         return [f"127.0.0.1:{self.base + 10 + n}" for n in (0, 1, 2)]
 
     def ctrl_c(self) -> float:
-        """SIGINT to the session (as a terminal's Ctrl-C); seconds until ``cluster up`` exits."""
+        """SIGINT to the session (as a terminal's Ctrl-C); seconds until ``cluster up`` says
+        ``stopped`` (every node has exited)."""
         began = time.monotonic()
         os.killpg(self.process.pid, signal.SIGINT)
-        self.process.communicate(timeout=120)
-        return time.monotonic() - began
+        self.process.wait(120)
+        self.reader.join(10)
+        stopped = [at for at, line in self.output if line.strip() == "stopped" and at >= began]
+        return (stopped[0] if stopped else time.monotonic()) - began
 
 
 @contextlib.contextmanager
@@ -113,11 +119,11 @@ def cluster_up(root: Path) -> Iterator[Up]:
         if attempt == 2:
             raise RuntimeError("cluster up failed:\n" + "".join(lines))
     pids = {int(a): int(b) for a, b in re.findall(r"node (\d+): pid (\d+)", "".join(lines))}
-    drain = process.stdout
-    assert drain is not None
-    threading.Thread(target=drain.read, daemon=True).start()  # the rest of its output
+    output: list[tuple[float, str]] = []
+    reader = threading.Thread(target=_read_lines, args=(process, output), daemon=True)
+    reader.start()
     try:
-        yield Up(process, base, data, started, ready_at, pids)
+        yield Up(process, base, data, started, ready_at, pids, reader, output)
     finally:
         if process.poll() is None:
             with contextlib.suppress(ProcessLookupError):
@@ -127,6 +133,13 @@ def cluster_up(root: Path) -> Iterator[Up]:
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+
+
+def _read_lines(process: subprocess.Popen[str], into: list[tuple[float, str]]) -> None:
+    """The rest of ``cluster up``'s output, each line with the time it was read."""
+    assert process.stdout is not None
+    for line in process.stdout:
+        into.append((time.monotonic(), line))
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> tuple[str, float]:

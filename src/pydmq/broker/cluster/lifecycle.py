@@ -220,9 +220,9 @@ class BrokerLifecycleManager:
         self._set_fenced(response.is_fenced)
 
     def _set_fenced(self, fenced: bool) -> None:
-        if fenced != self.fenced:
-            log.info("broker %d is now %s", self.broker_id, "fenced" if fenced else "unfenced")
         changed = fenced != self.fenced
+        if changed:
+            log.info("broker %d is now %s", self.broker_id, "fenced" if fenced else "unfenced")
         self.fenced = fenced
         if fenced:
             self.unfenced.clear()
