@@ -5,13 +5,14 @@ Three parts, each repeated; every figure is printed, nothing is asserted:
 1. ``--rounds`` (default 20): ``pydmq cluster up 3`` in a session of its own; as soon as it
    prints its bootstrap line, librdkafka's AdminClient creates an RF=3 topic (3 partitions).
    Reported: cluster start to the bootstrap line, bootstrap line to a created topic, and
-   Ctrl-C (SIGINT to the session, as a terminal sends it) to ``cluster up``'s ``stopped``
-   line (printed once every node has exited).
+   Ctrl-C (SIGINT to the session, as a terminal sends it) to the exit of every node, as
+   ``cluster up`` itself reports it (``stopped in X s``).
 2. ``--kills`` (default 5): a cluster up 3, an RF=3 topic of 6 partitions, a confluent-kafka
    producer with acks=all writing to every partition through a surviving node; the node that
    is both the active controller and a partition leader is ``kill -9``-ed. Reported: kill to
    Metadata naming new leaders for its partitions (asked of a surviving node every 20 ms),
-   the acks=all stall (the longest delivery latency of a record enqueued around the kill),
+   the acks=all stall (the longest delivery latency of a record enqueued around the kill, to
+   the dead leader's partitions and, for comparison, to the others),
    whether ``pydmq topics describe`` and ``pydmq cluster status`` against a surviving node
    right after the kill succeed and show the dead node down, and Ctrl-C of the remaining nodes.
 3. ``--lonely`` (default 5): a cluster up 3 whose nodes 1 and 2 are ``kill -9``-ed; then
@@ -29,6 +30,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import gc
 import os
 import random
 import re
@@ -39,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,14 +80,21 @@ class Up:
         return [f"127.0.0.1:{self.base + 10 + n}" for n in (0, 1, 2)]
 
     def ctrl_c(self) -> float:
-        """SIGINT to the session (as a terminal's Ctrl-C); seconds until ``cluster up`` says
-        ``stopped`` (every node has exited)."""
-        began = time.monotonic()
+        """SIGINT to the session (as a terminal's Ctrl-C); the seconds ``cluster up`` reports
+        from the signal to the exit of its last node (``stopped in X s``), measured by itself:
+        this process may be busy (librdkafka clients being destroyed)."""
+        gc.collect()  # destroy finished clients now, not while the cluster stops
         os.killpg(self.process.pid, signal.SIGINT)
         self.process.wait(120)
         self.reader.join(10)
-        stopped = [at for at, line in self.output if line.strip() == "stopped" and at >= began]
-        return (stopped[0] if stopped else time.monotonic()) - began
+        for _, line in self.output:
+            found = re.match(r"stopped in ([0-9.]+) s", line.strip())
+            if found:
+                return float(found.group(1))
+        raise RuntimeError("cluster up did not say it stopped:\n" + "".join(self.text()))
+
+    def text(self) -> list[str]:
+        return [line for _, line in self.output]
 
 
 @contextlib.contextmanager
@@ -220,13 +229,13 @@ def readiness_rounds(root: Path, rounds: int) -> None:
 
 class AckedWriter:
     """acks=all writes of one record per partition every ~5 ms, on a thread of its own;
-    ``acked`` holds (enqueued, acknowledged) monotonic times."""
+    ``acked`` holds (partition, enqueued, acknowledged) monotonic times."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
         self.producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0})
         self.topic = topic
         self.partitions = partitions
-        self.acked: list[tuple[float, float]] = []
+        self.acked: list[tuple[int, float, float]] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run)
         self.thread.start()
@@ -235,18 +244,18 @@ class AckedWriter:
         while not self.stop.is_set():
             for partition in range(self.partitions):
                 self.producer.produce(
-                    self.topic, b"x", partition=partition, on_delivery=self._report()
+                    self.topic, b"x", partition=partition, on_delivery=self._report(partition)
                 )
             self.producer.poll(0.005)
             time.sleep(0.005)
         self.producer.flush(60)
 
-    def _report(self) -> Callable[[object, object], None]:
+    def _report(self, partition: int) -> Callable[[object, object], None]:
         sent = time.monotonic()
 
         def report(err: object, msg: object) -> None:
             if err is None:
-                self.acked.append((sent, time.monotonic()))
+                self.acked.append((partition, sent, time.monotonic()))
 
         return report
 
@@ -254,13 +263,17 @@ class AckedWriter:
         self.stop.set()
         self.thread.join(90)
 
-    def stall(self, since: float, until: float) -> float:
-        """The longest delivery latency of a record enqueued in [since, until]."""
-        return max((a - s for s, a in self.acked if since <= s <= until), default=0.0)
+    def stall(self, since: float, until: float, partitions: Collection[int]) -> float:
+        """The longest delivery latency of a record to ``partitions`` enqueued in
+        [since, until]."""
+        return max(
+            (a - s for p, s, a in self.acked if p in partitions and since <= s <= until),
+            default=0.0,
+        )
 
 
 def kill_rounds(root: Path, kills: int) -> None:
-    moved, stalls, stops = [], [], []
+    moved, stalls, other_stalls, stops = [], [], [], []
     for i in range(kills):
         with cluster_up(root) as up:
             outcome, _ = create_topic(up.bootstrap, "t", 6)
@@ -285,21 +298,25 @@ def kill_rounds(root: Path, kills: int) -> None:
                 new_leader_at = watch.result(60)
             time.sleep(max(0.0, killed + 12 - time.monotonic()))
             writer.close()
-            stall = writer.stall(killed - 1.0, killed + 5.0)
+            stall = writer.stall(killed - 1.0, killed + 5.0, led)
+            others = writer.stall(killed - 1.0, killed + 5.0, set(range(6)) - set(led))
             stops.append(up.ctrl_c())
         if new_leader_at is not None:
             moved.append(new_leader_at - killed)
         stalls.append(stall)
+        other_stalls.append(others)
         took = "-" if new_leader_at is None else f"{new_leader_at - killed:.3f} s"
         print(
             f"kill round {i + 1}: node {victim} (active controller, leader of {led}) killed; "
-            f"new leaders in Metadata after {took}; acks=all stall {stall:.2f} s; describe "
+            f"new leaders in Metadata after {took}; acks=all stall {stall:.2f} s (other "
+            f"partitions {others:.2f} s); describe "
             f"right after: rc {describe_rc}; status right after: rc {status_rc}, dead node "
             f"shown down: {shown_down(status, victim)}; Ctrl-C of the rest {stops[-1]:.2f} s",
             flush=True,
         )
     print(summary("kill -9 to new leaders in Metadata", moved))
-    print(summary("acks=all stall", stalls))
+    print(summary("acks=all stall on the dead leader's partitions", stalls))
+    print(summary("acks=all stall on the other partitions (same producer)", other_stalls))
     print(summary("Ctrl-C with one node dead", stops))
 
 
@@ -341,9 +358,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--lonely", type=int, default=5)
+    parser.add_argument("--data-dir", help="keep the nodes' data and logs here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="pydmq-readiness-") as tmp:
-        root = Path(tmp)
+        root = Path(args.data_dir or tmp)
+        root.mkdir(parents=True, exist_ok=True)
         if args.rounds:
             readiness_rounds(root, args.rounds)
         if args.kills:

@@ -390,9 +390,10 @@ def run_up(
         try:
             if processes:
                 say(f"stopping {len(processes)} node(s)")
+                stopping = time.monotonic()
                 for node_id in stop_processes(processes, stop_timeout):
                     say(f"node {node_id} did not stop within {stop_timeout:g} s: killed")
-                say("stopped")
+                say(f"stopped in {time.monotonic() - stopping:.2f} s")
         finally:
             if in_main:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -126,8 +126,12 @@ class ControllerClient:
         """
         if not require_quorum:
             return await self._send(api_key, version, request, timeout, not_controller)
+        # The flag, not only cancel(): asyncio.wait_for may swallow a cancellation that races
+        # with its inner future completing (Python < 3.12), here when the connection drop that
+        # shows the quorum gone also fails the request in flight.
+        given_up = asyncio.Event()
         sending = asyncio.ensure_future(
-            self._send(api_key, version, request, timeout, not_controller)
+            self._send(api_key, version, request, timeout, not_controller, given_up)
         )
         watching = asyncio.ensure_future(self._until_quorum_lost())
         try:
@@ -136,6 +140,7 @@ class ControllerClient:
                 return sending.result()
             raise watching.result()
         finally:
+            given_up.set()
             for task in (sending, watching):
                 task.cancel()
             for task in (sending, watching):
@@ -149,6 +154,7 @@ class ControllerClient:
         request: Any,
         timeout: float,
         not_controller: Callable[[Any], bool] | None,
+        given_up: asyncio.Event | None = None,
     ) -> Any:
         deadline = time.monotonic() + timeout
         backoff = _RETRY_BACKOFF_S
@@ -157,6 +163,8 @@ class ControllerClient:
             for voter in self._candidates():
                 if self._closed:
                     raise ControllerUnavailableError("the controller client is closed")
+                if given_up is not None and given_up.is_set():
+                    raise ControllerUnavailableError("given up")
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise ControllerUnavailableError(
@@ -179,7 +187,7 @@ class ControllerClient:
                 self._suspect_until.pop(voter, None)
                 return response
             remaining = deadline - time.monotonic()
-            if remaining <= 0:
+            if remaining <= 0 or (given_up is not None and given_up.is_set()):
                 raise ControllerUnavailableError(
                     f"no active controller answered within {timeout}s ({last_error})"
                 )
