@@ -84,13 +84,16 @@ class Up:
         from the signal to the exit of its last node (``stopped in X s``), measured by itself:
         this process may be busy (librdkafka clients being destroyed)."""
         gc.collect()  # destroy finished clients now, not while the cluster stops
+        began = time.monotonic()
         os.killpg(self.process.pid, signal.SIGINT)
         self.process.wait(120)
         self.reader.join(10)
-        for _, line in self.output:
+        for at, line in self.output:
             found = re.match(r"stopped in ([0-9.]+) s", line.strip())
             if found:
                 return float(found.group(1))
+            if line.strip() == "stopped":  # before cluster up said how long: read time
+                return at - began
         raise RuntimeError("cluster up did not say it stopped:\n" + "".join(self.text()))
 
     def text(self) -> list[str]:
@@ -103,7 +106,7 @@ def cluster_up(root: Path) -> Iterator[Up]:
     port taken meanwhile) is tried again on other ports, twice."""
     for attempt in range(3):
         base = random.randrange(20000, 32000, 20)
-        data = root / f"c{base}"
+        data = Path(tempfile.mkdtemp(prefix=f"c{base}-", dir=root))
         started = time.monotonic()
         process = subprocess.Popen(
             [
