@@ -190,6 +190,17 @@ def wait_new_leaders(address: str, victim: int, partitions: list[int]) -> float 
     return None
 
 
+def wait_registered(address: str, brokers: int) -> None:
+    """Until Metadata from ``address`` lists ``brokers`` brokers (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception), KafkaClient(address, timeout=2.0) as client:
+            if len(client.refresh_metadata([]).brokers) >= brokers:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"{brokers} brokers not registered in 30 s")
+
+
 def shown_down(status: str, node: int) -> bool:
     """Whether ``cluster status`` output lists ``node`` as down in its Brokers table."""
     rows = [line.split() for line in status.splitlines()]
@@ -332,6 +343,7 @@ def lonely_rounds(root: Path, rounds: int) -> None:
     took = []
     for i in range(rounds):
         with cluster_up(root) as up:
+            wait_registered(up.client(3), 3)  # so that node 3 has a controlled shutdown to do
             for node in (1, 2):
                 os.kill(up.pids[node], signal.SIGKILL)
             time.sleep(0.5)
