@@ -1,8 +1,8 @@
 """A stand-in for ``pydmq serve`` in process-management tests: binds the listeners, idles.
 
 Run as ``python fake_node.py serve --listeners A://h:p,B://h:q --log-dirs DIR ...``. It writes
-``DIR/fake-node.json`` (its pid and argv) once listening, accepts and drops connections, and
-exits 0 on SIGTERM/SIGINT. Overrides change that:
+``DIR/fake-node.json`` (its pid and argv) just before listening, accepts and drops
+connections, and exits 0 on SIGTERM/SIGINT. Overrides change that:
 ``-o fake.ignore.sigterm=true`` (only SIGKILL stops it), ``-o fake.exit.after.ms=N`` (exit 3
 after N ms), ``-o fake.fail.on.start=true`` (exit 3 at once, before listening).
 """
@@ -56,6 +56,10 @@ def main(argv: list[str]) -> int:
     else:
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         signal.signal(signal.SIGINT, lambda *_: stop.set())
+    # Written before listening: whoever sees the ports open may read it.
+    info = {"pid": os.getpid(), "argv": argv}
+    (log_dir / "fake-node.json.tmp").write_text(json.dumps(info))
+    os.replace(log_dir / "fake-node.json.tmp", log_dir / "fake-node.json")
     for uri in (_option(argv, "--listeners") or "").split(","):
         address = uri.partition("://")[2]
         host, _, port = address.rpartition(":")
@@ -66,8 +70,6 @@ def main(argv: list[str]) -> int:
         sock.bind((host, int(port)))
         sock.listen()
         threading.Thread(target=_serve, args=(sock,), daemon=True).start()
-    info = {"pid": os.getpid(), "argv": argv}
-    (log_dir / "fake-node.json").write_text(json.dumps(info))
     print(f"fake node {os.getpid()} listening", flush=True)
     exit_after = overrides.get("fake.exit.after.ms")
     deadline = time.monotonic() + int(exit_after) / 1000 if exit_after else None

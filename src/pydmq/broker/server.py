@@ -20,8 +20,11 @@ Cluster mode is decided here, once, from the configuration (docs/CLUSTER.md):
   ephemeral port, and registers it under the control-plane name (clients never see it:
   Metadata answers with the endpoints of the listener the client is connected to).
 
-Start: controller runtime, listeners, then registration. Stop (SIGTERM): ControlledShutdown
-to the active controller (bounded), fetchers, then the rest.
+Start: controller runtime, every listener bound; in cluster mode the controller and
+control-plane listeners serve first, then registration, and the client listeners serve only
+once the broker is ready (registered, unfenced, the controller's FULL metadata applied: see
+:meth:`Broker.start`). Stop (SIGTERM): ControlledShutdown to the active controller (given up
+at once when the quorum has no majority left), fetchers, then the rest.
 """
 
 from __future__ import annotations
@@ -258,14 +261,62 @@ class Broker:
                 )
 
     async def start(self) -> None:
+        """Open the node. Single-node mode: every listener at once. Cluster mode, broker role:
+        the controller and control-plane listeners first (without them the node could never
+        become ready), then registration, and the client listeners only once the broker is
+        ready (:meth:`BrokerCluster.wait_ready`: registered, unfenced, the controller's FULL
+        metadata applied), as Kafka's BrokerServer starts its data-plane acceptors only once
+        caught up. Every port is bound from the start (so registration advertises the bound
+        ports), but a client listener refuses connections until it serves: an open client
+        port means a ready broker."""
         if self.controller is not None:
             await self.controller.start()
         if self.cluster is None and self.has_broker_role:
             self.open_logs()  # single-node mode; in cluster mode LeaderAndIsr opens partitions
         self.group_coordinator.load()
         self.group_coordinator.start()
+        servers = await self._bind_listeners()
+        if any(a.port == 0 for a in self.advertised):
+            self.advertised = [
+                Listener(a.name, a.host, a.port or self.bound_ports.get(a.name, 0))
+                for a in self.advertised
+            ]
+        self._tasks.append(asyncio.create_task(self._maintenance_loop()))
+        if self.cluster is not None:
+            early = {self.control_plane_listener, *self._controller_listeners}
+            await self._start_serving(s for name, s in servers if name in early)
+            self.cluster.start()  # registration: the listeners are bound by now
+            started = time.monotonic()
+            await self.cluster.wait_ready()
+            log.info(
+                "broker %d is ready after %.3f s (registered with epoch %d, unfenced, "
+                "metadata at offset %d): opening the client listeners",
+                self.node_id,
+                time.monotonic() - started,
+                self.cluster.broker_epoch,
+                self.cluster.metadata_cache.metadata_offset,
+            )
+        await self._start_serving(s for _, s in servers)
+        self.plugins.broker_startup(self)
+        log.info(
+            "pydmq node %d serving %s (data in %s, cluster id %s%s)",
+            self.node_id,
+            ", ".join(
+                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
+                for item in self.listeners
+                if item.name in self.bound_ports
+            ),
+            self.log_dir,
+            self.cluster_id,
+            f", roles {','.join(sorted(self.config.process_roles))}" if self.cluster_mode else "",
+        )
+
+    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server]]:
+        """Bind every listener this node serves, without accepting yet (a connection to a
+        bound port that does not listen is refused); returns (listener name, server)."""
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
+        out: list[tuple[str, asyncio.base_events.Server]] = []
         for listener in self.listeners:
             dispatcher = self.dispatcher_for(listener.name)
             if dispatcher is None:
@@ -286,33 +337,21 @@ class Broker:
                 port=listener.port,
                 reuse_address=True,
                 backlog=1024,
+                start_serving=False,
             )
             for sock in server.sockets:
                 with contextlib.suppress(OSError):
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
             self._servers.append(server)
-        if any(a.port == 0 for a in self.advertised):
-            self.advertised = [
-                Listener(a.name, a.host, a.port or self.bound_ports.get(a.name, 0))
-                for a in self.advertised
-            ]
-        self._tasks.append(asyncio.create_task(self._maintenance_loop()))
-        if self.cluster is not None:
-            self.cluster.start()  # registration: the listeners must be bound by now
-        self.plugins.broker_startup(self)
-        log.info(
-            "pydmq node %d serving %s (data in %s, cluster id %s%s)",
-            self.node_id,
-            ", ".join(
-                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
-                for item in self.listeners
-                if item.name in self.bound_ports
-            ),
-            self.log_dir,
-            self.cluster_id,
-            f", roles {','.join(sorted(self.config.process_roles))}" if self.cluster_mode else "",
-        )
+            out.append((listener.name, server))
+        return out
+
+    @staticmethod
+    async def _start_serving(servers: Iterable[asyncio.base_events.Server]) -> None:
+        for server in servers:
+            if not server.is_serving():
+                await server.start_serving()
 
     def dispatcher_for(self, listener_name: str) -> RequestDispatcher | None:
         """Controller listeners get the controller's APIs only, the control-plane listener

@@ -1,15 +1,21 @@
 """``pydmq cluster up|status``: run a local cluster of nodes, and show a cluster's health.
 
 ``up N`` starts N combined broker+controller nodes (``pydmq serve``) as child processes on
-loopback, node ids 1..N, every node a voter; it prints the bootstrap string and waits. Each
-node's control-plane listener (the controller's pushes) is opened by the node itself on an
-ephemeral port unless the plan gives it one (:mod:`pydmq.testing.cluster` does). Ctrl-C
-or SIGTERM stops the nodes (SIGTERM each, then SIGKILL what is left after ``--stop-timeout``).
+loopback, node ids 1..N, every node a voter; it prints the bootstrap string once every node
+is ready (a cluster node opens its client port only then: registered, unfenced, caught up),
+and waits. A node that exits or is not ready within ``--start-timeout`` is reported (the last
+whole lines of its log) and every node is stopped. Each node's control-plane listener (the
+controller's pushes) is opened by the node itself on an ephemeral port unless the plan gives
+it one (:mod:`pydmq.testing.cluster` does). Ctrl-C or SIGTERM stops the nodes (SIGTERM each,
+all at once, then SIGKILL what is left after ``--stop-timeout``).
 
-``status`` asks a broker for Metadata (brokers, partitions) and the active controller for
-DescribeQuorum (voters, observers, lag). Controllers are reached on their controller listener:
-give ``--controller``, or let the command read ``controller.quorum.voters`` from the broker
-with DescribeConfigs.
+``status`` asks a broker for Metadata (brokers, partitions; any reachable one of ``-b`` or
+of the brokers it names) and the active controller for DescribeQuorum (voters, observers,
+lag), and tries each broker's client listener itself: a broker that refuses connections or
+does not answer is shown down even before the controller fenced it, and the partitions it
+hosts as under-replicated (offline when it leads them). Controllers are reached on their
+controller listener: give ``--controller``, or let the command read
+``controller.quorum.voters`` from a broker with DescribeConfigs.
 
 The planning, command-building and stopping helpers here are also used by
 :mod:`pydmq.testing.cluster`.
@@ -34,7 +40,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from pydmq.cli.common import add_bootstrap_argument, format_table, run_guarded
-from pydmq.client import KafkaClient, KafkaError, error_name
+from pydmq.client import BrokerConnection, KafkaClient, KafkaError, error_name
 from pydmq.client.connection import parse_address
 from pydmq.config.broker import DEFAULT_CONTROL_PLANE_LISTENER
 from pydmq.protocol.errors import ErrorCode
@@ -50,7 +56,7 @@ from pydmq.protocol.messages.describe_quorum import (
     ReplicaState,
     TopicData,
 )
-from pydmq.protocol.messages.metadata import MetadataResponse
+from pydmq.protocol.messages.metadata import MetadataResponse, MetadataResponseBroker
 
 __all__ = [
     "CONTROL_PLANE",
@@ -63,6 +69,7 @@ __all__ = [
     "is_listening",
     "node_command",
     "plan_nodes",
+    "probe_brokers",
     "render_status",
     "run_up",
     "spawn",
@@ -75,6 +82,7 @@ CONTROL_PLANE = DEFAULT_CONTROL_PLANE_LISTENER
 DEFAULT_LAUNCHER = (sys.executable, "-m", "pydmq")
 _RESOURCE_BROKER = 4
 _POLL_S = 0.2
+_PROBE_TIMEOUT_S = 2.0  # a broker that does not answer ApiVersions within this is down
 
 
 # -- planning --------------------------------------------------------------------------------------
@@ -258,10 +266,18 @@ def stop_processes(
 
 
 def log_tail(path: Path, size: int = 2000) -> str:
+    """The whole lines among the last ``size`` bytes of a node's log."""
     try:
-        return path.read_bytes()[-size:].decode(errors="replace")
+        with open(path, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            start = max(0, log.tell() - size)
+            log.seek(start)
+            data = log.read()
     except OSError:
         return "(no log)"
+    if start > 0:
+        data = data.partition(b"\n")[2]  # the first line is cut: drop it
+    return data.decode(errors="replace")
 
 
 # -- pydmq cluster up --------------------------------------------------------------------------------
@@ -282,7 +298,8 @@ def run_up(
 ) -> int:
     """Start the nodes, wait until told to stop (SIGTERM/SIGINT or ``stop_event``), stop them.
 
-    Returns 0 after a requested stop, 1 when every node died by itself or none came up.
+    Returns 0 after a requested stop, 1 when a node died or was not ready within
+    ``start_timeout`` (then every node is stopped), or when every node died later.
     """
 
     def say(text: str) -> None:
@@ -325,24 +342,32 @@ def run_up(
                 f"node {spec.node_id}: pid {processes[spec.node_id].pid}, client {spec.bootstrap},"
                 f" controller {spec.controller_address}, data {spec.data_dir}"
             )
-        deadline = time.monotonic() + start_timeout
+        started = time.monotonic()
+        deadline = started + start_timeout
         waiting = {s.node_id for s in specs}
-        while waiting and time.monotonic() < deadline:
+        while waiting and not reported and time.monotonic() < deadline:
+            if stop_event is not None and stop_event.is_set():
+                return 0
             report_exits()
-            waiting = {
-                i
-                for i in waiting
-                if i not in reported and not is_listening(by_id[i].host, by_id[i].port)
-            }
+            # A cluster node's client port opens only once the node is ready.
+            waiting = {i for i in waiting if not is_listening(by_id[i].host, by_id[i].port)}
             if waiting:
                 time.sleep(_POLL_S)
         report_exits()
-        up = [s for s in specs if s.node_id not in reported and s.node_id not in waiting]
-        for node_id in sorted(waiting - reported):
-            say(f"node {node_id} is not listening after {start_timeout:g} s")
-        if not up:
-            say("no node came up")
+        if reported or waiting:
+            after = "yet" if reported else f"after {start_timeout:g} s"
+            for node_id in sorted(waiting - reported):
+                spec = by_id[node_id]
+                say(f"node {node_id} is not ready {after}; log {spec.log_path}")
+                tail = log_tail(spec.log_path, 600).strip()
+                if tail:
+                    say("  " + tail.replace("\n", "\n  "))
+            say("the cluster did not come up")
             return 1
+        say(
+            f"ready in {time.monotonic() - started:.1f} s (every node registered, unfenced and "
+            "serving clients)"
+        )
         say(f"bootstrap: {','.join(s.bootstrap for s in specs)}")
         say(f"controllers: {voters_of(specs)}")
         say(f"status: pydmq cluster status -b {specs[0].bootstrap}")
@@ -365,9 +390,10 @@ def run_up(
         try:
             if processes:
                 say(f"stopping {len(processes)} node(s)")
+                stopping = time.monotonic()
                 for node_id in stop_processes(processes, stop_timeout):
                     say(f"node {node_id} did not stop within {stop_timeout:g} s: killed")
-                say("stopped")
+                say(f"stopped in {time.monotonic() - stopping:.2f} s")
         finally:
             if in_main:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
@@ -493,20 +519,39 @@ def render_status(
     *,
     quorum_note: str | None = None,
     now_ms: int | None = None,
+    down: Mapping[int, str] | None = None,
 ) -> str:
     """The report ``pydmq cluster status`` prints (pure: responses in, text out).
 
     ``quorum_note`` explains a missing quorum answer; ``now_ms`` turns fetch timestamps into
-    ages.
+    ages; ``down`` maps the brokers found down (listed in the metadata but not answering) to
+    why. A replica on a down broker, or on a node the metadata does not list alive, counts
+    as missing: its partition is under-replicated (offline when it is the leader) even while
+    the ISR still names it.
     """
+    down = dict(down or {})
     lines = [f"Cluster: {metadata.cluster_id or '-'}  controller: {metadata.controller_id}"]
     lines += _render_quorum(quorum, quorum_note, now_ms)
     brokers = sorted(metadata.brokers, key=lambda b: b.node_id)
-    lines.append(f"Brokers ({len(brokers)}):")
-    table = format_table(
-        ["ID", "ADDRESS", "RACK"],
-        [[b.node_id, format_address(b.host, b.port), b.rack or "-"] for b in brokers],
-    )
+    listed = {b.node_id for b in brokers}
+    replicas = {r for t in metadata.topics for p in t.partitions for r in p.replica_nodes}
+    unlisted = sorted(replicas - listed)
+    rows: list[list[object]] = [
+        [
+            b.node_id,
+            format_address(b.host, b.port),
+            b.rack or "-",
+            f"down ({down[b.node_id]})" if b.node_id in down else "up",
+        ]
+        for b in brokers
+    ]
+    rows += [[node, "-", "-", "not alive (fenced or not registered)"] for node in unlisted]
+    missing = set(down) | set(unlisted)
+    count = f"{len(rows)}"
+    if missing:
+        count += f": {len(rows) - len(missing)} up, {len(missing)} down"
+    lines.append(f"Brokers ({count}):")
+    table = format_table(["ID", "ADDRESS", "RACK", "STATUS"], rows)
     lines += ["  " + line for line in table.splitlines()]
     under: list[list[object]] = []
     offline: list[list[object]] = []
@@ -514,26 +559,61 @@ def render_status(
     for topic in sorted(metadata.topics, key=lambda t: t.name or ""):
         for p in sorted(topic.partitions, key=lambda p: p.partition_index):
             partitions += 1
+            gone = sorted(set(p.offline_replicas) | {r for r in p.replica_nodes if r in missing})
             row: list[object] = [
                 topic.name,
                 p.partition_index,
                 p.leader_id,
                 _ids(p.replica_nodes),
                 _ids(p.isr_nodes),
-                _ids(p.offline_replicas),
+                _ids(gone),
             ]
-            if p.leader_id < 0:
+            if p.leader_id < 0 or p.leader_id in missing:
                 offline.append(row)
-            elif len(p.isr_nodes) < len(p.replica_nodes):
+            elif len(p.isr_nodes) < len(p.replica_nodes) or gone:
                 under.append(row)
     header = ["TOPIC", "PARTITION", "LEADER", "REPLICAS", "ISR", "OFFLINE"]
-    for title, rows in (("Under-replicated partitions", under), ("Offline partitions", offline)):
-        if not rows:
+    for title, table_rows in (
+        ("Under-replicated partitions", under),
+        ("Offline partitions", offline),
+    ):
+        if not table_rows:
             lines.append(f"{title}: none (of {partitions})")
             continue
-        lines.append(f"{title} ({len(rows)} of {partitions}):")
-        lines += ["  " + line for line in format_table(header, rows).splitlines()]
+        lines.append(f"{title} ({len(table_rows)} of {partitions}):")
+        lines += ["  " + line for line in format_table(header, table_rows).splitlines()]
     return "\n".join(lines)
+
+
+def probe_brokers(brokers: Sequence[MetadataResponseBroker], timeout: float) -> dict[int, str]:
+    """Connect to each broker's listener (ApiVersions) at once; the ones that refuse, time
+    out or break the connection, with the reason. Threads: one per broker, joined here."""
+    down: dict[int, str] = {}
+
+    def probe(broker: MetadataResponseBroker) -> None:
+        connection = BrokerConnection(broker.host, broker.port, timeout=timeout)
+        try:
+            connection.connect()
+        except KafkaError as exc:
+            down[broker.node_id] = _why_down(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=probe, args=(b,), daemon=True) for b in brokers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout + 1.0)
+    return down
+
+
+def _why_down(exc: KafkaError) -> str:
+    cause = exc.__cause__
+    if isinstance(cause, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(cause, TimeoutError) or "timed out" in exc.message:
+        return "no answer"
+    return exc.message or exc.name
 
 
 def describe_quorum(
@@ -597,12 +677,13 @@ def _run_status(args: argparse.Namespace) -> int:
                 parse_address(address)  # raises ValueError early on a malformed address
             if not controllers:
                 controllers = discover_controllers(client, metadata)
+        down = probe_brokers(metadata.brokers, min(args.timeout, _PROBE_TIMEOUT_S))
         if controllers:
             quorum, note = describe_quorum(controllers, args.timeout)
         else:
             quorum, note = None, "single-node mode or unknown (pass --controller HOST:PORT)"
         now_ms = int(time.time() * 1000)
-        print(render_status(metadata, quorum, quorum_note=note, now_ms=now_ms))
+        print(render_status(metadata, quorum, quorum_note=note, now_ms=now_ms, down=down))
         return 0
 
     return run_guarded("cluster status", body)
@@ -650,7 +731,10 @@ def add_parser(sub: Any) -> None:
         help="a property for every node (repeatable)",
     )
     up.add_argument(
-        "--start-timeout", type=float, default=30.0, help="seconds to wait for the nodes to listen"
+        "--start-timeout",
+        type=float,
+        default=30.0,
+        help="seconds to wait for every node to be ready",
     )
     up.add_argument(
         "--stop-timeout",

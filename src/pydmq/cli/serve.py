@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import errno
 import logging
 import os
@@ -119,14 +120,12 @@ def _reload_failpoints() -> None:
 
 
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
+    """Start a node, serve until SIGTERM/SIGINT, stop it. A signal during start-up (a cluster
+    node waits for its quorum before it serves clients) stops the node as well."""
     from pydmq.broker.server import Broker
 
     started = time.perf_counter()
     broker = Broker(config)
-    await broker.start()
-    log.info("ready in %.3f s on %s", time.perf_counter() - started, broker.bootstrap())
-    if ready is not None:
-        ready.set()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -134,6 +133,20 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     if os.environ.get("PYDMQ_FAILPOINTS_FILE"):
         loop.add_signal_handler(signal.SIGUSR2, _reload_failpoints)
     try:
+        starting = asyncio.ensure_future(broker.start())
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            log.info("stopping before the node was ready")
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            return
+        stopping.cancel()
+        starting.result()
+        log.info("ready in %.3f s on %s", time.perf_counter() - started, broker.bootstrap())
+        if ready is not None:
+            ready.set()
         await stop.wait()
     finally:
         await broker.stop()

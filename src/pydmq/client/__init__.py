@@ -18,6 +18,7 @@ from pydmq.client.consumer import (
     parse_fetched_records,
 )
 from pydmq.client.errors import (
+    BrokerUnreachableError,
     KafkaConnectionError,
     KafkaError,
     UnsupportedApiError,
@@ -34,6 +35,7 @@ __all__ = [
     "READ_UNCOMMITTED",
     "ApiKey",
     "BrokerConnection",
+    "BrokerUnreachableError",
     "ConsumedRecord",
     "Consumer",
     "DeliveryReport",

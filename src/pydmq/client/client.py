@@ -1,4 +1,13 @@
-"""KafkaClient: bootstrap, per-node connections, metadata and a few typed helpers."""
+"""KafkaClient: bootstrap, per-node connections, metadata and a few typed helpers.
+
+A dead broker does not stop the client while another one answers (librdkafka behaves the
+same): requests without a node go to any reachable broker, the bootstrap servers first, then
+the brokers the last Metadata named, those that failed recently last; a request whose
+connection could not be opened goes to the next one, and so does a read-only request
+(Metadata, ListOffsets, Describe*...) whose connection broke after it was sent. Requests for
+a partition's leader (ListOffsets here, Produce and Fetch in :mod:`.producer` and
+:mod:`.consumer`) refresh the metadata and try the new leader when the old one is gone.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +20,12 @@ from types import TracebackType
 from typing import Any, Final, TypeVar
 
 from pydmq.client.connection import DEFAULT_TIMEOUT, BrokerConnection, parse_address
-from pydmq.client.errors import KafkaConnectionError, KafkaError, raise_for_error
+from pydmq.client.errors import (
+    BrokerUnreachableError,
+    KafkaConnectionError,
+    KafkaError,
+    raise_for_error,
+)
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.list_offsets import (
@@ -40,6 +54,14 @@ R = TypeVar("R")
 EARLIEST: Final = -2
 LATEST: Final = -1
 _ZERO_UUID: Final = uuid.UUID(int=0)
+# An address whose connection failed is tried after the others for this long.
+_AVOID_FAILED_S: Final = 10.0
+_RETRY_BACKOFF_S: Final = 0.1
+_RETRY_BACKOFF_MAX_S: Final = 1.0
+# Requests that change nothing: sent again to another broker when the connection broke
+# after they were sent (Metadata, ListOffsets, OffsetFetch, FindCoordinator, DescribeGroups,
+# ListGroups, ApiVersions, DescribeConfigs, DescribeLogDirs, DescribeQuorum, DescribeCluster).
+_READ_ONLY_APIS: Final = frozenset({2, 3, 9, 10, 15, 16, 18, 32, 35, 55, 60})
 
 
 class ApiKey:
@@ -90,9 +112,9 @@ class TopicInfo:
 class KafkaClient:
     """A synchronous Kafka client: ``KafkaClient("127.0.0.1:9092").send(key, request)``.
 
-    ``bootstrap`` is a comma-separated list of ``host:port``; the first reachable one is used
-    until metadata names the cluster's brokers. Requests for a specific broker take
-    ``node_id``; without it they go to the bootstrap connection.
+    ``bootstrap`` is a comma-separated list of ``host:port``. Requests for a specific broker
+    take ``node_id``; without it they go to any reachable broker (the module docstring says
+    which, and when a request is sent again elsewhere). Owned by one thread.
     """
 
     def __init__(
@@ -116,6 +138,7 @@ class KafkaClient:
         self.topics: dict[str, TopicInfo] = {}
         self._bootstrap_conn: BrokerConnection | None = None
         self._nodes: dict[int, BrokerConnection] = {}
+        self._failed_at: dict[tuple[str, int], float] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -141,21 +164,42 @@ class KafkaClient:
         )
 
     def connect(self) -> BrokerConnection:
-        """The bootstrap connection (opened and negotiated on first use)."""
+        """A connection to any reachable broker (opened and negotiated on first use):
+        the bootstrap servers first, then the brokers the metadata names, those that failed
+        recently last. Raises BrokerUnreachableError when none answers."""
         conn = self._bootstrap_conn
         if conn is not None and conn.connected:
             return conn
+        self._bootstrap_conn = None
         errors: list[str] = []
-        for host, port in self.bootstrap:
+        for host, port in self._candidates():
             conn = self._new_conn(host, port)
             try:
                 conn.connect()
             except KafkaConnectionError as exc:
+                self._failed((host, port))
                 errors.append(exc.message)
                 continue
+            self._failed_at.pop((host, port), None)
             self._bootstrap_conn = conn
             return conn
-        raise KafkaConnectionError("; ".join(errors) or "no bootstrap server reachable")
+        raise BrokerUnreachableError("; ".join(errors) or "no bootstrap server reachable")
+
+    def _candidates(self) -> list[tuple[str, int]]:
+        """Addresses to try, in order: bootstrap, then metadata brokers; recent failures last
+        (the oldest failure first)."""
+        addresses = list(dict.fromkeys([*self.bootstrap, *self.brokers.values()]))
+        now = time.monotonic()
+        fresh = [
+            a
+            for a in addresses
+            if self._failed_at.get(a, -_AVOID_FAILED_S) + _AVOID_FAILED_S <= now
+        ]
+        failed = sorted((a for a in addresses if a not in fresh), key=self._failed_at.__getitem__)
+        return fresh + failed
+
+    def _failed(self, address: tuple[str, int]) -> None:
+        self._failed_at[address] = time.monotonic()
 
     def close(self) -> None:
         for conn in self._nodes.values():
@@ -166,7 +210,7 @@ class KafkaClient:
             self._bootstrap_conn = None
 
     def connection(self, node_id: int | None = None) -> BrokerConnection:
-        """The connection to ``node_id`` (None: the bootstrap connection)."""
+        """The connection to ``node_id`` (None: any reachable broker, see :meth:`connect`)."""
         if node_id is None:
             return self.connect()
         conn = self._nodes.get(node_id)
@@ -183,7 +227,11 @@ class KafkaClient:
             conn = boot
         else:
             conn = self._new_conn(*address)
-            conn.connect()
+            try:
+                conn.connect()
+            except KafkaConnectionError:
+                self._failed(address)
+                raise
         self._nodes[node_id] = conn
         return conn
 
@@ -213,10 +261,35 @@ class KafkaClient:
         expect_response: bool = True,
         timeout: float | None = None,
     ) -> Any:
-        """Send one request and return the decoded response object."""
-        return self.connection(node_id).send(
-            api_key, request, version=version, expect_response=expect_response, timeout=timeout
-        )
+        """Send one request and return the decoded response object.
+
+        Without ``node_id``, a request that could not be sent, or a read-only one whose
+        connection broke, is sent again to the next reachable broker.
+        """
+        if node_id is not None:
+            return self.connection(node_id).send(
+                api_key, request, version=version, expect_response=expect_response, timeout=timeout
+            )
+        tries = max(1, len(self._candidates()))
+        attempt = 0
+        while True:
+            attempt += 1
+            conn = self.connect()
+            try:
+                return conn.send(
+                    api_key,
+                    request,
+                    version=version,
+                    expect_response=expect_response,
+                    timeout=timeout,
+                )
+            except KafkaConnectionError as exc:
+                self._failed((conn.host, conn.port))
+                self._bootstrap_conn = None
+                conn.close()
+                again = isinstance(exc, BrokerUnreachableError) or api_key in _READ_ONLY_APIS
+                if not again or attempt >= tries:
+                    raise
 
     def call(self, request: Any, response_type: type[R], *, node_id: int | None = None) -> R:
         """Typed :meth:`send`: the API key comes from the request's type."""
@@ -317,37 +390,85 @@ class KafkaClient:
         timestamps: dict[int, int],
         *,
         isolation_level: int = 0,
+        partial: bool = False,
     ) -> dict[int, tuple[int, int]]:
         """ListOffsets for ``{partition: timestamp}`` (EARLIEST, LATEST or a time in ms).
 
         Returns ``{partition: (offset, timestamp)}``; offset is -1 when no record has a
-        timestamp at or after the one asked for. Each partition is asked of its leader.
+        timestamp at or after the one asked for. Each partition is asked of its leader; when
+        the leader cannot be reached or is no longer the leader, the metadata is refreshed
+        and the new leader asked, until the client's timeout. With ``partial``, partitions
+        without a leader, or still failing at the timeout, are left out instead of raising.
         """
-        by_leader: dict[int, dict[int, int]] = {}
-        for partition, ts in timestamps.items():
-            by_leader.setdefault(self.leader_for(topic, partition), {})[partition] = ts
+        deadline = time.monotonic() + self.timeout
+        backoff = _RETRY_BACKOFF_S
         out: dict[int, tuple[int, int]] = {}
-        for leader, wanted in by_leader.items():
-            request = ListOffsetsRequest(
-                replica_id=-1,
-                isolation_level=isolation_level,
-                topics=[
-                    ListOffsetsTopic(
-                        name=topic,
-                        partitions=[
-                            ListOffsetsPartition(partition_index=p, timestamp=ts)
-                            for p, ts in sorted(wanted.items())
-                        ],
-                    )
-                ],
-                timeout=int(self.timeout * 1000),
-            )
-            response = self.call(request, ListOffsetsResponse, node_id=leader)
-            for t in response.topics:
-                for p in t.partitions:
-                    raise_for_error(p.error_code, f"{topic}-{p.partition_index}")
-                    out[p.partition_index] = (p.offset, p.timestamp)
-        return out
+        pending = dict(timestamps)
+        while True:
+            failed: dict[int, KafkaError] = {}
+            by_leader: dict[int, dict[int, int]] = {}
+            for partition, ts in pending.items():
+                try:
+                    by_leader.setdefault(self.leader_for(topic, partition), {})[partition] = ts
+                except KafkaError as exc:
+                    if partial and exc.code == ErrorCode.LEADER_NOT_AVAILABLE:
+                        continue  # no leader to ask
+                    if not exc.retriable:
+                        raise
+                    failed[partition] = exc
+            for leader, wanted in by_leader.items():
+                try:
+                    answers = self._list_offsets_of(leader, topic, wanted, isolation_level)
+                except KafkaConnectionError as exc:
+                    failed.update(dict.fromkeys(wanted, exc))
+                    continue
+                for partition, (code, offset, timestamp) in answers.items():
+                    if code == ErrorCode.NONE:
+                        out[partition] = (offset, timestamp)
+                        continue
+                    error = KafkaError(code, f"{topic}-{partition}")
+                    if not error.retriable:
+                        raise error
+                    failed[partition] = error
+            if not failed:
+                return out
+            if time.monotonic() + backoff > deadline:
+                if partial:
+                    return out
+                raise next(iter(failed.values()))
+            time.sleep(backoff)
+            backoff = min(2 * backoff, _RETRY_BACKOFF_MAX_S)
+            try:
+                self.refresh_metadata([topic])
+            except KafkaConnectionError:
+                if time.monotonic() >= deadline:
+                    raise
+            pending = {p: timestamps[p] for p in failed}
+
+    def _list_offsets_of(
+        self, leader: int, topic: str, wanted: dict[int, int], isolation_level: int
+    ) -> dict[int, tuple[int, int, int]]:
+        """One ListOffsets to ``leader``: ``{partition: (error code, offset, timestamp)}``."""
+        request = ListOffsetsRequest(
+            replica_id=-1,
+            isolation_level=isolation_level,
+            topics=[
+                ListOffsetsTopic(
+                    name=topic,
+                    partitions=[
+                        ListOffsetsPartition(partition_index=p, timestamp=ts)
+                        for p, ts in sorted(wanted.items())
+                    ],
+                )
+            ],
+            timeout=int(self.timeout * 1000),
+        )
+        response = self.call(request, ListOffsetsResponse, node_id=leader)
+        return {
+            p.partition_index: (p.error_code, p.offset, p.timestamp)
+            for t in response.topics
+            for p in t.partitions
+        }
 
     def topic_id(self, topic: str) -> uuid.UUID:
         return self.topic(topic).topic_id

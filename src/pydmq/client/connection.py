@@ -12,7 +12,12 @@ import socket
 import struct
 from typing import Any, Final
 
-from pydmq.client.errors import KafkaConnectionError, KafkaError, UnsupportedApiError
+from pydmq.client.errors import (
+    BrokerUnreachableError,
+    KafkaConnectionError,
+    KafkaError,
+    UnsupportedApiError,
+)
 from pydmq.protocol.errors import ErrorCode, ProtocolError
 from pydmq.protocol.headers import request_header_version, response_header_version
 from pydmq.protocol.messages import API_SCHEMAS, ApiSchema
@@ -82,13 +87,14 @@ class BrokerConnection:
     # -- lifecycle ----------------------------------------------------------------------------
 
     def connect(self) -> None:
-        """Open the socket and negotiate versions with ApiVersions."""
+        """Open the socket and negotiate versions with ApiVersions; BrokerUnreachableError
+        when no connection can be opened."""
         if self._sock is not None:
             return
         try:
             sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         except OSError as exc:
-            raise KafkaConnectionError(
+            raise BrokerUnreachableError(
                 f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydmq.protocol.errors import ErrorCode, retriable
 
 __all__ = [
+    "BrokerUnreachableError",
     "KafkaConnectionError",
     "KafkaError",
     "UnsupportedApiError",
@@ -40,6 +41,11 @@ class KafkaConnectionError(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.NETWORK_EXCEPTION, message)
+
+
+class BrokerUnreachableError(KafkaConnectionError):
+    """No connection could be opened (refused, unreachable, timed out): nothing was sent, so
+    the request may go to another broker as it is."""
 
 
 class UnsupportedApiError(KafkaError):

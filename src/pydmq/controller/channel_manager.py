@@ -21,6 +21,10 @@ STALE_CONTROLLER_EPOCH to a deposed controller, which then simply stops being ac
 that has not confirmed this controller's epoch with the quorum yet (NOT_CONTROLLER) or has not
 received its registration epoch yet (STALE_BROKER_EPOCH) applied nothing: the channel backs
 off and sends the FULL state again, as after a lost connection, until the broker accepts it.
+
+A broker whose control-plane listener refuses the connection is reported to ``on_refused``
+(broker id and epoch): its process is gone, and the runtime fences it without waiting out its
+session (see :meth:`ControllerRuntime.broker_refused`).
 """
 
 from __future__ import annotations
@@ -34,7 +38,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from pydmq.controller.propagation import BrokerPush, delta_pushes, full_push
-from pydmq.net.client import NodeConnection, NodeConnectionError
+from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
 from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -169,6 +173,8 @@ class BrokerChannel:
                 self.broker_id,
                 exc,
             )
+            if _refused(exc):
+                self.manager.on_refused(self.broker_id, self.broker_epoch)
             return _Outcome.LOST
         self.sent_requests += 1
         error = getattr(response, "error_code", ErrorCode.NONE)
@@ -203,6 +209,13 @@ class BrokerChannel:
         return _Outcome.DELIVERED
 
 
+def _refused(exc: NodeConnectionError) -> bool:
+    """The connection attempt was refused (nothing listens there), not timed out or lost."""
+    return isinstance(exc, NodeUnreachableError) and isinstance(
+        exc.__cause__, ConnectionRefusedError
+    )
+
+
 def _error_name(code: int) -> str:
     try:
         return ErrorCode(code).name
@@ -221,6 +234,7 @@ class ControllerChannelManager:
         control_plane_listener_name: str,
         inter_broker_listener_name: str,
         image_provider: Callable[[], MetadataImage],
+        on_refused: Callable[[int, int], None] = lambda broker_id, broker_epoch: None,
         request_timeout: float = 30.0,
         connect_timeout: float = 2.0,
         retry_backoff_ms: int = 100,
@@ -232,6 +246,7 @@ class ControllerChannelManager:
         self.control_plane_listener_name = control_plane_listener_name
         self.inter_broker_listener_name = inter_broker_listener_name
         self.current_image = image_provider
+        self.on_refused = on_refused
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
         self.retry_backoff_ms = retry_backoff_ms

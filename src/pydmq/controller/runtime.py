@@ -247,8 +247,11 @@ class ControllerRuntime:
         # offset -> futures resolved once the entry at that offset is applied
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
         self._heartbeat_connections: dict[int, int] = {}
-        # Brokers whose heartbeat connection closed and that have not heartbeated since.
+        # Brokers whose heartbeat connection closed, or whose control-plane listener refused
+        # this controller's channel, and that have not heartbeated since.
         self._closed_sessions: set[int] = set()
+        # Set when a session was expired early: the fencing loop judges at once.
+        self._judge_now = asyncio.Event()
         self._leader_epoch: int | None = None  # Raft epoch in which we lead, if we do
         self._epoch_start_offset = -1  # the leader-change entry of that epoch
         self._active = False
@@ -488,6 +491,7 @@ class ControllerRuntime:
             control_plane_listener_name=self.control_plane_listener_name,
             inter_broker_listener_name=self.inter_broker_listener_name,
             image_provider=lambda: self.image,
+            on_refused=self.broker_refused,
         )
         self._channels.start()
         self._active_tasks = [
@@ -552,7 +556,9 @@ class ControllerRuntime:
         period = max(0.05, min(1.0, self.session_timeout_ms / 4000))
         judge = SessionJudge(int(period * 1000), self.session_timeout_ms, self.driver.now_ms())
         while self._active and self.epoch == epoch:
-            await asyncio.sleep(period)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._judge_now.wait(), period)
+            self._judge_now.clear()
             if not self._active:
                 return
             now = self.driver.now_ms()
@@ -584,7 +590,8 @@ class ControllerRuntime:
                 continue
             if fenced:
                 log.info(
-                    "controller %d fenced brokers %s (no heartbeat for %d ms)",
+                    "controller %d fenced brokers %s (session expired: no heartbeat for %d "
+                    "ms, or its connection closed or refused)",
                     self.node_id,
                     fenced,
                     self.session_timeout_ms,
@@ -671,15 +678,41 @@ class ControllerRuntime:
     def connection_closed(self, connection_id: int) -> None:
         """A connection to the controller listener closed. If a broker heartbeated on it, its
         process most likely died (kill -9 closes its sockets): its session is treated as
-        expired, so the fencing loop fences it within one period instead of waiting out
+        expired, so the fencing loop fences it at once instead of waiting out
         ``broker.session.timeout.ms``. A live broker reconnects, heartbeats and is unfenced
         again once caught up, as after any fencing."""
-        expired = self.driver.now_ms() - self.session_timeout_ms - 1
         for broker_id, conn in list(self._heartbeat_connections.items()):
             if conn == connection_id:
                 del self._heartbeat_connections[broker_id]
-                self._closed_sessions.add(broker_id)
-                if broker_id in self.last_heartbeat_ms:
-                    self.last_heartbeat_ms[broker_id] = min(
-                        self.last_heartbeat_ms[broker_id], expired
-                    )
+                self._expire_session(broker_id)
+
+    def broker_refused(self, broker_id: int, broker_epoch: int) -> None:
+        """This controller's channel found ``broker_id``'s control-plane listener refusing
+        connections. A broker opens that listener before it registers and closes it only when
+        it stops, so the registered incarnation's process is gone: its session is treated as
+        expired, as for a closed heartbeat connection. This is what a new active controller
+        learns of a broker that died with the old one (a combined node killed while it was
+        the active controller): it never heard that broker, and would otherwise wait out a
+        whole session from its activation before fencing it. A paused or cut-off broker times
+        out instead of refusing, and keeps its session."""
+        broker = self.image.brokers.get(broker_id)
+        if broker is None or broker.epoch != broker_epoch or broker.fenced:
+            return
+        if broker_id not in self._closed_sessions:
+            log.info(
+                "controller %d: broker %d (epoch %d) refuses connections; fencing it",
+                self.node_id,
+                broker_id,
+                broker_epoch,
+            )
+        self._heartbeat_connections.pop(broker_id, None)
+        self._expire_session(broker_id)
+
+    def _expire_session(self, broker_id: int) -> None:
+        """Treat ``broker_id``'s session as expired until it heartbeats again, and have the
+        fencing loop judge at once."""
+        self._closed_sessions.add(broker_id)
+        if broker_id in self.last_heartbeat_ms:
+            expired = self.driver.now_ms() - self.session_timeout_ms - 1
+            self.last_heartbeat_ms[broker_id] = min(self.last_heartbeat_ms[broker_id], expired)
+            self._judge_now.set()

@@ -167,8 +167,9 @@ class ClusterNode(BrokerProcess):
         self.paused = False
 
     def wait_listening(self, deadline: float) -> None:
-        """Until every listener accepts connections; raises if the process exits or time runs
-        out."""
+        """Until every listener accepts connections, which means the node is ready: a cluster
+        node opens its client port only once registered, unfenced and caught up with the
+        controller's metadata. Raises if the process exits or time runs out."""
         ports = [p for p in (self.port, self.controller_port, self.control_plane_port) if p]
         while True:
             if self.process is None or self.process.poll() is not None:
@@ -284,7 +285,8 @@ class ClusterProcess:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self, timeout: float = 60.0) -> ClusterProcess:
-        """Spawn every node, then wait (up to ``timeout`` in all) for all to listen."""
+        """Spawn every node, then wait (up to ``timeout`` in all) for all to be ready (to
+        listen on every port)."""
         try:
             for node in self.nodes.values():
                 node.spawn()

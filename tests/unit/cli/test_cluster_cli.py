@@ -239,7 +239,8 @@ def test_up_starts_waits_and_stops_every_node(tmp_path: Path) -> None:
 
 def test_up_reports_dead_nodes_and_exits_when_all_died(tmp_path: Path) -> None:
     specs = _fake_specs(tmp_path, 2)
-    runner = _Runner(specs, _commands(specs, **{"fake.exit.after.ms": 300}))
+    # Both nodes listen (are ready) well before they die, so the cluster comes up first.
+    runner = _Runner(specs, _commands(specs, **{"fake.exit.after.ms": 2000}))
     assert runner.join() == 1
     text = runner.out.getvalue()
     assert "node 1 (pid" in text and "exited with code 3" in text
@@ -426,14 +427,44 @@ def test_render_status() -> None:
     assert lines[5].split()[:4] == ["3", "Follower", "100", "25"]
     assert lines[6].split() == ["4", "Observer", "90", "35", "-", "-"]
     assert lines[7] == "  endpoints: 2: CONTROLLER 127.0.0.1:19093"
-    assert lines[8] == "Brokers (2):"
-    assert lines[10].split() == ["1", "127.0.0.1:9092", "-"]
-    assert lines[11].split() == ["2", "127.0.0.1:9093", "r2"]
-    assert lines[12] == "Under-replicated partitions (1 of 4):"
-    assert lines[14].split() == ["orders", "1", "2", "2,3,1", "2,1", "-"]
-    assert lines[15] == "Offline partitions (1 of 4):"
-    assert lines[17].split() == ["orders", "2", "-1", "3", "-", "3"]
-    assert len(lines) == 18
+    # node 3 hosts replicas but is not alive in the metadata: down, its replicas missing
+    assert lines[8] == "Brokers (3: 2 up, 1 down):"
+    assert lines[10].split() == ["1", "127.0.0.1:9092", "-", "up"]
+    assert lines[11].split() == ["2", "127.0.0.1:9093", "r2", "up"]
+    assert lines[12].split() == [
+        "3",
+        "-",
+        "-",
+        "not",
+        "alive",
+        "(fenced",
+        "or",
+        "not",
+        "registered)",
+    ]
+    assert lines[13] == "Under-replicated partitions (2 of 4):"
+    assert lines[15].split() == ["orders", "0", "1", "1,2,3", "1,2,3", "3"]
+    assert lines[16].split() == ["orders", "1", "2", "2,3,1", "2,1", "3"]
+    assert lines[17] == "Offline partitions (1 of 4):"
+    assert lines[19].split() == ["orders", "2", "-1", "3", "-", "3"]
+    assert len(lines) == 20
+
+
+def test_render_status_shows_a_dead_broker_down_before_it_is_fenced() -> None:
+    """A broker the metadata still lists alive (the controller has not fenced it yet) but
+    whose listener refuses connections: down, the partitions it leads offline and the ones
+    it follows under-replicated, although their ISR still names it."""
+    text = render_status(_metadata(), None, down={2: "connection refused"})
+    lines = text.splitlines()
+    assert "Brokers (3: 1 up, 2 down):" in lines
+    assert ["2", "127.0.0.1:9093", "r2", "down", "(connection", "refused)"] in [
+        line.split() for line in lines
+    ]
+    under = lines.index("Under-replicated partitions (2 of 4):")
+    assert lines[under + 2].split() == ["audit", "0", "1", "1,2", "1,2", "2"]
+    assert lines[under + 3].split() == ["orders", "0", "1", "1,2,3", "1,2,3", "2,3"]
+    offline = lines.index("Offline partitions (2 of 4):")
+    assert lines[offline + 2].split() == ["orders", "1", "2", "2,3,1", "2,1", "2,3"]
 
 
 def test_render_status_healthy_and_quorum_problems() -> None:

@@ -73,6 +73,7 @@ class BrokerLifecycleManager:
         heartbeat_interval_ms: int,
         metadata_offset: Callable[[], int],
         log_dirs_offline: Callable[[], bool] = lambda: False,
+        on_fenced_changed: Callable[[bool], None] = lambda fenced: None,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -82,6 +83,7 @@ class BrokerLifecycleManager:
         self.heartbeat_interval = heartbeat_interval_ms / 1000
         self._metadata_offset = metadata_offset
         self._log_dirs_offline = log_dirs_offline
+        self._on_fenced_changed = on_fenced_changed
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self._previous_epoch = -1
@@ -133,6 +135,8 @@ class BrokerLifecycleManager:
                 raise
             except Exception:
                 log.exception("broker %d: lifecycle request failed", self.broker_id)
+            if not self._running:
+                return  # stopped while the request was in flight (see ReplicaFetcher.stop)
             self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.heartbeat_interval)
@@ -216,10 +220,13 @@ class BrokerLifecycleManager:
         self._set_fenced(response.is_fenced)
 
     def _set_fenced(self, fenced: bool) -> None:
-        if fenced != self.fenced:
+        changed = fenced != self.fenced
+        if changed:
             log.info("broker %d is now %s", self.broker_id, "fenced" if fenced else "unfenced")
         self.fenced = fenced
         if fenced:
             self.unfenced.clear()
         else:
             self.unfenced.set()
+        if changed:
+            self._on_fenced_changed(fenced)

@@ -73,6 +73,7 @@ LEADER_AND_ISR_FULL = FULL
 CONTROLLED_SHUTDOWN_API = 7
 CONTROLLED_SHUTDOWN_VERSION = 3
 _NO_LEADER = -1
+_READY_REPORT_S = 30.0
 
 # Called with (partition, is_leader) after a partition became leader or follower here.
 LeadershipListener = Callable[[TopicPartition, bool], None]
@@ -108,6 +109,7 @@ class BrokerCluster:
             heartbeat_interval_ms=config.get_int("broker.heartbeat.interval.ms"),
             metadata_offset=lambda: self.metadata_cache.metadata_offset,
             log_dirs_offline=broker.replica_manager.check_log_dirs,
+            on_fenced_changed=lambda fenced: self._maybe_ready(),
         )
         broker.replica_manager.log_dir_failure_listeners.append(self._log_dir_failed)
         fetch_max = config.get_int("replica.fetch.max.bytes")
@@ -136,6 +138,8 @@ class BrokerCluster:
             client=self.controller_client,
         )
         self.pending: dict[TopicPartition, _Pending] = {}
+        # Set once, when this broker may serve clients (see wait_ready).
+        self.ready = asyncio.Event()
         self.leadership_listeners: list[LeadershipListener] = []
         self.controller_epochs = ControllerEpochVerifier(
             local=self._local_raft_view, ask_voters=self.controller_client.quorum_views
@@ -188,10 +192,46 @@ class BrokerCluster:
         self.lifecycle.start()
         self.alter_partition.start()
 
+    async def wait_ready(self) -> None:
+        """Until this broker may serve clients: registered, unfenced, and serving the
+        controller's metadata (an UpdateMetadata at or after its registration applied, its
+        FULL state first, that lists this broker alive). Kafka's broker likewise waits to be
+        caught up and unfenced before it starts its data-plane acceptors. Without a quorum this
+        waits for ever, saying so every ``_READY_REPORT_S`` seconds."""
+        while True:
+            try:
+                await asyncio.wait_for(self.ready.wait(), _READY_REPORT_S)
+                return
+            except TimeoutError:
+                log.warning(
+                    "broker %d is not ready yet (%s); client listeners stay closed",
+                    self.node_id,
+                    self._not_ready_because(),
+                )
+
+    def _not_ready_because(self) -> str | None:
+        """What readiness still waits for; None once ready."""
+        epoch = self.lifecycle.broker_epoch
+        if epoch < 0:
+            return "not registered: no active controller has answered"
+        if self.metadata_cache.metadata_offset < epoch:
+            return f"registered with epoch {epoch}, no metadata from the controller yet"
+        if self.lifecycle.fenced:
+            return f"registered with epoch {epoch}, still fenced"
+        if not self.metadata_cache.is_alive(self.node_id):
+            return "unfenced, waiting for the metadata that lists this broker alive"
+        return None
+
+    def _maybe_ready(self) -> None:
+        if not self.ready.is_set() and self._not_ready_because() is None:
+            self.ready.set()
+
     async def controlled_shutdown(self, timeout: float = 5.0) -> bool:
         """Ask the controller to move leadership away; True once it says none is left here.
 
-        Bounded by ``timeout``: a broker whose controller is gone still stops.
+        Bounded by ``timeout``, and given up at once when a majority of the voters refuse
+        connections (:class:`QuorumLostError`: the last node of a stopping cluster has no
+        controller to wait for), so a broker whose controller is gone still stops at once.
         """
         if self.lifecycle.broker_epoch < 0:
             return False
@@ -203,7 +243,11 @@ class BrokerCluster:
             )
             try:
                 response: ControlledShutdownResponse = await self.controller_client.send(
-                    CONTROLLED_SHUTDOWN_API, CONTROLLED_SHUTDOWN_VERSION, request, remaining
+                    CONTROLLED_SHUTDOWN_API,
+                    CONTROLLED_SHUTDOWN_VERSION,
+                    request,
+                    remaining,
+                    require_quorum=True,
                 )
             except ControllerUnavailableError as exc:
                 log.info("broker %d: controlled shutdown not possible: %s", self.node_id, exc)
@@ -217,10 +261,12 @@ class BrokerCluster:
 
     async def stop(self) -> None:
         await self.fetchers.shutdown()
+        # First: a heartbeat or AlterPartition waiting for a controller that is gone fails
+        # at once instead of at its timeout.
+        await self.controller_client.close()
         await self.alter_partition.stop()
         await self.lifecycle.stop()
         await self.controller_epochs.close()
-        await self.controller_client.close()
 
     def _log_dir_failed(self, log_dir: str) -> None:
         """A log dir went offline: ask to be fenced at once (the heartbeat says so) and stop
@@ -437,6 +483,7 @@ class BrokerCluster:
         replica_manager.delete_records_purgatory.notify_all()
         if self.lifecycle.fenced:
             self.lifecycle.heartbeat_now()
+        self._maybe_ready()
         return UpdateMetadataResponse(error_code=ErrorCode.NONE)
 
     def _apply_pending(self) -> None:
