@@ -411,6 +411,7 @@ def test_readme_commands_work_in_order(tmp_path: Path) -> None:
 
     servers: list[Server] = []
     running: list[Server] = []
+    starting: list[tuple[Server, str, float]] = []  # started, not yet seen listening
     timings: list[tuple[int, str, float]] = []
     try:
         with Shell(repo, env, outputs) as shell:
@@ -419,6 +420,9 @@ def test_readme_commands_work_in_order(tmp_path: Path) -> None:
                     print(f"README line {block.line}: not run: {block.skip_reason}")
                     continue
                 if block.stop_before:
+                    for server, text, limit in starting:
+                        timings.append((server.command.line, text, server.wait_listening(limit)))
+                    starting.clear()
                     for server in running:
                         server.interrupt(STOP_TIMEOUT_S)
                     running.clear()
@@ -434,8 +438,13 @@ def test_readme_commands_work_in_order(tmp_path: Path) -> None:
                         server.start(repo, env)
                         running.append(server)
                         limit = INSTALL_TIMEOUT_S if len(servers) == 1 else SERVER_TIMEOUT_S
-                        timings.append((command.line, first_line, server.wait_listening(limit)))
+                        # A cluster node opens its client port only once the cluster is ready
+                        # (its peers started too): waited for before the next client command.
+                        starting.append((server, first_line, limit))
                         continue
+                    for server, text, limit in starting:
+                        timings.append((server.command.line, text, server.wait_listening(limit)))
+                    starting.clear()
                     for server in running:
                         server.wait_ready(SERVER_TIMEOUT_S)
                     started = time.monotonic()
@@ -450,6 +459,8 @@ def test_readme_commands_work_in_order(tmp_path: Path) -> None:
                     assert _normalized("".join(printed)) == _normalized(block.expected), (
                         f"README line {block.line}: the block printed something else"
                     )
+            for server, text, limit in starting:
+                timings.append((server.command.line, text, server.wait_listening(limit)))
             for server in running:
                 server.check_alive()
     finally:
