@@ -31,13 +31,18 @@ parked acks=-1 produces and consumer long polls) or make the follower eligible f
 DeleteRecords waiting for the followers' log starts; a parked follower fetch completes when
 the log start offset of a partition it reads moved (a DeleteRecords on the leader), so the
 follower learns it without waiting out ``max_wait``.
+
+A fetch of more partitions than one slice (:data:`~pydmq.broker.handlers._slices.SLICE_ELEMENTS`,
+up to the decode budget of 110,000 elements) is read in slices between which the event loop
+serves other connections, each read of its long poll too; a normal fetch is read at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 
 from pydmq.broker.fetch_session import (
@@ -49,6 +54,7 @@ from pydmq.broker.fetch_session import (
 )
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._corruption import corrupt_read_error
+from pydmq.broker.handlers._slices import SLICE_ELEMENTS, SLICE_SECONDS
 from pydmq.broker.server import Broker
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import (
@@ -165,6 +171,10 @@ def _apply_to_session(
     return result
 
 
+# What one read of a plan gives: each target's answer, the bytes read, whether any erred.
+_ReadResult = tuple[list[tuple["_Target", PartitionData]], int, bool]
+
+
 class _FetchPlan:
     """What one Fetch request reads; ``read()`` may run again after a long-poll wake-up."""
 
@@ -207,7 +217,42 @@ class _FetchPlan:
     def partitions(self) -> list[TopicPartition]:
         return [TopicPartition(t.topic, t.partition) for t in self.targets if t.topic]
 
-    def read(self) -> tuple[list[tuple[_Target, PartitionData]], int, bool]:
+    @property
+    def large(self) -> bool:
+        """More partitions than one slice of handler work: read in slices (see
+        :mod:`pydmq.broker.handlers._slices`), so other connections are served in between."""
+        return len(self.targets) > SLICE_ELEMENTS
+
+    def read(self) -> _ReadResult:
+        """Read every target now."""
+        steps = self.read_steps()
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                result: _ReadResult = done.value
+                return result
+
+    async def read_sliced(self) -> _ReadResult:
+        """Read every target, giving the loop back every :data:`SLICE_ELEMENTS` partitions or
+        :data:`SLICE_SECONDS` (a request of 100,000 partitions held it ~1.5 s)."""
+        steps = self.read_steps()
+        clock = time.monotonic
+        deadline = clock() + SLICE_SECONDS
+        done = 0
+        while True:
+            try:
+                done += next(steps)
+            except StopIteration as finished:
+                result: _ReadResult = finished.value
+                return result
+            if done >= SLICE_ELEMENTS or clock() >= deadline:
+                await asyncio.sleep(0)
+                done = 0
+                deadline = clock() + SLICE_SECONDS
+
+    def read_steps(self) -> Generator[int, None, _ReadResult]:
+        """The read, one step per target (yields 1); returns (results, bytes, has_error)."""
         broker = self.ctx.broker
         version = self.ctx.api_version
         request = self.request
@@ -222,6 +267,7 @@ class _FetchPlan:
         now_ms = int(time.time() * 1000) if record_follower else 0
         log_starts: list[int] = []
         for target in self.targets:
+            yield 1
             data = PartitionData(
                 partition_index=target.partition,
                 error_code=ErrorCode.NONE,
@@ -382,10 +428,21 @@ def handle(ctx: RequestContext, request: FetchRequest) -> object:
             incremental = True
             targets = _apply_to_session(session, targets, request, broker, version)
     plan = _FetchPlan(ctx, request, targets, session_id, incremental)
+    if plan.large:
+        return _sliced(plan)
     results, total, has_error = plan.read()
     if total >= request.min_bytes or request.max_wait <= 0 or has_error or not targets:
         return plan.respond(results)
     return _long_poll(plan, request.max_wait / 1000.0)
+
+
+async def _sliced(plan: _FetchPlan) -> FetchResponse:
+    """A fetch of more partitions than one slice: read in slices, then as :func:`handle`."""
+    request = plan.request
+    results, total, has_error = await plan.read_sliced()
+    if total >= request.min_bytes or request.max_wait <= 0 or has_error:
+        return plan.respond(results)
+    return await _long_poll(plan, request.max_wait / 1000.0)
 
 
 async def _long_poll(plan: _FetchPlan, max_wait_s: float) -> FetchResponse:
@@ -398,10 +455,10 @@ async def _long_poll(plan: _FetchPlan, max_wait_s: float) -> FetchResponse:
             break
         if not await wait_for_notification(purgatory, watched, remaining):
             break
-        results, total, has_error = plan.read()
+        results, total, has_error = await plan.read_sliced() if plan.large else plan.read()
         if total >= plan.request.min_bytes or has_error or plan.log_start_moved:
             return plan.respond(results)
-    results, _, _ = plan.read()
+    results, _, _ = await plan.read_sliced() if plan.large else plan.read()
     return plan.respond(results)
 
 
