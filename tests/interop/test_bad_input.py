@@ -60,6 +60,7 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 
 CLOSE_TIMEOUT = 5.0
 CORRUPT_MESSAGE = 2
+UNKNOWN_TOPIC_OR_PARTITION = 3
 MESSAGE_TOO_LARGE = 10
 INVALID_TOPIC_EXCEPTION = 17
 INVALID_REQUIRED_ACKS = 21
@@ -404,6 +405,8 @@ def test_batch_above_max_message_bytes(healthy: BrokerProcess) -> None:
     # The broker default (message.max.bytes 1048588) on an auto-created topic.
     name = unique_topic("big")
     with RawClient(healthy.bootstrap, timeout=20) as client:
+        # The creating request answers "being created" (as Kafka 4.4), the next one finds it.
+        assert metadata_topic_error(client, name) == UNKNOWN_TOPIC_OR_PARTITION
         assert metadata_topic_error(client, name) == 0
         p = produce_raw(client, name, _records(2, 600_000))
         assert p.error_code == MESSAGE_TOO_LARGE, p

@@ -167,6 +167,15 @@ DELIBERATE_DIFFERENCES: dict[str, dict[str, str]] = {
         "describe_configs.existing.min.insync.replicas[1]": _KRAFT_BOOTSTRAP_MIN_ISR,
         "describe_configs.existing.min.insync.replicas[2]": _KRAFT_BOOTSTRAP_MIN_ISR,
     },
+    "describe_groups": {
+        "classic_view_of_consumer_group": (
+            "DescribeGroups of a KIP-848 consumer group: Kafka answers it as Dead (v6: "
+            "GROUP_ID_NOT_FOUND 'Group <id> is not a classic group.'), pydmq describes it "
+            "(protocol type consumer, its members' subscriptions and assignments), so tools "
+            "that only speak DescribeGroups (kafka-python's admin, pydmq groups describe) see "
+            "its members; Kafka's own Admin asks ConsumerGroupDescribe first."
+        ),
+    },
     "bad_requests": {
         "fetch.beyond_end.high_watermark,log_start_offset": _FETCH_ERROR_HW,
         "fetch.negative_offset.high_watermark,log_start_offset": _FETCH_ERROR_HW,
@@ -1203,8 +1212,75 @@ def scenario_consumer_regex(bootstrap: str) -> dict[str, Any]:
     return out
 
 
+def scenario_describe_groups(bootstrap: str) -> dict[str, Any]:
+    """DescribeGroups v0-v6 of an unknown group, of a group that has only committed offsets
+    and of a consumer (KIP-848) group: v6 answers GROUP_ID_NOT_FOUND with a message where
+    older versions answer a "Dead" group with no error."""
+    from pydmq.protocol.messages import consumer_group_heartbeat as hb
+    from pydmq.protocol.messages import describe_groups as dg
+    from pydmq.protocol.messages import find_coordinator as fc
+    from pydmq.protocol.messages import offset_commit as oc
+
+    topic = unique("diff-dg")
+    create_topic(bootstrap, topic, 1)
+    unknown, committed, consumer = (
+        unique("diff-dg-none"),
+        unique("diff-dg-oc"),
+        unique("diff-dg-cg"),
+    )
+    names = {unknown: "unknown", committed: "committed_only", consumer: "consumer", "": "empty_id"}
+    out: dict[str, Any] = {}
+    with RawClient(bootstrap) as client:
+        deadline = time.monotonic() + TIMEOUT
+        while True:  # the offsets topic (the coordinator) exists before the first request
+            body = client.request(10, 4, fc.FindCoordinatorRequest(coordinator_keys=["x"])).body
+            if body.coordinators[0].error_code == 0 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        commit = oc.OffsetCommitRequest(
+            group_id=committed,
+            topics=[
+                oc.OffsetCommitRequestTopic(
+                    name=topic,
+                    partitions=[
+                        oc.OffsetCommitRequestPartition(partition_index=0, committed_offset=0)
+                    ],
+                )
+            ],
+        )
+        (t,) = client.request(8, 8, commit).body.topics
+        out["commit"] = code_name(t.partitions[0].error_code)
+        join = hb.ConsumerGroupHeartbeatRequest(
+            group_id=consumer,
+            member_id=str(uuid.uuid4()),
+            member_epoch=0,
+            rebalance_timeout=30_000,
+            subscribed_topic_names=[topic],
+            topic_partitions=[],
+        )
+        joined = client.request(68, 0, join).body
+        out["join"] = code_name(joined.error_code)
+        for version in range(7):
+            body = client.request(15, version, dg.DescribeGroupsRequest(groups=list(names))).body
+            for g in body.groups:
+                seen = {
+                    "error": code_name(g.error_code),
+                    "message": (g.error_message or "").replace(g.group_id, "<group>") or None,
+                    "state": g.group_state,
+                    "protocol_type": g.protocol_type,
+                    "members": len(g.members),
+                }
+                where = "classic_view_of_consumer_group" if g.group_id == consumer else "groups"
+                out.setdefault(where, {}).setdefault(f"v{version}", {})[names[g.group_id]] = seen
+        leave = hb.ConsumerGroupHeartbeatRequest(
+            group_id=consumer, member_id=joined.member_id, member_epoch=-1
+        )
+        client.request(68, 0, leave)
+    return out
+
+
 def scenario_log_dirs(bootstrap: str) -> dict[str, Any]:
-    """DescribeLogDirs v1-v5 (sizes, lags, which partitions; the dir and byte counts vary)
+    """DescribeLogDirs v1-v4 (sizes, lags, which partitions; the dir and byte counts vary)
     and AlterReplicaLogDirs v1-v2 to the node's own dir and to another."""
     from pydmq.protocol.messages import alter_replica_log_dirs as ar
     from pydmq.protocol.messages import describe_log_dirs as dl
@@ -1215,7 +1291,7 @@ def scenario_log_dirs(bootstrap: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     own = ""
     with RawClient(bootstrap) as client:
-        for version in range(1, 6):
+        for version in range(1, 5):
             request = dl.DescribeLogDirsRequest(
                 topics=[
                     dl.DescribableLogDirTopic(topic=topic, partitions=[0, 1, 9]),
@@ -1413,6 +1489,7 @@ SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {
     "kcat_compression": scenario_kcat_compression,
     "consumer_regex": scenario_consumer_regex,
     "log_dirs": scenario_log_dirs,
+    "describe_groups": scenario_describe_groups,
     "broker_configs": scenario_broker_configs,
 }
 

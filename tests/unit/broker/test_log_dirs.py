@@ -64,10 +64,10 @@ def test_advertised_as_kafka_4(broker: EmbeddedBroker) -> None:
             18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1")
         ).body
     ranges = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
-    assert ranges[34] == (1, 2) and ranges[35] == (1, 5)
+    assert ranges[34] == (1, 2) and ranges[35] == (1, 4)
 
 
-@pytest.mark.parametrize("version", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("version", [1, 2, 3, 4])
 def test_describe_named_partitions(broker: EmbeddedBroker, version: int) -> None:
     request = dl.DescribeLogDirsRequest(
         topics=[

@@ -1,9 +1,9 @@
-"""DescribeGroups (key 15), v0-v5.
+"""DescribeGroups (key 15), v0-v6.
 
 State, protocol type and members of each group. As Kafka: a Stable group reports its protocol
 and each member's metadata and assignment; other states report the members without them and
-protocol "". An unknown group is reported as state "Dead" with no error (GROUP_ID_NOT_FOUND is
-v6+, not advertised). Authorized operations from v3 (no authorizer: every group operation when
+protocol "". An unknown group is reported as state "Dead": with no error before v6, from v6
+(KIP-1043) with GROUP_ID_NOT_FOUND and "Group <id> not found.". Authorized operations from v3 (no authorizer: every group operation when
 asked, else Kafka's "not requested" sentinel); group instance ids from v4. Per group NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when it is
 not coordinated here / still loading (cluster mode).
 """
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
+from pydmq.groups.group import GroupState
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_groups import (
     DescribedGroup,
     DescribedGroupMember,
@@ -32,9 +34,13 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroup
     response = DescribeGroupsResponse()
     for group_id in request.groups:
         error, summary = group_coordinator.describe_group(group_id)
+        message = None
+        if ctx.api_version >= 6 and not error and summary.state == GroupState.DEAD.value:
+            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found."
         response.groups.append(
             DescribedGroup(
                 error_code=error,
+                error_message=message,
                 group_id=group_id,
                 group_state=summary.state,
                 protocol_type=summary.protocol_type,
@@ -56,4 +62,4 @@ def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroup
     return response
 
 
-HANDLER = ApiHandlerSpec(15, 0, 5, handle, "DescribeGroups")
+HANDLER = ApiHandlerSpec(15, 0, 6, handle, "DescribeGroups")

@@ -1,4 +1,4 @@
-"""DescribeLogDirs (key 35), v1-v5 (Kafka 4.x's range).
+"""DescribeLogDirs (key 35), v1-v4 (Kafka 4.0's range, the release pydmq advertises).
 
 One result: this node's log dir (its absolute path; pydmq has one per node), with the
 partitions it hosts (leaders and followers alike): ``partition_size`` the bytes of the
@@ -8,8 +8,9 @@ false). ``topics`` null lists every hosted partition; otherwise only the named p
 node hosts (a topic none of whose partitions is hosted here is left out, unknown ones too, as
 Kafka does). v4 adds ``total_bytes`` and ``usable_bytes`` of the file system holding the dir
 (``statvfs``: all blocks, and the blocks available to an unprivileged user, as Java's
-``getTotalSpace``/``getUsableSpace``); v5 ``is_cordoned`` (KIP-1066), always false: pydmq
-cannot cordon a dir. An offline log dir answers KAFKA_STORAGE_ERROR with no topics. The
+``getTotalSpace``/``getUsableSpace``). v5 (``is_cordoned``, KIP-1066, Kafka 4.3) is not
+advertised: kafka-python infers the broker's release from the highest DescribeLogDirs version
+and would then take pydmq for Kafka 4.3 and use versions of other APIs pydmq lacks. An offline log dir answers KAFKA_STORAGE_ERROR with no topics. The
 top-level error (v3+) is NONE: no authorizer.
 """
 
@@ -61,7 +62,7 @@ def _describe(partition: Partition) -> DescribeLogDirsPartition:
 def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     path = log_dir_path(broker)
-    result = DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=path, is_cordoned=False)
+    result = DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=path)
     if log_dir_offline(broker):
         result.error_code = ErrorCode.KAFKA_STORAGE_ERROR
         return DescribeLogDirsResponse(results=[result])
@@ -80,4 +81,4 @@ def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogD
     return DescribeLogDirsResponse(results=[result])
 
 
-HANDLER = ApiHandlerSpec(35, 1, 5, handle, "DescribeLogDirs")
+HANDLER = ApiHandlerSpec(35, 1, 4, handle, "DescribeLogDirs")
