@@ -1180,19 +1180,25 @@ REGEXES = [
 ]
 
 
+def wait_for_group_coordinator(client: RawClient) -> None:
+    """Until FindCoordinator answers (the offsets topic exists), at most TIMEOUT."""
+    from pydmq.protocol.messages import find_coordinator as fc
+
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        body = client.request(10, 4, fc.FindCoordinatorRequest(coordinator_keys=["x"])).body
+        if body.coordinators[0].error_code == 0 or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
+
+
 def scenario_consumer_regex(bootstrap: str) -> dict[str, Any]:
     """ConsumerGroupHeartbeat v1 joins with each regex: error name and message."""
     from pydmq.protocol.messages import consumer_group_heartbeat as hb
-    from pydmq.protocol.messages import find_coordinator as fc
 
     out: dict[str, Any] = {}
     with RawClient(bootstrap) as client:
-        deadline = time.monotonic() + TIMEOUT
-        while True:  # the offsets topic (the coordinator) exists before the first join
-            body = client.request(10, 4, fc.FindCoordinatorRequest(coordinator_keys=["x"])).body
-            if body.coordinators[0].error_code == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        wait_for_group_coordinator(client)
         for pattern in REGEXES:
             request = hb.ConsumerGroupHeartbeatRequest(
                 group_id=unique("diff-regex"),
@@ -1218,7 +1224,6 @@ def scenario_describe_groups(bootstrap: str) -> dict[str, Any]:
     older versions answer a "Dead" group with no error."""
     from pydmq.protocol.messages import consumer_group_heartbeat as hb
     from pydmq.protocol.messages import describe_groups as dg
-    from pydmq.protocol.messages import find_coordinator as fc
     from pydmq.protocol.messages import offset_commit as oc
 
     topic = unique("diff-dg")
@@ -1231,12 +1236,7 @@ def scenario_describe_groups(bootstrap: str) -> dict[str, Any]:
     names = {unknown: "unknown", committed: "committed_only", consumer: "consumer", "": "empty_id"}
     out: dict[str, Any] = {}
     with RawClient(bootstrap) as client:
-        deadline = time.monotonic() + TIMEOUT
-        while True:  # the offsets topic (the coordinator) exists before the first request
-            body = client.request(10, 4, fc.FindCoordinatorRequest(coordinator_keys=["x"])).body
-            if body.coordinators[0].error_code == 0 or time.monotonic() > deadline:
-                break
-            time.sleep(0.2)
+        wait_for_group_coordinator(client)
         commit = oc.OffsetCommitRequest(
             group_id=committed,
             topics=[
