@@ -73,7 +73,7 @@ class ConsumerGroupKey:
     def encode(self) -> bytes:
         """The key's bytes: its int16 version, then its fields."""
         version = self.kind
-        if not 3 <= version <= 8:
+        if not (3 <= version <= 8):
             raise ValueError(f"ConsumerGroupKey has no version {version}")
         w = Writer()
         w.int16(version)

@@ -118,9 +118,8 @@ class FamilyEmitter:
         frame = "int16 record type, int16 version" if record.record_type is not None else ""
         if record.version_field is not None:
             _docstring(out, "The key's bytes: its int16 version, then its fields.")
-            lo, hi = min(record.versions), max(record.versions)
             out.add(f"version = self.{record.version_field}")
-            out.add(f"if not {lo} <= version <= {hi}:")
+            out.add(f"if not ({_version_test(record.versions)}):")
             out.indent()
             out.add(f'raise ValueError(f"{record.name} has no version {{version}}")')
             out.dedent()
