@@ -80,7 +80,7 @@ class RegisterBrokerRecord:
     """Whether the broker is shutting down."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(0)
         w.int16(0)
@@ -102,7 +102,7 @@ class UnregisterBrokerRecord:
     """The epoch of the registration removed."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(1)
         w.int16(0)
@@ -124,7 +124,7 @@ class TopicRecord:
     """The topic id."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(2)
         w.int16(0)
@@ -162,7 +162,7 @@ class PartitionRecord:
     """The partition epoch, bumped by every change."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(3)
         w.int16(0)
@@ -188,7 +188,7 @@ class ConfigRecord:
     """The value, null when the key is deleted."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(4)
         w.int16(0)
@@ -224,7 +224,7 @@ class PartitionChangeRecord:
     """The new leader recovery state; -1 on the wire when unchanged."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(5)
         w.int16(0)
@@ -246,7 +246,7 @@ class FenceBrokerRecord:
     """The broker epoch."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(7)
         w.int16(0)
@@ -268,7 +268,7 @@ class UnfenceBrokerRecord:
     """The broker epoch."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(8)
         w.int16(0)
@@ -288,7 +288,7 @@ class RemoveTopicRecord:
     """The topic id."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(9)
         w.int16(0)
@@ -310,7 +310,7 @@ class FeatureLevelRecord:
     """The finalized level."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(12)
         w.int16(0)
@@ -334,7 +334,7 @@ class ProducerIdsRecord:
     """The first producer id not yet handed out."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(15)
         w.int16(0)
@@ -360,7 +360,7 @@ class BrokerRegistrationChangeRecord:
     """Whether the broker is shutting down."""
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(17)
         w.int16(0)
@@ -377,7 +377,7 @@ class NoOpRecord:
     HIGHEST_SUPPORTED_VERSION: ClassVar[int] = 0
 
     def encode(self) -> bytes:
-        """The record's bytes: int16 record type, int16 version, then its fields at version 0."""
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
         w = Writer()
         w.int16(20)
         w.int16(0)

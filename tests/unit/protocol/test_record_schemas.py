@@ -111,6 +111,7 @@ def test_every_construct_round_trips(tmp_path: Path) -> None:
         _field("port", "uint16"),
         _field("leader", "int32", nullableVersions="0+", nullValue=-2, default=None),
         _field("extra", "string", versions="1+", default="none"),
+        _field("later", "[]int32", versions="1+", nullableVersions="1+", default=None),
     )
     m = _module(tmp_path, family)
     value = m.ThingValue(
@@ -120,9 +121,9 @@ def test_every_construct_round_trips(tmp_path: Path) -> None:
     assert m.decode_thing_value(value.encode()) == m.ThingValue(
         3, True, False, (1, -(2**63)), (m.Item("x", None), m.Item("", b"b")), 65535, None, "none"
     )
-    other = m.ThingValue(0, False, None, None, (), 0, -1, "")
+    other = m.ThingValue(0, False, None, None, (), 0, -1, "", (5, 6))
     assert m.decode_thing_value(other.encode()) == other
-    v0 = b"\x00\x00" + other.encode()[2:-2]  # version 0 has no ``extra``
+    v0 = b"\x00\x00" + other.encode()[2:-14]  # version 0 has no ``extra`` and ``later``
     assert m.decode_thing_value(v0) == m.ThingValue(0, False, None, None, (), 0, -1, "none")
     for bad in (
         value.encode() + b"\x00",  # trailing bytes are rejected by this family

@@ -114,25 +114,19 @@ class FamilyEmitter:
     def emit_encode(self, out: Lines, record: RecordSchema) -> None:
         out.add("def encode(self) -> bytes:")
         out.indent()
-        w = "w = Writer()"
-        frame = "int16 record type, int16 version" if record.record_type is not None else ""
         if record.version_field is not None:
             _docstring(out, "The key's bytes: its int16 version, then its fields.")
+            version = "version"
             out.add(f"version = self.{record.version_field}")
             out.add(f"if not ({_version_test(record.versions)}):")
             out.indent()
             out.add(f'raise ValueError(f"{record.name} has no version {{version}}")')
             out.dedent()
-            out.add(w)
-            out.add("w.int16(version)")
-            out.add(f"_write_{record.name}(w, self, version)")
-            out.add("return w.getvalue()")
-            out.dedent()
-            return
-        version = max(record.versions)
-        what = frame or "int16 version"
-        _docstring(out, f"The record's bytes: {what}, then its fields at version {version}.")
-        out.add(w)
+        else:
+            version = str(max(record.versions))
+            frame = "int16 version" if record.record_type is None else "int16 record type, version"
+            _docstring(out, f"The record's bytes: {frame}, then its fields at version {version}.")
+        out.add("w = Writer()")
         if record.record_type is not None:
             out.add(f"w.int16({record.record_type})")
         out.add(f"w.int16({version})")
@@ -205,27 +199,23 @@ class FamilyEmitter:
             target = f"f_{f.name}"
             args.append(target)
             cond = _version_cond(f.versions, spec.versions)
-            if cond is None:
-                sub = Lines()
-                sub.level = out.level
-                self._read_value(sub, f, target)
-                last = sub.lines[-1]
-                assignment = f"{'    ' * out.level}{target} = "
-                if last.startswith(assignment):  # annotate the assignment itself
-                    sub.lines[-1] = last.replace(" = ", f": {_py_type(f)} = ", 1)
-                else:
-                    out.add(f"{target}: {_py_type(f)}")
-                out.lines.extend(sub.lines)
-                continue
             sub = Lines()
-            sub.level = out.level + 1
+            sub.level = out.level if cond is None else out.level + 1
             self._read_value(sub, f, target)
-            assignment = f"{'    ' * sub.level}{target} = "
-            if len(sub.lines) == 1 and sub.lines[0].startswith(assignment):
-                expr = sub.lines[0][len(assignment) :]
-                out.add(f"{target}: {_py_type(f)} = {expr} if {cond} else {_default_expr(f)}")
+            head = f"{'    ' * sub.level}{target} = "
+            *before, last = sub.lines
+            if last.startswith(head) and (cond is None or not before):
+                # One assignment ends the read: annotate it (a ternary if version-dependent).
+                expr = last[len(head) :]
+                if cond is not None:
+                    expr = f"{expr} if {cond} else {_default_expr(f)}"
+                out.lines.extend(before)
+                out.add(f"{target}: {_py_type(f)} = {expr}")
                 continue
             out.add(f"{target}: {_py_type(f)}")
+            if cond is None:
+                out.lines.extend(sub.lines)
+                continue
             out.add(f"if {cond}:")
             out.lines.extend(sub.lines)
             out.add("else:")
