@@ -84,6 +84,7 @@ def test_committed_schemas_load() -> None:
         (_family(_field("a", "int32", default=None)), "cannot be null"),
         (_family(_field("a", "int32", default=1), _field("b", "int32")), "follows one"),
         (_family(_field("a", "float")), "unknown type"),
+        (_family(_field("a", "[]tristate")), "never an array"),
         (_family(_field("a", "int32", versions="0-2")), "outside the record"),
         (_family(_field("a", "int32"), _field("a", "int64")), "duplicate"),
         (_family(_field("a", "int32"), colour="red"), "unknown keys"),

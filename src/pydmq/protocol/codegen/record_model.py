@@ -43,6 +43,7 @@ __all__ = [
     "SchemaError",
     "StructSchema",
     "load_families",
+    "load_family",
 ]
 
 RECORD_SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "records"
@@ -223,6 +224,8 @@ class _Loader:
     @staticmethod
     def _check_field(f: RecordField, valid: frozenset[int], where: str) -> None:
         scalar_int = not f.is_array and f.type in INT_TYPES
+        if f.is_array and f.type == "tristate":
+            raise SchemaError(f"{where}: a tristate is a single flag, never an array element")
         if f.nullable_versions:
             if f.nullable_versions != f.versions:
                 raise SchemaError(f"{where}: nullable in some of its versions only")
