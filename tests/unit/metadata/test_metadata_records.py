@@ -176,3 +176,39 @@ def test_out_of_domain_values_are_corrupt() -> None:
     partition[-9] = 2  # leader_recovery_state must be 0 or 1
     with pytest.raises(CorruptRecordError):
         decode_record(bytes(partition))
+
+
+def _frame(record_type: int) -> bytes:
+    return record_type.to_bytes(2, "big") + b"\x00\x00"
+
+
+def _i32(v: int) -> bytes:
+    return v.to_bytes(4, "big", signed=True)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # negative lengths
+        _frame(2) + b"\xff\xfe" + bytes(16),  # topic name of length -2
+        _frame(2) + b"\xff\xff" + bytes(16),  # null where a name is required
+        _frame(3) + _i32(0) + bytes(16) + _i32(-1) + bytes(40),  # null replicas
+        _frame(3) + _i32(0) + bytes(16) + _i32(-7) + bytes(40),
+        _frame(5) + _i32(0) + bytes(16) + _i32(-2) + _i32(-2) + _i32(-1) * 3 + b"\xff",
+        _frame(0) + _i32(1) + bytes(24) + _i32(-1) + b"\xff\xff\x00\x00",  # endpoints
+        # lengths past the bytes that remain: nothing is allocated for them
+        _frame(0) + _i32(1) + bytes(24) + _i32(2**31 - 1) + b"\xff\xff\x00\x00",
+        _frame(3) + _i32(0) + bytes(16) + _i32(2**31 - 1) + bytes(40),
+        _frame(5) + _i32(0) + bytes(16) + _i32(2**30) + bytes(20),
+        _frame(4) + b"\x02" + b"\x7f\xff" + b"t",
+        # values outside their domain, invalid UTF-8
+        _frame(5) + _i32(0) + bytes(16) + _i32(-1) + _i32(-3) + _i32(-1) * 3 + b"\xff",
+        _frame(5) + _i32(0) + bytes(16) + _i32(-1) + _i32(-2) + _i32(-1) * 3 + b"\x02",
+        _frame(0) + _i32(1) + bytes(24) + _i32(0) + b"\xff\xff" + b"\x02\x00",
+        _frame(0) + _i32(1) + bytes(24) + _i32(0) + b"\xff\xff" + b"\x00\xff",
+        _frame(12) + b"\x00\x02\xc3\x28" + b"\x00\x01",
+    ],
+)
+def test_malformed_lengths_and_values_are_corrupt(raw: bytes) -> None:
+    with pytest.raises(CorruptRecordError):
+        decode_record(raw)

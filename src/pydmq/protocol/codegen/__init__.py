@@ -1,7 +1,9 @@
-"""Generator of the message codecs in :mod:`pydmq.protocol.messages`.
+"""Generator of the message codecs in :mod:`pydmq.protocol.messages` and of the codecs of the
+records pydmq stores (``__consumer_offsets``, ``__cluster_metadata``).
 
 Run ``python -m pydmq.protocol.codegen`` to regenerate the committed modules in place.
-kio is imported here only (generation time), never by the runtime codecs.
+kio is imported here only (generation time), never by the runtime codecs. Record codecs come
+from our own schemas, ``schemas/records/*.json`` (see :mod:`.record_model`), one module each.
 """
 
 from __future__ import annotations
@@ -11,9 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["MESSAGES_DIR", "generate"]
+__all__ = ["MESSAGES_DIR", "SOURCE_ROOT", "generate", "generate_all", "generate_records"]
 
 MESSAGES_DIR = Path(__file__).resolve().parent.parent / "messages"
+SOURCE_ROOT = Path(__file__).resolve().parents[3]
+"""The directory holding the ``pydmq`` package (``src``)."""
 
 
 def _format(files: list[Path]) -> None:
@@ -48,3 +52,24 @@ def generate(out_dir: Path = MESSAGES_DIR) -> list[Path]:
     written.append(init)
     _format(written)
     return written
+
+
+def generate_records(source_root: Path = SOURCE_ROOT) -> list[Path]:
+    """Write one module per record schema file below ``source_root``; return the paths."""
+    from pydmq.protocol.codegen.record_emit import emit_family, module_path
+    from pydmq.protocol.codegen.record_model import load_families
+
+    written: list[Path] = []
+    for family in load_families():
+        path = source_root / module_path(family)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(emit_family(family))
+        written.append(path)
+    _format(written)
+    return written
+
+
+def generate_all(source_root: Path = SOURCE_ROOT) -> list[Path]:
+    """Messages and records, below ``source_root`` as in the package."""
+    messages = source_root / MESSAGES_DIR.relative_to(SOURCE_ROOT)
+    return generate(messages) + generate_records(source_root)

@@ -1,17 +1,18 @@
-"""``python -m pydmq.protocol.codegen [OUT_DIR]``: regenerate the message codecs."""
+"""``python -m pydmq.protocol.codegen [SOURCE_ROOT]``: regenerate the message and record
+codecs, in place or below another directory laid out as ``src``."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from pydmq.protocol.codegen import MESSAGES_DIR, generate
+from pydmq.protocol.codegen import SOURCE_ROOT, generate_all
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else MESSAGES_DIR
-    paths = generate(out)
-    print(f"wrote {len(paths)} modules to {out}")
+    out = Path(argv[0]) if argv else SOURCE_ROOT
+    paths = generate_all(out)
+    print(f"wrote {len(paths)} modules below {out}")
     return 0
 
 
