@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, settings
 from pydmq.protocol.batch_header import CRC, CRC_AT, CRC_START
 from pydmq.protocol.compression import CompressionError, decompress
 from pydmq.protocol.errors import ProtocolError
-from pydmq.protocol.headers import parse_request_header
+from pydmq.protocol.headers import encode_request_header, parse_request_header
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.records import (
@@ -256,14 +256,8 @@ def valid_request_body(api_key: int, version: int) -> bytes:
 
 
 def valid_request_frame(api_key: int, version: int) -> bytes:
-    schema = API_SCHEMAS[api_key]
-    w = Writer(bytearray())
-    w.int16(api_key)
-    w.int16(version)
-    w.int32(42)
-    w.nullable_string("fuzz")
-    if schema.is_flexible(version):
-        w.uvarint(0)
+    w = Writer()
+    encode_request_header(w, api_key, version, 42, "fuzz")
     return bytes(w.buf) + valid_request_body(api_key, version)
 
 
