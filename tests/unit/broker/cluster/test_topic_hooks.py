@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +25,18 @@ from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 from pydmq.protocol.messages.delete_topics import DeleteTopicsRequest
 
-from .conftest import Cluster, wait_until
+from .conftest import Cluster
+from .conftest import wait_until as _wait_until
 
 pytestmark = pytest.mark.timeout(120)
 
+WAIT_S = 30.0  # only catches a wedge
 VOTERS = 3
 NODES = VOTERS + 1  # and one broker-only node
+
+
+async def wait_until(predicate: Callable[[], bool]) -> None:
+    await _wait_until(predicate, WAIT_S)
 
 
 class TopicHookRecorder:
@@ -131,9 +138,15 @@ def test_every_node_fires_the_topic_hooks_once_per_change(tmp_path: Path) -> Non
 
             # A restarted node (a voter, not the active controller, so that creating topics
             # does not wait for an election): what exists at its start-up is its state.
-            active = cluster.brokers[0].controller
-            assert active is not None
-            stopped = next(n for n in range(1, VOTERS + 1) if n != active.active_controller_id)
+            voters = [b.controller for b in cluster.brokers if b.controller is not None]
+            await wait_until(
+                lambda: (
+                    len({v.active_controller_id for v in voters}) == 1
+                    and voters[0].active_controller_id > 0
+                )
+            )
+            active = voters[0].active_controller_id
+            stopped = next(n for n in range(1, VOTERS + 1) if n != active)
             old = cluster.brokers[stopped - 1]
             await old.stop()
             while_down_id = await _create(cluster, "while-down", 1, 1)
