@@ -26,7 +26,6 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from pydmq.broker.handler import RequestContext
 from pydmq.broker.handlers import fetch, produce
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
@@ -39,6 +38,11 @@ from pydmq.protocol.messages.produce import (
 )
 from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.storage.api import TopicPartition
+
+try:  # the request layer's home since issue 16 part 2; older trees, to compare with
+    from pydmq.api.handler import RequestContext
+except ImportError:
+    from pydmq.broker.handler import RequestContext  # type: ignore[no-redef]
 
 PARTITIONS = 10
 BATCHES_PER_PARTITION = 8
