@@ -499,19 +499,16 @@ class BrokerCluster:
 
     def _fire_topic_hooks(self, result: MetadataUpdate) -> None:
         """The topic hooks of one applied UpdateMetadata: deletions first (a topic re-created
-        under its name is deleted, then created); a topic added and removed by the same update
-        fires neither. A failing hook is logged: the update is applied regardless."""
-        created = {id(t) for t in result.created_topics}
+        under its name is deleted, then created). A failing hook is logged: the update is
+        applied regardless."""
         plugins = self.broker.plugins
         calls: list[Callable[[], None]] = [
-            partial(plugins.on_topic_deleted, topic.name, str(topic.topic_id))
-            for topic in result.deleted_topics
-            if id(topic) not in created
+            partial(plugins.on_topic_deleted, t.name, str(t.topic_id))
+            for t in result.deleted_topics
         ]
         calls += [
             partial(plugins.on_topic_created, t.name, str(t.topic_id), len(t.partitions))
             for t in result.created_topics
-            if self.metadata_cache.topics.get(t.name) is t
         ]
         for call in calls:
             try:
