@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import time
 import tracemalloc
 import typing
@@ -24,13 +23,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, settings
 
+from pydmq.protocol.batch_header import CRC, CRC_AT, CRC_START
 from pydmq.protocol.compression import CompressionError, decompress
 from pydmq.protocol.errors import ProtocolError
-from pydmq.protocol.headers import parse_request_header
+from pydmq.protocol.headers import encode_request_header, parse_request_header
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.records import (
-    CRC_START,
     CorruptRecordError,
     SimpleRecord,
     build_batch,
@@ -105,7 +104,7 @@ def target_record_batch(data: bytes) -> None:
     assert len(records) == header.records_count
     # A CRC is no defence against a hostile client: it can compute a valid one.
     fixed = bytearray(data)
-    struct.pack_into(">I", fixed, 17, crc32c(memoryview(fixed)[CRC_START : header.size]))
+    CRC.pack_into(fixed, CRC_AT, crc32c(memoryview(fixed)[CRC_START : header.size]))
     validate_crc(fixed, header)
 
 
@@ -114,7 +113,7 @@ def target_record_batch_crc_fixed(data: bytes) -> None:
     fixed = bytearray(data)
     if len(fixed) >= 61:
         header = parse_batch_header(fixed)
-        struct.pack_into(">I", fixed, 17, crc32c(memoryview(fixed)[CRC_START : header.size]))
+        CRC.pack_into(fixed, CRC_AT, crc32c(memoryview(fixed)[CRC_START : header.size]))
     target_record_batch(bytes(fixed))
 
 
@@ -257,14 +256,8 @@ def valid_request_body(api_key: int, version: int) -> bytes:
 
 
 def valid_request_frame(api_key: int, version: int) -> bytes:
-    schema = API_SCHEMAS[api_key]
-    w = Writer(bytearray())
-    w.int16(api_key)
-    w.int16(version)
-    w.int32(42)
-    w.nullable_string("fuzz")
-    if schema.is_flexible(version):
-        w.uvarint(0)
+    w = Writer()
+    encode_request_header(w, api_key, version, 42, "fuzz")
     return bytes(w.buf) + valid_request_body(api_key, version)
 
 

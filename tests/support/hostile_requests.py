@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pydmq.protocol.framing import finish_frame, start_frame
+from pydmq.protocol.headers import encode_request_header
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsTopic
 from pydmq.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
@@ -101,14 +103,12 @@ def _tag_flood(n: int) -> bytes:
 
 def header_tag_flood_frame(api_key: int, version: int, body: bytes, n: int) -> bytes:
     """A whole frame (size prefix included) whose v2 request header has ``n`` tagged fields."""
-    w = Writer()
-    w.int16(api_key)
-    w.int16(version)
-    w.int32(1)
-    w.nullable_string("hostile")
+    w = start_frame()
+    # A v1 header followed by the tagged-field section that makes it a v2 one.
+    encode_request_header(w, api_key, version, 1, "hostile", header_version=1)
     w.raw(_tag_flood(n))
     w.raw(body)
-    return _I32.pack(len(w.buf)) + w.getvalue()
+    return bytes(finish_frame(w))
 
 
 @dataclass(frozen=True)

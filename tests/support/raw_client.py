@@ -10,18 +10,20 @@ from __future__ import annotations
 
 import contextlib
 import socket
-import struct
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from pydmq.protocol.headers import request_header_version, response_header_version
+from pydmq.protocol import framing
+from pydmq.protocol.framing import SIZE, finish_frame, start_frame
+from pydmq.protocol.headers import (
+    encode_request_header,
+    parse_response_header,
+    response_correlation_id,
+)
 from pydmq.protocol.messages import API_SCHEMAS
-from pydmq.protocol.primitives import Reader, Writer
 
 __all__ = ["RawClient", "RawResponse", "decode_response_frame", "encode_request_frame"]
-
-_SIZE = struct.Struct(">i")
 
 
 def encode_request_frame(
@@ -33,17 +35,13 @@ def encode_request_frame(
     *,
     header_version: int | None = None,
 ) -> bytes:
-    """Size prefix + request header (v1 or v2 as the pair requires) + encoded body."""
-    hv = request_header_version(api_key, version) if header_version is None else header_version
-    w = Writer(bytearray())
-    w.int16(api_key)
-    w.int16(version)
-    w.int32(correlation_id)
-    w.nullable_string(client_id)
-    if hv >= 2:
-        w.uvarint(0)  # no tagged fields
-    API_SCHEMAS[api_key].encode_request(w, request, version)
-    return _SIZE.pack(len(w.buf)) + bytes(w.buf)
+    """Size prefix + request header (v1 or v2 as the pair requires, unless ``header_version``
+    forces one) + encoded body."""
+    return bytes(
+        framing.encode_request_frame(
+            api_key, version, request, correlation_id, client_id, header_version=header_version
+        )
+    )
 
 
 def encode_raw_frame(
@@ -56,15 +54,12 @@ def encode_raw_frame(
     flexible_header: bool = False,
 ) -> bytes:
     """A frame with a hand-made body (for requests our encoder would refuse to build)."""
-    w = Writer(bytearray())
-    w.int16(api_key)
-    w.int16(version)
-    w.int32(correlation_id)
-    w.nullable_string(client_id)
-    if flexible_header:
-        w.uvarint(0)
+    w = start_frame()
+    encode_request_header(
+        w, api_key, version, correlation_id, client_id, header_version=2 if flexible_header else 1
+    )
     w.raw(body)
-    return _SIZE.pack(len(w.buf)) + bytes(w.buf)
+    return bytes(finish_frame(w))
 
 
 @dataclass
@@ -77,10 +72,8 @@ class RawResponse:
 
 def decode_response_frame(frame: bytes, api_key: int, version: int) -> RawResponse:
     """Decode a response frame (without its size prefix) with our response decoder."""
-    r = Reader(frame)
-    correlation_id = r.int32()
-    if response_header_version(api_key, version) >= 1:
-        r.tagged_fields()
+    correlation_id = response_correlation_id(frame)
+    r = parse_response_header(frame, api_key, version)
     body = API_SCHEMAS[api_key].decode_response(r, version)
     return RawResponse(correlation_id, body, frame, r.remaining)
 
@@ -135,10 +128,10 @@ class RawClient:
     def read_frame(self, timeout: float | None = None) -> bytes | None:
         """One response frame (without the size prefix), or None if the peer closed."""
         deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        head = self._recv_exact(4, deadline)
+        head = self._recv_exact(SIZE.size, deadline)
         if head is None:
             return None
-        (size,) = _SIZE.unpack(head)
+        (size,) = SIZE.unpack(head)
         assert 0 <= size < 64 * 1024 * 1024, f"absurd response size {size}"
         return self._recv_exact(size, deadline)
 

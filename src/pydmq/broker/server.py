@@ -297,6 +297,10 @@ class Broker:
                 self.cluster.metadata_cache.metadata_offset,
             )
         await self._start_serving(s for _, s in servers)
+        if self.cluster is not None:
+            # Nothing awaits from here to the hook: it sees every topic known before the
+            # topic hooks start to fire (BrokerCluster._fire_topic_hooks).
+            self.cluster.topic_hooks_enabled = True
         self.plugins.broker_startup(self)
         log.info(
             "pydmq node %d serving %s (data in %s, cluster id %s%s)",

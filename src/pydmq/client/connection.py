@@ -19,18 +19,18 @@ from pydmq.client.errors import (
     UnsupportedApiError,
 )
 from pydmq.protocol.errors import ErrorCode, ProtocolError
-from pydmq.protocol.headers import request_header_version, response_header_version
+from pydmq.protocol.framing import SIZE, encode_request_frame, response_size
+from pydmq.protocol.headers import parse_response_header, response_correlation_id
 from pydmq.protocol.messages import API_SCHEMAS, ApiSchema
 from pydmq.protocol.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
 )
-from pydmq.protocol.primitives import Reader, Writer
+from pydmq.protocol.primitives import Reader
 
 __all__ = ["DEFAULT_TIMEOUT", "BrokerConnection", "parse_address"]
 
 DEFAULT_TIMEOUT: Final = 30.0
-_SIZE = struct.Struct(">i")
 _API_VERSIONS: Final = 18
 _MAX_FRAME: Final = 256 * 1024 * 1024
 _SOFTWARE_NAME: Final = "pydmq-client"
@@ -214,24 +214,16 @@ class BrokerConnection:
             raise KafkaConnectionError(f"not connected to {self.host}:{self.port}")
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._correlation_id
-        w = Writer()
-        w.int32(0)  # size, patched below
-        w.int16(api_key)
-        w.int16(version)
-        w.int32(correlation_id)
-        w.nullable_string(self.client_id)
-        if request_header_version(api_key, version) >= 2:
-            w.tagged_fields({})
-        schema.encode_request(w, request, version)
-        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
+        data = encode_request_frame(api_key, version, request, correlation_id, self.client_id)
         try:
             sock.settimeout(self.timeout if timeout is None else timeout)
-            sock.sendall(w.buf)
+            sock.sendall(data)
             if not expect_response:
                 return None
-            size = _SIZE.unpack(self._recv_exact(sock, 4))[0]
-            if size < 4 or size > _MAX_FRAME:
-                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, f"invalid response size {size}")
+            try:
+                size = response_size(self._recv_exact(sock, SIZE.size), _MAX_FRAME)
+            except ProtocolError as exc:
+                raise KafkaError(ErrorCode.CORRUPT_MESSAGE, str(exc)) from exc
             frame = self._recv_exact(sock, size)
         except OSError as exc:
             self.close()
@@ -242,16 +234,14 @@ class BrokerConnection:
         except KafkaError:
             self.close()
             raise
-        reader = Reader(frame)
-        got = reader.int32()
+        got = response_correlation_id(frame)
         if got != correlation_id:
             self.close()
             raise KafkaError(
                 ErrorCode.CORRUPT_MESSAGE,
                 f"correlation id mismatch: sent {correlation_id}, got {got}",
             )
-        if response_header_version(api_key, version) >= 1:
-            reader.tagged_fields()
+        reader = parse_response_header(frame, api_key, version)
         return bytes(memoryview(frame)[reader.pos :])
 
     def _recv_exact(self, sock: socket.socket, n: int) -> bytes:

@@ -12,17 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import struct
 from typing import Any, Final
 
 from pydmq.protocol.errors import ProtocolError
-from pydmq.protocol.headers import request_header_version, response_header_version
+from pydmq.protocol.framing import SIZE, encode_request_frame, response_size
+from pydmq.protocol.headers import parse_response_header, response_correlation_id
 from pydmq.protocol.messages import API_SCHEMAS
-from pydmq.protocol.primitives import Reader, Writer
 
 __all__ = ["NodeConnection", "NodeConnectionError", "NodeUnreachableError"]
 
-_SIZE: Final = struct.Struct(">i")
 _MAX_FRAME: Final = 256 * 1024 * 1024
 
 
@@ -100,20 +98,11 @@ class NodeConnection:
         writer = await self._connect()
         self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
         correlation_id = self._correlation_id
-        w = Writer()
-        w.int32(0)
-        w.int16(api_key)
-        w.int16(version)
-        w.int32(correlation_id)
-        w.nullable_string(self.client_id)
-        if request_header_version(api_key, version) >= 2:
-            w.tagged_fields({})
-        schema.encode_request(w, request, version)
-        _SIZE.pack_into(w.buf, 0, len(w.buf) - 4)
+        frame = encode_request_frame(api_key, version, request, correlation_id, self.client_id)
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[correlation_id] = (future, api_key, version)
         try:
-            writer.write(w.buf)
+            writer.write(frame)
             return await asyncio.wait_for(future, timeout)
         except TimeoutError as exc:
             # The response may still come; a late one is dropped by the read loop.
@@ -127,18 +116,13 @@ class NodeConnection:
         error: BaseException | None = None
         try:
             while True:
-                size = _SIZE.unpack(await reader.readexactly(4))[0]
-                if size < 4 or size > _MAX_FRAME:
-                    raise ProtocolError(f"invalid response size {size}")
+                size = response_size(await reader.readexactly(SIZE.size), _MAX_FRAME)
                 frame = await reader.readexactly(size)
-                r = Reader(frame)
-                correlation_id = r.int32()
-                entry = self._pending.get(correlation_id)
+                entry = self._pending.get(response_correlation_id(frame))
                 if entry is None:
                     continue
                 future, api_key, version = entry
-                if response_header_version(api_key, version) >= 1:
-                    r.tagged_fields()
+                r = parse_response_header(frame, api_key, version)
                 try:
                     response = API_SCHEMAS[api_key].decode_response(r, version)
                 except ProtocolError as exc:

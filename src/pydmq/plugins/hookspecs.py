@@ -166,7 +166,9 @@ def pydmq_on_topic_created(topic: str, topic_id: str, partitions: int) -> None:
     :param topic_id: the topic id as a UUID string.
     :param partitions: the partition count.
 
-    Called: after the topic's logs exist, on the event loop.
+    Called: after the topic's logs exist, on the event loop; in cluster mode on every node with
+    the broker role, when it applies the controller's metadata that adds the topic. Never for
+    the topics a node starts with (docs/HOOKS.md).
 
     .. versionadded:: 0.1
     """
@@ -179,7 +181,8 @@ def pydmq_on_topic_deleted(topic: str, topic_id: str) -> None:
     :param topic: the topic name.
     :param topic_id: the topic id as a UUID string.
 
-    Called: after the topic's logs are deleted, on the event loop.
+    Called: after the topic's logs are deleted, on the event loop; in cluster mode on every node
+    with the broker role, when it applies the controller's metadata that removes the topic.
 
     .. versionadded:: 0.1
     """

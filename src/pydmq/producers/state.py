@@ -30,15 +30,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Final, NamedTuple
 
+from pydmq.protocol.batch_header import CONTROL_FLAG, TRANSACTIONAL_FLAG
 from pydmq.protocol.errors import ErrorCode
-from pydmq.protocol.records import (
-    CONTROL_FLAG,
-    NO_PRODUCER_ID,
-    NO_SEQUENCE,
-    TRANSACTIONAL_FLAG,
-    BatchHeader,
-    crc32c,
-)
+from pydmq.protocol.records import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader, crc32c
 
 __all__ = [
     "APPEND_OK",

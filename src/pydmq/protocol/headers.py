@@ -8,14 +8,17 @@ from dataclasses import dataclass, field
 from pydmq.protocol.budgets import HEADER_DECODE_BUDGET
 from pydmq.protocol.errors import MalformedFrameError
 from pydmq.protocol.messages import API_SCHEMAS
-from pydmq.protocol.primitives import Reader
+from pydmq.protocol.primitives import Reader, Writer
 
 __all__ = [
     "API_VERSIONS_KEY",
     "RequestHeader",
+    "encode_request_header",
     "encode_response_header",
     "parse_request_header",
+    "parse_response_header",
     "request_header_version",
+    "response_correlation_id",
     "response_header_version",
 ]
 
@@ -103,3 +106,49 @@ def encode_response_header(correlation_id: int, api_key: int, api_version: int) 
     if response_header_version(api_key, api_version) == 1:
         return _CORR.pack(correlation_id) + b"\x00"
     return _CORR.pack(correlation_id)
+
+
+def encode_request_header(
+    w: Writer,
+    api_key: int,
+    api_version: int,
+    correlation_id: int,
+    client_id: str | None,
+    *,
+    header_version: int | None = None,
+) -> None:
+    """Append a request header to ``w``: v1, or v2 (plus an empty tagged-field section).
+
+    ``header_version`` None: the one the (api_key, api_version) pair requires. Tests that send
+    hostile frames give another one.
+    """
+    w.int16(api_key)
+    w.int16(api_version)
+    w.int32(correlation_id)
+    w.nullable_string(client_id)
+    if header_version is None:
+        header_version = request_header_version(api_key, api_version)
+    if header_version >= 2:
+        w.tagged_fields({})
+
+
+def parse_response_header(
+    frame: bytes | bytearray | memoryview, api_key: int, api_version: int
+) -> Reader:
+    """A reader of ``frame`` (a response without its size prefix) positioned at the body.
+
+    Reads the correlation id (call :func:`response_correlation_id` first to learn which request
+    it answers) and, for a v1 header, the tagged-field section; ProtocolError if they are
+    truncated or malformed.
+    """
+    r = Reader(frame)
+    r.int32()
+    if response_header_version(api_key, api_version) >= 1:
+        r.tagged_fields()
+    return r
+
+
+def response_correlation_id(frame: bytes | bytearray | memoryview) -> int:
+    """The correlation id of a response frame (without its size prefix); ProtocolError if the
+    frame is shorter than one."""
+    return Reader(frame).int32()

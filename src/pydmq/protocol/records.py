@@ -1,14 +1,9 @@
 """RecordBatch v2 framing: header parsing, CRC32C validation and in-place offset assignment.
 
 Hand-written hot path (DESIGN.md §3): the produce path touches each batch header, never each
-record. Layout of a v2 batch (all big-endian)::
-
-    baseOffset int64 | batchLength int32 | partitionLeaderEpoch int32 | magic int8 | crc uint32 |
-    attributes int16 | lastOffsetDelta int32 | baseTimestamp int64 | maxTimestamp int64 |
-    producerId int64 | producerEpoch int16 | baseSequence int32 | recordsCount int32 | records
-
-The CRC covers everything from ``attributes`` to the end of the batch, so ``baseOffset`` and
-``partitionLeaderEpoch`` can be patched in place without recomputing it.
+record. The header layout (field offsets, structs, the CRC range, attribute bits) is declared in
+:mod:`pydmq.protocol.batch_header`; ``baseOffset`` and ``partitionLeaderEpoch`` are outside the
+CRC, so they are patched in place without recomputing it.
 """
 
 from __future__ import annotations
@@ -21,6 +16,27 @@ from typing import Final, NamedTuple
 
 import crc32c as _crc32c
 
+from pydmq.protocol.batch_header import (
+    ATTRIBUTES,
+    ATTRIBUTES_AT,
+    BASE_OFFSET,
+    BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
+    CONTROL_FLAG,
+    CRC,
+    CRC_AT,
+    CRC_START,
+    FRAME,
+    HEADER,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAX_TIMESTAMP,
+    MAX_TIMESTAMP_AT,
+    PARTITION_LEADER_EPOCH,
+    PARTITION_LEADER_EPOCH_AT,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG,
+)
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = [
@@ -50,26 +66,12 @@ __all__ = [
     "validate_batch",
 ]
 
-LOG_OVERHEAD: Final = 12  # baseOffset + batchLength precede the length-counted part
-BATCH_HEADER_SIZE: Final = 61
 # The smallest record: length, attributes, timestampDelta, offsetDelta, key and value lengths
 # (-1) and header count, one byte each. A header is at least its key and value lengths.
 MIN_RECORD_SIZE: Final = 7
 MIN_HEADER_SIZE: Final = 2
-CRC_START: Final = 21  # offset of ``attributes``; the CRC covers [CRC_START, end)
 NO_PRODUCER_ID: Final = -1
 NO_SEQUENCE: Final = -1
-
-COMPRESSION_MASK: Final = 0x07
-TIMESTAMP_TYPE_MASK: Final = 0x08  # 1 = LogAppendTime
-TRANSACTIONAL_FLAG: Final = 0x10
-CONTROL_FLAG: Final = 0x20
-DELETE_HORIZON_FLAG: Final = 0x40
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_BASE_OFFSET_AND_LENGTH = struct.Struct(">qi")
-_OFFSET = struct.Struct(">q")
-_EPOCH = struct.Struct(">i")
 
 
 class CorruptRecordError(ValueError):
@@ -162,9 +164,9 @@ def parse_batch_header(buf: bytes | bytearray | memoryview, position: int = 0) -
     """
     if len(buf) - position < BATCH_HEADER_SIZE:
         raise CorruptRecordError("record batch shorter than its 61-byte header")
-    fields = _HEADER.unpack_from(buf, position)
+    fields = HEADER.unpack_from(buf, position)
     batch_length = fields[1]
-    if fields[3] != 2:
+    if fields[3] != MAGIC:
         raise CorruptRecordError(f"unsupported record batch magic {fields[3]}")
     if batch_length < BATCH_HEADER_SIZE - LOG_OVERHEAD:
         raise CorruptRecordError(f"record batch length {batch_length} below the header size")
@@ -198,7 +200,7 @@ def read_frame_length(buf: bytes | bytearray | memoryview, position: int) -> tup
     """Return (base_offset, total size) of the batch at ``position`` or None if fewer than 12 bytes."""
     if len(buf) - position < LOG_OVERHEAD:
         return None
-    base_offset, length = _BASE_OFFSET_AND_LENGTH.unpack_from(buf, position)
+    base_offset, length = FRAME.unpack_from(buf, position)
     return base_offset, length + LOG_OVERHEAD
 
 
@@ -206,18 +208,12 @@ def patch_offsets(
     buf: bytearray | memoryview, header: BatchHeader, base_offset: int, leader_epoch: int
 ) -> None:
     """Assign ``base_offset`` and ``partition_leader_epoch`` in place (not covered by the CRC)."""
-    _OFFSET.pack_into(buf, header.position, base_offset)
-    _EPOCH.pack_into(buf, header.position + LOG_OVERHEAD, leader_epoch)
+    BASE_OFFSET.pack_into(buf, header.position, base_offset)
+    PARTITION_LEADER_EPOCH.pack_into(buf, header.position + PARTITION_LEADER_EPOCH_AT, leader_epoch)
 
 
 # -- validation ----------------------------------------------------------------------------------
 
-_CRC_POSITION: Final = 17
-_ATTRIBUTES_POSITION: Final = 21
-_MAX_TIMESTAMP_POSITION: Final = 35
-_INT16 = struct.Struct(">h")
-_INT64 = struct.Struct(">q")
-_UINT32 = struct.Struct(">I")
 _MAX_CODEC: Final = 4
 
 
@@ -276,10 +272,10 @@ def set_log_append_time(
     """
     position = header.position
     attributes = header.attributes | TIMESTAMP_TYPE_MASK
-    _INT16.pack_into(buf, position + _ATTRIBUTES_POSITION, attributes)
-    _INT64.pack_into(buf, position + _MAX_TIMESTAMP_POSITION, timestamp_ms)
+    ATTRIBUTES.pack_into(buf, position + ATTRIBUTES_AT, attributes)
+    MAX_TIMESTAMP.pack_into(buf, position + MAX_TIMESTAMP_AT, timestamp_ms)
     crc = crc32c(memoryview(buf)[position + CRC_START : position + header.size])
-    _UINT32.pack_into(buf, position + _CRC_POSITION, crc)
+    CRC.pack_into(buf, position + CRC_AT, crc)
     return replace(header, attributes=attributes, max_timestamp=timestamp_ms, crc=crc)
 
 
@@ -560,13 +556,13 @@ def build_batch(
     if is_control:
         attributes |= CONTROL_FLAG
     out = bytearray(BATCH_HEADER_SIZE)
-    _HEADER.pack_into(
+    HEADER.pack_into(
         out,
         0,
         base_offset,
         BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload),
         partition_leader_epoch,
-        2,
+        MAGIC,
         0,
         attributes,
         len(records) - 1,
@@ -578,7 +574,7 @@ def build_batch(
         len(records),
     )
     out += payload
-    _UINT32.pack_into(out, _CRC_POSITION, crc32c(memoryview(out)[CRC_START:]))
+    CRC.pack_into(out, CRC_AT, crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
 
 

@@ -24,7 +24,6 @@ its bytes. Without the override that test is skipped.
 from __future__ import annotations
 
 import shutil
-import struct
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from typing import ClassVar
@@ -40,6 +39,15 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from pydmq.protocol.batch_header import (
+    BATCH_HEADER_SIZE,
+    CRC,
+    CRC_AT,
+    CRC_START,
+    HEADER,
+    LOG_OVERHEAD,
+    MAGIC,
+)
 from pydmq.protocol.records import BatchHeader, crc32c, iter_batch_headers
 from pydmq.storage.api import (
     FetchDataInfo,
@@ -59,7 +67,6 @@ __all__ = [
     "model_state_machine",
 ]
 
-_TAIL = struct.Struct(">hiqqqhii")  # attributes .. recordsCount
 TP = TopicPartition("conformance", 0)
 BIG = 1 << 30
 
@@ -102,10 +109,27 @@ def make_batch(
             + _varint(0)
         )
         records += _varint(len(body)) + body
-    tail = _TAIL.pack(0, count - 1, timestamp, max_ts, -1, -1, -1, count) + bytes(records)
-    crc = crc32c(tail)
-    length = 4 + 1 + 4 + len(tail)
-    return struct.pack(">qiibI", base_offset, length, leader_epoch, 2, crc) + tail
+    batch = bytearray(BATCH_HEADER_SIZE)
+    HEADER.pack_into(
+        batch,
+        0,
+        base_offset,
+        BATCH_HEADER_SIZE - LOG_OVERHEAD + len(records),
+        leader_epoch,
+        MAGIC,
+        0,  # crc, set below
+        0,  # attributes
+        count - 1,
+        timestamp,
+        max_ts,
+        -1,
+        -1,
+        -1,
+        count,
+    )
+    batch += records
+    CRC.pack_into(batch, CRC_AT, crc32c(memoryview(batch)[CRC_START:]))
+    return bytes(batch)
 
 
 def append_batches(log: PartitionLog, *batches: bytes) -> list[BatchHeader]:

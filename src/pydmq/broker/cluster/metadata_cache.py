@@ -72,7 +72,9 @@ class CachedBroker:
 
 @dataclass(slots=True)
 class MetadataUpdate:
-    """What one applied UpdateMetadata changed, for the caller to act on."""
+    """What one applied UpdateMetadata changed, for the caller to act on: net changes (a topic
+    added and removed by the same update is in neither list; one re-created under its name is
+    in both, the old topic deleted, the new one created)."""
 
     applied: bool
     config_changed: set[str] = field(default_factory=set)
@@ -200,7 +202,10 @@ class MetadataCache:
         self.topics.remove(topic.name)
         for p in topic.partitions:
             self.offline_replicas.pop(TopicPartition(topic.name, p.index), None)
-        result.deleted_topics.append(topic)
+        created = len(result.created_topics)
+        result.created_topics = [t for t in result.created_topics if t is not topic]
+        if len(result.created_topics) == created:
+            result.deleted_topics.append(topic)
 
     def topic_names(self) -> Iterable[str]:
         return [t.name for t in self.topics]

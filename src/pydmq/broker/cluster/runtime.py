@@ -15,6 +15,12 @@ The controller sends LeaderAndIsr before the UpdateMetadata of the same change, 
 topic's partitions can arrive before its configs (which choose the storage engine). Such
 partition states wait in ``pending`` and are applied right after the UpdateMetadata that
 introduces the topic; partitions already open apply at once.
+
+Topic hooks: once the broker started (``pydmq_broker_startup``, which sees the topics known
+then), each applied UpdateMetadata that adds a topic to the metadata cache fires
+``pydmq_on_topic_created`` and each that removes one ``pydmq_on_topic_deleted``, after this
+node's partitions of it were opened (LeaderAndIsr precedes it) or deleted (StopReplica
+precedes it), as a single node fires them (docs/HOOKS.md).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pydmq.broker.cluster.alter_partition import AlterPartitionManager
@@ -36,7 +43,7 @@ from pydmq.broker.cluster.fencing import (
     leader_epoch_fenced,
 )
 from pydmq.broker.cluster.lifecycle import BrokerEndpoint, BrokerLifecycleManager
-from pydmq.broker.cluster.metadata_cache import MetadataCache
+from pydmq.broker.cluster.metadata_cache import MetadataCache, MetadataUpdate
 from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 from pydmq.broker.cluster.replica_fetcher import FetchState, ReplicaFetcherManager
 from pydmq.config.topic import TopicConfig
@@ -149,6 +156,8 @@ class BrokerCluster:
             broker_epoch=lambda: self.lifecycle.broker_epoch,
             verifier=self.controller_epochs,
         )
+        # False until pydmq_broker_startup: the topics known by then are the start-up state.
+        self.topic_hooks_enabled = False
 
     # -- identity --------------------------------------------------------------------
     def _local_raft_leader(self) -> int | None:
@@ -478,6 +487,8 @@ class BrokerCluster:
         for topic in result.deleted_topics:
             self.broker.fetch_sessions.forget_topic(topic.name)
         self._apply_pending()
+        if self.topic_hooks_enabled:
+            self._fire_topic_hooks(result)
         # The alive brokers may have changed: DeleteRecords waiting for the low watermark
         # count the followers on alive brokers.
         replica_manager.delete_records_purgatory.notify_all()
@@ -485,6 +496,25 @@ class BrokerCluster:
             self.lifecycle.heartbeat_now()
         self._maybe_ready()
         return UpdateMetadataResponse(error_code=ErrorCode.NONE)
+
+    def _fire_topic_hooks(self, result: MetadataUpdate) -> None:
+        """The topic hooks of one applied UpdateMetadata: deletions first (a topic re-created
+        under its name is deleted, then created). A failing hook is logged: the update is
+        applied regardless."""
+        plugins = self.broker.plugins
+        calls: list[Callable[[], None]] = [
+            partial(plugins.on_topic_deleted, t.name, str(t.topic_id))
+            for t in result.deleted_topics
+        ]
+        calls += [
+            partial(plugins.on_topic_created, t.name, str(t.topic_id), len(t.partitions))
+            for t in result.created_topics
+        ]
+        for call in calls:
+            try:
+                call()
+            except Exception:
+                log.exception("broker %d: a topic hook failed", self.node_id)
 
     def _apply_pending(self) -> None:
         for tp, pending in list(self.pending.items()):

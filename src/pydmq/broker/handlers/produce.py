@@ -24,13 +24,21 @@ producer state did not move, so the retry of the same batch is accepted once spa
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Awaitable, Callable
 from typing import cast
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.broker.topic_names import INTERNAL_TOPICS
+from pydmq.protocol.batch_header import (
+    ATTRIBUTES_AT,
+    BATCH_HEADER_SIZE,
+    COMPRESSION_MASK,
+    MAGIC_AT,
+    PRODUCER,
+    PRODUCER_ID_AT,
+    TRANSACTIONAL_FLAG,
+)
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.produce import (
     PartitionProduceResponse,
@@ -38,7 +46,6 @@ from pydmq.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
-from pydmq.protocol.records import BATCH_HEADER_SIZE, TRANSACTIONAL_FLAG
 from pydmq.replication.delayed_produce import PendingAck, await_acks, check_acks
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogAppendError
@@ -48,11 +55,8 @@ __all__ = ["HANDLER"]
 log = logging.getLogger(__name__)
 
 _ZSTD = 4
-_ATTRIBUTES_AT = 21
-_MAGIC_AT = 16
-# producer id, producer epoch and base sequence of a v2 batch header
-_PRODUCER_AT = 43
-_PRODUCER = struct.Struct(">qhi")
+# The low byte of the int16 attributes holds every attribute bit.
+_ATTRIBUTE_BITS_AT = ATTRIBUTES_AT + 1
 # Answers that make librdkafka's idempotent producer bump its epoch or fail: always logged.
 _SEQUENCE_ERRORS = frozenset(
     {
@@ -74,7 +78,7 @@ def _writer_of(view: memoryview) -> tuple[int, int, int]:
     """Producer id, epoch and base sequence of the first batch (ids -1 when too short)."""
     if len(view) < BATCH_HEADER_SIZE:
         return (-1, -1, -1)
-    return cast("tuple[int, int, int]", _PRODUCER.unpack_from(view, _PRODUCER_AT))
+    return cast("tuple[int, int, int]", PRODUCER.unpack_from(view, PRODUCER_ID_AT))
 
 
 def _describe(writer: tuple[int, int, int]) -> str:
@@ -157,7 +161,7 @@ def handle(
                 )
                 continue
             view = records if isinstance(records, memoryview) else memoryview(bytearray(records))
-            if len(view) > _MAGIC_AT and view[_MAGIC_AT] in (0, 1):
+            if len(view) > MAGIC_AT and view[MAGIC_AT] in (0, 1):
                 # Kafka's ProduceRequest.validateRecords (v3+): InvalidRecordException. Other
                 # bad magics are CORRUPT_MESSAGE ("Invalid magic found in record"), below.
                 topic_response.partition_responses.append(
@@ -170,8 +174,8 @@ def handle(
                 )
                 continue
             if len(view) >= BATCH_HEADER_SIZE:
-                attributes = view[_ATTRIBUTES_AT + 1]
-                if (attributes & 0x07) == _ZSTD and ctx.api_version < 7:
+                attributes = view[_ATTRIBUTE_BITS_AT]
+                if (attributes & COMPRESSION_MASK) == _ZSTD and ctx.api_version < 7:
                     topic_response.partition_responses.append(
                         _partition_error(data.index, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
                     )

@@ -33,7 +33,6 @@ import contextlib
 import logging
 import mmap
 import os
-import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -48,7 +47,14 @@ from pydmq.engines.segment.verify import (
     header_from,
 )
 from pydmq.failpoints import SHORT, failpoint, torn_write
-from pydmq.protocol.records import BATCH_HEADER_SIZE, BatchHeader, CorruptRecordError
+from pydmq.protocol.batch_header import (
+    BATCH_HEADER_SIZE,
+    FRAME,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_AT,
+    LOG_OVERHEAD,
+)
+from pydmq.protocol.records import BatchHeader, CorruptRecordError
 from pydmq.storage.api import StorageCorruptionError, TimestampAndOffset, TopicPartition
 from pydmq.storage.errors import SyncFailedError, fdatasync
 
@@ -56,11 +62,7 @@ __all__ = ["DamagedRange", "LogSegment", "TornWriteError", "segment_file_name"]
 
 log = logging.getLogger(__name__)
 
-_FRAME = struct.Struct(">qi")
 _PREAD_MAX = 256 * 1024
-_LAST_DELTA = struct.Struct(">i")
-_LAST_DELTA_AT = 23
-_LOG_OVERHEAD = 12
 NO_TIMESTAMP = -1
 _MAX_POSITION = 1 << 64
 # A recovery scan reads the whole file once: pre-fault its pages in one call rather than one
@@ -471,18 +473,19 @@ class LogSegment:
         self, position: int, max_bytes: int, max_offset: int, min_one_batch: bool
     ) -> tuple[bytes | memoryview, int]:
         end = self.size
-        buf = self._bytes(position, min(end, position + max(max_bytes, _LOG_OVERHEAD)))
+        buf = self._bytes(position, min(end, position + max(max_bytes, LOG_OVERHEAD)))
         taken = 0
         next_offset = -1
         limit = len(buf)
-        while taken + _LOG_OVERHEAD <= limit:
-            base, length = _FRAME.unpack_from(buf, taken)
-            size = length + _LOG_OVERHEAD
+        while taken + LOG_OVERHEAD <= limit:
+            base, length = FRAME.unpack_from(buf, taken)
+            size = length + LOG_OVERHEAD
             if size < BATCH_HEADER_SIZE or taken + size > limit:
                 break  # (a size below a header's is damage: header_at reports it)
-            if taken + _LAST_DELTA_AT + 4 > limit:
-                break
-            batch_next = base + _LAST_DELTA.unpack_from(buf, taken + _LAST_DELTA_AT)[0] + 1
+            # size >= BATCH_HEADER_SIZE, so the whole header (lastOffsetDelta included) is in buf
+            batch_next = (
+                base + LAST_OFFSET_DELTA.unpack_from(buf, taken + LAST_OFFSET_DELTA_AT)[0] + 1
+            )
             if batch_next > max_offset:
                 break
             taken += size

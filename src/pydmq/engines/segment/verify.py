@@ -10,31 +10,23 @@ broker's event loop.
 from __future__ import annotations
 
 import mmap
-import struct
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from pydmq.protocol.records import (
-    BATCH_HEADER_SIZE,
-    BatchHeader,
-    CorruptRecordError,
-    validate_crc,
-)
+from pydmq.protocol.batch_header import BATCH_HEADER_SIZE, HEADER, LOG_OVERHEAD, MAGIC, MAGIC_AT
+from pydmq.protocol.records import BatchHeader, CorruptRecordError, validate_crc
 
 __all__ = ["CheckedRanges", "Damage", "check_batches", "find_resume", "header_from"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_LOG_OVERHEAD = 12
-_MAGIC_AT = 16  # baseOffset (8) + batchLength (4) + partitionLeaderEpoch (4)
-_MAGIC = b"\x02"
+_MAGIC_BYTE = bytes([MAGIC])
 
 
 def header_from(buf: bytes | memoryview | mmap.mmap, offset: int, position: int) -> BatchHeader:
     """Parse a header at ``offset`` of ``buf``; ``position`` is recorded as its file position."""
     if len(buf) - offset < BATCH_HEADER_SIZE:
         raise CorruptRecordError("truncated batch header")
-    fields = _HEADER.unpack_from(buf, offset)
-    if fields[3] != 2 or fields[1] < BATCH_HEADER_SIZE - _LOG_OVERHEAD:
+    fields = HEADER.unpack_from(buf, offset)
+    if fields[3] != MAGIC or fields[1] < BATCH_HEADER_SIZE - LOG_OVERHEAD:
         raise CorruptRecordError("bad batch framing")
     return BatchHeader(position, *fields)
 
@@ -111,13 +103,13 @@ def find_resume(
     offsets and CRC32C. Runs once per damaged region found, never on the read path of intact
     data.
     """
-    search = after + 1 + _MAGIC_AT
+    search = after + 1 + MAGIC_AT
     with memoryview(mm) as view:
         while True:
-            found = mm.find(_MAGIC, search, end)
+            found = mm.find(_MAGIC_BYTE, search, end)
             if found < 0:
                 return None
-            candidate = found - _MAGIC_AT
+            candidate = found - MAGIC_AT
             search = found + 1
             try:
                 header = header_from(view, candidate, candidate)

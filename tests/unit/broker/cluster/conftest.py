@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,8 @@ class Cluster:
     """Nodes 1..n (broker + controller), then ``broker_only`` nodes n+1.. with the broker role
     only; ``brokers[i]`` is node i+1. With ``replication_listener`` followers fetch on a
     REPLICATION listener of their own (``inter.broker.listener.name``), apart from the
-    clients' PLAINTEXT one. Use inside one ``asyncio.run``."""
+    clients' PLAINTEXT one. ``plugins`` maps a node id to the plugins of that node's host.
+    Use inside one ``asyncio.run``."""
 
     def __init__(
         self,
@@ -33,6 +34,7 @@ class Cluster:
         *,
         broker_only: int = 0,
         replication_listener: bool = False,
+        plugins: Mapping[int, Sequence[object]] | None = None,
         **overrides: object,
     ) -> None:
         total = n + broker_only
@@ -67,7 +69,8 @@ class Cluster:
                     "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,CONTROLLER:PLAINTEXT"
                 )
             values.update({k.replace("_", "."): v for k, v in overrides.items()})
-            self.brokers.append(Broker(BrokerConfig(values)))
+            node_plugins = () if plugins is None else plugins.get(i + 1, ())
+            self.brokers.append(Broker(BrokerConfig(values), plugins=node_plugins))
         self.connections: list[NodeConnection] = []
 
     async def start(self, timeout: float = 20.0) -> None:

@@ -147,3 +147,18 @@ def test_incremental_update_keeps_topics_it_does_not_list() -> None:
     result = cache.update(other)
     assert not result.deleted_topics
     assert cache.topics.get("t") is not None and cache.topics.get("u") is not None
+
+
+def test_metadata_update_lists_net_topic_changes() -> None:
+    """What the topic hooks fire from (each change once): a FULL update repeating the known
+    topics changes nothing; a topic re-created under its name is the old one deleted and the
+    new one created."""
+    cache = MetadataCache(1)
+    first = cache.update(_update(1, type_=UPDATE_FULL))
+    assert [t.name for t in first.created_topics] == ["t"] and not first.deleted_topics
+    again = cache.update(_update(2, type_=UPDATE_FULL))
+    assert (again.created_topics, again.deleted_topics) == ([], [])
+    new_id = uuid.uuid4()
+    recreated = cache.update(_update(3, topic_id=new_id))
+    assert [t.topic_id for t in recreated.deleted_topics] == [_TOPIC_ID]
+    assert [t.topic_id for t in recreated.created_topics] == [new_id]
