@@ -83,6 +83,10 @@ def _cluster_up(root: Path) -> Iterator[tuple[subprocess.Popen[str], str, list[s
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # As a shell's background job starts it (SIGINT ignored, inherited through exec): the
+        # Ctrl-C below must stop it all the same (a CI runner launched this way once saw the
+        # nodes stop and `cluster up` report "every node has exited" with status 1).
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         assert process.stdout is not None

@@ -332,8 +332,13 @@ def run_up(
     def on_term(signum: int, frame: FrameType | None) -> None:
         raise _Stop
 
+    previous_int: Any = None
     if in_main:
         previous = signal.signal(signal.SIGTERM, on_term)
+        # Installed rather than relied on: a shell starting this in the background leaves
+        # SIGINT ignored, and then Python raises no KeyboardInterrupt, while the nodes (which
+        # install their own handler) stop on the Ctrl-C of the process group.
+        previous_int = signal.signal(signal.SIGINT, on_term)
     try:
         for spec in specs:
             spec.data_dir.mkdir(parents=True, exist_ok=True)
@@ -383,10 +388,9 @@ def run_up(
         return 0
     finally:
         # A second Ctrl-C or SIGTERM while stopping must not orphan the nodes.
-        old_int: Any = None
         if in_main:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            old_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         try:
             if processes:
                 say(f"stopping {len(processes)} node(s)")
@@ -397,7 +401,9 @@ def run_up(
         finally:
             if in_main:
                 signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
-                signal.signal(signal.SIGINT, signal.SIG_DFL if old_int is None else old_int)
+                signal.signal(
+                    signal.SIGINT, signal.SIG_DFL if previous_int is None else previous_int
+                )
 
 
 def _run_up(args: argparse.Namespace) -> int:

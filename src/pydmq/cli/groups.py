@@ -349,15 +349,15 @@ def _run_describe(args: argparse.Namespace) -> int:
         status = 0
         blocks: list[str] = []
         for group in describe_groups(client, names):
+            if not group.exists:  # Dead, or GROUP_ID_NOT_FOUND from DescribeGroups v6
+                status = 1
+                print(f"Error: Consumer group '{group.group_id}' does not exist.", file=sys.stderr)
+                continue
             if group.error_code:
                 status = 1
                 why = group.error_message or _explain(group.error_code)
                 text = f"Error: group '{group.group_id}': {error_name(group.error_code)}"
                 print(f"{text}: {why}" if why else text, file=sys.stderr)
-                continue
-            if not group.exists:
-                status = 1
-                print(f"Error: Consumer group '{group.group_id}' does not exist.", file=sys.stderr)
                 continue
             if group.protocol_type not in ("", CONSUMER_PROTOCOL_TYPE):
                 print(
