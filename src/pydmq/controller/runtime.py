@@ -72,7 +72,7 @@ from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
 
 if TYPE_CHECKING:
-    from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.api.handler import ApiHandlerSpec
     from pydmq.plugins.host import PluginHost
 
 __all__ = [

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pydmq.broker.handler import RequestContext
+from pydmq.api.handler import RequestContext
 from pydmq.broker.handlers import metadata
 from pydmq.broker.partition_creation import OPEN_CHUNK
 from pydmq.broker.server import Broker

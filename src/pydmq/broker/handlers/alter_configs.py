@@ -23,7 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._broker_configs import alter_broker_configs
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
@@ -42,7 +43,7 @@ _TOPIC = 2
 _BROKER = 4
 
 
-def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+def _handle_local(ctx: BrokerContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     broker = ctx.broker
     response = AlterConfigsResponse()
     counts = resource_counts(request.resources)
@@ -87,7 +88,7 @@ def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterCon
 
 
 def handle(
-    ctx: RequestContext, request: AlterConfigsRequest
+    ctx: BrokerContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

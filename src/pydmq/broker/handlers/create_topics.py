@@ -25,7 +25,8 @@ from __future__ import annotations
 import collections
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_names import internal_topic_creation_problem
 from pydmq.broker.topic_ops import NewTopic, TopicError
@@ -63,7 +64,7 @@ def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> Cr
     )
 
 
-async def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+async def _handle_local(ctx: BrokerContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     response = CreateTopicsResponse()
     counts = collections.Counter(t.name for t in request.topics)
@@ -124,7 +125,7 @@ async def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> Cr
 
 
 def handle(
-    ctx: RequestContext, request: CreateTopicsRequest
+    ctx: BrokerContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:
@@ -140,7 +141,7 @@ def handle(
     return _forward_allowed(ctx, request, reserved)
 
 
-def _forward(ctx: RequestContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
+def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     cluster = ctx.broker.cluster
     assert cluster is not None
 
@@ -153,7 +154,7 @@ def _forward(ctx: RequestContext, request: CreateTopicsRequest) -> Awaitable[Cre
 
 
 async def _forward_allowed(
-    ctx: RequestContext, request: CreateTopicsRequest, reserved: dict[str, str]
+    ctx: BrokerContext, request: CreateTopicsRequest, reserved: dict[str, str]
 ) -> CreateTopicsResponse:
     """Refuse the reserved names here and forward the rest; answers keep the request's order."""
     allowed = [t for t in request.topics if t.name not in reserved]

@@ -17,7 +17,8 @@ answers UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers do.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -36,7 +37,7 @@ _NOT_REQUESTED = -(2**31)
 CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
 
-def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+def handle(ctx: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker
     endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
     response = DescribeClusterResponse(

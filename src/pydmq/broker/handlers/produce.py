@@ -28,7 +28,8 @@ import struct
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.broker.topic_names import INTERNAL_TOPICS
 from pydmq.protocol.errors import ErrorCode
@@ -118,7 +119,7 @@ def _reporter(
 
 
 def handle(
-    ctx: RequestContext, request: ProduceRequest
+    ctx: BrokerContext, request: ProduceRequest
 ) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     broker = ctx.broker
     replica_manager = broker.replica_manager
@@ -224,7 +225,7 @@ def handle(
 
 
 async def _respond_when_acked(
-    ctx: RequestContext, response: ProduceResponse, pending: list[PendingAck], timeout_ms: int
+    ctx: BrokerContext, response: ProduceResponse, pending: list[PendingAck], timeout_ms: int
 ) -> ProduceResponse:
     await await_acks(ctx.broker.replica_manager.produce_purgatory, pending, timeout_ms)
     return response
