@@ -28,9 +28,8 @@ from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._broker_configs import alter_broker_configs
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.topic_ops import TopicError
 from pydmq.config.dynamic import OP_SET
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResourceResponse,

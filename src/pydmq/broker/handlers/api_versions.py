@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import METADATA_VERSION
 from pydmq.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -30,8 +31,6 @@ if TYPE_CHECKING:
 __all__ = ["HANDLER", "unsupported_version_response"]
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
-# metadata.version levels: 3.3-IV3 = 7 ... 4.0-IV3 = 25; we behave like 4.0.
-METADATA_VERSION = 25
 
 
 def _api_keys(broker: Broker, listener: str | None = None) -> list[ApiVersion]:

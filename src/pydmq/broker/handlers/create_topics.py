@@ -28,10 +28,10 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.topic_names import internal_topic_creation_problem
-from pydmq.broker.topic_ops import NewTopic, TopicError
+from pydmq.broker.topic_ops import NewTopic
+from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TopicConfig
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.create_topics import (
     CreatableTopic,
     CreatableTopicConfigs,
@@ -39,18 +39,9 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from pydmq.protocol.topic_names import internal_topic_creation_problem
 
-__all__ = ["CONFIG_SOURCES", "HANDLER"]
-
-CONFIG_SOURCES = {
-    "UNKNOWN": 0,
-    "DYNAMIC_TOPIC_CONFIG": 1,
-    "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
-    "DYNAMIC_BROKER_CONFIG": 2,
-    "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
-    "STATIC_BROKER_CONFIG": 4,
-    "DEFAULT_CONFIG": 5,
-}
+__all__ = ["HANDLER"]
 
 
 def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> CreatableTopicResult:

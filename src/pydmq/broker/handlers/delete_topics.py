@@ -18,8 +18,7 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.broker.topic_ops import TopicError
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.delete_topics import (
     DeletableTopicResult,
     DeleteTopicsRequest,

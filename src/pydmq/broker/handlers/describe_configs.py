@@ -43,11 +43,10 @@ from collections.abc import Awaitable, Iterable, Iterator
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
-from pydmq.broker.topic_names import topic_name_problem
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigType
 from pydmq.config.kafka_broker_defs import KafkaOnlyConfig, kafka_only_configs
+from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TOPIC_DEFAULT_SYNONYMS, TopicConfig, broker_synonyms
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_configs import (
@@ -58,6 +57,7 @@ from pydmq.protocol.messages.describe_configs import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from pydmq.protocol.topic_names import topic_name_problem
 
 __all__ = ["HANDLER", "RESOURCE_TYPES"]
 

@@ -19,7 +19,6 @@ import uuid
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.topic_names import topic_name_problem
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_topic_partitions import (
     Cursor,
@@ -28,6 +27,7 @@ from pydmq.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
+from pydmq.protocol.topic_names import topic_name_problem
 
 __all__ = ["HANDLER", "TOPIC_OPERATIONS"]
 

@@ -41,11 +41,10 @@ from typing import TYPE_CHECKING
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.server import Broker
-from pydmq.broker.topic_names import INTERNAL_TOPICS, topic_name_problem
-from pydmq.broker.topic_ops import NewTopic, TopicError
+from pydmq.broker.topic_ops import NewTopic
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -53,6 +52,7 @@ from pydmq.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from pydmq.protocol.topic_names import INTERNAL_TOPICS, topic_name_problem
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:  # cluster mode only: not imported by a single node (start-up time)

@@ -31,7 +31,6 @@ from typing import cast
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._leadership import leader_partition
-from pydmq.broker.topic_names import INTERNAL_TOPICS
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.produce import (
     PartitionProduceResponse,
@@ -40,6 +39,7 @@ from pydmq.protocol.messages.produce import (
     TopicProduceResponse,
 )
 from pydmq.protocol.records import BATCH_HEADER_SIZE, TRANSACTIONAL_FLAG
+from pydmq.protocol.topic_names import INTERNAL_TOPICS
 from pydmq.replication.delayed_produce import PendingAck, await_acks, check_acks
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogAppendError

@@ -11,8 +11,8 @@ import re
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.handlers.api_versions import METADATA_VERSION
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import METADATA_VERSION
 from pydmq.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
+from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import CreatableTopic, create_topics

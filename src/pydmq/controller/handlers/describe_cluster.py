@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.handlers.describe_cluster import CLUSTER_OPERATIONS
+from pydmq.protocol.acl import CLUSTER_OPERATIONS
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_cluster import (
     DescribeClusterBroker,
