@@ -14,7 +14,7 @@ Decoding runs on the event loop for requests of up to :data:`INLINE_DECODE_BUDGE
 (every request of a normal workload: ~50 ms of decoding at most). A request past it but within
 its API's budget (a consumer of 100,000 partitions) is decoded again, from a private copy of
 its frame, on the dispatcher's decoding thread, handled on the loop once decoded (large
-handlers answer in slices: :mod:`pydmq.broker.handlers._slices`), and its response encoded
+handlers answer in slices, giving the loop back between them), and its response encoded
 on the decoding thread: the loop keeps serving the other connections meanwhile (it takes the
 GIL back every switch interval, 5 ms), and one thread bounds what large requests can take to
 one core.
