@@ -33,7 +33,7 @@ from benchmarks.omb.procfs import git_output
 from benchmarks.omb.target import Target, TargetInfo
 
 import pydmq
-from pydmq.cli.cluster import log_tail
+from pydmq.cluster_process import log_tail
 from pydmq.testing.cluster import ClusterProcess, free_ports
 from pydmq.testing.process import BrokerProcess
 

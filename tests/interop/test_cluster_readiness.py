@@ -32,8 +32,9 @@ from pathlib import Path
 import pytest
 
 from pydmq.cli import main
-from pydmq.cli.cluster import describe_quorum, stop_processes
+from pydmq.cli.cluster import describe_quorum
 from pydmq.client import LATEST, KafkaClient
+from pydmq.cluster_process import stop_processes
 from pydmq.protocol.messages.create_topics import (
     CreatableReplicaAssignment,
     CreatableTopic,

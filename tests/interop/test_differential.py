@@ -185,7 +185,7 @@ DELIBERATE_DIFFERENCES: dict[str, dict[str, str]] = {
         "api_versions_v99_flexible_body.lists_other_keys": (
             "the UNSUPPORTED_VERSION answer to ApiVersions: Kafka lists only the ApiVersions "
             "key (ApiVersionsRequest.getErrorResponse, KIP-511); pydmq lists every key it "
-            "supports (broker/dispatcher.py: 'listing what we support'). Clients read only "
+            "supports (api/dispatcher.py: 'listing what we support'). Clients read only "
             "key 18 from it to pick the version to retry with."
         ),
     },

@@ -38,8 +38,8 @@ from types import TracebackType
 
 import pytest
 
-from pydmq.cli.cluster import is_listening
 from pydmq.client import KafkaClient, KafkaError
+from pydmq.cluster_process import is_listening
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(1200)]
 
@@ -263,6 +263,7 @@ def server_target(command: Command, cwd: Path) -> tuple[str, int]:
     import argparse
 
     from pydmq.cli import cluster, serve
+    from pydmq.cluster_process import plan_nodes
     from pydmq.config.broker import BrokerConfig
 
     words = shlex.split(command.text.replace("\\\n", " "), comments=True)
@@ -274,7 +275,7 @@ def server_target(command: Command, cwd: Path) -> tuple[str, int]:
     cluster.add_parser(sub)
     args = parser.parse_args(argv)
     if argv[0] == "cluster":
-        specs = cluster.plan_nodes(
+        specs = plan_nodes(
             args.nodes,
             cwd / args.data_dir,
             host=args.host,

@@ -39,11 +39,13 @@ import time
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from pydmq.broker.dispatcher import RequestDispatcher
+from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.fetch_session import FetchSessionCache
+from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.topic_ops import TopicOperations
 from pydmq.broker.topics import TopicRegistry
 from pydmq.config.broker import BrokerConfig
@@ -130,10 +132,10 @@ class Broker:
         # and the controller role (None unless this node is a voter with that role).
         self.cluster: BrokerCluster | None = None
         self.controller: ControllerRuntime | None = None
-        self.controller_dispatcher: RequestDispatcher | None = None
+        self.controller_dispatcher: RequestDispatcher[Broker] | None = None
         self._controller_listeners: set[str] = set()
         # The listener serving the controller's pushes (broker role in cluster mode only).
-        self.control_plane_dispatcher: RequestDispatcher | None = None
+        self.control_plane_dispatcher: RequestDispatcher[Broker] | None = None
         self.control_plane_listener: str | None = None
         self.topics: TopicRegistry
         self.topic_ops: TopicOperations
@@ -165,16 +167,19 @@ class Broker:
                 offsets_leadership_listener(self.group_coordinator, self.replica_manager)
             )
         handlers = dict(self.plugins.api_handlers())
-        self.dispatcher = RequestDispatcher(self, handlers)
+        unsupported = partial(unsupported_version_response, self)
+        self.dispatcher = RequestDispatcher(self, handlers, unsupported)
         if self.cluster is not None:
             self._add_control_plane_listener()
             specs = {spec.api_key: spec for spec in control_plane_handlers()}
-            self.control_plane_dispatcher = RequestDispatcher(self, specs)
+            self.control_plane_dispatcher = RequestDispatcher(self, specs, unsupported)
         if self.cluster_mode and "controller" in roles:
             from pydmq.controller.runtime import ControllerRuntime
 
             self.controller = ControllerRuntime(self)
-            self.controller_dispatcher = RequestDispatcher(self, self.controller.handler_specs())
+            self.controller_dispatcher = RequestDispatcher(
+                self, self.controller.handler_specs(), unsupported
+            )
             self._controller_listeners = set(config.controller_listener_names)
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
@@ -327,7 +332,7 @@ class Broker:
                 continue
 
             def factory(
-                name: str = listener.name, dispatcher: RequestDispatcher = dispatcher
+                name: str = listener.name, dispatcher: RequestDispatcher[Broker] = dispatcher
             ) -> KafkaConnection:
                 connection = KafkaConnection(
                     dispatcher, max_request, name, on_close=self._connection_closed
@@ -357,7 +362,7 @@ class Broker:
             if not server.is_serving():
                 await server.start_serving()
 
-    def dispatcher_for(self, listener_name: str) -> RequestDispatcher | None:
+    def dispatcher_for(self, listener_name: str) -> RequestDispatcher[Broker] | None:
         """Controller listeners get the controller's APIs only, the control-plane listener
         the controller-to-broker APIs only; the others (client listeners) the broker's."""
         if listener_name in self._controller_listeners:

@@ -2,7 +2,7 @@
 
 Used by CreateTopics, DeleteTopics, CreatePartitions and Metadata auto-creation, so all of them
 apply the same rules, in the order Kafka's controller does: names, collisions, counts, configs,
-then admission (:mod:`pydmq.broker.partition_limits`: at most 10,000 new partitions per
+then admission (:mod:`pydmq.config.partition_limits`: at most 10,000 new partitions per
 request and ``pydmq.max.broker.partitions`` hosted by this node, POLICY_VIOLATION beyond).
 
 Creation is all or nothing (:class:`~pydmq.broker.partition_creation.PartitionCreation`): the
@@ -27,12 +27,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydmq.broker.partition_creation import PartitionCreation
-from pydmq.broker.partition_limits import broker_limit_problem, request_limit_problem
-from pydmq.broker.topic_names import topic_name_problem
 from pydmq.broker.topics import PartitionInfo, TopicInfo
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
+from pydmq.config.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
+from pydmq.protocol.topic_names import topic_name_problem
 from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.errors import KafkaStorageError
 
@@ -46,7 +46,6 @@ __all__ = [
     "OP_SUBTRACT",
     "NewPartitions",
     "NewTopic",
-    "TopicError",
     "TopicOperations",
 ]
 
@@ -55,14 +54,6 @@ OP_SET = 0
 OP_DELETE = 1
 OP_APPEND = 2
 OP_SUBTRACT = 3
-
-
-@dataclass(frozen=True, slots=True)
-class TopicError(Exception):
-    """A refused topic operation: a Kafka error code and a message for the client."""
-
-    error_code: int
-    message: str
 
 
 def _storage_error(what: str, exc: BaseException) -> TopicError:

@@ -7,5 +7,27 @@ pauses and isolates nodes and clients while they run. After healing, every parti
 from offset 0, the replicas are compared offline and the checker (:mod:`.checker`) reports
 lost, duplicated, reordered and inconsistent writes, consumer skips and recovery times.
 
-The harness needs confluent-kafka (a test dependency): ``pip install -e '.[test]'``.
+The harness needs confluent-kafka, the ``chaos`` extra: ``pip install 'pydmq[chaos]'``.
 """
+
+from __future__ import annotations
+
+import importlib
+
+__all__ = ["missing_dependency"]
+
+# What the harness's clients import (each where it is used, inside their processes).
+_DEPENDENCIES = ("confluent_kafka",)
+
+
+def missing_dependency() -> str | None:
+    """The first module of the ``chaos`` extra that cannot be imported here, or None.
+
+    Checked by ``pydmq chaos`` before it starts any node: the clients import it only once
+    the cluster runs."""
+    for name in _DEPENDENCIES:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            return exc.name or name
+    return None

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from pydmq.chaos.proxy import ProxyProcess, Route
 from pydmq.chaos.storage import NodeDisk, NodeFailpoints
-from pydmq.cli.cluster import CONTROL_PLANE
+from pydmq.cluster_process import CONTROL_PLANE
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, free_ports
 
 __all__ = ["NODE_CONFIG", "ChaosCluster", "node_label"]

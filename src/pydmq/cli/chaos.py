@@ -19,16 +19,20 @@ def _positive_float(text: str) -> float:
 
 
 def _run(args: argparse.Namespace) -> int:
-    try:
-        from pydmq.chaos.faults import FAULT_KINDS, PROCESS_FAULT_KINDS, STORAGE_FAULT_KINDS
-        from pydmq.chaos.runner import ChaosConfig, run
-        from pydmq.chaos.storage import storage_faults_unavailable
-    except ModuleNotFoundError as exc:
+    from pydmq.chaos import missing_dependency
+
+    missing = missing_dependency()
+    if missing is not None:
         print(
-            f"pydmq chaos needs {exc.name} (a test dependency): pip install -e '.[test]'",
+            f"pydmq chaos needs {missing}: pip install 'pydmq[chaos]' "
+            "(from a source checkout: pip install -e '.[chaos]')",
             file=sys.stderr,
         )
         return 2
+    from pydmq.chaos.faults import FAULT_KINDS, PROCESS_FAULT_KINDS, STORAGE_FAULT_KINDS
+    from pydmq.chaos.runner import ChaosConfig, run
+    from pydmq.chaos.storage import storage_faults_unavailable
+
     groups = {"all": FAULT_KINDS, "process": PROCESS_FAULT_KINDS, "storage": STORAGE_FAULT_KINDS}
     kinds: list[str] = []
     for word in args.faults.split(",") if args.faults else ["all"]:

@@ -23,8 +23,8 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   ``metadata_offset`` is the new image's offset.
 - Request order for one broker and one change: LeaderAndIsr, StopReplica, UpdateMetadata, so
   a broker that acknowledged an UpdateMetadata at offset N has applied everything up to N.
-- ``type_``: :data:`FULL` (2) for the full-state variants, :data:`INCREMENTAL` (1) otherwise
-  (Kafka's values; 0 means unknown).
+- ``type_``: ``FULL`` (2) for the full-state variants, ``INCREMENTAL`` (1) otherwise
+  (Kafka's values, in :mod:`pydmq.protocol.control_requests`; 0 means unknown).
   A FULL LeaderAndIsr lists every partition the broker replicates (anything else the broker
   holds is stray); a FULL UpdateMetadata lists every topic.
 """
@@ -36,6 +36,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from pydmq.protocol.control_requests import FULL, INCREMENTAL, LEADER_DURING_DELETE
 from pydmq.protocol.messages.leader_and_isr import (
     LeaderAndIsrLiveLeader,
     LeaderAndIsrPartitionState,
@@ -61,18 +62,12 @@ if TYPE_CHECKING:
     from pydmq.metadata.image import MetadataImage, PartitionRegistration
 
 __all__ = [
-    "FULL",
-    "INCREMENTAL",
-    "LEADER_DURING_DELETE",
     "TOPIC_RESOURCE",
     "BrokerPush",
     "delta_pushes",
     "full_push",
 ]
 
-INCREMENTAL: Final = 1
-FULL: Final = 2
-LEADER_DURING_DELETE: Final = -2
 TOPIC_RESOURCE: Final = 2
 LEADER_AND_ISR_KEY: Final = 4
 STOP_REPLICA_KEY: Final = 5

@@ -47,7 +47,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
-from pydmq.broker.handlers.api_versions import METADATA_VERSION
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.channel_manager import ControllerChannelManager
 from pydmq.controller.operations import (
@@ -67,12 +66,13 @@ from pydmq.metadata.records import (
     encode_record,
 )
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import METADATA_VERSION
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
 
 if TYPE_CHECKING:
-    from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.api.handler import ApiHandlerSpec
     from pydmq.plugins.host import PluginHost
 
 __all__ = [

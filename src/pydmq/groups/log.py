@@ -24,11 +24,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydmq.broker.topic_ops import TopicError
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.records import (
     Record,
     SimpleRecord,
@@ -42,12 +41,14 @@ from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogAppendError
 
 if TYPE_CHECKING:
-    from pydmq.broker.server import Broker
+    from pydmq.config.broker import BrokerConfig
+    from pydmq.replication.replica_manager import ReplicaManager
 
 __all__ = [
     "OFFSETS_TOPIC",
     "ConsumerOffsetsLog",
     "OffsetsAppendError",
+    "OffsetsLogHost",
     "OffsetsTopicWriter",
     "ReplicaManagerOffsetsWriter",
     "is_cluster_mode",
@@ -109,6 +110,40 @@ class OffsetsTopicWriter(Protocol):
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None: ...
 
 
+class _HostedTopic(Protocol):
+    @property
+    def partitions(self) -> Sized: ...
+
+
+class _TopicLookup(Protocol):
+    def get(self, name: str) -> _HostedTopic | None: ...
+
+
+class _TopicCreator(Protocol):
+    def create_topic(
+        self, name: str, *, num_partitions: int, configs: Mapping[str, str | None]
+    ) -> object:
+        """Create ``name`` at once; raises :class:`~pydmq.protocol.errors.TopicError`."""
+        ...
+
+
+class OffsetsLogHost(Protocol):
+    """What ``__consumer_offsets`` needs from its node (the :class:`~pydmq.broker.server.Broker`):
+    its config, the topics it knows, a way to create a topic, and its replica manager."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+
+    @property
+    def topics(self) -> _TopicLookup: ...
+
+    @property
+    def topic_ops(self) -> _TopicCreator: ...
+
+    @property
+    def replica_manager(self) -> ReplicaManager: ...
+
+
 class ReplicaManagerOffsetsWriter:
     """The writer over the broker's replica manager: an acks=-1 produce of the coordinator.
 
@@ -120,7 +155,7 @@ class ReplicaManagerOffsetsWriter:
     REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
     """
 
-    def __init__(self, broker: Broker, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
+    def __init__(self, broker: OffsetsLogHost, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
         self._broker = broker
         self._timeout_ms = timeout_ms
         self._waiting: set[asyncio.Task[None]] = set()
@@ -156,7 +191,7 @@ class ReplicaManagerOffsetsWriter:
 class ConsumerOffsetsLog:
     """``__consumer_offsets`` of one broker: group records in, records back out at load."""
 
-    def __init__(self, broker: Broker, writer: OffsetsTopicWriter | None = None) -> None:
+    def __init__(self, broker: OffsetsLogHost, writer: OffsetsTopicWriter | None = None) -> None:
         self._broker = broker
         self.writer: OffsetsTopicWriter = (
             writer if writer is not None else ReplicaManagerOffsetsWriter(broker)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from pydmq.broker.handler import ApiHandlerSpec
+from pydmq.api.handler import ApiHandlerSpec
 from pydmq.plugins.markers import hookimpl
 
 __all__ = [

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 from pydmq.plugins.markers import hookspec
 
 if TYPE_CHECKING:
+    from pydmq.api.handler import ApiHandlerSpec
     from pydmq.assignment.api import GroupAssignorSpec
     from pydmq.assignment.placement import ReplicaPlacerSpec
-    from pydmq.broker.handler import ApiHandlerSpec
     from pydmq.replication.strategy import ReplicationStrategySpec
     from pydmq.storage.api import StorageEngineSpec
 
@@ -50,7 +50,7 @@ def pydmq_register_storage_engines() -> list[StorageEngineSpec]:
 
 @hookspec
 def pydmq_register_api_handlers() -> list[ApiHandlerSpec]:
-    """Return request handlers, one :class:`~pydmq.broker.handler.ApiHandlerSpec` per API key.
+    """Return request handlers, one :class:`~pydmq.api.handler.ApiHandlerSpec` per API key.
 
     The ApiVersions response is derived from these registrations: a key is advertised with
     exactly the version range its handler declares. Two plugins registering the same key is an

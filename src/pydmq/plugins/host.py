@@ -11,9 +11,9 @@ from pydmq.plugins import hookspecs
 from pydmq.plugins.markers import PROJECT_NAME
 
 if TYPE_CHECKING:
+    from pydmq.api.handler import ApiHandlerSpec
     from pydmq.assignment.api import GroupAssignorSpec
     from pydmq.assignment.placement import ReplicaPlacerSpec
-    from pydmq.broker.handler import ApiHandlerSpec
     from pydmq.replication.strategy import ReplicationStrategySpec
     from pydmq.storage.api import StorageEngineSpec
 

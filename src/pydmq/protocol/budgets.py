@@ -11,7 +11,7 @@ Each budget is sized from what real clients legitimately send, with margin, and 
 node can do for one request within the stall target (no connection kept waiting 1 s, on the
 machine of DESIGN.md §8). At ~3-6 us to decode and a few us to handle and encode each element,
 100,000 elements are ~0.5-1 s of one core: requests past 10,000 elements are decoded and
-encoded on the dispatcher's thread and handled in slices (see broker/dispatcher.py and
+encoded on the dispatcher's thread and handled in slices (see api/dispatcher.py and
 broker/handlers/_slices.py), so the event loop is not held for the whole request. The largest
 budgets are for the APIs where a legitimate request names every partition a big client deals
 with:

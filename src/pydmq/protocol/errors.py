@@ -7,12 +7,14 @@ protocol guide), through the highest code Kafka 4.x defines.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 
 __all__ = [
     "DecodeBudgetExceededError",
     "ErrorCode",
     "MalformedFrameError",
     "ProtocolError",
+    "TopicError",
     "UnsupportedVersionError",
     "retriable",
 ]
@@ -46,6 +48,18 @@ class UnsupportedVersionError(ProtocolError):
         super().__init__(f"unsupported version {version} of api key {api_key}")
         self.api_key = api_key
         self.version = version
+
+
+@dataclass(frozen=True, slots=True)
+class TopicError(Exception):
+    """A refused topic operation: a Kafka error code and a message for the client.
+
+    Raised by the broker's topic operations and caught by the handlers answering for them and
+    by the group coordinator's ``__consumer_offsets`` (which creates that topic on first use).
+    """
+
+    error_code: int
+    message: str
 
 
 class ErrorCode(enum.IntEnum):

@@ -23,7 +23,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from pydmq.cli.cluster import (
+from pydmq.cluster_process import (
     DEFAULT_LAUNCHER,
     NodeSpec,
     is_listening,

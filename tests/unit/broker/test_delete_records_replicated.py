@@ -19,7 +19,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from pydmq.broker.handler import RequestContext
+from pydmq.api.handler import RequestContext
 from pydmq.broker.handlers import delete_records
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pydmq.broker.handler import RequestContext
+from pydmq.api.handler import RequestContext
 from pydmq.broker.handlers import fetch
 from pydmq.broker.handlers._slices import SLICE_ELEMENTS
 from pydmq.broker.server import Broker

@@ -16,14 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from pydmq.broker.handler import RequestContext
+from pydmq.api.handler import RequestContext
 from pydmq.broker.handlers import metadata
 from pydmq.broker.partition_creation import OPEN_CHUNK
 from pydmq.broker.server import Broker
-from pydmq.broker.topic_ops import NewPartitions, NewTopic, TopicError
+from pydmq.broker.topic_ops import NewPartitions, NewTopic
 from pydmq.config import BrokerConfig
 from pydmq.engines.segment import SegmentStorageEngine
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
     MetadataRequestTopic,

@@ -13,9 +13,8 @@ from pathlib import Path
 import pytest
 
 from pydmq.broker.server import Broker
-from pydmq.broker.topic_ops import TopicError
 from pydmq.config.broker import BrokerConfig
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pydmq.cli.cluster import log_tail
 from pydmq.client import BrokerUnreachableError, KafkaClient, KafkaConnectionError, parse_address
+from pydmq.cluster_process import log_tail
 from pydmq.protocol.messages.create_topics import (
     CreatableTopic,
     CreateTopicsRequest,

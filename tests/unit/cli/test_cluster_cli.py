@@ -20,14 +20,8 @@ import pytest
 
 from pydmq.cli import cluster as cluster_cli
 from pydmq.cli import main, serve
-from pydmq.cli.cluster import (
-    NodeSpec,
-    node_command,
-    plan_nodes,
-    render_status,
-    run_up,
-    voters_of,
-)
+from pydmq.cli.cluster import render_status, run_up
+from pydmq.cluster_process import NodeSpec, node_command, plan_nodes, voters_of
 from pydmq.protocol.messages.describe_quorum import (
     DescribeQuorumResponse,
     Listener,

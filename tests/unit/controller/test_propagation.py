@@ -5,14 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable
 
-from pydmq.controller.propagation import (
-    FULL,
-    INCREMENTAL,
-    LEADER_DURING_DELETE,
-    BrokerPush,
-    delta_pushes,
-    full_push,
-)
+from pydmq.controller.propagation import BrokerPush, delta_pushes, full_push
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
@@ -28,6 +21,7 @@ from pydmq.metadata.records import (
     TopicRecord,
     UnfenceBrokerRecord,
 )
+from pydmq.protocol.control_requests import FULL, INCREMENTAL, LEADER_DURING_DELETE
 
 T1 = uuid.UUID(int=101)
 T2 = uuid.UUID(int=102)

@@ -14,12 +14,12 @@ import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from pydmq.broker.dispatcher import RequestDispatcher
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.operations import (
     ControllerResult,
@@ -35,6 +35,7 @@ from pydmq.net.client import NodeConnection
 from pydmq.net.connection import KafkaConnection
 from pydmq.plugins.host import PluginHost
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.messages.broker_registration import BrokerRegistrationRequest
 from pydmq.protocol.messages.describe_quorum import DescribeQuorumRequest, PartitionData, TopicData
 from pydmq.protocol.messages.leader_and_isr import LeaderAndIsrResponse
@@ -121,7 +122,7 @@ class Cluster:
     async def start_node(self, node_id: int) -> ControllerRuntime:
         host = _Host(self.config(node_id))
         runtime = ControllerRuntime(host)
-        dispatcher = RequestDispatcher(cast(Any, host), runtime.handler_specs())
+        dispatcher = RequestDispatcher(host, runtime.handler_specs(), ApiVersionsResponse)
         server = self.servers.get(node_id) or _Server(self.ports[node_id])
         self.servers[node_id] = server
         await server.start(dispatcher)
@@ -338,7 +339,7 @@ def test_channel_manager_pushes_full_then_incremental_state(tmp_path: Path) -> N
         received: list[tuple[int, Any]] = []
 
         def handler(key: int, response: Any) -> ApiHandlerSpec:
-            def handle(ctx: RequestContext, request: Any) -> Any:
+            def handle(ctx: RequestContext[None], request: Any) -> Any:
                 received.append((key, request))
                 return response
 
@@ -348,12 +349,13 @@ def test_channel_manager_pushes_full_then_incremental_state(tmp_path: Path) -> N
         fake_broker = _Server(_free_port())
         await fake_broker.start(
             RequestDispatcher(
-                cast(Any, None),
+                None,
                 {
                     4: handler(4, LeaderAndIsrResponse()),
                     5: handler(5, StopReplicaResponse()),
                     6: handler(6, UpdateMetadataResponse()),
                 },
+                ApiVersionsResponse,
             )
         )
         cluster = Cluster(tmp_path, **{"broker.session.timeout.ms": 1500})

@@ -493,7 +493,7 @@ class _ClusterBroker:
 
 
 def _find(broker: _ClusterBroker, keys: list[str], listener: str = "PLAINTEXT") -> list[Any]:
-    from pydmq.broker.handler import RequestContext
+    from pydmq.api.handler import RequestContext
     from pydmq.broker.handlers.find_coordinator import handle
     from pydmq.protocol.messages.find_coordinator import FindCoordinatorRequest
 
@@ -538,7 +538,7 @@ def test_offset_commit_handler_answers_once_committed(tmp_path: Path) -> None:
     import inspect
     from types import SimpleNamespace
 
-    from pydmq.broker.handler import RequestContext
+    from pydmq.api.handler import RequestContext
     from pydmq.broker.handlers.offset_commit import handle
     from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
     from pydmq.protocol.messages.offset_commit import (

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pydmq.cli import main
-from pydmq.cli.cluster import is_listening
+from pydmq.cluster_process import is_listening
 from pydmq.config.broker import parse_quorum_voters
 from pydmq.testing.cluster import ClusterProcess, free_ports
 

@@ -24,13 +24,13 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pydmq.broker.topic_names import INTERNAL_TOPICS
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
-from pydmq.controller.propagation import FULL, INCREMENTAL
+from pydmq.protocol.control_requests import FULL, INCREMENTAL, LEADER_DURING_DELETE
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
 )
+from pydmq.protocol.topic_names import INTERNAL_TOPICS
 from pydmq.storage.api import TopicPartition
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
 
 UPDATE_INCREMENTAL = INCREMENTAL
 UPDATE_FULL = FULL
-LEADER_DURING_DELETE = -2
 
 
 class InMemoryTopicRegistry(TopicRegistry):

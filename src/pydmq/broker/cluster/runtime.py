@@ -47,7 +47,7 @@ from pydmq.broker.cluster.metadata_cache import MetadataCache, MetadataUpdate
 from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 from pydmq.broker.cluster.replica_fetcher import FetchState, ReplicaFetcherManager
 from pydmq.config.topic import TopicConfig
-from pydmq.controller.propagation import FULL
+from pydmq.protocol.control_requests import FULL
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,

@@ -18,11 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pydmq.broker.topic_ops import TopicError
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.dynamic import DynamicConfigError, updated_layer
 from pydmq.config.topic import TopicConfig
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.storage.api import LogConfig
 from pydmq.storage.checkpoint import write_atomically
 

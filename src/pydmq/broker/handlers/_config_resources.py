@@ -6,8 +6,7 @@ import collections
 from collections.abc import Iterable, Sequence
 from typing import Protocol
 
-from pydmq.broker.topic_ops import TopicError
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 
 __all__ = ["check_resource", "resource_counts"]
 

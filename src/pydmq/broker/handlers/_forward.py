@@ -14,7 +14,7 @@ from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
     from pydmq.broker.cluster.runtime import BrokerCluster
-    from pydmq.broker.handler import RequestContext
+    from pydmq.broker.context import BrokerContext
 
 __all__ = ["forward_to_controller"]
 
@@ -22,7 +22,7 @@ R = TypeVar("R")
 
 
 async def forward_to_controller(
-    ctx: RequestContext,
+    ctx: BrokerContext,
     cluster: BrokerCluster,
     request: Any,
     on_unavailable: Callable[[int, str], R],

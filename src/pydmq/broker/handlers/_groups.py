@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pydmq.broker.handler import RequestContext
+from pydmq.broker.context import BrokerContext
 from pydmq.groups.coordinator import GroupCoordinator
 
 __all__ = ["coordinator"]
 
 
-def coordinator(ctx: RequestContext) -> GroupCoordinator:
+def coordinator(ctx: BrokerContext) -> GroupCoordinator:
     group_coordinator: GroupCoordinator = ctx.broker.group_coordinator
     return group_coordinator

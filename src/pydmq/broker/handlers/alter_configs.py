@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._broker_configs import alter_broker_configs
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.topic_ops import TopicError
 from pydmq.config.dynamic import OP_SET
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResourceResponse,
@@ -42,7 +42,7 @@ _TOPIC = 2
 _BROKER = 4
 
 
-def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+def _handle_local(ctx: BrokerContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
     broker = ctx.broker
     response = AlterConfigsResponse()
     counts = resource_counts(request.resources)
@@ -87,7 +87,7 @@ def _handle_local(ctx: RequestContext, request: AlterConfigsRequest) -> AlterCon
 
 
 def handle(
-    ctx: RequestContext, request: AlterConfigsRequest
+    ctx: BrokerContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse | Awaitable[AlterConfigsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_partition_reassignments import (
@@ -25,7 +26,7 @@ __all__ = ["HANDLER"]
 
 
 def _local_result(
-    ctx: RequestContext, topic: str, index: int, replicas: list[int] | None
+    ctx: BrokerContext, topic: str, index: int, replicas: list[int] | None
 ) -> tuple[int, str | None]:
     info = ctx.broker.topics.get(topic)
     if info is None or index not in {p.index for p in info.partitions}:
@@ -67,7 +68,7 @@ def _response(
 
 
 def handle(
-    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+    ctx: BrokerContext, request: AlterPartitionReassignmentsRequest
 ) -> AlterPartitionReassignmentsResponse | Awaitable[AlterPartitionReassignmentsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import os
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._log_dirs import log_dir_offline, log_dir_path
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_replica_log_dirs import (
@@ -32,7 +33,7 @@ from pydmq.storage.api import TopicPartition
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
+def handle(ctx: BrokerContext, request: AlterReplicaLogDirsRequest) -> AlterReplicaLogDirsResponse:
     broker = ctx.broker
     own = log_dir_path(broker)
     destinations: dict[TopicPartition, str] = {}

@@ -11,9 +11,12 @@ minimum is 0, per KAFKA-17011) and ``metadata.version`` as finalized.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import METADATA_VERSION
 from pydmq.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -22,21 +25,19 @@ from pydmq.protocol.messages.api_versions import (
     SupportedFeatureKey,
 )
 
+if TYPE_CHECKING:
+    from pydmq.broker.server import Broker
+
 __all__ = ["HANDLER", "unsupported_version_response"]
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
-# metadata.version levels: 3.3-IV3 = 7 ... 4.0-IV3 = 25; we behave like 4.0.
-METADATA_VERSION = 25
 
 
-def _api_keys(ctx_broker: object, listener: str | None = None) -> list[ApiVersion]:
+def _api_keys(broker: Broker, listener: str | None = None) -> list[ApiVersion]:
     """What the listener serves (the client listeners' APIs when ``listener`` is None): the
     control-plane listener advertises only its own keys, client listeners never those."""
-    from pydmq.broker.server import Broker
-
-    assert isinstance(ctx_broker, Broker)
-    dispatcher = ctx_broker.dispatcher if listener is None else ctx_broker.dispatcher_for(listener)
-    handlers = (dispatcher or ctx_broker.dispatcher).handlers
+    dispatcher = broker.dispatcher if listener is None else broker.dispatcher_for(listener)
+    handlers = (dispatcher or broker.dispatcher).handlers
     return [
         ApiVersion(
             api_key=spec.api_key,
@@ -47,11 +48,13 @@ def _api_keys(ctx_broker: object, listener: str | None = None) -> list[ApiVersio
     ]
 
 
-def unsupported_version_response(broker: object) -> ApiVersionsResponse:
+def unsupported_version_response(broker: Broker) -> ApiVersionsResponse:
+    """The answer to an ApiVersions version outside v0-v4, on any listener: the client
+    listeners' APIs (every dispatcher of ``broker`` is given this)."""
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
 
 
-def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+def handle(ctx: BrokerContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
     if ctx.api_version >= 3 and not (
         _SOFTWARE.match(request.client_software_name or "")
         and _SOFTWARE.match(request.client_software_version or "")

@@ -12,7 +12,8 @@ COORDINATOR_LOAD_IN_PROGRESS.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.groups.consumer.group import Partitions
 from pydmq.protocol.errors import ErrorCode
@@ -33,7 +34,7 @@ _CONSUMER_MEMBER = 1
 
 
 def handle(
-    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+    ctx: BrokerContext, request: ConsumerGroupDescribeRequest
 ) -> ConsumerGroupDescribeResponse:
     groups = coordinator(ctx)
     consumer = groups.consumer

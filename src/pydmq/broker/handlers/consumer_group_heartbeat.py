@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.groups.consumer.coordinator import HeartbeatRequest, HeartbeatResult
 from pydmq.protocol.messages.consumer_group_heartbeat import (
@@ -29,7 +30,7 @@ from pydmq.protocol.messages.consumer_group_heartbeat import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: ConsumerGroupHeartbeatRequest) -> object:
+def handle(ctx: BrokerContext, request: ConsumerGroupHeartbeatRequest) -> object:
     group_coordinator = coordinator(ctx)
     mark = group_coordinator.write_mark
     owned = (

@@ -18,7 +18,8 @@ from __future__ import annotations
 import collections
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.topic_ops import NewPartitions
 from pydmq.protocol.errors import ErrorCode
@@ -32,7 +33,7 @@ __all__ = ["HANDLER"]
 
 
 async def _handle_local(
-    ctx: RequestContext, request: CreatePartitionsRequest
+    ctx: BrokerContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse:
     broker = ctx.broker
     response = CreatePartitionsResponse()
@@ -60,7 +61,7 @@ async def _handle_local(
 
 
 def handle(
-    ctx: RequestContext, request: CreatePartitionsRequest
+    ctx: BrokerContext, request: CreatePartitionsRequest
 ) -> CreatePartitionsResponse | Awaitable[CreatePartitionsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

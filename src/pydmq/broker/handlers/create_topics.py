@@ -25,12 +25,13 @@ from __future__ import annotations
 import collections
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.topic_names import internal_topic_creation_problem
-from pydmq.broker.topic_ops import NewTopic, TopicError
+from pydmq.broker.topic_ops import NewTopic
+from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TopicConfig
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.create_topics import (
     CreatableTopic,
     CreatableTopicConfigs,
@@ -38,18 +39,9 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from pydmq.protocol.topic_names import internal_topic_creation_problem
 
-__all__ = ["CONFIG_SOURCES", "HANDLER"]
-
-CONFIG_SOURCES = {
-    "UNKNOWN": 0,
-    "DYNAMIC_TOPIC_CONFIG": 1,
-    "DYNAMIC_BROKER_LOGGER_CONFIG": 6,
-    "DYNAMIC_BROKER_CONFIG": 2,
-    "DYNAMIC_DEFAULT_BROKER_CONFIG": 3,
-    "STATIC_BROKER_CONFIG": 4,
-    "DEFAULT_CONFIG": 5,
-}
+__all__ = ["HANDLER"]
 
 
 def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> CreatableTopicResult:
@@ -63,7 +55,7 @@ def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> Cr
     )
 
 
-async def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+async def _handle_local(ctx: BrokerContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
     broker = ctx.broker
     response = CreateTopicsResponse()
     counts = collections.Counter(t.name for t in request.topics)
@@ -124,7 +116,7 @@ async def _handle_local(ctx: RequestContext, request: CreateTopicsRequest) -> Cr
 
 
 def handle(
-    ctx: RequestContext, request: CreateTopicsRequest
+    ctx: BrokerContext, request: CreateTopicsRequest
 ) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:
@@ -140,7 +132,7 @@ def handle(
     return _forward_allowed(ctx, request, reserved)
 
 
-def _forward(ctx: RequestContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
+def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     cluster = ctx.broker.cluster
     assert cluster is not None
 
@@ -153,7 +145,7 @@ def _forward(ctx: RequestContext, request: CreateTopicsRequest) -> Awaitable[Cre
 
 
 async def _forward_allowed(
-    ctx: RequestContext, request: CreateTopicsRequest, reserved: dict[str, str]
+    ctx: BrokerContext, request: CreateTopicsRequest, reserved: dict[str, str]
 ) -> CreateTopicsResponse:
     """Refuse the reserved names here and forward the rest; answers keep the request's order."""
     allowed = [t for t in request.topics if t.name not in reserved]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Mapping
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.protocol.messages.delete_groups import (
     DeletableGroupResult,
@@ -22,7 +23,7 @@ from pydmq.protocol.messages.delete_groups import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: DeleteGroupsRequest) -> object:
+def handle(ctx: BrokerContext, request: DeleteGroupsRequest) -> object:
     group_coordinator = coordinator(ctx)
     mark = group_coordinator.write_mark
     results = group_coordinator.delete_groups(request.groups_names)

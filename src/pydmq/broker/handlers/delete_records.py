@@ -24,7 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterator
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.protocol.errors import ErrorCode
@@ -51,7 +52,7 @@ def _reporter(result: DeleteRecordsPartitionResult) -> Callable[[int, int], None
 
 
 def handle(
-    ctx: RequestContext, request: DeleteRecordsRequest
+    ctx: BrokerContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
     cluster = ctx.broker.cluster
     is_alive = cluster.metadata_cache.is_alive if cluster is not None else None
@@ -67,7 +68,7 @@ def handle(
 
 
 def _delete(
-    ctx: RequestContext,
+    ctx: BrokerContext,
     request: DeleteRecordsRequest,
     response: DeleteRecordsResponse,
     pending: list[PendingDelete],
@@ -118,7 +119,7 @@ def _delete(
 
 
 async def _respond_when_replicated(
-    ctx: RequestContext,
+    ctx: BrokerContext,
     response: DeleteRecordsResponse,
     pending: list[PendingDelete],
     timeout_ms: int,

@@ -14,11 +14,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable, Iterator
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.broker.topic_ops import TopicError
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.delete_topics import (
     DeletableTopicResult,
     DeleteTopicsRequest,
@@ -31,7 +31,7 @@ _ZERO_UUID = uuid.UUID(int=0)
 
 
 def _delete_local(
-    ctx: RequestContext, request: DeleteTopicsRequest, response: DeleteTopicsResponse
+    ctx: BrokerContext, request: DeleteTopicsRequest, response: DeleteTopicsResponse
 ) -> Iterator[int]:
     """Fill ``response`` one topic at a time; yields 1 per topic."""
     broker = ctx.broker
@@ -62,7 +62,7 @@ def _delete_local(
 
 
 def handle(
-    ctx: RequestContext, request: DeleteTopicsRequest
+    ctx: BrokerContext, request: DeleteTopicsRequest
 ) -> DeleteTopicsResponse | Awaitable[DeleteTopicsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

@@ -17,7 +17,9 @@ answers UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers do.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
+from pydmq.protocol.acl import CLUSTER_OPERATIONS
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -25,18 +27,14 @@ from pydmq.protocol.messages.describe_cluster import (
     DescribeClusterResponse,
 )
 
-__all__ = ["CLUSTER_OPERATIONS", "HANDLER"]
+__all__ = ["HANDLER"]
 
 ENDPOINT_BROKERS = 1
 ENDPOINT_CONTROLLERS = 2
 _NOT_REQUESTED = -(2**31)
 
-# AclOperation codes the CLUSTER resource supports: CREATE 5, ALTER 7, DESCRIBE 8,
-# CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
-
-def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+def handle(ctx: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker
     endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
     response = DescribeClusterResponse(

@@ -40,13 +40,13 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Iterable, Iterator
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
-from pydmq.broker.topic_names import topic_name_problem
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigType
 from pydmq.config.kafka_broker_defs import KafkaOnlyConfig, kafka_only_configs
+from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TOPIC_DEFAULT_SYNONYMS, TopicConfig, broker_synonyms
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_configs import (
@@ -57,6 +57,7 @@ from pydmq.protocol.messages.describe_configs import (
     DescribeConfigsResult,
     DescribeConfigsSynonym,
 )
+from pydmq.protocol.topic_names import topic_name_problem
 
 __all__ = ["HANDLER", "RESOURCE_TYPES"]
 
@@ -193,7 +194,7 @@ def _wanted(resource: DescribeConfigsResource) -> set[str] | None:
 
 
 def _topic_configs(
-    ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+    ctx: BrokerContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
 ) -> list[DescribeConfigsResourceResult]:
     broker = ctx.broker
     name = resource.resource_name
@@ -239,7 +240,7 @@ def _topic_configs(
     return entries
 
 
-def _check_broker_id(ctx: RequestContext, name: str) -> None:
+def _check_broker_id(ctx: BrokerContext, name: str) -> None:
     if name != str(ctx.broker.node_id):
         raise _ResourceError(
             ErrorCode.INVALID_REQUEST,
@@ -249,7 +250,7 @@ def _check_broker_id(ctx: RequestContext, name: str) -> None:
 
 
 def _broker_configs(
-    ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+    ctx: BrokerContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
 ) -> list[DescribeConfigsResourceResult]:
     config = ctx.broker.config
     wanted = _wanted(resource)
@@ -327,7 +328,7 @@ def _cluster_defaults(
 
 
 def _logger_configs(
-    ctx: RequestContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+    ctx: BrokerContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
 ) -> list[DescribeConfigsResourceResult]:
     _check_broker_id(ctx, resource.resource_name)
     names = [
@@ -361,14 +362,14 @@ def _logger_configs(
 
 
 def handle(
-    ctx: RequestContext, request: DescribeConfigsRequest
+    ctx: BrokerContext, request: DescribeConfigsRequest
 ) -> DescribeConfigsResponse | Awaitable[DescribeConfigsResponse]:
     response = DescribeConfigsResponse()
     return in_slices(_describe(ctx, request, response), lambda: response)
 
 
 def _describe(
-    ctx: RequestContext, request: DescribeConfigsRequest, response: DescribeConfigsResponse
+    ctx: BrokerContext, request: DescribeConfigsRequest, response: DescribeConfigsResponse
 ) -> Iterator[int]:
     """Fill ``response`` one resource at a time; yields each resource's weight (1 + its
     configs)."""

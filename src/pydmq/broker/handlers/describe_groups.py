@@ -10,7 +10,8 @@ not coordinated here / still loading (cluster mode).
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.groups.group import GroupState
 from pydmq.protocol.errors import ErrorCode
@@ -28,7 +29,7 @@ _NOT_REQUESTED = -(2**31)
 _GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)
 
 
-def handle(ctx: RequestContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
+def handle(ctx: BrokerContext, request: DescribeGroupsRequest) -> DescribeGroupsResponse:
     group_coordinator = coordinator(ctx)
     ops = _GROUP_OPERATIONS if request.include_authorized_operations else _NOT_REQUESTED
     response = DescribeGroupsResponse()

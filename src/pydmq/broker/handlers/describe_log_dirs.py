@@ -19,7 +19,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._log_dirs import log_dir_offline, log_dir_path
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_log_dirs import (
@@ -35,7 +36,7 @@ from pydmq.storage.api import TopicPartition
 __all__ = ["HANDLER"]
 
 
-def _wanted(ctx: RequestContext, request: DescribeLogDirsRequest) -> Iterable[Partition]:
+def _wanted(ctx: BrokerContext, request: DescribeLogDirsRequest) -> Iterable[Partition]:
     hosted = ctx.broker.replica_manager.partitions
     if request.topics is None:
         return sorted(hosted.values(), key=lambda p: (p.tp.topic, p.tp.partition))
@@ -59,7 +60,7 @@ def _describe(partition: Partition) -> DescribeLogDirsPartition:
     )
 
 
-def handle(ctx: RequestContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+def handle(ctx: BrokerContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
     broker = ctx.broker
     path = log_dir_path(broker)
     result = DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=path)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import uuid
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.topic_names import topic_name_problem
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_topic_partitions import (
     Cursor,
@@ -27,6 +27,7 @@ from pydmq.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
 )
+from pydmq.protocol.topic_names import topic_name_problem
 
 __all__ = ["HANDLER", "TOPIC_OPERATIONS"]
 
@@ -50,7 +51,7 @@ def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
 
 
 def handle(
-    ctx: RequestContext, request: DescribeTopicPartitionsRequest
+    ctx: BrokerContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
     broker = ctx.broker
     response = DescribeTopicPartitionsResponse(next_cursor=None)

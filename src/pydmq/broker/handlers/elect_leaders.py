@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.elect_leaders import (
@@ -43,7 +44,7 @@ def _per_partition(
     )
 
 
-def _handle_local(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+def _handle_local(ctx: BrokerContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
     if ctx.api_version >= 1 and request.election_type not in (0, 1):
         return _per_partition(
             request, ErrorCode.INVALID_REQUEST, f"unknown election type {request.election_type}"
@@ -75,7 +76,7 @@ def _handle_local(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLea
 
 
 def handle(
-    ctx: RequestContext, request: ElectLeadersRequest
+    ctx: BrokerContext, request: ElectLeadersRequest
 ) -> ElectLeadersResponse | Awaitable[ElectLeadersResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

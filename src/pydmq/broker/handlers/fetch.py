@@ -45,6 +45,8 @@ import uuid
 from collections.abc import Generator, Iterable
 from dataclasses import dataclass
 
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.fetch_session import (
     FINAL_EPOCH,
     INITIAL_EPOCH,
@@ -52,7 +54,6 @@ from pydmq.broker.fetch_session import (
     FetchSession,
     SessionError,
 )
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._corruption import corrupt_read_error
 from pydmq.broker.handlers._slices import SLICE_ELEMENTS, SLICE_SECONDS
 from pydmq.broker.server import Broker
@@ -180,7 +181,7 @@ class _FetchPlan:
 
     def __init__(
         self,
-        ctx: RequestContext,
+        ctx: BrokerContext,
         request: FetchRequest,
         targets: list[_Target],
         session_id: int,
@@ -402,7 +403,7 @@ class _FetchPlan:
         return response
 
 
-def handle(ctx: RequestContext, request: FetchRequest) -> object:
+def handle(ctx: BrokerContext, request: FetchRequest) -> object:
     broker = ctx.broker
     version = ctx.api_version
     targets = _resolve_topics(broker, request, version)

@@ -18,7 +18,8 @@ from __future__ import annotations
 import logging
 from typing import Protocol
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.groups.log import OFFSETS_TOPIC, is_cluster_mode, partition_for
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.find_coordinator import (
@@ -62,7 +63,7 @@ def _metadata_cache(broker: object) -> BrokerEndpoints | None:
     return cache
 
 
-def _group_coordinator_in_cluster(ctx: RequestContext, key: str) -> Coordinator:
+def _group_coordinator_in_cluster(ctx: BrokerContext, key: str) -> Coordinator:
     broker = ctx.broker
     topic = broker.topics.get(OFFSETS_TOPIC)
     if topic is None or not topic.partitions:
@@ -85,7 +86,7 @@ def _group_coordinator_in_cluster(ctx: RequestContext, key: str) -> Coordinator:
     return Coordinator(key=key, node_id=leader, host=endpoint[0], port=endpoint[1])
 
 
-def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
+def _find(ctx: BrokerContext, key: str, key_type: int) -> Coordinator:
     if key_type == _GROUP:
         if is_cluster_mode(ctx.broker.config):
             return _group_coordinator_in_cluster(ctx, key)
@@ -108,7 +109,7 @@ def _find(ctx: RequestContext, key: str, key_type: int) -> Coordinator:
     )
 
 
-def handle(ctx: RequestContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
+def handle(ctx: BrokerContext, request: FindCoordinatorRequest) -> FindCoordinatorResponse:
     if ctx.api_version >= 4:
         return FindCoordinatorResponse(
             coordinators=[_find(ctx, key, request.key_type) for key in request.coordinator_keys]

@@ -9,14 +9,15 @@ coordinated here / still loading (cluster mode).
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: HeartbeatRequest) -> HeartbeatResponse:
+def handle(ctx: BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse:
     error = coordinator(ctx).heartbeat(
         request.group_id,
         request.generation_id,

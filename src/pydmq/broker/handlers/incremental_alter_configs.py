@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._broker_configs import alter_broker_configs
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.broker.topic_ops import TopicError
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.incremental_alter_configs import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsRequest,
@@ -46,7 +46,7 @@ _BROKER_LOGGER = 8
 
 
 def _handle_local(
-    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+    ctx: BrokerContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
     broker = ctx.broker
     response = IncrementalAlterConfigsResponse()
@@ -97,7 +97,7 @@ def _handle_local(
 
 
 def handle(
-    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+    ctx: BrokerContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse | Awaitable[IncrementalAlterConfigsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

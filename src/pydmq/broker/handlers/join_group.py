@@ -11,7 +11,8 @@ group is not coordinated here / still loading (cluster mode).
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.groups.coordinator import JoinRequest
 from pydmq.protocol.messages.join_group import (
@@ -23,7 +24,7 @@ from pydmq.protocol.messages.join_group import (
 __all__ = ["HANDLER"]
 
 
-async def _join(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResponse:
+async def _join(ctx: BrokerContext, request: JoinGroupRequest) -> JoinGroupResponse:
     version = ctx.api_version
     result = await coordinator(ctx).join_group(
         JoinRequest(
@@ -59,7 +60,7 @@ async def _join(ctx: RequestContext, request: JoinGroupRequest) -> JoinGroupResp
     )
 
 
-def handle(ctx: RequestContext, request: JoinGroupRequest) -> object:
+def handle(ctx: BrokerContext, request: JoinGroupRequest) -> object:
     return _join(ctx, request)
 
 

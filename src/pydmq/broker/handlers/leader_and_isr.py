@@ -11,14 +11,15 @@ control-plane listener; a handler called there answers INVALID_REQUEST.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
 
 __all__ = ["HANDLER"]
 
 
-async def handle(ctx: RequestContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
+async def handle(ctx: BrokerContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
     cluster = ctx.broker.cluster
     if cluster is None:
         return LeaderAndIsrResponse(error_code=ErrorCode.INVALID_REQUEST)

@@ -9,7 +9,8 @@ the group is not coordinated here / still loading (cluster mode).
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.protocol.messages.leave_group import (
     LeaveGroupRequest,
@@ -20,7 +21,7 @@ from pydmq.protocol.messages.leave_group import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+def handle(ctx: BrokerContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
     if ctx.api_version < 3:
         top, errors = coordinator(ctx).leave_group(request.group_id, [(request.member_id, None)])
         return LeaveGroupResponse(error_code=top or (errors[0] if errors else 0))

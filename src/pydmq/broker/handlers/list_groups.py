@@ -10,14 +10,15 @@ the groups already loaded) while one of them loads.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: ListGroupsRequest) -> ListGroupsResponse:
+def handle(ctx: BrokerContext, request: ListGroupsRequest) -> ListGroupsResponse:
     version = ctx.api_version
     states = {s.lower() for s in request.states_filter} if version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()

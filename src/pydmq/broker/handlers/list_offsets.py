@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Awaitable, Iterator
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._corruption import corrupt_read_error
 from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.broker.handlers._slices import in_slices
@@ -51,14 +52,14 @@ SPECIAL_SINCE = {LATEST: 0, EARLIEST: 0, MAX_TIMESTAMP: 7, EARLIEST_LOCAL: 8, LA
 
 
 def handle(
-    ctx: RequestContext, request: ListOffsetsRequest
+    ctx: BrokerContext, request: ListOffsetsRequest
 ) -> ListOffsetsResponse | Awaitable[ListOffsetsResponse]:
     response = ListOffsetsResponse()
     return in_slices(_answer(ctx, request, response), lambda: response)
 
 
 def _answer(
-    ctx: RequestContext, request: ListOffsetsRequest, response: ListOffsetsResponse
+    ctx: BrokerContext, request: ListOffsetsRequest, response: ListOffsetsResponse
 ) -> Iterator[int]:
     """Fill ``response`` one partition at a time; yields 1 per topic and per partition."""
     broker = ctx.broker

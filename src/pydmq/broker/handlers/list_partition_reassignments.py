@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_partition_reassignments import (
@@ -21,7 +22,7 @@ __all__ = ["HANDLER"]
 
 
 def handle(
-    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+    ctx: BrokerContext, request: ListPartitionReassignmentsRequest
 ) -> ListPartitionReassignmentsResponse | Awaitable[ListPartitionReassignmentsResponse]:
     cluster = ctx.broker.cluster
     if cluster is None:

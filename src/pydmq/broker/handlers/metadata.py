@@ -38,13 +38,13 @@ import uuid
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.server import Broker
-from pydmq.broker.topic_names import INTERNAL_TOPICS, topic_name_problem
-from pydmq.broker.topic_ops import NewTopic, TopicError
+from pydmq.broker.topic_ops import NewTopic
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
-from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -52,6 +52,7 @@ from pydmq.protocol.messages.metadata import (
     MetadataResponsePartition,
     MetadataResponseTopic,
 )
+from pydmq.protocol.topic_names import INTERNAL_TOPICS, topic_name_problem
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:  # cluster mode only: not imported by a single node (start-up time)
@@ -65,7 +66,7 @@ _AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 _BEING_CREATED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
-def broker_list(ctx: RequestContext) -> list[MetadataResponseBroker]:
+def broker_list(ctx: BrokerContext) -> list[MetadataResponseBroker]:
     host, port = ctx.broker.advertised_endpoint(ctx.listener)
     rack = ctx.broker.config.get("broker.rack")
     return [
@@ -159,7 +160,7 @@ def _cluster_topic_metadata(cluster: BrokerCluster, topic: TopicInfo) -> Metadat
 
 
 async def _handle_cluster(
-    ctx: RequestContext, request: MetadataRequest, cluster: BrokerCluster
+    ctx: BrokerContext, request: MetadataRequest, cluster: BrokerCluster
 ) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
@@ -230,7 +231,7 @@ async def _cluster_auto_create(broker: Broker, names: list[str]) -> dict[str, in
 
 
 def handle(
-    ctx: RequestContext, request: MetadataRequest
+    ctx: BrokerContext, request: MetadataRequest
 ) -> MetadataResponse | Awaitable[MetadataResponse]:
     cluster = ctx.broker.cluster
     if cluster is not None:

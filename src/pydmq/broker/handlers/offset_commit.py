@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterator
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.groups.coordinator import CommitRequest
@@ -37,7 +38,7 @@ from pydmq.protocol.messages.offset_commit import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: OffsetCommitRequest) -> object:
+def handle(ctx: BrokerContext, request: OffsetCommitRequest) -> object:
     errors: dict[tuple[str, int], int] = {}
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
     return in_slices(
@@ -46,7 +47,7 @@ def handle(ctx: RequestContext, request: OffsetCommitRequest) -> object:
 
 
 def _check(
-    ctx: RequestContext,
+    ctx: BrokerContext,
     request: OffsetCommitRequest,
     errors: dict[tuple[str, int], int],
     wanted: dict[tuple[str, int], tuple[int, int, str | None]],
@@ -67,7 +68,7 @@ def _check(
 
 
 def _commit(
-    ctx: RequestContext,
+    ctx: BrokerContext,
     request: OffsetCommitRequest,
     errors: dict[tuple[str, int], int],
     wanted: dict[tuple[str, int], tuple[int, int, str | None]],

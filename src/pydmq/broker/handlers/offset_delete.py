@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_delete import (
@@ -24,7 +25,7 @@ from pydmq.protocol.messages.offset_delete import (
 __all__ = ["HANDLER"]
 
 
-def handle(ctx: RequestContext, request: OffsetDeleteRequest) -> object:
+def handle(ctx: BrokerContext, request: OffsetDeleteRequest) -> object:
     topics = ctx.broker.topics
     errors: dict[tuple[str, int], int] = {}
     known: list[tuple[str, int]] = []

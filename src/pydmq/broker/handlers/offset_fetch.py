@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Iterator, Sequence
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.groups.offsets import OffsetAndMetadata
@@ -36,7 +37,7 @@ Row = tuple[str, int, OffsetAndMetadata | None]
 
 
 def _fetch(
-    ctx: RequestContext,
+    ctx: BrokerContext,
     group_id: str,
     topics: Sequence[tuple[str, Sequence[int]]] | None,
     member_id: str | None = None,
@@ -57,7 +58,7 @@ def _fetch(
 
 
 def _fetch_groups(
-    ctx: RequestContext, request: OffsetFetchRequest, response: OffsetFetchResponse
+    ctx: BrokerContext, request: OffsetFetchRequest, response: OffsetFetchResponse
 ) -> Iterator[int]:
     """v8+: fill ``response`` one group at a time; yields each group's topics and partitions."""
     version = ctx.api_version
@@ -96,7 +97,7 @@ def _fetch_groups(
 
 
 def handle(
-    ctx: RequestContext, request: OffsetFetchRequest
+    ctx: BrokerContext, request: OffsetFetchRequest
 ) -> OffsetFetchResponse | Awaitable[OffsetFetchResponse]:
     version = ctx.api_version
     if version >= 8:

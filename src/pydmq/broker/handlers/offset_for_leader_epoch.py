@@ -10,7 +10,8 @@ answers (NOT_LEADER_OR_FOLLOWER).
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_for_leader_epoch import (
@@ -25,7 +26,7 @@ __all__ = ["HANDLER"]
 
 
 def handle(
-    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+    ctx: BrokerContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
     response = OffsetForLeaderEpochResponse()
     for topic in request.topics:

@@ -27,9 +27,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import cast
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._leadership import leader_partition
-from pydmq.broker.topic_names import INTERNAL_TOPICS
 from pydmq.protocol.batch_header import (
     ATTRIBUTES_AT,
     BATCH_HEADER_SIZE,
@@ -46,6 +46,7 @@ from pydmq.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceResponse,
 )
+from pydmq.protocol.topic_names import INTERNAL_TOPICS
 from pydmq.replication.delayed_produce import PendingAck, await_acks, check_acks
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogAppendError
@@ -122,7 +123,7 @@ def _reporter(
 
 
 def handle(
-    ctx: RequestContext, request: ProduceRequest
+    ctx: BrokerContext, request: ProduceRequest
 ) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     broker = ctx.broker
     replica_manager = broker.replica_manager
@@ -228,7 +229,7 @@ def handle(
 
 
 async def _respond_when_acked(
-    ctx: RequestContext, response: ProduceResponse, pending: list[PendingAck], timeout_ms: int
+    ctx: BrokerContext, response: ProduceResponse, pending: list[PendingAck], timeout_ms: int
 ) -> ProduceResponse:
     await await_acks(ctx.broker.replica_manager.produce_purgatory, pending, timeout_ms)
     return response

@@ -10,14 +10,15 @@ INVALID_REQUEST.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
 
 __all__ = ["HANDLER"]
 
 
-async def handle(ctx: RequestContext, request: StopReplicaRequest) -> StopReplicaResponse:
+async def handle(ctx: BrokerContext, request: StopReplicaRequest) -> StopReplicaResponse:
     cluster = ctx.broker.cluster
     if cluster is None:
         return StopReplicaResponse(error_code=ErrorCode.INVALID_REQUEST)

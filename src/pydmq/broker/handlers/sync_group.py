@@ -10,14 +10,15 @@ assignment is handed out once the group record is committed (acks=-1).
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 __all__ = ["HANDLER"]
 
 
-async def _sync(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResponse:
+async def _sync(ctx: BrokerContext, request: SyncGroupRequest) -> SyncGroupResponse:
     version = ctx.api_version
     result = await coordinator(ctx).sync_group(
         request.group_id,
@@ -36,7 +37,7 @@ async def _sync(ctx: RequestContext, request: SyncGroupRequest) -> SyncGroupResp
     )
 
 
-def handle(ctx: RequestContext, request: SyncGroupRequest) -> object:
+def handle(ctx: BrokerContext, request: SyncGroupRequest) -> object:
     return _sync(ctx, request)
 
 

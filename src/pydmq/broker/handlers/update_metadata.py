@@ -9,14 +9,15 @@ single-node broker answers INVALID_REQUEST.
 
 from __future__ import annotations
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 
 __all__ = ["HANDLER"]
 
 
-async def handle(ctx: RequestContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
+async def handle(ctx: BrokerContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
     cluster = ctx.broker.cluster
     if cluster is None:
         return UpdateMetadataResponse(error_code=ErrorCode.INVALID_REQUEST)

@@ -1,6 +1,6 @@
 """Handlers of the controller listener(s): one module per API, each ``make_handler(runtime)``.
 
-Served by a :class:`~pydmq.broker.dispatcher.RequestDispatcher` of their own, so clients on a
+Served by a :class:`~pydmq.api.dispatcher.RequestDispatcher` of their own, so clients on a
 broker listener never reach them and the controller listener serves nothing else. Three
 groups:
 
@@ -43,7 +43,7 @@ from pydmq.controller.handlers import (
 )
 
 if TYPE_CHECKING:
-    from pydmq.broker.handler import ApiHandlerSpec
+    from pydmq.api.handler import ApiHandlerSpec
     from pydmq.controller.runtime import ControllerRuntime
 
 __all__ = ["controller_handler_specs"]

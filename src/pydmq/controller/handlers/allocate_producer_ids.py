@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import ProducerIdsBlock, allocate_producer_ids
 from pydmq.protocol.messages.allocate_producer_ids import (
@@ -24,7 +24,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: AllocateProducerIdsRequest
+        ctx: RequestContext[object], request: AllocateProducerIdsRequest
     ) -> AllocateProducerIdsResponse:
         reply, error, _ = await run_operation(
             runtime,

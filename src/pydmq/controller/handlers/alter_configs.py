@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import AlterConfigsResource, alter_configs
 from pydmq.protocol.messages.alter_configs import (
@@ -20,7 +20,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: AlterConfigsRequest) -> AlterConfigsResponse:
+    async def handle(
+        ctx: RequestContext[object], request: AlterConfigsRequest
+    ) -> AlterConfigsResponse:
         wanted = [
             AlterConfigsResource(
                 resource_type=r.resource_type,

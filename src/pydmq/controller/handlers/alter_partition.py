@@ -12,7 +12,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import AlterPartitionItem, AlterPartitionReply, alter_partition
 from pydmq.protocol.messages.alter_partition import (
@@ -29,7 +29,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: AlterPartitionRequest) -> AlterPartitionResponse:
+    async def handle(
+        ctx: RequestContext[object], request: AlterPartitionRequest
+    ) -> AlterPartitionResponse:
         items = [
             AlterPartitionItem(
                 topic_id=topic.topic_id,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import (
     ControllerResult,
@@ -61,7 +61,7 @@ def _refuse_rf_changes(
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+        ctx: RequestContext[object], request: AlterPartitionReassignmentsRequest
     ) -> AlterPartitionReassignmentsResponse:
         wanted = [
             ReassignmentRequest(

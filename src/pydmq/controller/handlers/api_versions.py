@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.handlers.api_versions import METADATA_VERSION
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import METADATA_VERSION
 from pydmq.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -37,7 +37,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             for s in sorted(runtime.handler_specs().values(), key=lambda s: s.api_key)
         ]
 
-    def handle(ctx: RequestContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
+    def handle(ctx: RequestContext[object], request: ApiVersionsRequest) -> ApiVersionsResponse:
         if ctx.api_version >= 3 and not (
             _SOFTWARE.match(request.client_software_name or "")
             and _SOFTWARE.match(request.client_software_version or "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.begin_quorum_epoch import (
@@ -21,7 +21,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: BeginQuorumEpochRequest
+        ctx: RequestContext[object], request: BeginQuorumEpochRequest
     ) -> BeginQuorumEpochResponse:
         try:
             raft_request = raft_wire.begin_from_wire(request)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import BrokerHeartbeatReply, broker_heartbeat
 from pydmq.protocol.errors import ErrorCode
@@ -27,7 +27,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: BrokerHeartbeatRequest
+        ctx: RequestContext[object], request: BrokerHeartbeatRequest
     ) -> BrokerHeartbeatResponse:
         if not runtime.is_active:
             return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER, is_fenced=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import BrokerRegistrationReply, register_broker
 from pydmq.metadata.records import Endpoint
@@ -29,7 +29,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: BrokerRegistrationRequest
+        ctx: RequestContext[object], request: BrokerRegistrationRequest
     ) -> BrokerRegistrationResponse:
         if request.broker_id < 0:
             return BrokerRegistrationResponse(error_code=ErrorCode.INVALID_REQUEST)

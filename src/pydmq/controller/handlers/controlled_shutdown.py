@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import ControlledShutdownReply, controlled_shutdown
 from pydmq.protocol.messages.controlled_shutdown import (
@@ -26,7 +26,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: ControlledShutdownRequest
+        ctx: RequestContext[object], request: ControlledShutdownRequest
     ) -> ControlledShutdownResponse:
         reply, error, _ = await run_operation(
             runtime,

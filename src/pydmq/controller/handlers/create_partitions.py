@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import CreatePartitionsTopic, create_partitions
 from pydmq.protocol.messages.create_partitions import (
@@ -21,7 +21,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: CreatePartitionsRequest
+        ctx: RequestContext[object], request: CreatePartitionsRequest
     ) -> CreatePartitionsResponse:
         wanted = [
             CreatePartitionsTopic(

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.handlers.create_topics import CONFIG_SOURCES
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import CreatableTopic, create_topics
@@ -32,7 +32,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: CreateTopicsRequest) -> CreateTopicsResponse:
+    async def handle(
+        ctx: RequestContext[object], request: CreateTopicsRequest
+    ) -> CreateTopicsResponse:
         wanted = [
             CreatableTopic(
                 name=t.name,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import delete_topics
 from pydmq.protocol.errors import ErrorCode
@@ -29,7 +29,9 @@ _ZERO = uuid.UUID(int=0)
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: DeleteTopicsRequest) -> DeleteTopicsResponse:
+    async def handle(
+        ctx: RequestContext[object], request: DeleteTopicsRequest
+    ) -> DeleteTopicsResponse:
         refs: list[str | uuid.UUID] = []
         invalid: list[DeletableTopicResult] = []
         if ctx.api_version >= 6:

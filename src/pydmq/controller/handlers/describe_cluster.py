@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
-from pydmq.broker.handlers.describe_cluster import CLUSTER_OPERATIONS
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.protocol.acl import CLUSTER_OPERATIONS
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -30,7 +30,9 @@ _NOT_REQUESTED = -(2**31)
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    def handle(ctx: RequestContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
+    def handle(
+        ctx: RequestContext[object], request: DescribeClusterRequest
+    ) -> DescribeClusterResponse:
         endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
         response = DescribeClusterResponse(
             error_code=ErrorCode.NONE,

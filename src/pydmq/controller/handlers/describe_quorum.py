@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_quorum import (
@@ -27,7 +27,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    def handle(ctx: RequestContext, request: DescribeQuorumRequest) -> DescribeQuorumResponse:
+    def handle(
+        ctx: RequestContext[object], request: DescribeQuorumRequest
+    ) -> DescribeQuorumResponse:
         names = [t.topic_name for t in request.topics]
         partitions = [p.partition_index for t in request.topics for p in t.partitions]
         if names != [raft_wire.METADATA_TOPIC] or partitions != [0]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import ELECTION_PREFERRED, ELECTION_UNCLEAN, elect_leaders
 from pydmq.protocol.errors import ErrorCode
@@ -27,7 +27,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
+    async def handle(
+        ctx: RequestContext[object], request: ElectLeadersRequest
+    ) -> ElectLeadersResponse:
         election_type = request.election_type if ctx.api_version >= 1 else ELECTION_PREFERRED
         partitions = (
             None
@@ -69,7 +71,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
 
 
 def _all_failed(
-    ctx: RequestContext,
+    ctx: RequestContext[object],
     partitions: list[tuple[str, int]] | None,
     error: int,
     message: str | None,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.end_quorum_epoch import (
@@ -24,7 +24,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: EndQuorumEpochRequest) -> EndQuorumEpochResponse:
+    async def handle(
+        ctx: RequestContext[object], request: EndQuorumEpochRequest
+    ) -> EndQuorumEpochResponse:
         try:
             raft_request = raft_wire.end_from_wire(request, ctx.api_version)
         except raft_wire.WireError:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import FetchRequest, FetchResponse
@@ -24,7 +24,7 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: FetchRequest) -> FetchResponse:
+    async def handle(ctx: RequestContext[object], request: FetchRequest) -> FetchResponse:
         try:
             raft_request = raft_wire.fetch_from_wire(request, ctx.api_version)
         except raft_wire.WireError:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
@@ -17,7 +17,9 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: FetchSnapshotRequest) -> FetchSnapshotResponse:
+    async def handle(
+        ctx: RequestContext[object], request: FetchSnapshotRequest
+    ) -> FetchSnapshotResponse:
         try:
             raft_request = raft_wire.fetch_snapshot_from_wire(request)
         except raft_wire.WireError:

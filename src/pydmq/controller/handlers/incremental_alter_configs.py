@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message, run_operation
 from pydmq.controller.operations import IncrementalAlterConfigsResource, incremental_alter_configs
 from pydmq.protocol.messages.incremental_alter_configs import (
@@ -25,7 +25,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
-        ctx: RequestContext, request: IncrementalAlterConfigsRequest
+        ctx: RequestContext[object], request: IncrementalAlterConfigsRequest
     ) -> IncrementalAlterConfigsResponse:
         wanted = [
             IncrementalAlterConfigsResource(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller.handlers._common import error_message
 from pydmq.controller.operations import list_partition_reassignments
 from pydmq.protocol.errors import ErrorCode
@@ -27,7 +27,7 @@ __all__ = ["make_handler"]
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     def handle(
-        ctx: RequestContext, request: ListPartitionReassignmentsRequest
+        ctx: RequestContext[object], request: ListPartitionReassignmentsRequest
     ) -> ListPartitionReassignmentsResponse:
         if not runtime.is_active:
             return ListPartitionReassignmentsResponse(

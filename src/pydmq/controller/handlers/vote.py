@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.vote import VoteRequest, VoteResponse
@@ -21,7 +21,7 @@ __all__ = ["make_handler"]
 
 
 def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
-    async def handle(ctx: RequestContext, request: VoteRequest) -> VoteResponse:
+    async def handle(ctx: RequestContext[object], request: VoteRequest) -> VoteResponse:
         try:
             raft_request = raft_wire.vote_from_wire(request)
         except raft_wire.WireError:

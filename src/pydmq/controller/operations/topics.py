@@ -2,7 +2,7 @@
 
 Validation and error codes follow Kafka's controller; replicas come from the replica placer
 unless the request assigns them, and the first ISR leader from the topic's strategy. Admission
-(:mod:`pydmq.broker.partition_limits`, POLICY_VIOLATION): at most 10,000 new partitions per
+(:mod:`pydmq.config.partition_limits`, POLICY_VIOLATION): at most 10,000 new partitions per
 request (checked before any placement), and no broker may end up hosting more partition
 replicas than ``max_broker_partitions``, counting those of earlier topics of the request.
 """
@@ -15,9 +15,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pydmq.assignment.placement import InvalidReplicationFactorError
-from pydmq.broker.partition_limits import broker_limit_problem, request_limit_problem
-from pydmq.broker.topic_names import topic_name_problem
 from pydmq.config.definitions import ConfigError
+from pydmq.config.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.config.topic import validate_topic_configs
 from pydmq.controller.operations.common import (
     DEFAULT_STRATEGY,
@@ -37,6 +36,7 @@ from pydmq.metadata.records import (
     TopicRecord,
 )
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.topic_names import topic_name_problem
 from pydmq.replication.strategy import ReplicationStrategy
 
 __all__ = [

@@ -10,18 +10,19 @@ from __future__ import annotations
 import asyncio
 import gc
 import warnings
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from pydmq.broker.dispatcher import RequestDispatcher
-from pydmq.broker.handler import RequestContext
+from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.api.handler import RequestContext
+from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.messages.metadata import MetadataResponse
 
 
-def _context(api_key: int = 3, api_version: int = 12) -> RequestContext:
+def _context(api_key: int = 3, api_version: int = 12) -> RequestContext[None]:
     return RequestContext(
-        broker=cast(Any, None),
+        broker=None,
         api_key=api_key,
         api_version=api_version,
         correlation_id=7,
@@ -42,7 +43,7 @@ def test_cancelling_before_the_handler_ran_leaves_no_unawaited_coroutine() -> No
 
     async def scenario() -> bool:
         answer = asyncio.ensure_future(  # what the connection does
-            RequestDispatcher(cast(Any, None), {})._finish_later(_context(), handler())
+            RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(_context(), handler())
         )
         answer.cancel()  # the connection closed in the same loop tick
         for _ in range(3):
@@ -71,7 +72,7 @@ def test_cancelling_the_answer_cancels_a_running_handler() -> None:
 
     async def scenario() -> None:
         answer = asyncio.ensure_future(  # what the connection does
-            RequestDispatcher(cast(Any, None), {})._finish_later(_context(), handler())
+            RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(_context(), handler())
         )
         await asyncio.sleep(0.01)  # the handler is parked
         answer.cancel()
@@ -87,7 +88,9 @@ def test_the_answer_is_the_encoded_response_with_its_correlation_id() -> None:
         return MetadataResponse(cluster_id="c", controller_id=1)
 
     async def scenario() -> Any:
-        return await RequestDispatcher(cast(Any, None), {})._finish_later(_context(), handler())
+        return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
+            _context(), handler()
+        )
 
     buffers = asyncio.run(scenario())
     frame = b"".join(bytes(b) for b in buffers)
@@ -102,7 +105,9 @@ def test_a_failing_handler_fails_the_answer() -> None:
         raise RuntimeError("boom")
 
     async def scenario() -> Any:
-        return await RequestDispatcher(cast(Any, None), {})._finish_later(_context(), handler())
+        return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
+            _context(), handler()
+        )
 
     with pytest.raises(RuntimeError, match="boom"):
         asyncio.run(scenario())
@@ -113,6 +118,8 @@ def test_a_handler_answering_none_sends_nothing() -> None:
         await asyncio.sleep(0)
 
     async def scenario() -> Any:
-        return await RequestDispatcher(cast(Any, None), {})._finish_later(_context(0, 9), handler())
+        return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
+            _context(0, 9), handler()
+        )
 
     assert asyncio.run(scenario()) is None

@@ -25,12 +25,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from pydmq.broker import dispatcher as dispatcher_module
-from pydmq.broker.dispatcher import RequestDispatcher
-from pydmq.broker.handler import ApiHandlerSpec, RequestContext
+from pydmq.api import dispatcher as dispatcher_module
+from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.net.connection import CloseConnection
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataResponse
 from pydmq.protocol.messages.produce import (
@@ -77,7 +78,7 @@ class _Recorder:
     def spec(self, api_key: int) -> ApiHandlerSpec:
         schema = API_SCHEMAS[api_key]
 
-        def handle(ctx: RequestContext, request: Any) -> Any:
+        def handle(ctx: RequestContext[None], request: Any) -> Any:
             self.requests.append(request)
             self.threads.append(threading.get_ident())
             return schema.response_type()
@@ -85,9 +86,9 @@ class _Recorder:
         return ApiHandlerSpec(api_key, schema.min_version, schema.max_version, handle)
 
 
-def _dispatcher(recorder: _Recorder) -> RequestDispatcher:
+def _dispatcher(recorder: _Recorder) -> RequestDispatcher[None]:
     handlers = {key: recorder.spec(key) for key in {s.api_key for s in SHAPES} | {3}}
-    return RequestDispatcher(cast(Any, None), handlers)
+    return RequestDispatcher(None, handlers, ApiVersionsResponse)
 
 
 def _frame(api_key: int, version: int, body: bytes) -> memoryview:

@@ -14,7 +14,7 @@ Decoding runs on the event loop for requests of up to :data:`INLINE_DECODE_BUDGE
 (every request of a normal workload: ~50 ms of decoding at most). A request past it but within
 its API's budget (a consumer of 100,000 partitions) is decoded again, from a private copy of
 its frame, on the dispatcher's decoding thread, handled on the loop once decoded (large
-handlers answer in slices: :mod:`pydmq.broker.handlers._slices`), and its response encoded
+handlers answer in slices, giving the loop back between them), and its response encoded
 on the decoding thread: the loop keeps serving the other connections meanwhile (it takes the
 GIL back every switch interval, 5 ms), and one thread bounds what large requests can take to
 one core.
@@ -28,20 +28,18 @@ import inspect
 import logging
 import struct
 import weakref
-from collections.abc import Awaitable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic
 
-from pydmq.broker.handler import ApiHandlerSpec, RawResponse, RequestContext
+from pydmq.api.handler import ApiHandlerSpec, HostT, RawResponse, RequestContext
 from pydmq.net.connection import CloseConnection, KafkaConnection
 from pydmq.protocol.budgets import decode_budget
 from pydmq.protocol.errors import DecodeBudgetExceededError, ErrorCode, ProtocolError
 from pydmq.protocol.headers import RequestHeader, encode_response_header, parse_request_header
 from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
-
-if TYPE_CHECKING:
-    from pydmq.broker.server import Broker
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
 
@@ -59,13 +57,22 @@ def _decode(api_key: int, body: bytearray, body_offset: int, version: int, budge
     return API_SCHEMAS[api_key].decode_request(Reader(body, body_offset, budget=budget), version)
 
 
-class RequestDispatcher:
-    """Owned by the broker; called on the event loop by every connection for every complete
-    frame. Its decoding thread (started on first use) only runs :func:`_decode`."""
+class RequestDispatcher(Generic[HostT]):
+    """Serves one kind of listener: ``handlers`` by API key, each given a context whose host is
+    ``host``; ``unsupported_version`` builds the ApiVersions body answering a version outside
+    ApiVersions' range. Owned by the node; called on the event loop by every connection for
+    every complete frame. Its decoding thread (started on first use) only runs
+    :func:`_decode`."""
 
-    def __init__(self, broker: Broker, handlers: Mapping[int, ApiHandlerSpec]) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        host: HostT,
+        handlers: Mapping[int, ApiHandlerSpec],
+        unsupported_version: Callable[[], ApiVersionsResponse],
+    ) -> None:
+        self._host = host
         self.handlers = dict(handlers)
+        self._unsupported_version = unsupported_version
         # Connections already warned about a request over its budget (one line each).
         self._warned: weakref.WeakSet[KafkaConnection] = weakref.WeakSet()
         self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
@@ -106,9 +113,9 @@ class RequestDispatcher:
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
 
-    def _context(self, header: RequestHeader, connection: KafkaConnection) -> RequestContext:
+    def _context(self, header: RequestHeader, connection: KafkaConnection) -> RequestContext[HostT]:
         return RequestContext(
-            broker=self._broker,
+            broker=self._host,
             api_key=header.api_key,
             api_version=header.api_version,
             correlation_id=header.correlation_id,
@@ -188,7 +195,7 @@ class RequestDispatcher:
         )
 
     def _finish_later(
-        self, ctx: RequestContext, result: Awaitable[Any]
+        self, ctx: RequestContext[HostT], result: Awaitable[Any]
     ) -> asyncio.Future[Buffers | None]:
         """Run the handler's awaitable as the task itself and encode its answer when it ends.
 
@@ -222,7 +229,7 @@ class RequestDispatcher:
         answer.add_done_callback(cancel_handler)
         return answer
 
-    def _encode(self, ctx: RequestContext, response: Any) -> Buffers | None:
+    def _encode(self, ctx: RequestContext[HostT], response: Any) -> Buffers | None:
         if response is None:
             return None
         header = encode_response_header(ctx.correlation_id, ctx.api_key, ctx.api_version)
@@ -242,12 +249,8 @@ class RequestDispatcher:
         return parts
 
     def _unsupported_api_versions(self, correlation_id: int) -> Buffers:
-        from pydmq.broker.handlers.api_versions import unsupported_version_response
-
         writer = Writer(bytearray(_SIZE.size))
         writer.buf += encode_response_header(correlation_id, _API_VERSIONS, 0)
-        API_SCHEMAS[_API_VERSIONS].encode_response(
-            writer, unsupported_version_response(self._broker), 0
-        )
+        API_SCHEMAS[_API_VERSIONS].encode_response(writer, self._unsupported_version(), 0)
         _SIZE.pack_into(writer.buf, 0, len(writer.buf) - _SIZE.size)
         return [writer.buf]

@@ -8,19 +8,24 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
-if TYPE_CHECKING:
-    from pydmq.broker.server import Broker
+__all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "HostT", "RawResponse", "RequestContext"]
 
-__all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "RawResponse", "RequestContext"]
+HostT = TypeVar("HostT")
 
 
 @dataclass(slots=True)
-class RequestContext:
-    """Who sent a request and how: one per request, built by the connection driver."""
+class RequestContext(Generic[HostT]):
+    """Who sent a request and how: one per request, built by the dispatcher on the event loop.
 
-    broker: Broker
+    ``broker`` is the node object the dispatcher serves (Kafka calls every node a broker): a
+    type parameter, so that this layer names no role. The broker's handlers take a
+    ``BrokerContext`` (:mod:`pydmq.broker.context`) and see a ``Broker`` there; the
+    controller's handlers take ``RequestContext[object]`` and do not use it.
+    """
+
+    broker: HostT
     api_key: int
     api_version: int
     correlation_id: int
@@ -43,7 +48,7 @@ class RawResponse:
 
 
 HandlerResult = Any  # a generated response message, a RawResponse, or None (acks=0: no reply)
-Handler = Callable[[RequestContext, Any], "HandlerResult | Awaitable[HandlerResult]"]
+Handler = Callable[[RequestContext[Any], Any], "HandlerResult | Awaitable[HandlerResult]"]
 
 
 @dataclass(frozen=True, slots=True)
