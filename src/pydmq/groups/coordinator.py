@@ -1,16 +1,20 @@
 """GroupCoordinator: the classic group protocol and committed offsets, owned by the event loop.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition
-(:func:`pydmq.groups.log.partition_for`). Single-node mode: every partition is led here and
-:meth:`GroupCoordinator.load` replays the whole topic at start-up. Cluster mode: the broker
-calls :meth:`GroupCoordinator.on_elected` when it becomes leader of a partition (the
-partition's records are replayed in the background, yielding to the loop; meanwhile its groups
-answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it stops
-being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered NOT_COORDINATOR,
-timers cancelled); groups of partitions not led here answer NOT_COORDINATOR. A write to
-``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote await
-:meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only after
-the group's record is committed. Flows follow Kafka's classic coordinator:
+(:func:`pydmq.groups.log.partition_for`). Each partition led here is a
+:class:`~pydmq.groups.shard.GroupCoordinatorShard` of a
+:class:`~pydmq.coordinator.runtime.CoordinatorRuntime`, which loads it by replay, serializes its
+writes and replays them into it once committed; the committed offsets live in the shard
+(:class:`~pydmq.groups.offsets.OffsetMetadataManager`), classic and consumer groups still
+here. Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads
+them all at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when
+it becomes leader of a partition (loaded in the background, yielding to the loop; meanwhile its
+groups answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it
+stops being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered
+NOT_COORDINATOR, timers cancelled); groups of partitions not led here answer NOT_COORDINATOR.
+A write to ``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote
+await :meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only
+after the group's record is committed. Flows follow Kafka's classic coordinator:
 
 - JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
   v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
@@ -32,12 +36,12 @@ the group's record is committed. Flows follow Kafka's classic coordinator:
   subscribed topics do not change, no rebalance happens and the member gets its assignment back
   through SyncGroup. The replaced member id is answered FENCED_INSTANCE_ID.
 - Offsets: commits validated like Kafka 4 (simple commits with generation -1 and no member only
-  for Empty groups), appended as records, then cached; Empty groups' offsets expire
-  ``offsets.retention.minutes`` after the group became Empty (simple groups: after the commit),
-  checked every ``offsets.retention.check.interval.ms``; an Empty group without offsets is
-  then removed (Dead).
-- Loading (``load`` or ``on_elected``) replays ``__consumer_offsets``: offsets, and groups as
-  Empty with their generation and protocol type (members are not restored).
+  for Empty groups), written as records through the runtime and visible once committed; Empty
+  groups' offsets expire ``offsets.retention.minutes`` after the group became Empty (simple
+  groups: after the commit), checked every ``offsets.retention.check.interval.ms`` by a timer
+  of each shard; an Empty group without offsets is then removed (Dead).
+- Loading (``load`` or ``on_elected``) replays the partition: offsets, and groups as Empty
+  with their generation and protocol type (members are not restored).
 - Consumer groups (KIP-848) live in :attr:`GroupCoordinator.consumer`
   (:mod:`pydmq.groups.consumer`); they share the offsets store and ``__consumer_offsets``. A
   group id is either classic or consumer: JoinGroup on a consumer group with members (and a
@@ -51,10 +55,18 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
+from pydmq.coordinator.api import (
+    CoordinatorError,
+    CoordinatorLog,
+    CoordinatorRecord,
+    CoordinatorResult,
+)
+from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
+from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.consumer.coordinator import (
     ConsumerGroupConfig,
     ConsumerGroupCoordinator,
@@ -64,7 +76,6 @@ from pydmq.groups.consumer.coordinator import (
     TopicView,
 )
 from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
-from pydmq.groups.consumer.records import is_consumer_key
 from pydmq.groups.group import (
     ClassicGroup,
     GroupState,
@@ -73,20 +84,11 @@ from pydmq.groups.group import (
     SyncResult,
     subscribed_topics,
 )
-from pydmq.groups.log import OFFSETS_TOPIC, OffsetsAppendError
-from pydmq.groups.offsets import OffsetAndMetadata, OffsetStore, TopicPartitionKey
-from pydmq.groups.records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    GroupRecordError,
-    MemberMetadataValue,
-    OffsetCommitKey,
-    decode_group_metadata_value,
-    decode_key,
-    decode_offset_commit_value,
-)
+from pydmq.groups.log import OFFSETS_TOPIC
+from pydmq.groups.offsets import OffsetAndMetadata, TopicPartitionKey
+from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
+from pydmq.groups.shard import CommittedOffsets, GroupCoordinatorShard, GroupLoad
 from pydmq.protocol.errors import ErrorCode
-from pydmq.protocol.records import Record
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
@@ -106,27 +108,19 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+R = TypeVar("R")
 
-_LOAD_YIELD_RECORDS = 1000  # a partition load yields to the loop after this many records
+_RETENTION_TIMER = "offsets-retention"
 
 
-class OffsetsLog(Protocol):
-    """Where group records go (``__consumer_offsets``) and come back from when loading.
+class OffsetsLog(CoordinatorLog, Protocol):
+    """``__consumer_offsets`` as the group coordinator uses it: the runtime's log port (append
+    to a partition, replay a partition) and the group -> partition mapping."""
 
-    ``append`` appends at once (raising :class:`~pydmq.groups.log.OffsetsAppendError` when
-    nothing was appended) and returns None when the records are committed, else a future of
-    the commit's error code. ``partition_for`` and ``replay_partition`` are used in cluster
-    mode only (a coordinator that owns every partition never asks)."""
-
-    def append(
-        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
-    ) -> asyncio.Future[int] | None: ...
-
-    def replay(self) -> Iterator[Record]: ...
+    @property
+    def num_partitions(self) -> int: ...
 
     def partition_for(self, group_id: str) -> int: ...
-
-    def replay_partition(self, index: int) -> Iterator[Record]: ...
 
 
 class _HostedReplicas(Protocol):
@@ -191,34 +185,16 @@ async def _committed() -> int:
     return ErrorCode.NONE
 
 
-def _no_append(
-    group_id: str, records: list[tuple[bytes, bytes | None]]
-) -> asyncio.Future[int] | None:
-    raise RuntimeError("a loading offsets store does not write")
+def _log_failure(write: asyncio.Future[Any]) -> None:
+    if not write.cancelled() and write.exception() is not None:
+        log.warning("offsets retention failed: %s", write.exception())
 
 
-class _GroupLoad:
-    """What one load (a partition, or the whole topic at start-up) replayed, before it
-    becomes groups."""
-
-    __slots__ = ("consumer", "metadata", "offsets", "records")
-
-    def __init__(self) -> None:
-        self.metadata: dict[str, GroupMetadataValue] = {}
-        self.offsets = OffsetStore(_no_append)
-        self.consumer: ConsumerGroupLoad = {}
-        self.records = 0
-
-
-@dataclass(slots=True, eq=False)
-class _OwnedPartition:
-    """A ``__consumer_offsets`` partition led here (cluster mode)."""
-
-    index: int
-    leader_epoch: int
-    loading: bool = True
-    load_task: asyncio.Task[None] | None = None
-    resigned: asyncio.Future[None] | None = None
+def _retrieve_failure(write: asyncio.Future[Any]) -> None:
+    """A write's failure is answered by :meth:`GroupCoordinator.await_writes` when a request
+    waits for it; retrieved here so that none is reported as never retrieved."""
+    if not write.cancelled():
+        write.exception()
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +277,9 @@ def _now_ms() -> int:
 
 
 class GroupCoordinator:
-    """Classic groups and committed offsets of this node. Event-loop owned, no locks."""
+    """Classic and consumer groups of this node over the shards of its ``__consumer_offsets``
+    partitions. Event-loop owned, no locks: each shard's writes are serialized by its runtime
+    event queue."""
 
     def __init__(
         self,
@@ -317,7 +295,10 @@ class GroupCoordinator:
         self._log = offsets_log
         self._clock = clock
         self.groups: dict[str, ClassicGroup] = {}
-        self.offsets = OffsetStore(self._append)
+        self._runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
+            OFFSETS_TOPIC, offsets_log, self._build_shard
+        )
+        self.offsets = CommittedOffsets(self._runtime, self._partition_for)
         # Single-node mode: every partition is led here. Cluster mode (the offsets log says
         # so, unless told): only the partitions elected through on_elected.
         self._owns_all = (
@@ -325,75 +306,57 @@ class GroupCoordinator:
             if owns_all_partitions is None
             else owns_all_partitions
         )
-        self._full_load = False
-        self._partitions: dict[int, _OwnedPartition] = {}
+        self._started = False
         self._write_seq = 0
-        self._pending_writes: dict[str, tuple[int, asyncio.Future[int]]] = {}
+        self._pending_writes: dict[str, tuple[int, asyncio.Future[Any]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._retention_handle: asyncio.TimerHandle | None = None
         self._sync_timers: dict[str, asyncio.TimerHandle] = {}
         if assignors is None:
             from pydmq.assignment.plugin import builtin_assignors
 
             assignors = {spec.name: spec for spec in builtin_assignors()}
         self.consumer = ConsumerGroupCoordinator(
-            config.consumer, self._append, self.offsets, assignors, topics
+            config.consumer, self._append, self._delete_all_offsets, assignors, topics
         )
 
     # -- lifecycle -------------------------------------------------------------------
     @property
     def loading(self) -> bool:
-        """True while the start-up load or any partition load is in progress."""
-        return self._full_load or any(p.loading for p in self._partitions.values())
+        """True while any partition load is in progress."""
+        return self._runtime.loading
 
     @property
     def owns_all_partitions(self) -> bool:
         return self._owns_all
 
     def load(self) -> None:
-        """Single-node mode: replay all of ``__consumer_offsets`` (committed offsets and Empty
-        groups) synchronously, before serving. Cluster mode: nothing (see :meth:`on_elected`)."""
+        """Single-node mode: load every partition of ``__consumer_offsets`` (committed offsets
+        and Empty groups) synchronously, before serving. Cluster mode: nothing (see
+        :meth:`on_elected`)."""
         if not self._owns_all:
             return
-        self._full_load = True
-        try:
-            load = _GroupLoad()
-            for record in self._log.replay():
-                self._replay(load, record)
-            groups = self._install(load, start_timers=False)
-            if load.records:
-                log.info(
-                    "loaded %d groups from %d __consumer_offsets records", groups, load.records
-                )
-        finally:
-            self._full_load = False
+        for partition in range(self._log.num_partitions):
+            self._runtime.load_now(partition)
 
-    def _replay(self, load: _GroupLoad, record: Record) -> None:
-        load.records += 1
-        if record.key is None:
-            return
-        try:
-            if is_consumer_key(record.key):
-                self.consumer.replay(record.key, record.value, load.consumer)
-                return
-            key = decode_key(record.key)
-            if isinstance(key, OffsetCommitKey):
-                value = None if record.value is None else decode_offset_commit_value(record.value)
-                load.offsets.replay_commit(key, value)
-            elif record.value is None:
-                load.metadata.pop(key.group, None)
-            else:
-                load.metadata[key.group] = decode_group_metadata_value(record.value)
-        except GroupRecordError as exc:
-            log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+    def _build_shard(
+        self, partition: int, timer: CoordinatorTimer[GroupCoordinatorShard]
+    ) -> GroupCoordinatorShard:
+        return GroupCoordinatorShard(partition, timer, self)
 
-    def _install(self, load: _GroupLoad, *, start_timers: bool) -> int:
-        """Turn a finished load into offsets and groups; returns how many classic groups."""
-        self.offsets.adopt(load.offsets)
+    def replay_consumer_record(
+        self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
+    ) -> None:
+        self.consumer.replay(key, value, into)
+
+    def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None:
+        """A partition finished loading: its groups come to life (consumer groups' session
+        timers start at once for an election or a load after :meth:`start`, else with it)
+        and its retention timer starts (after :meth:`start`)."""
+        start_timers = self._started or not self._owns_all
         self.consumer.finish_load(load.consumer, start_timers=start_timers)
         now = self._clock()
         count = 0
-        for group_id in set(load.metadata) | set(load.offsets.groups()):
+        for group_id in set(load.metadata) | set(shard.offsets.groups()):
             if group_id in self.consumer.groups:
                 continue
             group = ClassicGroup(group_id, now)
@@ -405,107 +368,56 @@ class GroupCoordinator:
                     group.state_timestamp_ms = stored.current_state_timestamp
             self.groups[group_id] = group
             count += 1
-        return count
+        if count:
+            log.info("%s-%d: %d classic groups", OFFSETS_TOPIC, shard.partition, count)
+        if self._started:
+            self._schedule_retention(shard)
+
+    def shard_unloaded(self, shard: GroupCoordinatorShard) -> None:
+        """A partition's leadership moved away: forget its groups (no tombstones)."""
+        index = shard.partition
+        partition_for = self._partition_for
+        classic, consumer = self._unload(lambda g: partition_for(g) == index)
+        log.info(
+            "unloaded %s-%d: %d classic and %d consumer groups",
+            OFFSETS_TOPIC,
+            index,
+            classic,
+            consumer,
+        )
 
     # -- partition ownership (cluster mode) --------------------------------------------
     def on_elected(self, partition_index: int, leader_epoch: int) -> asyncio.Task[None] | None:
         """This broker became leader of ``__consumer_offsets`` partition ``partition_index``
         at ``leader_epoch``: load its groups in the background (returns the load task; None
-        when nothing is to load: already led here, a stale epoch, or single-node mode).
-        Needs the running loop."""
+        when nothing is to load: already led here, or single-node mode). Needs the running
+        loop."""
         if self._owns_all:
             return None
-        owned = self._partitions.get(partition_index)
-        if owned is not None:
-            if leader_epoch > owned.leader_epoch:
-                owned.leader_epoch = leader_epoch  # still leader: nothing to reload
-            return None
-        owned = _OwnedPartition(partition_index, leader_epoch)
-        self._partitions[partition_index] = owned
-        log.info(
-            "loading groups of %s-%d (leader epoch %d)",
-            "__consumer_offsets",
-            partition_index,
-            leader_epoch,
-        )
-        task = asyncio.get_running_loop().create_task(self._load_partition(owned))
-        owned.load_task = task
-        return task
-
-    async def _load_partition(self, owned: _OwnedPartition) -> None:
-        started = time.monotonic()
-        load = _GroupLoad()
-        try:
-            for record in self._log.replay_partition(owned.index):
-                self._replay(load, record)
-                if load.records % _LOAD_YIELD_RECORDS == 0:
-                    await asyncio.sleep(0)
-                    if self._partitions.get(owned.index) is not owned:
-                        return  # resigned meanwhile
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("loading __consumer_offsets-%d failed", owned.index)
-            if self._partitions.get(owned.index) is owned:
-                del self._partitions[owned.index]  # its groups answer NOT_COORDINATOR
-            return
-        if self._partitions.get(owned.index) is not owned:
-            return
-        groups = self._install(load, start_timers=True)
-        owned.loading = False
-        owned.load_task = None
-        log.info(
-            "loaded __consumer_offsets-%d in %.0f ms: %d records, %d classic groups",
-            owned.index,
-            (time.monotonic() - started) * 1000,
-            load.records,
-            groups,
-        )
+        return self._runtime.schedule_load(partition_index, leader_epoch)
 
     def on_resigned(self, partition_index: int, leader_epoch: int | None = None) -> None:
         """This broker is no longer leader of ``__consumer_offsets`` partition
         ``partition_index`` (became follower at ``leader_epoch``, or the replica was stopped or
         deleted: None): unload its groups. A resignation older than the election is ignored."""
-        if self._owns_all:
-            return
-        owned = self._partitions.get(partition_index)
-        if owned is None:
-            return
-        if leader_epoch is not None and 0 <= leader_epoch < owned.leader_epoch:
-            log.info(
-                "ignoring resignation of __consumer_offsets-%d at epoch %d (led at epoch %d)",
-                partition_index,
-                leader_epoch,
-                owned.leader_epoch,
-            )
-            return
-        del self._partitions[partition_index]
-        if owned.load_task is not None and not owned.load_task.done():
-            owned.load_task.cancel()
-        partition_for = self._log.partition_for
-        classic, consumer = self._unload(lambda g: partition_for(g) == partition_index)
-        if owned.resigned is not None and not owned.resigned.done():
-            owned.resigned.set_result(None)
-        log.info(
-            "unloaded __consumer_offsets-%d: %d classic and %d consumer groups",
-            partition_index,
-            classic,
-            consumer,
-        )
+        if not self._owns_all:
+            self._runtime.schedule_unload(partition_index, leader_epoch)
 
     def owned_partitions(self) -> dict[int, tuple[int, bool]]:
         """Cluster mode: partition -> (leader epoch, loading) of the partitions led here."""
-        return {i: (p.leader_epoch, p.loading) for i, p in self._partitions.items()}
+        return self._runtime.partitions()
 
     def ownership_error(self, group_id: str) -> int:
         """NONE when ``group_id`` is coordinated here and loaded; COORDINATOR_LOAD_IN_PROGRESS
         while its partition loads; NOT_COORDINATOR when its partition is led elsewhere."""
+        return self._runtime.status(self._partition_for(group_id))
+
+    def _partition_for(self, group_id: str) -> int:
+        """The group's partition; a node leading every partition loads it on first use."""
+        partition = self._log.partition_for(group_id)
         if self._owns_all:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if self._full_load else ErrorCode.NONE
-        owned = self._partitions.get(self._log.partition_for(group_id))
-        if owned is None:
-            return ErrorCode.NOT_COORDINATOR
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if owned.loading else ErrorCode.NONE
+            self._runtime.load_now(partition)
+        return partition
 
     def _unload(self, owned_elsewhere: Callable[[str], bool]) -> tuple[int, int]:
         doomed = [g for g in self.groups.values() if owned_elsewhere(g.group_id)]
@@ -514,7 +426,6 @@ class GroupCoordinator:
             group.transition_to(GroupState.DEAD, self._clock())
             del self.groups[group.group_id]
         consumer = self.consumer.unload(owned_elsewhere)
-        self.offsets.unload(owned_elsewhere)
         for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
             del self._pending_writes[group_id]
         return len(doomed), len(consumer)
@@ -541,25 +452,36 @@ class GroupCoordinator:
                 member.sync_future.set_result(SyncResult(error))
 
     # -- writes ----------------------------------------------------------------------
-    def _append(
-        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
-    ) -> asyncio.Future[int] | None:
-        """Append to the group's partition; remember an uncommitted append for await_writes.
-        Returns the append's commit future (None: committed already)."""
-        waiter = self._log.append(group_id, records)
-        if waiter is not None:
-            self._write_seq += 1
-            self._pending_writes[group_id] = (self._write_seq, waiter)
-        return waiter
+    def _write(
+        self, group_id: str, operation: WriteOperation[GroupCoordinatorShard, R]
+    ) -> asyncio.Future[R]:
+        """Run the write ``operation`` on the group's shard. Raises :class:`CoordinatorError`
+        when it failed at once (nothing appended); a write not committed yet is remembered
+        for :meth:`await_writes`."""
+        future = self._runtime.schedule_write(self._partition_for(group_id), operation)
+        if future.done():
+            error = future.exception()
+            if error is not None:
+                raise error
+            return future
+        self._write_seq += 1
+        self._pending_writes[group_id] = (self._write_seq, future)
+        future.add_done_callback(_retrieve_failure)
+        return future
+
+    def _append(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
+        """Write records of a classic or consumer group (changed in place already)."""
+        batch = list(records)
+        self._write(group_id, lambda shard: CoordinatorResult(batch, None))
 
     @property
     def write_mark(self) -> int:
         """Taken before serving a request; :meth:`await_writes` then waits for what the
-        request appended."""
+        request wrote."""
         return self._write_seq
 
     def wrote_since(self, group_id: str, mark: int) -> bool:
-        """True when records of ``group_id`` appended since ``mark`` may be uncommitted (never
+        """True when records of ``group_id`` written since ``mark`` may be uncommitted (never
         in single-node mode: handlers then answer without awaiting)."""
         entry = self._pending_writes.get(group_id)
         return entry is not None and entry[0] > mark
@@ -567,39 +489,28 @@ class GroupCoordinator:
     def await_writes(
         self, group_id: str, mark: int, *, offsets: bool = False
     ) -> Coroutine[Any, Any, int]:
-        """An awaitable of the commit of what was appended for ``group_id`` since ``mark``:
+        """An awaitable of the commit of what was written for ``group_id`` since ``mark``:
         NONE, or the error a group API answers (NOT_COORDINATOR on a resignation meanwhile).
-        Call it right after serving the request (it picks the append to wait for then)."""
+        Call it right after serving the request (it picks the write to wait for then)."""
         entry = self._pending_writes.get(group_id)
         if entry is None or entry[0] <= mark:
             return _committed()
         return self._await_commit(group_id, entry[1], offsets=offsets)
 
+    @staticmethod
     async def _await_commit(
-        self, group_id: str, waiter: asyncio.Future[int], *, offsets: bool = False
+        group_id: str, write: asyncio.Future[Any], *, offsets: bool = False
     ) -> int:
-        resigned: asyncio.Future[None] | None = None
-        if not self._owns_all:
-            owned = self._partitions.get(self._log.partition_for(group_id))
-            if owned is None:
-                return ErrorCode.NOT_COORDINATOR
-            if owned.resigned is None:
-                owned.resigned = asyncio.get_running_loop().create_future()
-            resigned = owned.resigned
         try:
-            if resigned is None:
-                code = await asyncio.shield(waiter)
-            else:
-                await asyncio.wait((waiter, resigned), return_when=asyncio.FIRST_COMPLETED)
-                if not waiter.done():
-                    return ErrorCode.NOT_COORDINATOR
-                code = waiter.result()
+            await asyncio.shield(write)
+        except CoordinatorError as exc:
+            return coordinator_error(exc.error_code, offsets=offsets)
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("waiting for the commit of group %s records failed", group_id)
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return coordinator_error(code, offsets=offsets)
+        return ErrorCode.NONE
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = self._loop().create_task(coro)
@@ -607,19 +518,17 @@ class GroupCoordinator:
         task.add_done_callback(self._tasks.discard)
 
     def start(self) -> None:
-        """Start the periodic offsets-retention check (needs the running loop)."""
-        self._schedule_retention()
+        """Start the session timers of the consumer groups loaded so far and the retention
+        timer of every partition loaded (later loads start theirs); needs the running loop."""
+        self._started = True
         self.consumer.start()
+        for partition in self._runtime.active_partitions():
+            self._runtime.schedule_write(partition, self._start_retention)
 
     def stop(self) -> None:
-        if self._retention_handle is not None:
-            self._retention_handle.cancel()
-            self._retention_handle = None
-        for owned in self._partitions.values():
-            if owned.load_task is not None and not owned.load_task.done():
-                owned.load_task.cancel()
         for task in list(self._tasks):
             task.cancel()
+        self._runtime.close()
         self.consumer.stop()
         for group in self.groups.values():
             self._shutdown_group(group, ErrorCode.NOT_COORDINATOR)
@@ -1193,7 +1102,7 @@ class GroupCoordinator:
         try:
             self._store_group(group)
         except Exception as exc:
-            if isinstance(exc, OffsetsAppendError):
+            if isinstance(exc, CoordinatorError):
                 log.warning("storing group %s failed: %s", group.group_id, exc)
                 error = coordinator_error(exc.error_code)
             else:
@@ -1387,15 +1296,19 @@ class GroupCoordinator:
                 continue
             accepted[tp] = OffsetAndMetadata(offset, epoch, text, now, expire)
             results[tp] = ErrorCode.NONE
+        if not accepted:
+            return results
+        group_id = req.group_id
         try:
-            self.offsets.commit(req.group_id, accepted)
-        except Exception as exc:
-            if isinstance(exc, OffsetsAppendError):
-                code = coordinator_error(exc.error_code, offsets=True)
-                log.warning("storing offsets of group %s failed: %s", req.group_id, exc)
-            else:
-                code = ErrorCode.COORDINATOR_NOT_AVAILABLE
-                log.exception("storing offsets of group %s failed", req.group_id)
+            self._write(
+                group_id,
+                lambda shard: CoordinatorResult(
+                    shard.offsets.commit_records(group_id, accepted), None
+                ),
+            )
+        except CoordinatorError as exc:
+            code = coordinator_error(exc.error_code, offsets=True)
+            log.warning("storing offsets of group %s failed: %s", group_id, exc)
             for tp in accepted:
                 results[tp] = code
             if group is not None:
@@ -1481,11 +1394,32 @@ class GroupCoordinator:
         results: dict[TopicPartitionKey, int],
     ) -> tuple[int, dict[TopicPartitionKey, int]]:
         try:
-            self.offsets.delete(group_id, deletable)
-        except OffsetsAppendError as exc:
+            self._delete_offset_records(group_id, deletable)
+        except CoordinatorError as exc:
             log.warning("deleting offsets of group %s failed: %s", group_id, exc)
             return coordinator_error(exc.error_code), {}
         return ErrorCode.NONE, results
+
+    def _delete_offset_records(
+        self,
+        group_id: str,
+        partitions: Sequence[TopicPartitionKey],
+        more: Sequence[CoordinatorRecord] = (),
+    ) -> None:
+        """Write the tombstones of ``group_id``'s committed offsets among ``partitions``
+        (nothing when none is committed), then the ``more`` records."""
+        stored = self.offsets.all(group_id)
+        if not more and not any(tp in stored for tp in partitions):
+            return
+
+        def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[None]:
+            records = shard.offsets.delete_records(group_id, partitions)
+            return CoordinatorResult([*records, *more], None)
+
+        self._write(group_id, delete)
+
+    def _delete_all_offsets(self, group_id: str) -> None:
+        self._delete_offset_records(group_id, list(self.offsets.all(group_id)))
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
         results: dict[str, int] = {}
@@ -1499,7 +1433,7 @@ class GroupCoordinator:
                 continue
             try:
                 results[group_id] = self._delete_group_by_id(group_id)
-            except OffsetsAppendError as exc:
+            except CoordinatorError as exc:
                 log.warning("deleting group %s failed: %s", group_id, exc)
                 results[group_id] = coordinator_error(exc.error_code)
         return results
@@ -1524,8 +1458,9 @@ class GroupCoordinator:
             if handle is not None:
                 handle.cancel()
         group.pending_members.clear()
-        self.offsets.delete_group(group.group_id)
-        self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)])
+        group_id = group.group_id
+        tombstone = (GroupMetadataKey(group_id).encode(), None)
+        self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])
         group.transition_to(GroupState.DEAD, self._clock())
         self.groups.pop(group.group_id, None)
 
@@ -1638,40 +1573,78 @@ class GroupCoordinator:
         self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), value.encode())])
 
     # -- retention -------------------------------------------------------------------
-    def _schedule_retention(self) -> None:
-        self._retention_handle = self._loop().call_later(
-            self.config.retention_check_interval_ms / 1000, self._retention_tick
+    def _schedule_retention(self, shard: GroupCoordinatorShard) -> None:
+        shard.timer.schedule(
+            _RETENTION_TIMER, self.config.retention_check_interval_ms, self._retention_tick
         )
 
-    def _retention_tick(self) -> None:
-        try:
-            self.expire_offsets()
-        except Exception:
-            log.exception("offsets retention failed")
-        self._schedule_retention()
+    def _start_retention(self, shard: GroupCoordinatorShard) -> CoordinatorResult[None]:
+        self._schedule_retention(shard)
+        return CoordinatorResult((), None)
+
+    def _retention_tick(self, shard: GroupCoordinatorShard) -> CoordinatorResult[None]:
+        self._schedule_retention(shard)
+        result = self._expire(shard, self._clock())
+        if result.response:
+            log.info(
+                "expiring %d committed offsets of %s-%d",
+                result.response,
+                OFFSETS_TOPIC,
+                shard.partition,
+            )
+        return CoordinatorResult(result.records, None)
 
     def expire_offsets(self, now_ms: int | None = None) -> int:
-        """Tombstone expired offsets of Empty groups; drop Empty groups left without any."""
+        """Tombstone expired offsets of Empty groups in every partition loaded here; drop
+        Empty groups left without any. Returns how many offsets were tombstoned."""
         now = self._clock() if now_ms is None else now_ms
-        retention = self.config.offsets_retention_ms
         expired = 0
-        for group in list(self.groups.values()):
-            if not group.is_in(GroupState.EMPTY):
-                continue
-            base = group.state_timestamp_ms if group.protocol_type else None
-            expired += self.offsets.expire(group.group_id, now, retention, base)
-            if not self.offsets.has_offsets(group.group_id) and not group.members:
-                if base is not None and base + retention > now:
-                    continue
-                self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), None)])
-                group.transition_to(GroupState.DEAD, now)
-                del self.groups[group.group_id]
-        for group_id, consumer_group in list(self.consumer.groups.items()):
-            if not consumer_group.members:
-                expired += self.offsets.expire(group_id, now, retention, None)
+
+        def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[int]:
+            nonlocal expired
+            result = self._expire(shard, now)
+            expired += result.response
+            return result
+
+        for partition in self._runtime.active_partitions():
+            self._runtime.schedule_write(partition, expire).add_done_callback(_log_failure)
         if expired:
             log.info("expired %d committed offsets", expired)
         return expired
+
+    def _expire(self, shard: GroupCoordinatorShard, now: int) -> CoordinatorResult[int]:
+        """The tombstones of ``shard``'s expired offsets and of its Empty classic groups left
+        without offsets (dropped here at once, as they were when the tombstone was written
+        straight away); the response counts the offsets."""
+        retention = self.config.offsets_retention_ms
+        offsets = shard.offsets
+        records: list[CoordinatorRecord] = []
+        expired = 0
+        for group in list(self.groups.values()):
+            group_id = group.group_id
+            if not group.is_in(GroupState.EMPTY) or self._in_other_partition(group_id, shard):
+                continue
+            base = group.state_timestamp_ms if group.protocol_type else None
+            doomed = offsets.expired(group_id, now, retention, base)
+            records += offsets.delete_records(group_id, doomed)
+            expired += len(doomed)
+            if len(doomed) < offsets.count(group_id) or group.members:
+                continue
+            if base is not None and base + retention > now:
+                continue
+            records.append((GroupMetadataKey(group_id).encode(), None))
+            group.transition_to(GroupState.DEAD, now)
+            del self.groups[group_id]
+        for group_id, consumer_group in list(self.consumer.groups.items()):
+            if consumer_group.members or self._in_other_partition(group_id, shard):
+                continue
+            doomed = offsets.expired(group_id, now, retention, None)
+            records += offsets.delete_records(group_id, doomed)
+            expired += len(doomed)
+        return CoordinatorResult(records, expired)
+
+    def _in_other_partition(self, group_id: str, shard: GroupCoordinatorShard) -> bool:
+        return self._log.partition_for(group_id) != shard.partition
 
     # -- helpers for handlers ----------------------------------------------------------
     def is_member(self, group_id: str, member_id: str) -> bool:

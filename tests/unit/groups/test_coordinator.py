@@ -20,14 +20,21 @@ T = TypeVar("T")
 
 
 class MemoryLog:
+    """``__consumer_offsets`` as one partition in memory; appends are committed at once."""
+
+    num_partitions = 1
+
     def __init__(self) -> None:
-        self.records: list[tuple[str, bytes, bytes | None]] = []
+        self.records: list[tuple[bytes, bytes | None]] = []
 
-    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        self.records.extend((group_id, k, v) for k, v in records)
+    def partition_for(self, group_id: str) -> int:
+        return 0
 
-    def replay(self) -> Iterator[Record]:
-        for i, (_, k, v) in enumerate(self.records):
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        self.records.extend(records)
+
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        for i, (k, v) in enumerate(self.records):
             yield Record(i, 0, k, v, ())
 
 

@@ -69,7 +69,6 @@ from pydmq.groups.consumer.group import (
     reconcile,
 )
 from pydmq.groups.consumer.topic_regex import RegexSyntaxError, compile_topic_regex
-from pydmq.groups.offsets import OffsetStore
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = [
@@ -184,13 +183,13 @@ class ConsumerGroupCoordinator:
         self,
         config: ConsumerGroupConfig,
         append: Appender,
-        offsets: OffsetStore,
+        delete_offsets: Callable[[str], None],
         assignors: Mapping[str, GroupAssignorSpec],
         topics: TopicView | None = None,
     ) -> None:
         self.config = config
         self._append = append
-        self.offsets = offsets
+        self._delete_offsets = delete_offsets
         self.assignors = dict(assignors)
         self.topics: TopicView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ConsumerGroup] = {}
@@ -895,7 +894,7 @@ class ConsumerGroupCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        self.offsets.delete_group(group_id)
+        self._delete_offsets(group_id)
         self.drop_group(group_id)
         return ErrorCode.NONE
 

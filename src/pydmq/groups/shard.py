@@ -1,0 +1,137 @@
+"""GroupCoordinatorShard: the group coordinator's state of one ``__consumer_offsets``
+partition, hosted by the :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`.
+
+The committed offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`) live here and
+change only by replay. Classic and KIP-848 groups are still kept by the
+:class:`~pydmq.groups.coordinator.GroupCoordinator`, which changes them in place and writes
+their records through the runtime: the shard collects their records while the partition loads
+(:class:`GroupLoad`) and hands them over when the load completes; afterwards it replays only
+offset records.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol, TypeVar
+
+from pydmq.coordinator.api import CoordinatorError
+from pydmq.coordinator.runtime import CoordinatorRuntime
+from pydmq.coordinator.timer import CoordinatorTimer
+from pydmq.groups.consumer.coordinator import ConsumerGroupLoad
+from pydmq.groups.consumer.records import is_consumer_key
+from pydmq.groups.offsets import OffsetAndMetadata, OffsetMetadataManager, TopicPartitionKey
+from pydmq.groups.records import (
+    GroupMetadataValue,
+    GroupRecordError,
+    OffsetCommitKey,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+)
+
+__all__ = ["CommittedOffsets", "GroupCoordinatorShard", "GroupLoad", "ShardOwner"]
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R")
+
+
+class GroupLoad:
+    """The classic and consumer group records of a partition being loaded, by group id."""
+
+    __slots__ = ("consumer", "metadata")
+
+    def __init__(self) -> None:
+        self.metadata: dict[str, GroupMetadataValue] = {}
+        self.consumer: ConsumerGroupLoad = {}
+
+
+class ShardOwner(Protocol):
+    """What the shard needs of the group coordinator that keeps the groups."""
+
+    def replay_consumer_record(
+        self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
+    ) -> None: ...
+
+    def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None: ...
+
+    def shard_unloaded(self, shard: GroupCoordinatorShard) -> None: ...
+
+
+class GroupCoordinatorShard:
+    """One ``__consumer_offsets`` partition led here; owned by its runtime event queue."""
+
+    __slots__ = ("_load", "_owner", "offsets", "partition", "timer")
+
+    def __init__(
+        self,
+        partition: int,
+        timer: CoordinatorTimer[GroupCoordinatorShard],
+        owner: ShardOwner,
+    ) -> None:
+        self.partition = partition
+        self.timer = timer
+        self.offsets = OffsetMetadataManager()
+        self._owner = owner
+        self._load: GroupLoad | None = GroupLoad()
+
+    def replay(self, key: bytes | None, value: bytes | None) -> None:
+        if key is None:
+            return
+        try:
+            if is_consumer_key(key):
+                if self._load is not None:
+                    self._owner.replay_consumer_record(key, value, self._load.consumer)
+                return
+            decoded = decode_key(key)
+            if isinstance(decoded, OffsetCommitKey):
+                commit = None if value is None else decode_offset_commit_value(value)
+                self.offsets.replay(decoded, commit)
+            elif self._load is None:
+                return
+            elif value is None:
+                self._load.metadata.pop(decoded.group, None)
+            else:
+                self._load.metadata[decoded.group] = decode_group_metadata_value(value)
+        except GroupRecordError as exc:
+            log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+
+    def on_loaded(self) -> None:
+        load, self._load = self._load, None
+        self._owner.shard_loaded(self, load or GroupLoad())
+
+    def on_unloaded(self) -> None:
+        self._owner.shard_unloaded(self)
+
+
+class CommittedOffsets:
+    """Reads of the committed offsets of the groups coordinated here, each from its
+    partition's shard (nothing for a group whose partition is not loaded here); event loop."""
+
+    __slots__ = ("_partition_for", "_runtime")
+
+    def __init__(
+        self,
+        runtime: CoordinatorRuntime[GroupCoordinatorShard],
+        partition_for: Callable[[str], int],
+    ) -> None:
+        self._runtime = runtime
+        self._partition_for = partition_for
+
+    def get(self, group_id: str, topic: str, partition: int) -> OffsetAndMetadata | None:
+        return self._read(group_id, lambda offsets: offsets.get(group_id, topic, partition), None)
+
+    def has_offsets(self, group_id: str) -> bool:
+        return self._read(group_id, lambda offsets: offsets.has_offsets(group_id), False)
+
+    def all(self, group_id: str) -> dict[TopicPartitionKey, OffsetAndMetadata]:
+        return self._read(group_id, lambda offsets: offsets.all(group_id), {})
+
+    def _read(self, group_id: str, read: Callable[[OffsetMetadataManager], R], default: R) -> R:
+        try:
+            return self._runtime.read(
+                self._partition_for(group_id), lambda shard: read(shard.offsets)
+            )
+        except CoordinatorError:
+            return default
