@@ -442,6 +442,30 @@ def test_offsets_retention_expires_empty_groups() -> None:
     run(scenario())
 
 
+def test_retention_timer_expires_offsets_and_empty_groups() -> None:
+    """The retention check runs as a timer of each partition's shard once started."""
+
+    async def scenario() -> None:
+        log = MemoryLog()
+        c = GroupCoordinator(config(offsets_retention_ms=1, retention_check_interval_ms=10), log)
+        c.load()
+        c.start()
+        c.commit_offsets(CommitRequest("simple", "", None, -1, -1, {("t", 0): (1, -1, "")}))
+        assert "simple" in c.groups
+        for _ in range(500):  # bounded: at most 5 s
+            if "simple" not in c.groups:
+                break
+            await asyncio.sleep(0.01)
+        assert "simple" not in c.groups
+        assert c.fetch_offsets("simple", None) == (E.NONE, [])
+        c.stop()
+        fresh = GroupCoordinator(config(), log)
+        fresh.load()
+        assert fresh.offsets.get("simple", "t", 0) is None and "simple" not in fresh.groups
+
+    run(scenario())
+
+
 @pytest.mark.parametrize("version_has_batch", [True])
 def test_list_and_describe(version_has_batch: bool) -> None:
     async def scenario() -> None:

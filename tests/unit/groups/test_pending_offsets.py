@@ -54,7 +54,9 @@ async def _elected(log: HeldLog) -> GroupCoordinator:
 
 
 def _commit(c: GroupCoordinator, offsets: dict[tuple[str, int], int]) -> None:
-    wanted = {tp: (offset, -1, "") for tp, offset in offsets.items()}
+    wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {
+        tp: (offset, -1, "") for tp, offset in offsets.items()
+    }
     assert set(c.commit_offsets(CommitRequest("g", "", None, -1, -1, wanted)).values()) == {0}
 
 
