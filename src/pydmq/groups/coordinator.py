@@ -1,4 +1,4 @@
-"""GroupCoordinator: the classic group protocol and committed offsets, owned by the event loop.
+"""GroupCoordinator: the group APIs over the coordinator runtime, owned by the event loop.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition
 (:func:`pydmq.groups.log.partition_for`). Each partition led here is a
@@ -14,7 +14,10 @@ stops being leader (its groups are unloaded: pending JoinGroup/SyncGroup answere
 NOT_COORDINATOR, timers cancelled); groups of partitions not led here answer NOT_COORDINATOR.
 A write to ``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote
 await :meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only
-after the group's record is committed. Flows follow Kafka's classic coordinator:
+after the group's record is committed. Classic groups are served by
+:attr:`GroupCoordinator.classic` (:class:`~pydmq.groups.classic.manager.ClassicGroupManager`),
+KIP-848 groups by :attr:`GroupCoordinator.consumer`; this class routes the requests, checks
+ownership and serves offsets. Flows follow Kafka's classic coordinator:
 
 - JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
   v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
@@ -43,7 +46,7 @@ after the group's record is committed. Flows follow Kafka's classic coordinator:
 - Loading (``load`` or ``on_elected``) replays the partition: offsets, and groups as Empty
   with their generation and protocol type (members are not restored).
 - Consumer groups (KIP-848) live in :attr:`GroupCoordinator.consumer`
-  (:mod:`pydmq.groups.consumer`); they share the offsets store and ``__consumer_offsets``. A
+  (:mod:`pydmq.groups.consumer`); they share the shards' offsets and ``__consumer_offsets``. A
   group id is either classic or consumer: JoinGroup on a consumer group with members (and a
   ConsumerGroupHeartbeat join on a classic group with members) is answered
   INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
@@ -54,9 +57,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydmq.coordinator.api import (
@@ -67,8 +68,15 @@ from pydmq.coordinator.api import (
 )
 from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
 from pydmq.coordinator.timer import CoordinatorTimer
+from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
+from pydmq.groups.classic.group import (
+    ClassicGroup,
+    GroupState,
+    JoinResult,
+    SyncResult,
+)
+from pydmq.groups.classic.manager import ClassicGroupManager
 from pydmq.groups.consumer.coordinator import (
-    ConsumerGroupConfig,
     ConsumerGroupCoordinator,
     ConsumerGroupLoad,
     HeartbeatRequest,
@@ -76,17 +84,10 @@ from pydmq.groups.consumer.coordinator import (
     TopicView,
 )
 from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
-from pydmq.groups.group import (
-    ClassicGroup,
-    GroupState,
-    JoinResult,
-    MemberMetadata,
-    SyncResult,
-    subscribed_topics,
-)
+from pydmq.groups.errors import coordinator_error
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.groups.offsets import OffsetAndMetadata, TopicPartitionKey
-from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
+from pydmq.groups.records import GroupMetadataKey
 from pydmq.groups.shard import CommittedOffsets, GroupCoordinatorShard, GroupLoad
 from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import TopicPartition
@@ -95,14 +96,8 @@ if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
 
 __all__ = [
-    "CommitRequest",
-    "GroupConfig",
     "GroupCoordinator",
-    "GroupSummary",
-    "JoinRequest",
-    "MemberSummary",
     "OffsetsLog",
-    "coordinator_error",
     "offsets_leadership_listener",
 ]
 
@@ -154,33 +149,6 @@ def offsets_leadership_listener(
     return listener
 
 
-def coordinator_error(code: int, *, offsets: bool = False) -> int:
-    """A produce error of a ``__consumer_offsets`` append as a group API answers it (Kafka's
-    mapping): unavailable partition or replicas -> COORDINATOR_NOT_AVAILABLE, leadership lost
-    -> NOT_COORDINATOR, too large -> INVALID_COMMIT_OFFSET_SIZE (offsets) or
-    UNKNOWN_SERVER_ERROR."""
-    match code:
-        case (
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            | ErrorCode.NOT_ENOUGH_REPLICAS
-            | ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
-            | ErrorCode.REQUEST_TIMED_OUT
-        ):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        case ErrorCode.NOT_LEADER_OR_FOLLOWER | ErrorCode.KAFKA_STORAGE_ERROR:
-            return ErrorCode.NOT_COORDINATOR
-        case (
-            ErrorCode.MESSAGE_TOO_LARGE
-            | ErrorCode.RECORD_LIST_TOO_LARGE
-            | ErrorCode.INVALID_FETCH_SIZE
-        ):
-            return (
-                ErrorCode.INVALID_COMMIT_OFFSET_SIZE if offsets else ErrorCode.UNKNOWN_SERVER_ERROR
-            )
-        case _:
-            return code
-
-
 async def _committed() -> int:
     return ErrorCode.NONE
 
@@ -195,81 +163,6 @@ def _retrieve_failure(write: asyncio.Future[Any]) -> None:
     waits for it; retrieved here so that none is reported as never retrieved."""
     if not write.cancelled():
         write.exception()
-
-
-@dataclass(frozen=True, slots=True)
-class GroupConfig:
-    initial_rebalance_delay_ms: int = 3000
-    min_session_timeout_ms: int = 6000
-    max_session_timeout_ms: int = 1800000
-    max_size: int = 2**31 - 1
-    offsets_retention_ms: int = 7 * 24 * 3600 * 1000
-    retention_check_interval_ms: int = 600000
-    offset_metadata_max_bytes: int = 4096
-    consumer: ConsumerGroupConfig = field(default_factory=ConsumerGroupConfig)
-
-    @staticmethod
-    def from_broker_config(config: object) -> GroupConfig:
-        get_int: Callable[[str], int] = config.get_int  # type: ignore[attr-defined]
-        return GroupConfig(
-            initial_rebalance_delay_ms=get_int("group.initial.rebalance.delay.ms"),
-            min_session_timeout_ms=get_int("group.min.session.timeout.ms"),
-            max_session_timeout_ms=get_int("group.max.session.timeout.ms"),
-            max_size=get_int("group.max.size"),
-            offsets_retention_ms=get_int("offsets.retention.minutes") * 60_000,
-            retention_check_interval_ms=get_int("offsets.retention.check.interval.ms"),
-            offset_metadata_max_bytes=get_int("offset.metadata.max.bytes"),
-            consumer=ConsumerGroupConfig(
-                heartbeat_interval_ms=get_int("group.consumer.heartbeat.interval.ms"),
-                session_timeout_ms=get_int("group.consumer.session.timeout.ms"),
-                max_size=get_int("group.consumer.max.size"),
-                assignors=tuple(config.get_list("group.consumer.assignors")),  # type: ignore[attr-defined]
-            ),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class JoinRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    require_known_member_id: bool
-    client_id: str
-    client_host: str
-    rebalance_timeout_ms: int
-    session_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-
-
-@dataclass(frozen=True, slots=True)
-class CommitRequest:
-    group_id: str
-    member_id: str
-    group_instance_id: str | None
-    generation_id: int
-    retention_time_ms: int
-    offsets: dict[TopicPartitionKey, tuple[int, int, str | None]]  # offset, epoch, metadata
-    api_version: int = 9
-
-
-@dataclass(frozen=True, slots=True)
-class MemberSummary:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class GroupSummary:
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    members: list[MemberSummary] = field(default_factory=list)
 
 
 def _now_ms() -> int:
@@ -294,7 +187,6 @@ class GroupCoordinator:
         self.config = config
         self._log = offsets_log
         self._clock = clock
-        self.groups: dict[str, ClassicGroup] = {}
         self._runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
             OFFSETS_TOPIC, offsets_log, self._build_shard
         )
@@ -310,14 +202,19 @@ class GroupCoordinator:
         self._write_seq = 0
         self._pending_writes: dict[str, tuple[int, asyncio.Future[Any]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self._sync_timers: dict[str, asyncio.TimerHandle] = {}
+        self.classic = ClassicGroupManager(config, clock, self)
         if assignors is None:
             from pydmq.assignment.plugin import builtin_assignors
 
             assignors = {spec.name: spec for spec in builtin_assignors()}
         self.consumer = ConsumerGroupCoordinator(
-            config.consumer, self._append, self._delete_all_offsets, assignors, topics
+            config.consumer, self.append_records, self._delete_all_offsets, assignors, topics
         )
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        """The classic groups of this node, by group id."""
+        return self.classic.groups
 
     # -- lifecycle -------------------------------------------------------------------
     @property
@@ -354,20 +251,9 @@ class GroupCoordinator:
         and its retention timer starts (after :meth:`start`)."""
         start_timers = self._started or not self._owns_all
         self.consumer.finish_load(load.consumer, start_timers=start_timers)
-        now = self._clock()
-        count = 0
-        for group_id in set(load.metadata) | set(shard.offsets.groups()):
-            if group_id in self.consumer.groups:
-                continue
-            group = ClassicGroup(group_id, now)
-            stored = load.metadata.get(group_id)
-            if stored is not None:
-                group.generation_id = stored.generation
-                group.protocol_type = stored.protocol_type or None
-                if not stored.members and stored.current_state_timestamp > 0:
-                    group.state_timestamp_ms = stored.current_state_timestamp
-            self.groups[group_id] = group
-            count += 1
+        count = self.classic.install(
+            load.metadata, shard.offsets.groups(), self.consumer.groups.__contains__
+        )
         if count:
             log.info("%s-%d: %d classic groups", OFFSETS_TOPIC, shard.partition, count)
         if self._started:
@@ -420,36 +306,11 @@ class GroupCoordinator:
         return partition
 
     def _unload(self, owned_elsewhere: Callable[[str], bool]) -> tuple[int, int]:
-        doomed = [g for g in self.groups.values() if owned_elsewhere(g.group_id)]
-        for group in doomed:
-            self._shutdown_group(group, ErrorCode.NOT_COORDINATOR)
-            group.transition_to(GroupState.DEAD, self._clock())
-            del self.groups[group.group_id]
+        classic = self.classic.unload(owned_elsewhere)
         consumer = self.consumer.unload(owned_elsewhere)
         for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
             del self._pending_writes[group_id]
-        return len(doomed), len(consumer)
-
-    def _shutdown_group(self, group: ClassicGroup, error: int) -> None:
-        """Cancel a group's timers and answer its waiting JoinGroup/SyncGroup with ``error``."""
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
-        for pending in group.pending_members.values():
-            if pending is not None:
-                pending.cancel()
-        group.pending_members.clear()
-        handle = self._sync_timers.pop(group.group_id, None)
-        if handle is not None:
-            handle.cancel()
-        for member in group.members.values():
-            self._cancel_heartbeat(member)
-            if member.awaiting_join:
-                assert member.join_future is not None
-                member.join_future.set_result(JoinResult(error, member.member_id))
-            if member.awaiting_sync:
-                assert member.sync_future is not None
-                member.sync_future.set_result(SyncResult(error))
+        return classic, len(consumer)
 
     # -- writes ----------------------------------------------------------------------
     def _write(
@@ -469,7 +330,7 @@ class GroupCoordinator:
         future.add_done_callback(_retrieve_failure)
         return future
 
-    def _append(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
+    def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
         """Write records of a classic or consumer group (changed in place already)."""
         batch = list(records)
         self._write(group_id, lambda shard: CoordinatorResult(batch, None))
@@ -512,8 +373,9 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = self._loop().create_task(coro)
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` as a task of the coordinator (cancelled by :meth:`stop`)."""
+        task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
@@ -530,493 +392,22 @@ class GroupCoordinator:
             task.cancel()
         self._runtime.close()
         self.consumer.stop()
-        for group in self.groups.values():
-            self._shutdown_group(group, ErrorCode.NOT_COORDINATOR)
-        for handle in self._sync_timers.values():
-            handle.cancel()
-        self._sync_timers.clear()
+        self.classic.stop()
 
-    @staticmethod
-    def _loop() -> asyncio.AbstractEventLoop:
-        return asyncio.get_running_loop()
-
-    # -- JoinGroup -------------------------------------------------------------------
+    # -- classic groups --------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
-        mark = self._write_seq
-        outcome = self._join(request)
-        if isinstance(outcome, JoinResult):
-            if outcome.error_code == ErrorCode.NONE:
-                # a static member replaced in a Stable group: answered once stored
-                error = await self.await_writes(request.group_id, mark)
-                if error:
-                    return JoinResult(error, outcome.member_id)
-            return outcome
-        return await outcome
+        return await self.classic.join_group(request, self._convert_consumer_group)
 
-    def _join(self, req: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
-        if not req.group_id:
-            return JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id)
-        error = self.ownership_error(req.group_id)
-        if error:
-            return JoinResult(error, req.member_id)
-        cfg = self.config
-        if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
-            return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
-        consumer_group = self.consumer.groups.get(req.group_id)
+    def _convert_consumer_group(self, group_id: str) -> int:
+        """A classic member joins ``group_id``: refuse a consumer group with members,
+        convert an empty one."""
+        consumer_group = self.consumer.groups.get(group_id)
         if consumer_group is not None:
             if consumer_group.members:
-                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
-            self.consumer.drop_group(req.group_id)  # an empty consumer group becomes classic
-        is_unknown = req.member_id == ""
-        group = self.groups.get(req.group_id)
-        created = False
-        if group is None:
-            if not is_unknown:
-                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, req.member_id)
-            group = ClassicGroup(req.group_id, self._clock())
-            self.groups[req.group_id] = group
-            created = True
-        outcome: JoinResult | asyncio.Future[JoinResult]
-        if group.state is GroupState.DEAD:
-            outcome = JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id)
-        elif not self._accept_joining_member(group, req.member_id):
-            outcome = JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, req.member_id)
-        elif is_unknown:
-            outcome = self._join_new_member(group, req)
-        else:
-            outcome = self._join_existing_member(group, req)
-        if (
-            created
-            and isinstance(outcome, JoinResult)
-            and outcome.error_code
-            and not group.members
-            and not group.pending_members
-        ):
-            del self.groups[req.group_id]
-        return outcome
-
-    def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
-        max_size = self.config.max_size
-        match group.state:
-            case GroupState.EMPTY | GroupState.DEAD:
-                return True
-            case GroupState.PREPARING_REBALANCE:
-                member = group.members.get(member_id)
-                return (
-                    member is not None and member.awaiting_join
-                ) or group.awaiting_join_count() < max_size
-            case _:
-                return member_id in group.members or len(group) < max_size
-
-    def _join_new_member(
-        self, group: ClassicGroup, req: JoinRequest
-    ) -> JoinResult | asyncio.Future[JoinResult]:
-        if not group.supports_protocols(req.protocol_type, req.protocols):
-            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
-        new_id = f"{req.client_id}-{uuid.uuid4()}"
-        if req.group_instance_id is not None:
-            old_id = group.static_member_id(req.group_instance_id)
-            if old_id is not None and old_id in group.members:
-                return self._replace_static_member(group, req, old_id, new_id)
-            return self._add_member_and_rebalance(group, new_id, req)
-        if req.require_known_member_id:
-            group.pending_members[new_id] = self._loop().call_later(
-                req.session_timeout_ms / 1000, self._expire_pending_member, group, new_id
-            )
-            return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id)
-        return self._add_member_and_rebalance(group, new_id, req)
-
-    def _join_existing_member(
-        self, group: ClassicGroup, req: JoinRequest
-    ) -> JoinResult | asyncio.Future[JoinResult]:
-        member_id = req.member_id
-        if member_id in group.pending_members:
-            if not group.supports_protocols(req.protocol_type, req.protocols):
-                return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
-            handle = group.pending_members.pop(member_id)
-            if handle is not None:
-                handle.cancel()
-            return self._add_member_and_rebalance(group, member_id, req)
-        error = self._validate_member(group, member_id, req.group_instance_id)
-        if error:
-            return JoinResult(error, member_id)
-        if not group.supports_protocols(req.protocol_type, req.protocols):
-            return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
-        member = group.members[member_id]
-        match group.state:
-            case GroupState.PREPARING_REBALANCE:
-                return self._update_member_and_rebalance(group, member, req)
-            case GroupState.COMPLETING_REBALANCE:
-                if member.matches(req.protocols):
-                    return self._current_join_result(group, member)
-                return self._update_member_and_rebalance(group, member, req)
-            case GroupState.STABLE:
-                if group.is_leader(member_id) or not member.matches(req.protocols):
-                    return self._update_member_and_rebalance(group, member, req)
-                return self._current_join_result(group, member)
-            case _:
-                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
-
-    def _current_join_result(self, group: ClassicGroup, member: MemberMetadata) -> JoinResult:
-        is_leader = group.is_leader(member.member_id)
-        self._schedule_heartbeat(group, member)
-        return JoinResult(
-            ErrorCode.NONE,
-            member.member_id,
-            group.generation_id,
-            group.protocol_type,
-            group.protocol_name,
-            group.leader_id or "",
-            group.current_member_metadata() if is_leader else [],
-        )
-
-    def _replace_static_member(
-        self, group: ClassicGroup, req: JoinRequest, old_id: str, new_id: str
-    ) -> JoinResult | asyncio.Future[JoinResult]:
-        assert req.group_instance_id is not None
-        member = group.members[old_id]
-        old_protocols = member.protocols
-        current_leader = group.leader_id or ""
-        if member.awaiting_join:
-            assert member.join_future is not None
-            member.join_future.set_result(JoinResult(ErrorCode.FENCED_INSTANCE_ID, old_id))
-            member.join_future = None
-        if member.awaiting_sync:
-            assert member.sync_future is not None
-            member.sync_future.set_result(SyncResult(ErrorCode.FENCED_INSTANCE_ID))
-            member.sync_future = None
-        group.replace_static_member(req.group_instance_id, old_id, new_id)
-        group_pending_sync = self._pending_sync(group)
-        if old_id in group_pending_sync:
-            group_pending_sync.discard(old_id)
-            group_pending_sync.add(new_id)
-        member.client_id = req.client_id
-        member.client_host = req.client_host
-        member.session_timeout_ms = req.session_timeout_ms
-        member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        member.protocols = list(req.protocols)
-        self._schedule_heartbeat(group, member)
-        match group.state:
-            case GroupState.STABLE:
-                selected = group.protocol_name
-                if (
-                    selected is not None
-                    and group.select_protocol() == selected
-                    and not self._subscription_changed(group, old_protocols, member.protocols)
-                ):
-                    self._store_group(group)
-                    return JoinResult(
-                        ErrorCode.NONE,
-                        new_id,
-                        group.generation_id,
-                        group.protocol_type,
-                        group.protocol_name,
-                        current_leader,
-                        [],
-                    )
-                return self._await_join(group, member, rebalance=True)
-            case GroupState.COMPLETING_REBALANCE:
-                return self._await_join(group, member, rebalance=True)
-            case GroupState.PREPARING_REBALANCE:
-                return self._await_join(group, member, rebalance=False)
-            case _:
-                return JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, new_id)
-
-    @staticmethod
-    def _subscription_changed(
-        group: ClassicGroup, old: list[tuple[str, bytes]], new: list[tuple[str, bytes]]
-    ) -> bool:
-        protocol = group.protocol_name
-        old_meta = dict(old).get(protocol or "")
-        new_meta = dict(new).get(protocol or "")
-        if old_meta is None or new_meta is None:
-            return True
-        if group.protocol_type == "consumer":
-            old_topics = subscribed_topics(old_meta)
-            new_topics = subscribed_topics(new_meta)
-            if old_topics is not None and new_topics is not None:
-                return old_topics != new_topics
-        return old_meta != new_meta
-
-    def _await_join(
-        self, group: ClassicGroup, member: MemberMetadata, *, rebalance: bool
-    ) -> asyncio.Future[JoinResult]:
-        future: asyncio.Future[JoinResult] = self._loop().create_future()
-        member.join_future = future
-        if rebalance:
-            self._prepare_rebalance(group)
-        else:
-            self._maybe_complete_join(group)
-        return future
-
-    def _add_member_and_rebalance(
-        self, group: ClassicGroup, member_id: str, req: JoinRequest
-    ) -> asyncio.Future[JoinResult]:
-        member = MemberMetadata(
-            member_id=member_id,
-            group_instance_id=req.group_instance_id,
-            client_id=req.client_id,
-            client_host=req.client_host,
-            rebalance_timeout_ms=req.rebalance_timeout_ms,
-            session_timeout_ms=req.session_timeout_ms,
-            protocol_type=req.protocol_type,
-            protocols=list(req.protocols),
-            is_new=True,
-        )
-        future: asyncio.Future[JoinResult] = self._loop().create_future()
-        member.join_future = future
-        group.add(member)
-        group.new_member_added = True
-        if group.is_in(GroupState.PREPARING_REBALANCE):
-            self._maybe_complete_join(group)
-        else:
-            self._prepare_rebalance(group)
-        return future
-
-    def _update_member_and_rebalance(
-        self, group: ClassicGroup, member: MemberMetadata, req: JoinRequest
-    ) -> asyncio.Future[JoinResult]:
-        member.protocols = list(req.protocols)
-        member.session_timeout_ms = req.session_timeout_ms
-        member.rebalance_timeout_ms = req.rebalance_timeout_ms
-        member.client_id = req.client_id
-        member.client_host = req.client_host
-        if member.awaiting_join:
-            # a duplicate join replaces the earlier one (the client gave up on it)
-            assert member.join_future is not None
-            member.join_future.set_result(
-                JoinResult(ErrorCode.REBALANCE_IN_PROGRESS, member.member_id)
-            )
-        return self._await_join(
-            group, member, rebalance=not group.is_in(GroupState.PREPARING_REBALANCE)
-        )
-
-    # -- rebalance -------------------------------------------------------------------
-    @staticmethod
-    def _rebalance_timeout_ms(group: ClassicGroup) -> int:
-        return max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
-
-    def _prepare_rebalance(self, group: ClassicGroup) -> None:
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
-            self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
-        self._cancel_sync_timer(group)
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-        loop = self._loop()
-        rebalance_ms = self._rebalance_timeout_ms(group)
-        initial = group.is_in(GroupState.EMPTY)
-        group.transition_to(GroupState.PREPARING_REBALANCE, self._clock())
-        log.info(
-            "preparing to rebalance group %s (generation %d)", group.group_id, group.generation_id
-        )
-        if initial:
-            delay = min(self.config.initial_rebalance_delay_ms, rebalance_ms)
-            group.initial_delay_remaining_ms = max(rebalance_ms - delay, 0)
-            group.join_timer = loop.call_later(delay / 1000, self._on_initial_delay, group)
-            group.join_is_initial = True
-        else:
-            group.join_is_initial = False
-            group.join_timer = loop.call_later(rebalance_ms / 1000, self._complete_join, group)
-            self._maybe_complete_join(group)
-
-    def _on_initial_delay(self, group: ClassicGroup) -> None:
-        group.join_timer = None
-        if group.new_member_added and group.initial_delay_remaining_ms > 0:
-            group.new_member_added = False
-            initial = self.config.initial_rebalance_delay_ms
-            delay = min(initial, group.initial_delay_remaining_ms)
-            group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - initial, 0)
-            group.join_timer = self._loop().call_later(delay / 1000, self._on_initial_delay, group)
-            return
-        self._complete_join(group)
-
-    def _maybe_complete_join(self, group: ClassicGroup) -> None:
-        if (
-            group.is_in(GroupState.PREPARING_REBALANCE)
-            and not group.join_is_initial
-            and group.has_all_members_joined()
-        ):
-            self._complete_join(group)
-
-    def _complete_join(self, group: ClassicGroup) -> None:
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
-        if not group.is_in(GroupState.PREPARING_REBALANCE):
-            return
-        for member in group.not_yet_rejoined():
-            if not member.is_static:
-                log.info(
-                    "removing member %s of group %s: did not rejoin",
-                    member.member_id,
-                    group.group_id,
-                )
-                self._cancel_heartbeat(member)
-                group.remove(member.member_id)
-        if not group.maybe_elect_joined_leader() and group.members:
-            # nobody rejoined (static members only): wait for them or their session expiry
-            group.join_is_initial = False
-            group.join_timer = self._loop().call_later(
-                self._rebalance_timeout_ms(group) / 1000, self._complete_join, group
-            )
-            return
-        now = self._clock()
-        group.init_next_generation(now)
-        group.new_member_added = False
-        if group.is_in(GroupState.EMPTY):
-            log.info("group %s is empty (generation %d)", group.group_id, group.generation_id)
-            self._store_group(group)
-            return
-        log.info(
-            "group %s: generation %d with %d members, protocol %s",
-            group.group_id,
-            group.generation_id,
-            len(group),
-            group.protocol_name,
-        )
-        members = group.current_member_metadata()
-        pending_sync = self._pending_sync(group)
-        pending_sync.clear()
-        for member in group.members.values():
-            pending_sync.add(member.member_id)
-            future = member.join_future
-            member.join_future = None
-            member.is_new = False
-            if future is not None and not future.done():
-                future.set_result(
-                    JoinResult(
-                        ErrorCode.NONE,
-                        member.member_id,
-                        group.generation_id,
-                        group.protocol_type,
-                        group.protocol_name,
-                        group.leader_id or "",
-                        members if group.is_leader(member.member_id) else [],
-                    )
-                )
-            self._schedule_heartbeat(group, member)
-        self._sync_timers[group.group_id] = self._loop().call_later(
-            self._rebalance_timeout_ms(group) / 1000,
-            self._expire_pending_sync,
-            group,
-            group.generation_id,
-        )
-
-    @staticmethod
-    def _pending_sync(group: ClassicGroup) -> set[str]:
-        return group.pending_sync
-
-    def _cancel_sync_timer(self, group: ClassicGroup) -> None:
-        handle = self._sync_timers.pop(group.group_id, None)
-        if handle is not None:
-            handle.cancel()
-        self._pending_sync(group).clear()
-
-    def _expire_pending_sync(self, group: ClassicGroup, generation: int) -> None:
-        self._sync_timers.pop(group.group_id, None)
-        if generation != group.generation_id or self.groups.get(group.group_id) is not group:
-            return
-        if not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
-            return
-        laggards = [group.members[m] for m in self._pending_sync(group) if m in group.members]
-        self._pending_sync(group).clear()
-        if not laggards:
-            return
-        for member in laggards:
-            log.info(
-                "removing member %s of group %s: no SyncGroup", member.member_id, group.group_id
-            )
-            self._cancel_heartbeat(member)
-            group.remove(member.member_id)
-        self._prepare_rebalance(group)
-
-    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, error: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-            if member.awaiting_sync:
-                assert member.sync_future is not None
-                member.sync_future.set_result(SyncResult(error))
-            member.sync_future = None
-
-    # -- member liveness -------------------------------------------------------------
-    def _schedule_heartbeat(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        self._cancel_heartbeat(member)
-        member.heartbeat_handle = self._loop().call_later(
-            member.session_timeout_ms / 1000, self._expire_member, group, member
-        )
-
-    @staticmethod
-    def _cancel_heartbeat(member: MemberMetadata) -> None:
-        if member.heartbeat_handle is not None:
-            member.heartbeat_handle.cancel()
-            member.heartbeat_handle = None
-
-    def _expire_member(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        member.heartbeat_handle = None
-        if group.members.get(member.member_id) is not member:
-            return
-        if member.awaiting_join or member.awaiting_sync:
-            self._schedule_heartbeat(group, member)  # bounded by the rebalance timers instead
-            return
-        log.info(
-            "member %s of group %s expired (session timeout %d ms)",
-            member.member_id,
-            group.group_id,
-            member.session_timeout_ms,
-        )
-        self._remove_member_and_update_group(group, member)
-
-    def _expire_pending_member(self, group: ClassicGroup, member_id: str) -> None:
-        if group.pending_members.pop(member_id, "gone") == "gone":
-            return
-        self._maybe_complete_join(group)
-        self._maybe_drop(group)
-
-    def _remove_member_and_update_group(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        self._cancel_heartbeat(member)
-        if member.awaiting_join:
-            assert member.join_future is not None
-            member.join_future.set_result(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
-        if member.awaiting_sync:
-            assert member.sync_future is not None
-            member.sync_future.set_result(SyncResult(ErrorCode.UNKNOWN_MEMBER_ID))
-        group.remove(member.member_id)
-        self._pending_sync(group).discard(member.member_id)
-        match group.state:
-            case GroupState.STABLE | GroupState.COMPLETING_REBALANCE:
-                self._prepare_rebalance(group)
-            case GroupState.PREPARING_REBALANCE:
-                self._maybe_complete_join(group)
-            case GroupState.EMPTY | GroupState.DEAD:
-                pass
-
-    def _maybe_drop(self, group: ClassicGroup) -> None:
-        """Forget a group that never had a generation, members or offsets."""
-        if (
-            group.is_in(GroupState.EMPTY)
-            and not group.members
-            and not group.pending_members
-            and group.generation_id == 0
-            and not self.offsets.has_offsets(group.group_id)
-            and self.groups.get(group.group_id) is group
-        ):
-            del self.groups[group.group_id]
-
-    def _validate_member(
-        self, group: ClassicGroup, member_id: str, group_instance_id: str | None
-    ) -> int:
-        if group_instance_id is not None:
-            existing = group.static_member_id(group_instance_id)
-            if existing is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if existing != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.NONE
-        if not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
+                return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+            self.consumer.drop_group(group_id)  # an empty consumer group becomes classic
         return ErrorCode.NONE
 
-    # -- SyncGroup -------------------------------------------------------------------
     async def sync_group(
         self,
         group_id: str,
@@ -1027,7 +418,7 @@ class GroupCoordinator:
         protocol_name: str | None,
         assignments: dict[str, bytes],
     ) -> SyncResult:
-        outcome = self._sync(
+        return await self.classic.sync_group(
             group_id,
             generation_id,
             member_id,
@@ -1036,156 +427,17 @@ class GroupCoordinator:
             protocol_name,
             assignments,
         )
-        if isinstance(outcome, SyncResult):
-            return outcome
-        return await outcome
 
-    def _sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-    ) -> SyncResult | asyncio.Future[SyncResult]:
-        if not group_id:
-            return SyncResult(ErrorCode.INVALID_GROUP_ID)
-        error = self.ownership_error(group_id)
-        if error:
-            return SyncResult(error)
-        group = self.groups.get(group_id)
-        if group is None:
-            return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
-        if group.is_in(GroupState.DEAD):
-            return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        error = self._validate_member(group, member_id, group_instance_id)
-        if error:
-            return SyncResult(error)
-        if generation_id != group.generation_id:
-            return SyncResult(ErrorCode.ILLEGAL_GENERATION)
-        if (protocol_type is not None and protocol_type != group.protocol_type) or (
-            protocol_name is not None and protocol_name != group.protocol_name
-        ):
-            return SyncResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
-        member = group.members[member_id]
-        match group.state:
-            case GroupState.EMPTY:
-                return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
-            case GroupState.PREPARING_REBALANCE:
-                return SyncResult(ErrorCode.REBALANCE_IN_PROGRESS)
-            case GroupState.COMPLETING_REBALANCE:
-                future: asyncio.Future[SyncResult] = self._loop().create_future()
-                if member.awaiting_sync:
-                    assert member.sync_future is not None
-                    member.sync_future.set_result(SyncResult(ErrorCode.REBALANCE_IN_PROGRESS))
-                member.sync_future = future
-                self._pending_sync(group).discard(member_id)
-                self._schedule_heartbeat(group, member)
-                if group.is_leader(member_id):
-                    self._complete_sync(group, assignments)
-                return future
-            case GroupState.STABLE:
-                self._pending_sync(group).discard(member_id)
-                self._schedule_heartbeat(group, member)
-                return SyncResult(
-                    ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name
-                )
-            case _:
-                return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-
-    def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
-        for member in group.members.values():
-            member.assignment = assignments.get(member.member_id, b"")
-        mark = self._write_seq
-        try:
-            self._store_group(group)
-        except Exception as exc:
-            if isinstance(exc, CoordinatorError):
-                log.warning("storing group %s failed: %s", group.group_id, exc)
-                error = coordinator_error(exc.error_code)
-            else:
-                log.exception("storing group %s failed", group.group_id)
-                error = ErrorCode.COORDINATOR_NOT_AVAILABLE
-            self._assignment_not_stored(group, error)
-            return
-        if self.wrote_since(group.group_id, mark):
-            # cluster mode: hand the assignment out once the record is committed
-            committed = self.await_writes(group.group_id, mark)
-            self._spawn(self._complete_sync_when_committed(group, group.generation_id, committed))
-            return
-        self._propagate_assignment(group)
-
-    async def _complete_sync_when_committed(
-        self, group: ClassicGroup, generation_id: int, committed: Coroutine[Any, Any, int]
-    ) -> None:
-        error = await committed
-        if (
-            self.groups.get(group.group_id) is not group
-            or group.generation_id != generation_id
-            or not group.is_in(GroupState.COMPLETING_REBALANCE)
-        ):
-            return  # unloaded, or the group moved on while the record was replicated
-        if error:
-            log.warning(
-                "group %s: assignment of generation %d not committed (error %d)",
-                group.group_id,
-                generation_id,
-                error,
-            )
-            self._assignment_not_stored(group, error)
-            return
-        self._propagate_assignment(group)
-
-    def _assignment_not_stored(self, group: ClassicGroup, error: int) -> None:
-        self._reset_and_propagate_assignment_error(group, error)
-        self._prepare_rebalance(group)
-
-    def _propagate_assignment(self, group: ClassicGroup) -> None:
-        group.transition_to(GroupState.STABLE, self._clock())
-        for member in group.members.values():
-            if member.awaiting_sync:
-                assert member.sync_future is not None
-                member.sync_future.set_result(
-                    SyncResult(
-                        ErrorCode.NONE, member.assignment, group.protocol_type, group.protocol_name
-                    )
-                )
-            member.sync_future = None
-        log.info("group %s stable at generation %d", group.group_id, group.generation_id)
-
-    # -- Heartbeat -------------------------------------------------------------------
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        error = self.ownership_error(group_id)
-        if error:
-            return error
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_member(group, member_id, group_instance_id)
-        if error:
-            return error
-        if generation_id != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
-        member = group.members[member_id]
-        match group.state:
-            case GroupState.EMPTY:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            case GroupState.PREPARING_REBALANCE:
-                self._schedule_heartbeat(group, member)
-                return ErrorCode.REBALANCE_IN_PROGRESS
-            case GroupState.COMPLETING_REBALANCE | GroupState.STABLE:
-                self._schedule_heartbeat(group, member)
-                return ErrorCode.NONE
-            case _:
-                return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return self.classic.heartbeat(group_id, generation_id, member_id, group_instance_id)
+
+    def leave_group(
+        self, group_id: str, members: Sequence[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
+        """Returns (top-level error, one error per leaving member)."""
+        return self.classic.leave_group(group_id, members)
 
     # -- ConsumerGroupHeartbeat (KIP-848) --------------------------------------------
     def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
@@ -1193,60 +445,7 @@ class GroupCoordinator:
             error = self.ownership_error(req.group_id)
             if error:
                 return HeartbeatResult(error)
-        return self.consumer.heartbeat(req, self._classic_guard)
-
-    def _classic_guard(self, group_id: str) -> int:
-        """A consumer-protocol member joins ``group_id``: refuse a classic group in use,
-        convert an empty one (its offsets stay)."""
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.NONE
-        if group.members or group.pending_members or not group.is_in(GroupState.EMPTY):
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        self._append(group_id, [(GroupMetadataKey(group_id).encode(), None)])
-        group.transition_to(GroupState.DEAD, self._clock())
-        del self.groups[group_id]
-        return ErrorCode.NONE
-
-    # -- LeaveGroup ------------------------------------------------------------------
-    def leave_group(
-        self, group_id: str, members: Sequence[tuple[str, str | None]]
-    ) -> tuple[int, list[int]]:
-        """Returns (top-level error, one error per leaving member)."""
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, []
-        error = self.ownership_error(group_id)
-        if error:
-            return error, []
-        group = self.groups.get(group_id)
-        if group is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID, []
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE, []
-        errors: list[int] = []
-        for member_id, instance_id in members:
-            if member_id == "":
-                existing = group.static_member_id(instance_id)
-                if existing is None or existing not in group.members:
-                    errors.append(ErrorCode.UNKNOWN_MEMBER_ID)
-                    continue
-                member_id = existing
-            elif member_id in group.pending_members:
-                handle = group.pending_members.pop(member_id)
-                if handle is not None:
-                    handle.cancel()
-                self._maybe_complete_join(group)
-                errors.append(ErrorCode.NONE)
-                continue
-            else:
-                error = self._validate_member(group, member_id, instance_id)
-                if error:
-                    errors.append(error)
-                    continue
-            log.info("member %s leaves group %s", member_id, group_id)
-            self._remove_member_and_update_group(group, group.members[member_id])
-            errors.append(ErrorCode.NONE)
-        return ErrorCode.NONE, errors
+        return self.consumer.heartbeat(req, self.classic.convert_to_consumer)
 
     # -- offsets ---------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest) -> dict[TopicPartitionKey, int]:
@@ -1267,18 +466,9 @@ class GroupCoordinator:
             if error:
                 return all_fail(error)
             return self._store_offsets(req, None)
-        group = self.groups.get(req.group_id)
-        if group is None:
-            if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-                return all_fail(ErrorCode.ILLEGAL_GENERATION)
-            group = ClassicGroup(req.group_id, self._clock())
-            self.groups[req.group_id] = group
-        error = self._validate_offset_commit(group, req)
+        error, group = self.classic.prepare_offset_commit(req)
         if error:
             return all_fail(error)
-        member = group.members.get(req.member_id)
-        if member is not None:
-            self._schedule_heartbeat(group, member)
         return self._store_offsets(req, group)
 
     def _store_offsets(
@@ -1312,25 +502,8 @@ class GroupCoordinator:
             for tp in accepted:
                 results[tp] = code
             if group is not None:
-                self._maybe_drop(group)
+                self.classic.maybe_drop(group)
         return results
-
-    def _validate_offset_commit(self, group: ClassicGroup, req: CommitRequest) -> int:
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
-            return ErrorCode.NONE  # admin client or a consumer not using group management
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            error = self._validate_member(group, req.member_id, req.group_instance_id)
-            if error:
-                return error
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(GroupState.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
 
     def fetch_offsets(
         self,
@@ -1469,35 +642,9 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, GroupSummary(group_id, "", "", "")
-        group = self.groups.get(group_id)
         if group_id in self.consumer.groups:
             return ErrorCode.NONE, self._describe_consumer_group(group_id)
-        if group is None:
-            return ErrorCode.NONE, GroupSummary(group_id, GroupState.DEAD.value, "", "")
-        if group.is_in(GroupState.STABLE) and group.protocol_name is not None:
-            protocol = group.protocol_name
-            members = [
-                MemberSummary(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    dict(m.protocols).get(protocol, b""),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            ]
-        else:
-            protocol = ""
-            members = [
-                MemberSummary(
-                    m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b""
-                )
-                for m in group.members.values()
-            ]
-        return ErrorCode.NONE, GroupSummary(
-            group_id, group.state.value, group.protocol_type or "", protocol, members
-        )
+        return ErrorCode.NONE, self.classic.describe(group_id)
 
     def list_groups_error(self) -> int:
         """COORDINATOR_LOAD_IN_PROGRESS while a partition loads (the listing lacks its
@@ -1546,31 +693,6 @@ class GroupCoordinator:
         return GroupSummary(
             group_id, group.state.value, "consumer", consumer.assignor_for(group), members
         )
-
-    # -- persistence -----------------------------------------------------------------
-    def _store_group(self, group: ClassicGroup) -> None:
-        protocol = group.protocol_name
-        value = GroupMetadataValue(
-            protocol_type=group.protocol_type or "",
-            generation=group.generation_id,
-            protocol=protocol,
-            leader=group.leader_id if group.members else None,
-            current_state_timestamp=group.state_timestamp_ms,
-            members=tuple(
-                MemberMetadataValue(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    m.session_timeout_ms,
-                    dict(m.protocols).get(protocol or "", b""),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            ),
-        )
-        self._append(group.group_id, [(GroupMetadataKey(group.group_id).encode(), value.encode())])
 
     # -- retention -------------------------------------------------------------------
     def _schedule_retention(self, shard: GroupCoordinatorShard) -> None:
@@ -1648,5 +770,4 @@ class GroupCoordinator:
 
     # -- helpers for handlers ----------------------------------------------------------
     def is_member(self, group_id: str, member_id: str) -> bool:
-        group = self.groups.get(group_id)
-        return group is not None and group.has(member_id)
+        return self.classic.is_member(group_id, member_id)

@@ -10,9 +10,10 @@ from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.consumer.coordinator import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from pydmq.groups.consumer.group import ConsumerGroupState, MemberState
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator, JoinRequest
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
 

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator, JoinRequest
-from pydmq.groups.group import GroupState, JoinResult
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
+from pydmq.groups.classic.group import GroupState, JoinResult
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
 

@@ -15,8 +15,9 @@ from typing import Any, TypeVar
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.coordinator.api import CoordinatorWriteError
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.consumer.coordinator import HeartbeatRequest
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator, JoinRequest
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator, Sequence
 
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator
+from pydmq.groups.api import CommitRequest, GroupConfig
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import Record
 

@@ -12,7 +12,7 @@ import pytest
 
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
-from pydmq.groups.coordinator import CommitRequest
+from pydmq.groups.api import CommitRequest
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.messages.delete_groups import DeleteGroupsRequest

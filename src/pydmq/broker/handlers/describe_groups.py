@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
-from pydmq.groups.group import GroupState
+from pydmq.groups.classic.group import GroupState
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_groups import (
     DescribedGroup,

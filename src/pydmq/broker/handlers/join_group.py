@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
-from pydmq.groups.coordinator import JoinRequest
+from pydmq.groups.api import JoinRequest
 from pydmq.protocol.messages.join_group import (
     JoinGroupRequest,
     JoinGroupResponse,

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Iterator
 from pydmq.broker.handler import ApiHandlerSpec, RequestContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.groups.coordinator import CommitRequest
+from pydmq.groups.api import CommitRequest
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_commit import (
     OffsetCommitRequest,

@@ -1,7 +1,7 @@
 """ClassicGroup: one classic-protocol consumer group's state, members and generation.
 
-Pure state (no timers, no I/O): the :class:`~pydmq.groups.coordinator.GroupCoordinator` drives
-the transitions. States and allowed transitions are Kafka's::
+Pure state (no timers, no I/O): the
+:class:`~pydmq.groups.classic.manager.ClassicGroupManager` drives the transitions. States and allowed transitions are Kafka's::
 
     Empty ──join──> PreparingRebalance ──all joined / timeout──> CompletingRebalance
       ^                 ^    ^                                          │ leader SyncGroup
