@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorResult
 
-__all__ = ["CoordinatorTimer", "TimerOperation"]
+__all__ = ["CoordinatorTimer", "TimerKey", "TimerOperation"]
 
 log = logging.getLogger(__name__)
 
 S = TypeVar("S")
+
+TimerKey = Hashable
+"""Names a timer of a shard: a string, or a tuple such as ``("heartbeat", group, member)``."""
 
 TimerOperation = Callable[[S], CoordinatorResult[None]]
 """What an expired timer does: a write operation of its shard."""
@@ -35,21 +38,21 @@ class CoordinatorTimer(Generic[S]):
     def __init__(self, name: str, write: ScheduleWrite[S]) -> None:
         self._name = name
         self._write = write
-        self._timers: dict[str, asyncio.TimerHandle] = {}
+        self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
 
-    def schedule(self, key: str, delay_ms: int, operation: TimerOperation[S]) -> None:
+    def schedule(self, key: TimerKey, delay_ms: int, operation: TimerOperation[S]) -> None:
         """Run ``operation`` in ``delay_ms`` (needs the running loop), replacing ``key``'s."""
         self.cancel(key)
         self._timers[key] = asyncio.get_running_loop().call_later(
             max(delay_ms, 0) / 1000, self._fire, key, operation
         )
 
-    def cancel(self, key: str) -> None:
+    def cancel(self, key: TimerKey) -> None:
         handle = self._timers.pop(key, None)
         if handle is not None:
             handle.cancel()
 
-    def is_scheduled(self, key: str) -> bool:
+    def is_scheduled(self, key: TimerKey) -> bool:
         return key in self._timers
 
     def cancel_all(self) -> None:
@@ -57,7 +60,7 @@ class CoordinatorTimer(Generic[S]):
             handle.cancel()
         self._timers.clear()
 
-    def _fire(self, key: str, operation: TimerOperation[S]) -> None:
+    def _fire(self, key: TimerKey, operation: TimerOperation[S]) -> None:
         del self._timers[key]
         self._write(operation).add_done_callback(self._report)
 

@@ -31,7 +31,7 @@ ownership and serves offsets. Flows follow Kafka's classic coordinator:
 - SyncGroup: the leader's assignments are stored (``__consumer_offsets``) and handed to every
   member; the group becomes Stable. Members that do not sync within the rebalance timeout are
   removed and the group rebalances.
-- Heartbeat/session timeout: every member has a ``loop.call_later`` timer reset by heartbeats,
+- Heartbeat/session timeout: every member has a timer of its shard, reset by heartbeats,
   syncs and commits; expiry removes the member and rebalances (members waiting in a join or
   sync are bounded by the rebalance timers instead).
 - Static membership (``group.instance.id``, JoinGroup v5+): a known instance id joining with an
@@ -373,6 +373,13 @@ class GroupCoordinator:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         return ErrorCode.NONE
 
+    def timer_for(self, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard] | None:
+        """The timer of the group's shard; None when its partition is not loaded here."""
+        try:
+            return self._runtime.read(self._partition_for(group_id), lambda shard: shard.timer)
+        except CoordinatorError:
+            return None
+
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as a task of the coordinator (cancelled by :meth:`stop`)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -627,10 +634,7 @@ class GroupCoordinator:
                 return ErrorCode.NON_EMPTY_GROUP
 
     def _delete_group(self, group: ClassicGroup) -> None:
-        for handle in group.pending_members.values():
-            if handle is not None:
-                handle.cancel()
-        group.pending_members.clear()
+        self.classic.forget_pending_members(group)
         group_id = group.group_id
         tombstone = (GroupMetadataKey(group_id).encode(), None)
         self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])

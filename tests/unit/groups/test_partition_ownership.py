@@ -210,7 +210,7 @@ def test_resignation_unloads_groups_and_fails_pending_joins() -> None:
         await asyncio.sleep(0.01)
         assert not second.done()
         member = c.groups[group].members[first.member_id]
-        assert member.heartbeat_handle is not None
+        assert member.heartbeat_timer is not None
         c.commit_offsets(commit(other, 1))
 
         c.on_resigned(0, 3)  # stale: elected at epoch 4
@@ -219,7 +219,7 @@ def test_resignation_unloads_groups_and_fails_pending_joins() -> None:
         joined = await second
         assert joined.error_code == E.NOT_COORDINATOR
         assert group not in c.groups
-        assert member.heartbeat_handle is None
+        assert member.heartbeat_timer is None
         assert c.heartbeat(group, first.generation_id, first.member_id, None) == E.NOT_COORDINATOR
         assert c.ownership_error(group) == E.NOT_COORDINATOR
         assert c.offsets.get(other, "t", 0) is not None  # partition 1 untouched

@@ -9,8 +9,11 @@ Heartbeat and session expiry; LeaveGroup; the validation of offset commits. The
 ownership of the group's ``__consumer_offsets`` partition, writes through the coordinator
 runtime and the wait for their commit, committed offsets.
 
-Transitional (issue 16): groups still change in place, then their records are written; timers
-are the event loop's (``call_later``), cancelled on unload.
+Timers (a member's session, a pending member's expiry, the join and initial-delay timer, the
+sync timer) are timers of the group's shard (:class:`~pydmq.coordinator.timer.CoordinatorTimer`):
+they fire through the shard's event queue and die with the shard when its partition is
+unloaded. Transitional (issue 16): groups still change in place, then their records are
+written.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol
 
-from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
+from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord, CoordinatorResult
+from pydmq.coordinator.timer import CoordinatorTimer, TimerKey
 from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
 from pydmq.groups.classic.group import (
     ClassicGroup,
@@ -39,6 +43,20 @@ from pydmq.protocol.errors import ErrorCode
 __all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
 
 log = logging.getLogger(__name__)
+
+
+def _timer_operation(
+    callback: Callable[..., None], args: tuple[object, ...]
+) -> Callable[[object], CoordinatorResult[None]]:
+    """A timer's write operation: ``callback(*args)``, whose records (if any) it writes
+    itself; the operation adds none."""
+
+    def operation(shard: object) -> CoordinatorResult[None]:
+        callback(*args)
+        return CoordinatorResult((), None)
+
+    return operation
+
 
 ProtocolGuard = Callable[[str], int]
 """Asked before a member of one protocol joins a group id: NONE, or the error to answer."""
@@ -63,6 +81,9 @@ class ClassicGroupHost(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None: ...
 
+    def timer_for(self, group_id: str) -> CoordinatorTimer[Any] | None:
+        """The timer of the group's shard; None when its partition is not loaded here."""
+
 
 class ClassicGroupManager:
     """The classic groups of this node and their protocol; owned by the event loop."""
@@ -74,7 +95,6 @@ class ClassicGroupManager:
         self._clock = clock
         self._host = host
         self.groups: dict[str, ClassicGroup] = {}
-        self._sync_timers: dict[str, asyncio.TimerHandle] = {}
 
     # -- lifecycle -------------------------------------------------------------------
     def install(
@@ -115,24 +135,15 @@ class ClassicGroupManager:
     def stop(self) -> None:
         for group in self.groups.values():
             self.shutdown_group(group, ErrorCode.NOT_COORDINATOR)
-        for handle in self._sync_timers.values():
-            handle.cancel()
-        self._sync_timers.clear()
 
     def shutdown_group(self, group: ClassicGroup, error: int) -> None:
         """Cancel a group's timers and answer its waiting JoinGroup/SyncGroup with ``error``."""
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
-        for pending in group.pending_members.values():
-            if pending is not None:
-                pending.cancel()
-        group.pending_members.clear()
-        handle = self._sync_timers.pop(group.group_id, None)
-        if handle is not None:
-            handle.cancel()
+        self._cancel(group.group_id, group.join_timer)
+        group.join_timer = None
+        self.forget_pending_members(group)
+        self._cancel(group.group_id, ("sync", group.group_id))
         for member in group.members.values():
-            self._cancel_heartbeat(member)
+            self._cancel_heartbeat(group, member)
             if member.awaiting_join:
                 assert member.join_future is not None
                 member.join_future.set_result(JoinResult(error, member.member_id))
@@ -222,8 +233,13 @@ class ClassicGroupManager:
                 return self._replace_static_member(group, req, old_id, new_id)
             return self._add_member_and_rebalance(group, new_id, req)
         if req.require_known_member_id:
-            group.pending_members[new_id] = self._loop().call_later(
-                req.session_timeout_ms / 1000, self._expire_pending_member, group, new_id
+            group.pending_members[new_id] = self._schedule(
+                group.group_id,
+                ("pending-member", group.group_id, new_id),
+                req.session_timeout_ms,
+                self._expire_pending_member,
+                group,
+                new_id,
             )
             return JoinResult(ErrorCode.MEMBER_ID_REQUIRED, new_id)
         return self._add_member_and_rebalance(group, new_id, req)
@@ -235,9 +251,7 @@ class ClassicGroupManager:
         if member_id in group.pending_members:
             if not group.supports_protocols(req.protocol_type, req.protocols):
                 return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
-            handle = group.pending_members.pop(member_id)
-            if handle is not None:
-                handle.cancel()
+            self._cancel(group.group_id, group.pending_members.pop(member_id))
             return self._add_member_and_rebalance(group, member_id, req)
         error = self._validate_member(group, member_id, req.group_instance_id)
         if error:
@@ -402,9 +416,7 @@ class ClassicGroupManager:
         if group.is_in(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._cancel_sync_timer(group)
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-        loop = self._loop()
+        self._cancel(group.group_id, group.join_timer)
         rebalance_ms = self._rebalance_timeout_ms(group)
         initial = group.is_in(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, self._clock())
@@ -414,11 +426,15 @@ class ClassicGroupManager:
         if initial:
             delay = min(self.config.initial_rebalance_delay_ms, rebalance_ms)
             group.initial_delay_remaining_ms = max(rebalance_ms - delay, 0)
-            group.join_timer = loop.call_later(delay / 1000, self._on_initial_delay, group)
+            group.join_timer = self._schedule(
+                group.group_id, ("join", group.group_id), delay, self._on_initial_delay, group
+            )
             group.join_is_initial = True
         else:
             group.join_is_initial = False
-            group.join_timer = loop.call_later(rebalance_ms / 1000, self._complete_join, group)
+            group.join_timer = self._schedule(
+                group.group_id, ("join", group.group_id), rebalance_ms, self._complete_join, group
+            )
             self._maybe_complete_join(group)
 
     def _on_initial_delay(self, group: ClassicGroup) -> None:
@@ -428,7 +444,9 @@ class ClassicGroupManager:
             initial = self.config.initial_rebalance_delay_ms
             delay = min(initial, group.initial_delay_remaining_ms)
             group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - initial, 0)
-            group.join_timer = self._loop().call_later(delay / 1000, self._on_initial_delay, group)
+            group.join_timer = self._schedule(
+                group.group_id, ("join", group.group_id), delay, self._on_initial_delay, group
+            )
             return
         self._complete_join(group)
 
@@ -441,9 +459,8 @@ class ClassicGroupManager:
             self._complete_join(group)
 
     def _complete_join(self, group: ClassicGroup) -> None:
-        if group.join_timer is not None:
-            group.join_timer.cancel()
-            group.join_timer = None
+        self._cancel(group.group_id, group.join_timer)
+        group.join_timer = None
         if not group.is_in(GroupState.PREPARING_REBALANCE):
             return
         for member in group.not_yet_rejoined():
@@ -453,13 +470,17 @@ class ClassicGroupManager:
                     member.member_id,
                     group.group_id,
                 )
-                self._cancel_heartbeat(member)
+                self._cancel_heartbeat(group, member)
                 group.remove(member.member_id)
         if not group.maybe_elect_joined_leader() and group.members:
             # nobody rejoined (static members only): wait for them or their session expiry
             group.join_is_initial = False
-            group.join_timer = self._loop().call_later(
-                self._rebalance_timeout_ms(group) / 1000, self._complete_join, group
+            group.join_timer = self._schedule(
+                group.group_id,
+                ("join", group.group_id),
+                self._rebalance_timeout_ms(group),
+                self._complete_join,
+                group,
             )
             return
         now = self._clock()
@@ -497,8 +518,10 @@ class ClassicGroupManager:
                     )
                 )
             self._schedule_heartbeat(group, member)
-        self._sync_timers[group.group_id] = self._loop().call_later(
-            self._rebalance_timeout_ms(group) / 1000,
+        self._schedule(
+            group.group_id,
+            ("sync", group.group_id),
+            self._rebalance_timeout_ms(group),
             self._expire_pending_sync,
             group,
             group.generation_id,
@@ -509,13 +532,10 @@ class ClassicGroupManager:
         return group.pending_sync
 
     def _cancel_sync_timer(self, group: ClassicGroup) -> None:
-        handle = self._sync_timers.pop(group.group_id, None)
-        if handle is not None:
-            handle.cancel()
+        self._cancel(group.group_id, ("sync", group.group_id))
         self._pending_sync(group).clear()
 
     def _expire_pending_sync(self, group: ClassicGroup, generation: int) -> None:
-        self._sync_timers.pop(group.group_id, None)
         if generation != group.generation_id or self.groups.get(group.group_id) is not group:
             return
         if not group.is_in(GroupState.COMPLETING_REBALANCE, GroupState.STABLE):
@@ -528,7 +548,7 @@ class ClassicGroupManager:
             log.info(
                 "removing member %s of group %s: no SyncGroup", member.member_id, group.group_id
             )
-            self._cancel_heartbeat(member)
+            self._cancel_heartbeat(group, member)
             group.remove(member.member_id)
         self._prepare_rebalance(group)
 
@@ -542,19 +562,22 @@ class ClassicGroupManager:
 
     # -- member liveness -------------------------------------------------------------
     def _schedule_heartbeat(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        self._cancel_heartbeat(member)
-        member.heartbeat_handle = self._loop().call_later(
-            member.session_timeout_ms / 1000, self._expire_member, group, member
+        self._cancel_heartbeat(group, member)
+        member.heartbeat_timer = self._schedule(
+            group.group_id,
+            ("heartbeat", group.group_id, member.member_id),
+            member.session_timeout_ms,
+            self._expire_member,
+            group,
+            member,
         )
 
-    @staticmethod
-    def _cancel_heartbeat(member: MemberMetadata) -> None:
-        if member.heartbeat_handle is not None:
-            member.heartbeat_handle.cancel()
-            member.heartbeat_handle = None
+    def _cancel_heartbeat(self, group: ClassicGroup, member: MemberMetadata) -> None:
+        self._cancel(group.group_id, member.heartbeat_timer)
+        member.heartbeat_timer = None
 
     def _expire_member(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        member.heartbeat_handle = None
+        member.heartbeat_timer = None
         if group.members.get(member.member_id) is not member:
             return
         if member.awaiting_join or member.awaiting_sync:
@@ -569,13 +592,13 @@ class ClassicGroupManager:
         self._remove_member_and_update_group(group, member)
 
     def _expire_pending_member(self, group: ClassicGroup, member_id: str) -> None:
-        if group.pending_members.pop(member_id, "gone") == "gone":
-            return
+        if group.pending_members.pop(member_id, None) is None:
+            return  # joined or left meanwhile
         self._maybe_complete_join(group)
         self.maybe_drop(group)
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        self._cancel_heartbeat(member)
+        self._cancel_heartbeat(group, member)
         if member.awaiting_join:
             assert member.join_future is not None
             member.join_future.set_result(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member.member_id))
@@ -829,9 +852,7 @@ class ClassicGroupManager:
                     continue
                 member_id = existing
             elif member_id in group.pending_members:
-                handle = group.pending_members.pop(member_id)
-                if handle is not None:
-                    handle.cancel()
+                self._cancel(group_id, group.pending_members.pop(member_id))
                 self._maybe_complete_join(group)
                 errors.append(ErrorCode.NONE)
                 continue
@@ -906,6 +927,36 @@ class ClassicGroupManager:
         )
         key = GroupMetadataKey(group.group_id).encode()
         self._host.append_records(group.group_id, [(key, value.encode())])
+
+    # -- timers of the group's shard ------------------------------------------------------
+    def _schedule(
+        self,
+        group_id: str,
+        key: TimerKey,
+        delay_ms: int,
+        callback: Callable[..., None],
+        *args: object,
+    ) -> TimerKey:
+        """Run ``callback(*args)`` in ``delay_ms`` as a timer of ``group_id``'s shard (replacing
+        the timer ``key``); returns the key."""
+        timer = self._host.timer_for(group_id)
+        if timer is not None:
+            timer.schedule(key, delay_ms, _timer_operation(callback, args))
+        return key
+
+    def _cancel(self, group_id: str, key: TimerKey | None) -> None:
+        """Cancel the timer ``key`` of ``group_id``'s shard (gone with an unloaded shard)."""
+        if key is None:
+            return
+        timer = self._host.timer_for(group_id)
+        if timer is not None:
+            timer.cancel(key)
+
+    def forget_pending_members(self, group: ClassicGroup) -> None:
+        """Drop the members waiting to join with their new id, and their expiry timers."""
+        for key in group.pending_members.values():
+            self._cancel(group.group_id, key)
+        group.pending_members.clear()
 
     # -- describe ---------------------------------------------------------------------
     def describe(self, group_id: str) -> GroupSummary:
