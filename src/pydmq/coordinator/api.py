@@ -3,9 +3,11 @@
 A coordinator implements a :class:`CoordinatorShard` (the state of one internal-topic
 partition, changed only by :meth:`CoordinatorShard.replay`) and expresses each write as an
 operation returning a :class:`CoordinatorResult`: the records to append and the response to
-give once they are committed. The runtime reaches the partition through a
-:class:`CoordinatorLog`, a narrow port over the broker's replica manager (or an in-memory
-partition in tests).
+give once they are committed. Records are the coordinator's own typed values; its
+:class:`CoordinatorSerde` turns them into the key and value bytes of the topic and back (so a
+write's records are replayed as built, never decoded again). The runtime reaches the partition
+through a :class:`CoordinatorLog`, a narrow port over the broker's replica manager (or an
+in-memory partition in tests).
 """
 
 from __future__ import annotations
@@ -23,34 +25,49 @@ __all__ = [
     "CoordinatorLog",
     "CoordinatorRecord",
     "CoordinatorResult",
+    "CoordinatorSerde",
     "CoordinatorShard",
     "CoordinatorWriteError",
 ]
 
 R_co = TypeVar("R_co", covariant=True)
+Rec = TypeVar("Rec")
+Rec_co = TypeVar("Rec_co", covariant=True)
+Rec_contra = TypeVar("Rec_contra", contravariant=True)
 
 CoordinatorRecord = tuple[bytes, bytes | None]
-"""One record of an internal topic: key and value (None: a tombstone)."""
+"""One record of an internal topic as stored: key and value (None: a tombstone)."""
 
 
 @dataclass(frozen=True, slots=True)
-class CoordinatorResult(Generic[R_co]):
+class CoordinatorResult(Generic[Rec_co, R_co]):
     """What a write operation produced: ``records`` to append (possibly none) and the
     ``response`` completed once they are committed and replayed (Kafka's CoordinatorResult)."""
 
-    records: Sequence[CoordinatorRecord]
+    records: Sequence[Rec_co]
     response: R_co
 
 
-class CoordinatorShard(Protocol):
+class CoordinatorSerde(Protocol[Rec]):
+    """A coordinator's records <-> the key and value bytes of its internal topic."""
+
+    def serialize(self, record: Rec) -> CoordinatorRecord: ...
+
+    def deserialize(self, key: bytes | None, value: bytes | None) -> Rec | None:
+        """The record stored as ``key``/``value``; None for one the coordinator skips (no
+        key, or not decodable: logged)."""
+        ...
+
+
+class CoordinatorShard(Protocol[Rec_contra]):
     """The state a coordinator keeps for one internal-topic partition it leads.
 
     Owned by the runtime's shard: every call comes from the shard's event queue on the event
     loop. ``replay`` is the only way the state changes, for records loaded at election and for
     records of this node's writes once committed (the same code path)."""
 
-    def replay(self, key: bytes | None, value: bytes | None) -> None:
-        """Apply one committed record (value None: a tombstone)."""
+    def replay(self, record: Rec_contra) -> None:
+        """Apply one committed record."""
 
     def on_loaded(self) -> None:
         """The partition's records are replayed: the shard serves from now on."""

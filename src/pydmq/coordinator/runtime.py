@@ -15,7 +15,8 @@ leads and owns everything that is not the coordinator's own logic:
   expiries, commit notifications and the unload run one at a time, so an operation never sees
   a half-applied change, without a lock.
 - **Writes**: an operation returns a
-  :class:`~pydmq.coordinator.api.CoordinatorResult`; the runtime appends its records to the
+  :class:`~pydmq.coordinator.api.CoordinatorResult`; the runtime appends its records
+  (serialized by the coordinator's :class:`~pydmq.coordinator.api.CoordinatorSerde`) to the
   partition through the :class:`~pydmq.coordinator.api.CoordinatorLog` port and, once they are
   committed (the high watermark passed them), replays them into the shard (the code path of the
   load) and completes the operation's future with its response. Writes complete in the order
@@ -43,8 +44,8 @@ from typing import Any, Generic, TypeVar
 from pydmq.coordinator.api import (
     CoordinatorError,
     CoordinatorLog,
-    CoordinatorRecord,
     CoordinatorResult,
+    CoordinatorSerde,
     CoordinatorShard,
     CoordinatorWriteError,
 )
@@ -56,10 +57,11 @@ __all__ = ["CoordinatorRuntime", "ShardBuilder", "WriteOperation"]
 
 log = logging.getLogger(__name__)
 
-S = TypeVar("S", bound=CoordinatorShard)
+S = TypeVar("S", bound=CoordinatorShard[Any])
+Rec = TypeVar("Rec")
 R = TypeVar("R")
 
-WriteOperation = Callable[[S], CoordinatorResult[R]]
+WriteOperation = Callable[[S], CoordinatorResult[Any, R]]
 """A write: reads the shard, returns the records to append and the response to give."""
 
 ShardBuilder = Callable[[int, CoordinatorTimer[S]], S]
@@ -78,7 +80,7 @@ class _PendingWrite:
     __slots__ = ("error", "future", "records", "response")
 
     def __init__(
-        self, records: Sequence[CoordinatorRecord], response: object, future: asyncio.Future[Any]
+        self, records: Sequence[object], response: object, future: asyncio.Future[Any]
     ) -> None:
         self.records = records
         self.response = response
@@ -103,20 +105,22 @@ class _ShardContext(Generic[S]):
         self.shard: S
 
 
-class CoordinatorRuntime(Generic[S]):
-    """Shards of the partitions of ``topic`` led here; owned by the event loop (see the module
-    docstring for load, queue, write, read and timer rules)."""
+class CoordinatorRuntime(Generic[S, Rec]):
+    """Shards of the partitions of ``topic`` led here, whose records are ``Rec``; owned by the
+    event loop (see the module docstring for load, queue, write, read and timer rules)."""
 
     def __init__(
         self,
         topic: str,
         partition_log: CoordinatorLog,
+        serde: CoordinatorSerde[Rec],
         build_shard: ShardBuilder[S],
         *,
         load_yield_records: int = 1000,
     ) -> None:
         self.topic = topic
         self._log = partition_log
+        self._serde = serde
         self._build_shard = build_shard
         self._load_yield_records = load_yield_records
         self._contexts: dict[int, _ShardContext[S]] = {}
@@ -143,8 +147,8 @@ class CoordinatorRuntime(Generic[S]):
         started = time.monotonic()
         count = 0
         try:
-            for record in self._log.replay_partition(partition):
-                context.shard.replay(record.key, record.value)
+            for stored in self._log.replay_partition(partition):
+                self._replay_stored(context, stored.key, stored.value)
                 count += 1
         except Exception:
             self._load_failed(context)
@@ -251,8 +255,8 @@ class CoordinatorRuntime(Generic[S]):
         started = time.monotonic()
         count = 0
         try:
-            for record in self._log.replay_partition(context.partition):
-                context.shard.replay(record.key, record.value)
+            for stored in self._log.replay_partition(context.partition):
+                self._replay_stored(context, stored.key, stored.value)
                 count += 1
                 if count % self._load_yield_records == 0:
                     await asyncio.sleep(0)
@@ -266,6 +270,13 @@ class CoordinatorRuntime(Generic[S]):
             return
         if self._contexts.get(context.partition) is context:
             self._activate(context, count, started)
+
+    def _replay_stored(
+        self, context: _ShardContext[S], key: bytes | None, value: bytes | None
+    ) -> None:
+        record = self._serde.deserialize(key, value)
+        if record is not None:
+            context.shard.replay(record)
 
     def _load_failed(self, context: _ShardContext[S]) -> None:
         if self._contexts.get(context.partition) is context:
@@ -323,7 +334,8 @@ class CoordinatorRuntime(Generic[S]):
         committed: asyncio.Future[int] | None = None
         if result.records:
             try:
-                committed = self._log.append(context.partition, result.records)
+                stored = [self._serde.serialize(record) for record in result.records]
+                committed = self._log.append(context.partition, stored)
             except CoordinatorWriteError as exc:
                 future.set_exception(CoordinatorError(exc.error_code, str(exc)))
                 return
@@ -363,8 +375,8 @@ class CoordinatorRuntime(Generic[S]):
                     write.future.set_exception(CoordinatorError(write.error))
                 continue
             try:
-                for key, value in write.records:
-                    context.shard.replay(key, value)
+                for record in write.records:
+                    context.shard.replay(record)
             except Exception:
                 log.exception("replaying a write of %s-%d failed", self.topic, context.partition)
             if not write.future.done():

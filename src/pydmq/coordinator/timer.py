@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorResult
 
@@ -18,7 +18,7 @@ S = TypeVar("S")
 TimerKey = Hashable
 """Names a timer of a shard: a string, or a tuple such as ``("heartbeat", group, member)``."""
 
-TimerOperation = Callable[[S], CoordinatorResult[None]]
+TimerOperation = Callable[[S], CoordinatorResult[Any, None]]
 """What an expired timer does: a write operation of its shard."""
 
 ScheduleWrite = Callable[[TimerOperation[S]], "asyncio.Future[None]"]

@@ -86,9 +86,16 @@ from pydmq.groups.consumer.coordinator import (
 from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.log import OFFSETS_TOPIC
-from pydmq.groups.offsets import OffsetAndMetadata, TopicPartitionKey
+from pydmq.groups.offsets import OffsetAndMetadata, OffsetMetadataManager, TopicPartitionKey
 from pydmq.groups.records import GroupMetadataKey
-from pydmq.groups.shard import CommittedOffsets, GroupCoordinatorShard, GroupLoad
+from pydmq.groups.shard import (
+    CommittedOffsets,
+    EncodedGroupRecord,
+    GroupCoordinatorShard,
+    GroupLoad,
+    GroupRecord,
+    GroupRecordSerde,
+)
 from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import TopicPartition
 
@@ -153,6 +160,21 @@ async def _committed() -> int:
     return ErrorCode.NONE
 
 
+def _committed_rows(
+    offsets: OffsetMetadataManager,
+    group_id: str,
+    topics: Sequence[tuple[str, Sequence[int]]] | None,
+) -> list[tuple[str, int, OffsetAndMetadata | None]]:
+    """OffsetFetch's rows: the requested partitions (None: every committed one, sorted)."""
+    if topics is None:
+        return [(t, p, o) for (t, p), o in sorted(offsets.all(group_id).items())]
+    return [
+        (topic, p, offsets.get(group_id, topic, p))
+        for topic, partitions in topics
+        for p in partitions
+    ]
+
+
 def _log_failure(write: asyncio.Future[Any]) -> None:
     if not write.cancelled() and write.exception() is not None:
         log.warning("offsets retention failed: %s", write.exception())
@@ -187,8 +209,8 @@ class GroupCoordinator:
         self.config = config
         self._log = offsets_log
         self._clock = clock
-        self._runtime: CoordinatorRuntime[GroupCoordinatorShard] = CoordinatorRuntime(
-            OFFSETS_TOPIC, offsets_log, self._build_shard
+        self._runtime: CoordinatorRuntime[GroupCoordinatorShard, GroupRecord] = CoordinatorRuntime(
+            OFFSETS_TOPIC, offsets_log, GroupRecordSerde(), self._build_shard
         )
         self.offsets = CommittedOffsets(self._runtime, self._partition_for)
         # Single-node mode: every partition is led here. Cluster mode (the offsets log says
@@ -332,7 +354,7 @@ class GroupCoordinator:
 
     def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
         """Write records of a classic or consumer group (changed in place already)."""
-        batch = list(records)
+        batch = [EncodedGroupRecord(key, value) for key, value in records]
         self._write(group_id, lambda shard: CoordinatorResult(batch, None))
 
     @property
@@ -528,14 +550,10 @@ class GroupCoordinator:
             error = self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
             if error:
                 return error, []
-        if topics is None:
-            stored = self.offsets.all(group_id)
-            return ErrorCode.NONE, [(t, p, o) for (t, p), o in sorted(stored.items())]
-        out: list[tuple[str, int, OffsetAndMetadata | None]] = []
-        for topic, partitions in topics:
-            for p in partitions:
-                out.append((topic, p, self.offsets.get(group_id, topic, p)))
-        return ErrorCode.NONE, out
+        return ErrorCode.NONE, self._runtime.read(
+            self._log.partition_for(group_id),
+            lambda shard: _committed_rows(shard.offsets, group_id, topics),
+        )
 
     def delete_offsets(
         self, group_id: str, partitions: Sequence[TopicPartitionKey]
@@ -584,7 +602,7 @@ class GroupCoordinator:
         self,
         group_id: str,
         partitions: Sequence[TopicPartitionKey],
-        more: Sequence[CoordinatorRecord] = (),
+        more: Sequence[GroupRecord] = (),
     ) -> None:
         """Write the tombstones of ``group_id``'s committed offsets among ``partitions``
         (nothing when none is committed), then the ``more`` records."""
@@ -592,8 +610,8 @@ class GroupCoordinator:
         if not more and not any(tp in stored for tp in partitions):
             return
 
-        def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[None]:
-            records = shard.offsets.delete_records(group_id, partitions)
+        def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+            records: list[GroupRecord] = [*shard.offsets.delete_records(group_id, partitions)]
             return CoordinatorResult([*records, *more], None)
 
         self._write(group_id, delete)
@@ -636,7 +654,7 @@ class GroupCoordinator:
     def _delete_group(self, group: ClassicGroup) -> None:
         self.classic.forget_pending_members(group)
         group_id = group.group_id
-        tombstone = (GroupMetadataKey(group_id).encode(), None)
+        tombstone = EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None)
         self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])
         group.transition_to(GroupState.DEAD, self._clock())
         self.groups.pop(group.group_id, None)
@@ -704,11 +722,13 @@ class GroupCoordinator:
             _RETENTION_TIMER, self.config.retention_check_interval_ms, self._retention_tick
         )
 
-    def _start_retention(self, shard: GroupCoordinatorShard) -> CoordinatorResult[None]:
+    def _start_retention(
+        self, shard: GroupCoordinatorShard
+    ) -> CoordinatorResult[GroupRecord, None]:
         self._schedule_retention(shard)
         return CoordinatorResult((), None)
 
-    def _retention_tick(self, shard: GroupCoordinatorShard) -> CoordinatorResult[None]:
+    def _retention_tick(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
         self._schedule_retention(shard)
         result = self._expire(shard, self._clock())
         if result.response:
@@ -726,7 +746,7 @@ class GroupCoordinator:
         now = self._clock() if now_ms is None else now_ms
         expired = 0
 
-        def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[int]:
+        def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, int]:
             nonlocal expired
             result = self._expire(shard, now)
             expired += result.response
@@ -738,13 +758,15 @@ class GroupCoordinator:
             log.info("expired %d committed offsets", expired)
         return expired
 
-    def _expire(self, shard: GroupCoordinatorShard, now: int) -> CoordinatorResult[int]:
+    def _expire(
+        self, shard: GroupCoordinatorShard, now: int
+    ) -> CoordinatorResult[GroupRecord, int]:
         """The tombstones of ``shard``'s expired offsets and of its Empty classic groups left
         without offsets (dropped here at once, as they were when the tombstone was written
         straight away); the response counts the offsets."""
         retention = self.config.offsets_retention_ms
         offsets = shard.offsets
-        records: list[CoordinatorRecord] = []
+        records: list[GroupRecord] = []
         expired = 0
         for group in list(self.groups.values()):
             group_id = group.group_id
@@ -758,7 +780,7 @@ class GroupCoordinator:
                 continue
             if base is not None and base + retention > now:
                 continue
-            records.append((GroupMetadataKey(group_id).encode(), None))
+            records.append(EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None))
             group.transition_to(GroupState.DEAD, now)
             del self.groups[group_id]
         for group_id, consumer_group in list(self.consumer.groups.items()):

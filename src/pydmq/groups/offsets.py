@@ -10,7 +10,8 @@ to OffsetFetch until it is, and one whose commit fails is never applied, as Kafk
 offset commits: otherwise a coordinator cut off from its followers would show offsets that its
 successor never sees, and committed offsets would go backwards. Writes are built here as
 records (commit, delete, expiry); the runtime appends them. Metadata strings are kept exactly
-as committed (control characters and non-ASCII included).
+as committed (control characters and non-ASCII included). The records are
+:class:`OffsetCommitRecord` values: a write's records are replayed as built.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from pydmq.coordinator.api import CoordinatorRecord
 from pydmq.groups.records import OffsetCommitKey, OffsetCommitValue
 
-__all__ = ["OffsetAndMetadata", "OffsetMetadataManager", "TopicPartitionKey"]
+__all__ = ["OffsetAndMetadata", "OffsetCommitRecord", "OffsetMetadataManager", "TopicPartitionKey"]
 
 TopicPartitionKey = tuple[str, int]
 
@@ -52,6 +52,14 @@ class OffsetAndMetadata:
             value.commit_timestamp,
             value.expire_timestamp,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRecord:
+    """An offset commit of ``__consumer_offsets`` (value None: its tombstone)."""
+
+    key: OffsetCommitKey
+    value: OffsetCommitValue | None
 
 
 class OffsetMetadataManager:
@@ -99,26 +107,27 @@ class OffsetMetadataManager:
     @staticmethod
     def commit_records(
         group_id: str, offsets: Mapping[TopicPartitionKey, OffsetAndMetadata]
-    ) -> list[CoordinatorRecord]:
+    ) -> list[OffsetCommitRecord]:
         """The records of an offset commit."""
         return [
-            (OffsetCommitKey(group_id, t, p).encode(), o.to_value().encode())
+            OffsetCommitRecord(OffsetCommitKey(group_id, t, p), o.to_value())
             for (t, p), o in offsets.items()
         ]
 
     def delete_records(
         self, group_id: str, partitions: Iterable[TopicPartitionKey]
-    ) -> list[CoordinatorRecord]:
+    ) -> list[OffsetCommitRecord]:
         """Tombstones of the committed offsets among ``partitions``."""
         current = self._offsets.get(group_id, {})
         return [
-            (OffsetCommitKey(group_id, t, p).encode(), None)
+            OffsetCommitRecord(OffsetCommitKey(group_id, t, p), None)
             for t, p in partitions
             if (t, p) in current
         ]
 
     # -- replay ----------------------------------------------------------------------
-    def replay(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+    def replay(self, record: OffsetCommitRecord) -> None:
+        key, value = record.key, record.value
         tp = (key.topic, key.partition)
         if value is None:
             group = self._offsets.get(key.group)

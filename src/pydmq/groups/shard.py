@@ -2,7 +2,9 @@
 partition, hosted by the :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`.
 
 The committed offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`) live here and
-change only by replay. Classic and KIP-848 groups are still kept by the
+change only by replay. The shard's records (:data:`GroupRecord`) are offset commits, typed, and
+classic or consumer group records, kept encoded (:class:`EncodedGroupRecord`);
+:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic and KIP-848 groups are still kept by the
 :class:`~pydmq.groups.coordinator.GroupCoordinator`, which changes them in place and writes
 their records through the runtime: the shard collects their records while the partition loads
 (:class:`GroupLoad`) and hands them over when the load completes; afterwards it replays only
@@ -13,15 +15,22 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from pydmq.coordinator.api import CoordinatorError
+from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
 from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.consumer.coordinator import ConsumerGroupLoad
 from pydmq.groups.consumer.records import is_consumer_key
-from pydmq.groups.offsets import OffsetAndMetadata, OffsetMetadataManager, TopicPartitionKey
+from pydmq.groups.offsets import (
+    OffsetAndMetadata,
+    OffsetCommitRecord,
+    OffsetMetadataManager,
+    TopicPartitionKey,
+)
 from pydmq.groups.records import (
+    GroupMetadataKey,
     GroupMetadataValue,
     GroupRecordError,
     OffsetCommitKey,
@@ -30,11 +39,56 @@ from pydmq.groups.records import (
     decode_offset_commit_value,
 )
 
-__all__ = ["CommittedOffsets", "GroupCoordinatorShard", "GroupLoad", "ShardOwner"]
+__all__ = [
+    "CommittedOffsets",
+    "EncodedGroupRecord",
+    "GroupCoordinatorShard",
+    "GroupLoad",
+    "GroupRecord",
+    "GroupRecordSerde",
+    "ShardOwner",
+]
 
 log = logging.getLogger(__name__)
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedGroupRecord:
+    """A classic or KIP-848 group record, written encoded: those groups still change in place
+    and are rebuilt from their records only when a partition loads."""
+
+    key: bytes
+    value: bytes | None
+
+
+GroupRecord = OffsetCommitRecord | EncodedGroupRecord
+
+
+class GroupRecordSerde:
+    """:data:`GroupRecord` values <-> ``__consumer_offsets`` key and value bytes."""
+
+    def serialize(self, record: GroupRecord) -> CoordinatorRecord:
+        if isinstance(record, OffsetCommitRecord):
+            value = None if record.value is None else record.value.encode()
+            return record.key.encode(), value
+        return record.key, record.value
+
+    def deserialize(self, key: bytes | None, value: bytes | None) -> GroupRecord | None:
+        if key is None:
+            return None
+        if is_consumer_key(key):
+            return EncodedGroupRecord(key, value)
+        try:
+            decoded = decode_key(key)
+            if isinstance(decoded, OffsetCommitKey):
+                commit = None if value is None else decode_offset_commit_value(value)
+                return OffsetCommitRecord(decoded, commit)
+        except GroupRecordError as exc:
+            log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+            return None
+        return EncodedGroupRecord(key, value)
 
 
 class GroupLoad:
@@ -76,21 +130,21 @@ class GroupCoordinatorShard:
         self._owner = owner
         self._load: GroupLoad | None = GroupLoad()
 
-    def replay(self, key: bytes | None, value: bytes | None) -> None:
-        if key is None:
+    def replay(self, record: GroupRecord) -> None:
+        if isinstance(record, OffsetCommitRecord):
+            self.offsets.replay(record)
             return
+        if self._load is None:
+            return  # a group record of this node's write: the group changed already
+        key, value = record.key, record.value
         try:
             if is_consumer_key(key):
-                if self._load is not None:
-                    self._owner.replay_consumer_record(key, value, self._load.consumer)
+                self._owner.replay_consumer_record(key, value, self._load.consumer)
                 return
             decoded = decode_key(key)
-            if isinstance(decoded, OffsetCommitKey):
-                commit = None if value is None else decode_offset_commit_value(value)
-                self.offsets.replay(decoded, commit)
-            elif self._load is None:
+            if not isinstance(decoded, GroupMetadataKey):
                 return
-            elif value is None:
+            if value is None:
                 self._load.metadata.pop(decoded.group, None)
             else:
                 self._load.metadata[decoded.group] = decode_group_metadata_value(value)
@@ -113,7 +167,7 @@ class CommittedOffsets:
 
     def __init__(
         self,
-        runtime: CoordinatorRuntime[GroupCoordinatorShard],
+        runtime: CoordinatorRuntime[GroupCoordinatorShard, GroupRecord],
         partition_for: Callable[[str], int],
     ) -> None:
         self._runtime = runtime

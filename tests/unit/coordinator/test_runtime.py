@@ -27,6 +27,7 @@ from pydmq.protocol.records import Record
 pytestmark = pytest.mark.timeout(30)
 
 T = TypeVar("T")
+KV = tuple[bytes, bytes | None]
 
 
 class MapShard:
@@ -40,8 +41,8 @@ class MapShard:
         self.loaded = False
         self.unloaded = False
 
-    def replay(self, key: bytes | None, value: bytes | None) -> None:
-        assert key is not None
+    def replay(self, record: KV) -> None:
+        key, value = record
         self.replayed += 1
         if value is None:
             self.state.pop(key, None)
@@ -53,6 +54,16 @@ class MapShard:
 
     def on_unloaded(self) -> None:
         self.unloaded = True
+
+
+class Serde:
+    """Records are the stored key/value pairs themselves; keyless ones are skipped."""
+
+    def serialize(self, record: KV) -> CoordinatorRecord:
+        return record
+
+    def deserialize(self, key: bytes | None, value: bytes | None) -> KV | None:
+        return None if key is None else (key, value)
 
 
 class MemoryPartitions:
@@ -84,14 +95,14 @@ class MemoryPartitions:
 
 
 def put(key: bytes, value: bytes | None, response: str = "ok") -> Any:
-    def operation(shard: MapShard) -> CoordinatorResult[str]:
+    def operation(shard: MapShard) -> CoordinatorResult[KV, str]:
         return CoordinatorResult([(key, value)], response)
 
     return operation
 
 
-def make(log: MemoryPartitions, **kw: Any) -> CoordinatorRuntime[MapShard]:
-    return CoordinatorRuntime("__state", log, MapShard, **kw)
+def make(log: MemoryPartitions, **kw: Any) -> CoordinatorRuntime[MapShard, KV]:
+    return CoordinatorRuntime("__state", log, Serde(), MapShard, **kw)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -103,7 +114,7 @@ async def settle_callbacks() -> None:
         await asyncio.sleep(0)
 
 
-def value_of(rt: CoordinatorRuntime[MapShard], partition: int, key: bytes) -> bytes | None:
+def value_of(rt: CoordinatorRuntime[MapShard, KV], partition: int, key: bytes) -> bytes | None:
     return rt.read(partition, lambda shard: shard.state.get(key))
 
 
@@ -199,10 +210,10 @@ def test_an_operation_that_raises_fails_its_write_only() -> None:
         rt = make(MemoryPartitions())
         rt.load_now(0)
 
-        def refused(shard: MapShard) -> CoordinatorResult[str]:
+        def refused(shard: MapShard) -> CoordinatorResult[KV, str]:
             raise CoordinatorError(E.GROUP_ID_NOT_FOUND)
 
-        def broken(shard: MapShard) -> CoordinatorResult[str]:
+        def broken(shard: MapShard) -> CoordinatorResult[KV, str]:
             raise ValueError("bug")
 
         with pytest.raises(CoordinatorError) as caught:
@@ -307,14 +318,14 @@ def test_timers_fire_as_writes_through_the_queue_and_die_with_the_shard() -> Non
         rt.load_now(1)
         fired = asyncio.Event()
 
-        def expire(shard: MapShard) -> CoordinatorResult[None]:
+        def expire(shard: MapShard) -> CoordinatorResult[KV, None]:
             fired.set()
             return CoordinatorResult([(b"expired", b"yes")], None)
 
-        def never(shard: MapShard) -> CoordinatorResult[None]:
+        def never(shard: MapShard) -> CoordinatorResult[KV, None]:
             raise AssertionError("a cancelled or unloaded timer fired")
 
-        def arm(shard: MapShard) -> CoordinatorResult[None]:
+        def arm(shard: MapShard) -> CoordinatorResult[KV, None]:
             shard.timer.schedule("expire", 1, expire)
             shard.timer.schedule("replaced", 1, never)
             shard.timer.schedule("replaced", 60_000, never)
@@ -331,7 +342,7 @@ def test_timers_fire_as_writes_through_the_queue_and_die_with_the_shard() -> Non
         assert value_of(rt, 0, b"expired") == b"yes"  # written and replayed like any write
         assert not timer.is_scheduled("expire") and timer.is_scheduled("replaced")
 
-        def arm_never(shard: MapShard) -> CoordinatorResult[None]:
+        def arm_never(shard: MapShard) -> CoordinatorResult[KV, None]:
             shard.timer.schedule("unloaded", 1, never)
             return CoordinatorResult([], None)
 
@@ -371,11 +382,11 @@ def test_writes_queued_by_a_running_write_see_its_committed_result() -> None:
         rt.load_now(0)
         seen: list[bytes | None] = []
 
-        def nested(shard: MapShard) -> CoordinatorResult[str]:
+        def nested(shard: MapShard) -> CoordinatorResult[KV, str]:
             seen.append(shard.state.get(b"k"))
             return CoordinatorResult([], "nested")
 
-        def first(shard: MapShard) -> CoordinatorResult[str]:
+        def first(shard: MapShard) -> CoordinatorResult[KV, str]:
             inner.append(rt.schedule_write(0, nested))
             assert not inner[0].done()  # queued behind this one
             return CoordinatorResult([(b"k", b"v")], "first")
@@ -399,5 +410,33 @@ def test_close_drops_every_shard() -> None:
         assert rt.partitions() == {}
         with pytest.raises(CoordinatorError):
             await future
+
+    run(scenario())
+
+
+def test_a_writes_records_are_replayed_as_built_and_decoded_only_at_load() -> None:
+    class CountingSerde(Serde):
+        def __init__(self) -> None:
+            self.serialized = 0
+            self.deserialized = 0
+
+        def serialize(self, record: KV) -> CoordinatorRecord:
+            self.serialized += 1
+            return record
+
+        def deserialize(self, key: bytes | None, value: bytes | None) -> KV | None:
+            self.deserialized += 1
+            return super().deserialize(key, value)
+
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.logs[0] = [(b"old", b"1")]
+        serde = CountingSerde()
+        rt: CoordinatorRuntime[MapShard, KV] = CoordinatorRuntime("__state", log, serde, MapShard)
+        rt.load_now(0)
+        assert serde.deserialized == 1
+        rt.schedule_write(0, put(b"new", b"2")).result()
+        assert (serde.serialized, serde.deserialized) == (1, 1)
+        assert rt.read(0, lambda s: s.state) == {b"old": b"1", b"new": b"2"}
 
     run(scenario())

@@ -47,11 +47,11 @@ log = logging.getLogger(__name__)
 
 def _timer_operation(
     callback: Callable[..., None], args: tuple[object, ...]
-) -> Callable[[object], CoordinatorResult[None]]:
+) -> Callable[[object], CoordinatorResult[object, None]]:
     """A timer's write operation: ``callback(*args)``, whose records (if any) it writes
     itself; the operation adds none."""
 
-    def operation(shard: object) -> CoordinatorResult[None]:
+    def operation(shard: object) -> CoordinatorResult[object, None]:
         callback(*args)
         return CoordinatorResult((), None)
 
