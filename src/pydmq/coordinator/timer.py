@@ -9,7 +9,7 @@ from typing import Any, Generic, TypeVar
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorResult
 
-__all__ = ["CoordinatorTimer", "TimerKey", "TimerOperation"]
+__all__ = ["CoordinatorTimer", "TimerKey", "TimerOperation", "run_callback"]
 
 log = logging.getLogger(__name__)
 
@@ -22,6 +22,19 @@ TimerOperation = Callable[[S], CoordinatorResult[Any, None]]
 """What an expired timer does: a write operation of its shard."""
 
 ScheduleWrite = Callable[[TimerOperation[S]], "asyncio.Future[None]"]
+
+
+def run_callback(
+    callback: Callable[..., None], *args: object
+) -> Callable[[object], CoordinatorResult[Any, None]]:
+    """A timer operation that calls ``callback(*args)`` and adds no records itself (for state
+    still changed in place, whose callback writes its own records)."""
+
+    def operation(shard: object) -> CoordinatorResult[Any, None]:
+        callback(*args)
+        return CoordinatorResult((), None)
+
+    return operation
 
 
 class CoordinatorTimer(Generic[S]):

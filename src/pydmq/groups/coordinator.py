@@ -230,7 +230,12 @@ class GroupCoordinator:
 
             assignors = {spec.name: spec for spec in builtin_assignors()}
         self.consumer = ConsumerGroupCoordinator(
-            config.consumer, self.append_records, self._delete_all_offsets, assignors, topics
+            config.consumer,
+            self.append_records,
+            self._delete_all_offsets,
+            assignors,
+            topics,
+            timer_for=self.timer_for,
         )
 
     @property

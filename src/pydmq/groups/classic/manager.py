@@ -24,8 +24,8 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol
 
-from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord, CoordinatorResult
-from pydmq.coordinator.timer import CoordinatorTimer, TimerKey
+from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
+from pydmq.coordinator.timer import CoordinatorTimer, TimerKey, run_callback
 from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
 from pydmq.groups.classic.group import (
     ClassicGroup,
@@ -43,19 +43,6 @@ from pydmq.protocol.errors import ErrorCode
 __all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
 
 log = logging.getLogger(__name__)
-
-
-def _timer_operation(
-    callback: Callable[..., None], args: tuple[object, ...]
-) -> Callable[[object], CoordinatorResult[object, None]]:
-    """A timer's write operation: ``callback(*args)``, whose records (if any) it writes
-    itself; the operation adds none."""
-
-    def operation(shard: object) -> CoordinatorResult[object, None]:
-        callback(*args)
-        return CoordinatorResult((), None)
-
-    return operation
 
 
 ProtocolGuard = Callable[[str], int]
@@ -941,7 +928,7 @@ class ClassicGroupManager:
         the timer ``key``); returns the key."""
         timer = self._host.timer_for(group_id)
         if timer is not None:
-            timer.schedule(key, delay_ms, _timer_operation(callback, args))
+            timer.schedule(key, delay_ms, run_callback(callback, *args))
         return key
 
     def _cancel(self, group_id: str, key: TimerKey | None) -> None:

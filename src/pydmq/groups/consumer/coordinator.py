@@ -27,7 +27,9 @@ member's temporary leave: its assignment is kept for its instance id until the s
 timeout, and a new member id joining with that instance id takes it over without a
 rebalance. Every member has a session timer (``group.consumer.session.timeout.ms``, reset by
 each heartbeat) and, while it has partitions to revoke, a rebalance timer (its
-``rebalance_timeout``): either firing removes it from the group.
+``rebalance_timeout``): either firing removes it from the group. Both are timers of the
+group's ``__consumer_offsets`` shard (:class:`~pydmq.coordinator.timer.CoordinatorTimer`): they
+fire through the shard's event queue and are dropped with it when the partition is unloaded.
 
 Subscribed regular expressions have Kafka's RE2/J syntax and semantics
 (:mod:`pydmq.groups.consumer.topic_regex`: what RE2/J refuses is INVALID_REGULAR_EXPRESSION
@@ -41,13 +43,12 @@ groups, members, target and current assignments at start-up.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydmq.assignment.api import (
     AssignmentSpec,
@@ -57,6 +58,7 @@ from pydmq.assignment.api import (
     TopicMetadata,
     validate_assignment,
 )
+from pydmq.coordinator.timer import CoordinatorTimer, TimerKey, run_callback
 from pydmq.groups.consumer import records as rec
 from pydmq.groups.consumer.group import (
     ConsumerGroup,
@@ -186,8 +188,11 @@ class ConsumerGroupCoordinator:
         delete_offsets: Callable[[str], None],
         assignors: Mapping[str, GroupAssignorSpec],
         topics: TopicView | None = None,
+        *,
+        timer_for: Callable[[str], CoordinatorTimer[Any] | None],
     ) -> None:
         self.config = config
+        self._timer_for = timer_for
         self._append = append
         self._delete_offsets = delete_offsets
         self.assignors = dict(assignors)
@@ -302,7 +307,7 @@ class ConsumerGroupCoordinator:
         for group_id in doomed:
             group = self.groups.pop(group_id)
             for member in group.members.values():
-                member.cancel_timers()
+                self._cancel_timers(group, member)
             group.dead = True
         return doomed
 
@@ -315,11 +320,7 @@ class ConsumerGroupCoordinator:
     def stop(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                member.cancel_timers()
-
-    @staticmethod
-    def _loop() -> asyncio.AbstractEventLoop:
-        return asyncio.get_running_loop()
+                self._cancel_timers(group, member)
 
     # -- heartbeat -------------------------------------------------------------------
     def heartbeat(
@@ -463,6 +464,7 @@ class ConsumerGroupCoordinator:
         self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str
     ) -> ConsumerGroupMember:
         target = group.target.get(old.member_id, {})
+        self._cancel_timers(group, old)
         group.remove_member(old.member_id)
         self._write(group, self._member_tombstones(group.group_id, old.member_id))
         member = ConsumerGroupMember(
@@ -607,8 +609,8 @@ class ConsumerGroupCoordinator:
                 not was_revoking or old_pending != member.pending_revocation
             ):
                 self._schedule_rebalance(group, member)
-        if member.state is not MemberState.UNREVOKED_PARTITIONS and member.rebalance_timer:
-            member.rebalance_timer.cancel()
+        if member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._cancel(group.group_id, member.rebalance_timer)
             member.rebalance_timer = None
 
     # -- leave / expiry --------------------------------------------------------------
@@ -623,9 +625,8 @@ class ConsumerGroupCoordinator:
             return _error(ErrorCode.FENCED_INSTANCE_ID)
         if req.member_epoch == _STATIC_LEAVE:
             member.left_static = True
-            if member.rebalance_timer is not None:
-                member.rebalance_timer.cancel()
-                member.rebalance_timer = None
+            self._cancel(group.group_id, member.rebalance_timer)
+            member.rebalance_timer = None
             self._write(group, [self._current_record(group.group_id, member)])
             self._schedule_session(group, member)
             log.info(
@@ -638,6 +639,7 @@ class ConsumerGroupCoordinator:
 
     def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         records = self._member_tombstones(group.group_id, member.member_id)
+        self._cancel_timers(group, member)
         group.remove_member(member.member_id)
         group.group_epoch += 1
         records.append(self._epoch_record(group))
@@ -653,23 +655,38 @@ class ConsumerGroupCoordinator:
         self._write(group, records)
         self._compute_target(group)
 
+    # -- timers of the group's shard ------------------------------------------------------
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        if member.session_timer is not None:
-            member.session_timer.cancel()
-        member.session_timer = self._loop().call_later(
-            self.config.session_timeout_ms / 1000, self._expire_session, group, member
-        )
+        key = ("consumer-session", group.group_id, member.member_id)
+        self._cancel(group.group_id, member.session_timer)
+        member.session_timer = key
+        timer = self._timer_for(group.group_id)
+        if timer is not None:
+            operation = run_callback(self._expire_session, group, member)
+            timer.schedule(key, self.config.session_timeout_ms, operation)
 
     def _schedule_rebalance(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        if member.rebalance_timer is not None:
-            member.rebalance_timer.cancel()
-        member.rebalance_timer = self._loop().call_later(
-            member.rebalance_timeout_ms / 1000,
-            self._expire_rebalance,
-            group,
-            member,
-            member.member_epoch,
-        )
+        key = ("consumer-rebalance", group.group_id, member.member_id)
+        self._cancel(group.group_id, member.rebalance_timer)
+        member.rebalance_timer = key
+        timer = self._timer_for(group.group_id)
+        if timer is not None:
+            operation = run_callback(self._expire_rebalance, group, member, member.member_epoch)
+            timer.schedule(key, member.rebalance_timeout_ms, operation)
+
+    def _cancel(self, group_id: str, key: TimerKey | None) -> None:
+        """Cancel the timer ``key`` of the group's shard (gone with an unloaded shard)."""
+        if key is None:
+            return
+        timer = self._timer_for(group_id)
+        if timer is not None:
+            timer.cancel(key)
+
+    def _cancel_timers(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        self._cancel(group.group_id, member.session_timer)
+        self._cancel(group.group_id, member.rebalance_timer)
+        member.session_timer = None
+        member.rebalance_timer = None
 
     def _expire_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         member.session_timer = None
@@ -903,8 +920,9 @@ class ConsumerGroupCoordinator:
         group = self.groups.pop(group_id, None)
         if group is None:
             return
-        for member_id in list(group.members):
-            group.remove_member(member_id)
+        for member in list(group.members.values()):
+            self._cancel_timers(group, member)
+            group.remove_member(member.member_id)
         key = rec.ConsumerGroupKey
         self._append(
             group_id,
