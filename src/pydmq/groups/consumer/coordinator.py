@@ -198,25 +198,20 @@ class ConsumerGroupCoordinator:
         self.assignors = dict(assignors)
         self.topics: TopicView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ConsumerGroup] = {}
-        self._loaded: dict[str, _Loaded] = {}
-        self.loading = False
         default = next((a for a in config.assignors if a in self.assignors), None)
         self.default_assignor = default or next(iter(self.assignors), "")
 
     # -- lifecycle -------------------------------------------------------------------
-    def replay(
-        self, key_bytes: bytes, value: bytes | None, into: ConsumerGroupLoad | None = None
-    ) -> None:
-        """One ``__consumer_offsets`` record with a consumer-group key, into ``into`` (a
-        partition's load) or the start-up load."""
-        target = self._loaded if into is None else into
+    def replay(self, key_bytes: bytes, value: bytes | None, into: ConsumerGroupLoad) -> None:
+        """One ``__consumer_offsets`` record with a consumer-group key, into ``into`` (the
+        load of its partition)."""
         key = rec.decode_consumer_key(key_bytes)
-        loaded = target.setdefault(key.group, _Loaded())
+        loaded = into.setdefault(key.group, _Loaded())
         member = key.member or ""
         match key.kind:
             case rec.GROUP_METADATA:
                 if value is None:
-                    target[key.group] = _Loaded()
+                    into[key.group] = _Loaded()
                 else:
                     loaded.epoch = rec.decode_epoch(value)
             case rec.PARTITION_METADATA:
@@ -239,15 +234,12 @@ class ConsumerGroupCoordinator:
                 else:
                     loaded.current[member] = rec.decode_current_member(value)
 
-    def finish_load(
-        self, load: ConsumerGroupLoad | None = None, *, start_timers: bool = False
-    ) -> list[str]:
-        """Build the groups of a finished load (the start-up load by default); with
-        ``start_timers`` (a partition elected while serving) their members' session timers
-        start now, else :meth:`start` starts them. Returns the ids of the groups built."""
-        source = self._loaded if load is None else load
+    def finish_load(self, load: ConsumerGroupLoad, *, start_timers: bool = False) -> list[str]:
+        """Build the groups of a partition's finished load; with ``start_timers`` (a partition
+        loaded while serving) their members' session timers start now, else :meth:`start`
+        starts them. Returns the ids of the groups built."""
         built: list[str] = []
-        for group_id, loaded in source.items():
+        for group_id, loaded in load.items():
             if loaded.epoch is None:
                 continue
             group = ConsumerGroup(group_id)
@@ -297,7 +289,7 @@ class ConsumerGroupCoordinator:
                     self._schedule_session(group, member)
         if built:
             log.info("loaded %d consumer groups", len(built))
-        source.clear()
+        load.clear()
         return built
 
     def unload(self, owned_elsewhere: Callable[[str], bool]) -> list[str]:
@@ -332,8 +324,6 @@ class ConsumerGroupCoordinator:
         invalid = self._validate(req)
         if invalid is not None:
             return invalid
-        if self.loading:
-            return _error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         group = self.groups.get(req.group_id)
         if req.member_epoch in (_LEAVE, _STATIC_LEAVE):
             return self._leave(group, req)
