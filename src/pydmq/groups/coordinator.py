@@ -15,9 +15,9 @@ NOT_COORDINATOR, timers cancelled); groups of partitions not led here answer NOT
 A write to ``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote
 await :meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only
 after the group's record is committed. Classic groups are served by
-:attr:`GroupCoordinator.classic` (:class:`~pydmq.groups.classic.manager.ClassicGroupManager`),
-KIP-848 groups by :attr:`GroupCoordinator.consumer`; this class routes the requests, checks
-ownership and serves offsets. Flows follow Kafka's classic coordinator:
+the :class:`~pydmq.groups.classic.manager.ClassicGroupManager` of their partition's shard,
+KIP-848 groups by :attr:`GroupCoordinator.consumer`; this class checks the group id and
+ownership, routes the requests and serves offsets. Flows follow Kafka's classic coordinator:
 
 - JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
   v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
@@ -224,7 +224,6 @@ class GroupCoordinator:
         self._write_seq = 0
         self._pending_writes: dict[str, tuple[int, asyncio.Future[Any]]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
-        self.classic = ClassicGroupManager(config, clock, self)
         if assignors is None:
             from pydmq.assignment.plugin import builtin_assignors
 
@@ -240,8 +239,22 @@ class GroupCoordinator:
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
-        """The classic groups of this node, by group id."""
-        return self.classic.groups
+        """The classic groups of every partition loaded here, by group id (a new dict)."""
+        return {g: group for c in self._classic_managers() for g, group in c.groups.items()}
+
+    def has_classic_group(self, group_id: str) -> bool:
+        """True when ``group_id`` is a classic group of a partition loaded here."""
+        if self._runtime.status(self._log.partition_for(group_id)):
+            return False
+        return group_id in self._classic(group_id).groups
+
+    def _classic_managers(self) -> list[ClassicGroupManager]:
+        read = self._runtime.read
+        return [read(p, lambda shard: shard.classic) for p in self._runtime.active_partitions()]
+
+    def _classic(self, group_id: str) -> ClassicGroupManager:
+        """The classic groups of ``group_id``'s partition (its ownership checked before)."""
+        return self._runtime.read(self._partition_for(group_id), lambda shard: shard.classic)
 
     # -- lifecycle -------------------------------------------------------------------
     @property
@@ -265,7 +278,9 @@ class GroupCoordinator:
     def _build_shard(
         self, partition: int, timer: CoordinatorTimer[GroupCoordinatorShard]
     ) -> GroupCoordinatorShard:
-        return GroupCoordinatorShard(partition, timer, self)
+        offsets = OffsetMetadataManager()
+        classic = ClassicGroupManager(self.config, self._clock, self, timer, offsets)
+        return GroupCoordinatorShard(partition, timer, self, offsets, classic)
 
     def replay_consumer_record(
         self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
@@ -278,7 +293,7 @@ class GroupCoordinator:
         and its retention timer starts (after :meth:`start`)."""
         start_timers = self._started or not self._owns_all
         self.consumer.finish_load(load.consumer, start_timers=start_timers)
-        count = self.classic.install(
+        count = shard.classic.install(
             load.metadata, shard.offsets.groups(), self.consumer.groups.__contains__
         )
         if count:
@@ -289,14 +304,20 @@ class GroupCoordinator:
     def shard_unloaded(self, shard: GroupCoordinatorShard) -> None:
         """A partition's leadership moved away: forget its groups (no tombstones)."""
         index = shard.partition
-        partition_for = self._partition_for
-        classic, consumer = self._unload(lambda g: partition_for(g) == index)
+
+        def owned_elsewhere(group_id: str) -> bool:
+            return self._log.partition_for(group_id) == index
+
+        classic = shard.classic.unload()
+        consumer = self.consumer.unload(owned_elsewhere)
+        for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
+            del self._pending_writes[group_id]
         log.info(
             "unloaded %s-%d: %d classic and %d consumer groups",
             OFFSETS_TOPIC,
             index,
             classic,
-            consumer,
+            len(consumer),
         )
 
     # -- partition ownership (cluster mode) --------------------------------------------
@@ -331,13 +352,6 @@ class GroupCoordinator:
         if self._owns_all:
             self._runtime.load_now(partition)
         return partition
-
-    def _unload(self, owned_elsewhere: Callable[[str], bool]) -> tuple[int, int]:
-        classic = self.classic.unload(owned_elsewhere)
-        consumer = self.consumer.unload(owned_elsewhere)
-        for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
-            del self._pending_writes[group_id]
-        return classic, len(consumer)
 
     # -- writes ----------------------------------------------------------------------
     def _write(
@@ -426,11 +440,16 @@ class GroupCoordinator:
             task.cancel()
         self._runtime.close()
         self.consumer.stop()
-        self.classic.stop()
 
     # -- classic groups --------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
-        return await self.classic.join_group(request, self._convert_consumer_group)
+        if not request.group_id:
+            return JoinResult(ErrorCode.INVALID_GROUP_ID, request.member_id)
+        error = self.ownership_error(request.group_id)
+        if error:
+            return JoinResult(error, request.member_id)
+        classic = self._classic(request.group_id)
+        return await classic.join_group(request, self._convert_consumer_group)
 
     def _convert_consumer_group(self, group_id: str) -> int:
         """A classic member joins ``group_id``: refuse a consumer group with members,
@@ -452,7 +471,12 @@ class GroupCoordinator:
         protocol_name: str | None,
         assignments: dict[str, bytes],
     ) -> SyncResult:
-        return await self.classic.sync_group(
+        if not group_id:
+            return SyncResult(ErrorCode.INVALID_GROUP_ID)
+        error = self.ownership_error(group_id)
+        if error:
+            return SyncResult(error)
+        return await self._classic(group_id).sync_group(
             group_id,
             generation_id,
             member_id,
@@ -465,13 +489,25 @@ class GroupCoordinator:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        return self.classic.heartbeat(group_id, generation_id, member_id, group_instance_id)
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID
+        error = self.ownership_error(group_id)
+        if error:
+            return error
+        return self._classic(group_id).heartbeat(
+            group_id, generation_id, member_id, group_instance_id
+        )
 
     def leave_group(
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """Returns (top-level error, one error per leaving member)."""
-        return self.classic.leave_group(group_id, members)
+        if not group_id:
+            return ErrorCode.INVALID_GROUP_ID, []
+        error = self.ownership_error(group_id)
+        if error:
+            return error, []
+        return self._classic(group_id).leave_group(group_id, members)
 
     # -- ConsumerGroupHeartbeat (KIP-848) --------------------------------------------
     def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
@@ -479,7 +515,10 @@ class GroupCoordinator:
             error = self.ownership_error(req.group_id)
             if error:
                 return HeartbeatResult(error)
-        return self.consumer.heartbeat(req, self.classic.convert_to_consumer)
+        return self.consumer.heartbeat(req, self._convert_classic_group)
+
+    def _convert_classic_group(self, group_id: str) -> int:
+        return self._classic(group_id).convert_to_consumer(group_id)
 
     # -- offsets ---------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest) -> dict[TopicPartitionKey, int]:
@@ -500,7 +539,7 @@ class GroupCoordinator:
             if error:
                 return all_fail(error)
             return self._store_offsets(req, None)
-        error, group = self.classic.prepare_offset_commit(req)
+        error, group = self._classic(req.group_id).prepare_offset_commit(req)
         if error:
             return all_fail(error)
         return self._store_offsets(req, group)
@@ -536,7 +575,7 @@ class GroupCoordinator:
             for tp in accepted:
                 results[tp] = code
             if group is not None:
-                self.classic.maybe_drop(group)
+                self._classic(group_id).maybe_drop(group)
         return results
 
     def fetch_offsets(
@@ -577,7 +616,7 @@ class GroupCoordinator:
             }
             deletable = [tp for tp, e in consumer_results.items() if not e]
             return self._delete_offsets(group_id, deletable, consumer_results)
-        group = self.groups.get(group_id)
+        group = self._classic(group_id).groups.get(group_id)
         if group is None or group.is_in(GroupState.DEAD):
             return ErrorCode.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartitionKey, int] = {}
@@ -644,7 +683,7 @@ class GroupCoordinator:
     def _delete_group_by_id(self, group_id: str) -> int:
         if group_id in self.consumer.groups:
             return self.consumer.delete_group(group_id)
-        group = self.groups.get(group_id)
+        group = self._classic(group_id).groups.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
         match group.state:
@@ -657,12 +696,13 @@ class GroupCoordinator:
                 return ErrorCode.NON_EMPTY_GROUP
 
     def _delete_group(self, group: ClassicGroup) -> None:
-        self.classic.forget_pending_members(group)
         group_id = group.group_id
+        classic = self._classic(group_id)
+        classic.forget_pending_members(group)
         tombstone = EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None)
         self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])
         group.transition_to(GroupState.DEAD, self._clock())
-        self.groups.pop(group.group_id, None)
+        classic.groups.pop(group_id, None)
 
     # -- describe / list -------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
@@ -671,7 +711,7 @@ class GroupCoordinator:
             return error, GroupSummary(group_id, "", "", "")
         if group_id in self.consumer.groups:
             return ErrorCode.NONE, self._describe_consumer_group(group_id)
-        return ErrorCode.NONE, self.classic.describe(group_id)
+        return ErrorCode.NONE, self._classic(group_id).describe(group_id)
 
     def list_groups_error(self) -> int:
         """COORDINATOR_LOAD_IN_PROGRESS while a partition loads (the listing lacks its
@@ -773,9 +813,10 @@ class GroupCoordinator:
         offsets = shard.offsets
         records: list[GroupRecord] = []
         expired = 0
-        for group in list(self.groups.values()):
+        classic = shard.classic.groups
+        for group in list(classic.values()):
             group_id = group.group_id
-            if not group.is_in(GroupState.EMPTY) or self._in_other_partition(group_id, shard):
+            if not group.is_in(GroupState.EMPTY):
                 continue
             base = group.state_timestamp_ms if group.protocol_type else None
             doomed = offsets.expired(group_id, now, retention, base)
@@ -787,7 +828,7 @@ class GroupCoordinator:
                 continue
             records.append(EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None))
             group.transition_to(GroupState.DEAD, now)
-            del self.groups[group_id]
+            del classic[group_id]
         for group_id, consumer_group in list(self.consumer.groups.items()):
             if consumer_group.members or self._in_other_partition(group_id, shard):
                 continue
@@ -801,4 +842,6 @@ class GroupCoordinator:
 
     # -- helpers for handlers ----------------------------------------------------------
     def is_member(self, group_id: str, member_id: str) -> bool:
-        return self.classic.is_member(group_id, member_id)
+        if self.ownership_error(group_id):
+            return False
+        return self._classic(group_id).is_member(group_id, member_id)

@@ -2,13 +2,13 @@
 partition, hosted by the :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`.
 
 The committed offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`) live here and
-change only by replay. The shard's records (:data:`GroupRecord`) are offset commits, typed, and
+change only by replay; so do the partition's classic groups
+(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`), changed in place. The shard's records (:data:`GroupRecord`) are offset commits, typed, and
 classic or consumer group records, kept encoded (:class:`EncodedGroupRecord`);
-:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic and KIP-848 groups are still kept by the
-:class:`~pydmq.groups.coordinator.GroupCoordinator`, which changes them in place and writes
-their records through the runtime: the shard collects their records while the partition loads
-(:class:`GroupLoad`) and hands them over when the load completes; afterwards it replays only
-offset records.
+:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic and KIP-848 groups change in place and their records are written through the runtime
+(KIP-848 groups are still kept by the :class:`~pydmq.groups.coordinator.GroupCoordinator`):
+the shard collects their records while the partition loads (:class:`GroupLoad`) and hands
+them over when the load completes; afterwards it replays only offset records.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Protocol, TypeVar
 from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
 from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
+from pydmq.groups.classic.manager import ClassicGroupManager
 from pydmq.groups.consumer.coordinator import ConsumerGroupLoad
 from pydmq.groups.consumer.records import is_consumer_key
 from pydmq.groups.offsets import (
@@ -116,17 +117,20 @@ class ShardOwner(Protocol):
 class GroupCoordinatorShard:
     """One ``__consumer_offsets`` partition led here; owned by its runtime event queue."""
 
-    __slots__ = ("_load", "_owner", "offsets", "partition", "timer")
+    __slots__ = ("_load", "_owner", "classic", "offsets", "partition", "timer")
 
     def __init__(
         self,
         partition: int,
         timer: CoordinatorTimer[GroupCoordinatorShard],
         owner: ShardOwner,
+        offsets: OffsetMetadataManager,
+        classic: ClassicGroupManager,
     ) -> None:
         self.partition = partition
         self.timer = timer
-        self.offsets = OffsetMetadataManager()
+        self.offsets = offsets
+        self.classic = classic
         self._owner = owner
         self._load: GroupLoad | None = GroupLoad()
 

@@ -467,6 +467,18 @@ def test_retention_timer_expires_offsets_and_empty_groups() -> None:
     run(scenario())
 
 
+def test_classic_groups_live_in_their_partitions_shard() -> None:
+    async def scenario() -> None:
+        c = GroupCoordinator(config(), MemoryLog())
+        await stable_single(c)
+        assert c.has_classic_group("g") and not c.has_classic_group("missing")
+        assert list(c.groups) == ["g"]
+        c.stop()  # the shards are dropped: so are their groups
+        assert c.groups == {}
+
+    run(scenario())
+
+
 @pytest.mark.parametrize("version_has_batch", [True])
 def test_list_and_describe(version_has_batch: bool) -> None:
     async def scenario() -> None:

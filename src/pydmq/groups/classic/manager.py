@@ -36,8 +36,8 @@ from pydmq.groups.classic.group import (
     subscribed_topics,
 )
 from pydmq.groups.errors import coordinator_error
+from pydmq.groups.offsets import OffsetMetadataManager
 from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
-from pydmq.groups.shard import CommittedOffsets
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
@@ -50,15 +50,11 @@ ProtocolGuard = Callable[[str], int]
 
 
 class ClassicGroupHost(Protocol):
-    """What the classic protocol needs of the group coordinator hosting it."""
-
-    @property
-    def offsets(self) -> CommittedOffsets: ...
+    """What the classic protocol needs of the group coordinator hosting it: writes through
+    the runtime and the wait for their commit."""
 
     @property
     def write_mark(self) -> int: ...
-
-    def ownership_error(self, group_id: str) -> int: ...
 
     def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None: ...
 
@@ -68,19 +64,25 @@ class ClassicGroupHost(Protocol):
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None: ...
 
-    def timer_for(self, group_id: str) -> CoordinatorTimer[Any] | None:
-        """The timer of the group's shard; None when its partition is not loaded here."""
-
 
 class ClassicGroupManager:
-    """The classic groups of this node and their protocol; owned by the event loop."""
+    """The classic groups of one ``__consumer_offsets`` partition led here and their
+    protocol; part of its :class:`~pydmq.groups.shard.GroupCoordinatorShard`, owned by the
+    event loop. Requests reach it once the coordinator checked the group id and ownership."""
 
     def __init__(
-        self, config: GroupConfig, clock: Callable[[], int], host: ClassicGroupHost
+        self,
+        config: GroupConfig,
+        clock: Callable[[], int],
+        host: ClassicGroupHost,
+        timer: CoordinatorTimer[Any],
+        offsets: OffsetMetadataManager,
     ) -> None:
         self.config = config
         self._clock = clock
         self._host = host
+        self._timer = timer
+        self._offsets = offsets
         self.groups: dict[str, ClassicGroup] = {}
 
     # -- lifecycle -------------------------------------------------------------------
@@ -109,26 +111,22 @@ class ClassicGroupManager:
             count += 1
         return count
 
-    def unload(self, owned_elsewhere: Callable[[str], bool]) -> int:
-        """Forget the groups ``owned_elsewhere`` selects: waiting requests answered
-        NOT_COORDINATOR, timers cancelled, nothing written. Returns how many."""
-        doomed = [g for g in self.groups.values() if owned_elsewhere(g.group_id)]
+    def unload(self) -> int:
+        """The partition is led elsewhere: forget every group (waiting requests answered
+        NOT_COORDINATOR, timers cancelled, nothing written). Returns how many."""
+        doomed = list(self.groups.values())
         for group in doomed:
             self.shutdown_group(group, ErrorCode.NOT_COORDINATOR)
             group.transition_to(GroupState.DEAD, self._clock())
-            del self.groups[group.group_id]
+        self.groups.clear()
         return len(doomed)
-
-    def stop(self) -> None:
-        for group in self.groups.values():
-            self.shutdown_group(group, ErrorCode.NOT_COORDINATOR)
 
     def shutdown_group(self, group: ClassicGroup, error: int) -> None:
         """Cancel a group's timers and answer its waiting JoinGroup/SyncGroup with ``error``."""
-        self._cancel(group.group_id, group.join_timer)
+        self._cancel(group.join_timer)
         group.join_timer = None
         self.forget_pending_members(group)
-        self._cancel(group.group_id, ("sync", group.group_id))
+        self._cancel(("sync", group.group_id))
         for member in group.members.values():
             self._cancel_heartbeat(group, member)
             if member.awaiting_join:
@@ -156,11 +154,6 @@ class ClassicGroupManager:
     def _join(
         self, req: JoinRequest, consumer_guard: ProtocolGuard
     ) -> JoinResult | asyncio.Future[JoinResult]:
-        if not req.group_id:
-            return JoinResult(ErrorCode.INVALID_GROUP_ID, req.member_id)
-        error = self._host.ownership_error(req.group_id)
-        if error:
-            return JoinResult(error, req.member_id)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
@@ -221,7 +214,6 @@ class ClassicGroupManager:
             return self._add_member_and_rebalance(group, new_id, req)
         if req.require_known_member_id:
             group.pending_members[new_id] = self._schedule(
-                group.group_id,
                 ("pending-member", group.group_id, new_id),
                 req.session_timeout_ms,
                 self._expire_pending_member,
@@ -238,7 +230,7 @@ class ClassicGroupManager:
         if member_id in group.pending_members:
             if not group.supports_protocols(req.protocol_type, req.protocols):
                 return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
-            self._cancel(group.group_id, group.pending_members.pop(member_id))
+            self._cancel(group.pending_members.pop(member_id))
             return self._add_member_and_rebalance(group, member_id, req)
         error = self._validate_member(group, member_id, req.group_instance_id)
         if error:
@@ -403,7 +395,7 @@ class ClassicGroupManager:
         if group.is_in(GroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, ErrorCode.REBALANCE_IN_PROGRESS)
         self._cancel_sync_timer(group)
-        self._cancel(group.group_id, group.join_timer)
+        self._cancel(group.join_timer)
         rebalance_ms = self._rebalance_timeout_ms(group)
         initial = group.is_in(GroupState.EMPTY)
         group.transition_to(GroupState.PREPARING_REBALANCE, self._clock())
@@ -414,13 +406,13 @@ class ClassicGroupManager:
             delay = min(self.config.initial_rebalance_delay_ms, rebalance_ms)
             group.initial_delay_remaining_ms = max(rebalance_ms - delay, 0)
             group.join_timer = self._schedule(
-                group.group_id, ("join", group.group_id), delay, self._on_initial_delay, group
+                ("join", group.group_id), delay, self._on_initial_delay, group
             )
             group.join_is_initial = True
         else:
             group.join_is_initial = False
             group.join_timer = self._schedule(
-                group.group_id, ("join", group.group_id), rebalance_ms, self._complete_join, group
+                ("join", group.group_id), rebalance_ms, self._complete_join, group
             )
             self._maybe_complete_join(group)
 
@@ -432,7 +424,7 @@ class ClassicGroupManager:
             delay = min(initial, group.initial_delay_remaining_ms)
             group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms - initial, 0)
             group.join_timer = self._schedule(
-                group.group_id, ("join", group.group_id), delay, self._on_initial_delay, group
+                ("join", group.group_id), delay, self._on_initial_delay, group
             )
             return
         self._complete_join(group)
@@ -446,7 +438,7 @@ class ClassicGroupManager:
             self._complete_join(group)
 
     def _complete_join(self, group: ClassicGroup) -> None:
-        self._cancel(group.group_id, group.join_timer)
+        self._cancel(group.join_timer)
         group.join_timer = None
         if not group.is_in(GroupState.PREPARING_REBALANCE):
             return
@@ -463,7 +455,6 @@ class ClassicGroupManager:
             # nobody rejoined (static members only): wait for them or their session expiry
             group.join_is_initial = False
             group.join_timer = self._schedule(
-                group.group_id,
                 ("join", group.group_id),
                 self._rebalance_timeout_ms(group),
                 self._complete_join,
@@ -506,7 +497,6 @@ class ClassicGroupManager:
                 )
             self._schedule_heartbeat(group, member)
         self._schedule(
-            group.group_id,
             ("sync", group.group_id),
             self._rebalance_timeout_ms(group),
             self._expire_pending_sync,
@@ -519,7 +509,7 @@ class ClassicGroupManager:
         return group.pending_sync
 
     def _cancel_sync_timer(self, group: ClassicGroup) -> None:
-        self._cancel(group.group_id, ("sync", group.group_id))
+        self._cancel(("sync", group.group_id))
         self._pending_sync(group).clear()
 
     def _expire_pending_sync(self, group: ClassicGroup, generation: int) -> None:
@@ -551,7 +541,6 @@ class ClassicGroupManager:
     def _schedule_heartbeat(self, group: ClassicGroup, member: MemberMetadata) -> None:
         self._cancel_heartbeat(group, member)
         member.heartbeat_timer = self._schedule(
-            group.group_id,
             ("heartbeat", group.group_id, member.member_id),
             member.session_timeout_ms,
             self._expire_member,
@@ -560,7 +549,7 @@ class ClassicGroupManager:
         )
 
     def _cancel_heartbeat(self, group: ClassicGroup, member: MemberMetadata) -> None:
-        self._cancel(group.group_id, member.heartbeat_timer)
+        self._cancel(member.heartbeat_timer)
         member.heartbeat_timer = None
 
     def _expire_member(self, group: ClassicGroup, member: MemberMetadata) -> None:
@@ -609,7 +598,7 @@ class ClassicGroupManager:
             and not group.members
             and not group.pending_members
             and group.generation_id == 0
-            and not self._host.offsets.has_offsets(group.group_id)
+            and not self._offsets.has_offsets(group.group_id)
             and self.groups.get(group.group_id) is group
         ):
             del self.groups[group.group_id]
@@ -662,11 +651,6 @@ class ClassicGroupManager:
         protocol_name: str | None,
         assignments: dict[str, bytes],
     ) -> SyncResult | asyncio.Future[SyncResult]:
-        if not group_id:
-            return SyncResult(ErrorCode.INVALID_GROUP_ID)
-        error = self._host.ownership_error(group_id)
-        if error:
-            return SyncResult(error)
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
@@ -773,11 +757,6 @@ class ClassicGroupManager:
     def heartbeat(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None
     ) -> int:
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID
-        error = self._host.ownership_error(group_id)
-        if error:
-            return error
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
@@ -820,11 +799,6 @@ class ClassicGroupManager:
         self, group_id: str, members: Sequence[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
         """Returns (top-level error, one error per leaving member)."""
-        if not group_id:
-            return ErrorCode.INVALID_GROUP_ID, []
-        error = self._host.ownership_error(group_id)
-        if error:
-            return error, []
         group = self.groups.get(group_id)
         if group is None:
             return ErrorCode.UNKNOWN_MEMBER_ID, []
@@ -839,7 +813,7 @@ class ClassicGroupManager:
                     continue
                 member_id = existing
             elif member_id in group.pending_members:
-                self._cancel(group_id, group.pending_members.pop(member_id))
+                self._cancel(group.pending_members.pop(member_id))
                 self._maybe_complete_join(group)
                 errors.append(ErrorCode.NONE)
                 continue
@@ -917,32 +891,21 @@ class ClassicGroupManager:
 
     # -- timers of the group's shard ------------------------------------------------------
     def _schedule(
-        self,
-        group_id: str,
-        key: TimerKey,
-        delay_ms: int,
-        callback: Callable[..., None],
-        *args: object,
+        self, key: TimerKey, delay_ms: int, callback: Callable[..., None], *args: object
     ) -> TimerKey:
-        """Run ``callback(*args)`` in ``delay_ms`` as a timer of ``group_id``'s shard (replacing
-        the timer ``key``); returns the key."""
-        timer = self._host.timer_for(group_id)
-        if timer is not None:
-            timer.schedule(key, delay_ms, run_callback(callback, *args))
+        """Run ``callback(*args)`` in ``delay_ms`` as the shard's timer ``key`` (replacing
+        it); returns the key."""
+        self._timer.schedule(key, delay_ms, run_callback(callback, *args))
         return key
 
-    def _cancel(self, group_id: str, key: TimerKey | None) -> None:
-        """Cancel the timer ``key`` of ``group_id``'s shard (gone with an unloaded shard)."""
-        if key is None:
-            return
-        timer = self._host.timer_for(group_id)
-        if timer is not None:
-            timer.cancel(key)
+    def _cancel(self, key: TimerKey | None) -> None:
+        if key is not None:
+            self._timer.cancel(key)
 
     def forget_pending_members(self, group: ClassicGroup) -> None:
         """Drop the members waiting to join with their new id, and their expiry timers."""
         for key in group.pending_members.values():
-            self._cancel(group.group_id, key)
+            self._cancel(key)
         group.pending_members.clear()
 
     # -- describe ---------------------------------------------------------------------
