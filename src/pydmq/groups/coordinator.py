@@ -4,9 +4,9 @@ A group is coordinated by the leader of its ``__consumer_offsets`` partition
 (:func:`pydmq.groups.log.partition_for`). Each partition led here is a
 :class:`~pydmq.groups.shard.GroupCoordinatorShard` of a
 :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`, which loads it by replay, serializes its
-writes and replays them into it once committed; the committed offsets live in the shard
-(:class:`~pydmq.groups.offsets.OffsetMetadataManager`), classic and consumer groups still
-here. Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads
+writes and replays them into it once committed; the committed offsets
+(:class:`~pydmq.groups.offsets.OffsetMetadataManager`) and the classic groups live in the
+shard, KIP-848 groups still here. Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads
 them all at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when
 it becomes leader of a partition (loaded in the background, yielding to the loop; meanwhile its
 groups answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it
