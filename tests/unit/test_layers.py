@@ -37,8 +37,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pydmq.storage", "pydmq.producers", "pydmq.metadata", "pydmq.raft"),
     # configuration, sockets, the CLI's client, engines, assignors and placers
     ("pydmq.config", "pydmq.net", "pydmq.client", "pydmq.engines", "pydmq.assignment"),
-    # partitions and replication; the request layer both roles sit on
-    ("pydmq.replication", "pydmq.api"),
+    # partitions and replication; the request layer both roles sit on; the coordinator
+    # runtime the coordinators over internal topics sit on
+    ("pydmq.replication", "pydmq.api", "pydmq.coordinator"),
     # the plugin host and hook specs; the group coordinator
     ("pydmq.plugins", "pydmq.groups"),
     # the controller role
@@ -62,9 +63,7 @@ MAX_MODULE_LINES = 1_000
 # Not hand-written, or one cohesive algorithm kept whole on purpose.
 SIZE_EXEMPT = ("pydmq/protocol/messages/", "pydmq/raft/core.py")
 # Hand-written modules over the limit, at their current size (a ceiling).
-SIZE_CEILINGS: dict[str, int] = {
-    "pydmq/groups/coordinator.py": 1679,
-}
+SIZE_CEILINGS: dict[str, int] = {}
 
 
 def module_name(path: Path) -> str:

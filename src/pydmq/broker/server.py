@@ -50,11 +50,8 @@ from pydmq.broker.topic_ops import TopicOperations
 from pydmq.broker.topics import TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
-from pydmq.groups.coordinator import (
-    GroupConfig,
-    GroupCoordinator,
-    offsets_leadership_listener,
-)
+from pydmq.groups.api import GroupConfig
+from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
 from pydmq.groups.log import ConsumerOffsetsLog
 from pydmq.net.connection import KafkaConnection
 from pydmq.plugins.builtin import control_plane_handlers

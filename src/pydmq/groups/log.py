@@ -14,7 +14,8 @@ asks for it), and an append is committed once the high watermark passed it (acks
 writer returns a future the coordinator awaits before answering.
 
 An append the storage refuses (a full disk, an offline log dir), like the creation of the
-topic on first use, raises :class:`OffsetsAppendError` with KAFKA_STORAGE_ERROR, which the
+topic on first use, raises :class:`~pydmq.coordinator.api.CoordinatorWriteError` with
+KAFKA_STORAGE_ERROR, which the
 group APIs answer as NOT_COORDINATOR (Kafka's mapping): clients look the coordinator up again
 and retry. Nothing of a refused append is in the log or in the coordinator's state.
 """
@@ -27,6 +28,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.records import (
     Record,
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
 __all__ = [
     "OFFSETS_TOPIC",
     "ConsumerOffsetsLog",
-    "OffsetsAppendError",
     "OffsetsLogHost",
     "OffsetsTopicWriter",
     "ReplicaManagerOffsetsWriter",
@@ -86,20 +87,11 @@ def is_cluster_mode(config: object) -> bool:
     return bool(value)
 
 
-class OffsetsAppendError(Exception):
-    """Nothing was appended to ``__consumer_offsets``; ``error_code`` says why (a produce
-    error: NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, MESSAGE_TOO_LARGE...)."""
-
-    def __init__(self, error_code: int, message: str = "") -> None:
-        super().__init__(message or ErrorCode(error_code).name)
-        self.error_code = error_code
-
-
 class OffsetsTopicWriter(Protocol):
     """Appends one record batch to ``__consumer_offsets`` partition ``partition`` as its leader.
 
     The append happens before ``append`` returns (so records land in the order the coordinator
-    changed its state) with acks=-1 semantics; raises :class:`OffsetsAppendError` when nothing
+    changed its state) with acks=-1 semantics; raises :class:`CoordinatorWriteError` when nothing
     was appended. Returns None when the batch is already committed (the high watermark passed
     its last offset: always so in single-node mode), else a future resolved with 0 once it is,
     or with a produce error code when it cannot be any more (NOT_LEADER_OR_FOLLOWER on a
@@ -165,11 +157,13 @@ class ReplicaManagerOffsetsWriter:
         replica_manager = self._broker.replica_manager
         hosted = replica_manager.get(tp)
         if hosted is None:
-            raise OffsetsAppendError(ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here")
+            raise CoordinatorWriteError(
+                ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here"
+            )
         try:
             info = replica_manager.append(hosted, batch, required_acks=-1)
         except LogAppendError as exc:
-            raise OffsetsAppendError(exc.error_code, str(exc)) from None
+            raise CoordinatorWriteError(exc.error_code, str(exc)) from None
         required_offset = info.last_offset + 1
         if hosted.high_watermark >= required_offset:
             return None
@@ -189,7 +183,8 @@ class ReplicaManagerOffsetsWriter:
 
 
 class ConsumerOffsetsLog:
-    """``__consumer_offsets`` of one broker: group records in, records back out at load."""
+    """``__consumer_offsets`` of one broker: group records in, records back out at load (the
+    :class:`~pydmq.coordinator.api.CoordinatorLog` of the group coordinator's runtime)."""
 
     def __init__(self, broker: OffsetsLogHost, writer: OffsetsTopicWriter | None = None) -> None:
         self._broker = broker
@@ -246,12 +241,12 @@ class ConsumerOffsetsLog:
         return partition_for(group_id, self.num_partitions)
 
     def append(
-        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+        self, partition: int, records: Sequence[CoordinatorRecord]
     ) -> asyncio.Future[int] | None:
-        """Append ``(key, value)`` records (value None = tombstone) to the group's partition.
+        """Append ``(key, value)`` records (value None = tombstone) to ``partition``.
 
         Returns None when committed, else a future of the commit's error code (see
-        :class:`OffsetsTopicWriter`); raises :class:`OffsetsAppendError` if nothing was
+        :class:`OffsetsTopicWriter`); raises :class:`CoordinatorWriteError` if nothing was
         appended."""
         if not records:
             return None
@@ -259,8 +254,7 @@ class ConsumerOffsetsLog:
             try:
                 self.ensure_created()
             except TopicError as exc:  # e.g. a full disk: KAFKA_STORAGE_ERROR
-                raise OffsetsAppendError(exc.error_code, exc.message) from None
-        partition = self.partition_for(group_id)
+                raise CoordinatorWriteError(exc.error_code, exc.message) from None
         pending: asyncio.Future[int] | None = None
         for start in range(0, len(records), _RECORDS_PER_BATCH):
             chunk = records[start : start + _RECORDS_PER_BATCH]
@@ -270,19 +264,12 @@ class ConsumerOffsetsLog:
                 pending = waiter  # the last batch committing commits the earlier ones
         return pending
 
-    def replay(self) -> Iterator[Record]:
-        """Every record of every partition, in offset order per partition."""
-        if not self.exists:
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        """The records of ``partition`` up to its current log end offset."""
+        hosted = self._broker.replica_manager.get(TopicPartition(OFFSETS_TOPIC, partition))
+        if hosted is None:
             return
-        for index in range(self.num_partitions):
-            yield from self.replay_partition(index)
-
-    def replay_partition(self, index: int) -> Iterator[Record]:
-        """The records of partition ``index`` up to its current log end offset."""
-        partition = self._broker.replica_manager.get(TopicPartition(OFFSETS_TOPIC, index))
-        if partition is None:
-            return
-        unified = partition.log
+        unified = hosted.log
         offset = unified.log_start_offset
         end = unified.log_end_offset
         while offset < end:

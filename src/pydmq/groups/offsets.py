@@ -1,28 +1,29 @@
-"""Committed offsets: the in-memory view of ``__consumer_offsets`` (group -> partition -> offset).
+"""Committed offsets of the groups of one ``__consumer_offsets`` partition (Kafka's
+OffsetMetadataManager).
 
-The cache changes only after the records are appended (commit, delete, expire) or while
-replaying the topic at start-up, so it always equals what a replay would rebuild. An offset
-commit whose append is not committed yet (cluster mode: acks=-1 waits for the ISR) stays
-pending, invisible to OffsetFetch, until the append commits; a failed append drops it, as
-Kafka's pending offset commits do. Otherwise a coordinator cut off from its followers would
-show offsets that its successor never sees, and committed offsets would go backwards.
-Metadata strings are kept exactly as committed (control characters and non-ASCII included).
+The manager is part of a :class:`~pydmq.groups.shard.GroupCoordinatorShard`: its state changes
+only by :meth:`OffsetMetadataManager.replay` of committed records (read back when the
+partition loads, or written by this node and replayed by the coordinator runtime once the high
+watermark passed them), so it always equals what a replay of the partition rebuilds. An offset
+commit whose append is not committed yet (cluster mode: acks=-1 waits for the ISR) is invisible
+to OffsetFetch until it is, and one whose commit fails is never applied, as Kafka's pending
+offset commits: otherwise a coordinator cut off from its followers would show offsets that its
+successor never sees, and committed offsets would go backwards. Writes are built here as
+records (commit, delete, expiry); the runtime appends them. Metadata strings are kept exactly
+as committed (control characters and non-ASCII included). The records are
+:class:`OffsetCommitRecord` values: a write's records are replayed as built.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pydmq.groups.records import OffsetCommitKey, OffsetCommitValue
 
-__all__ = ["OffsetAndMetadata", "OffsetStore", "TopicPartitionKey"]
+__all__ = ["OffsetAndMetadata", "OffsetCommitRecord", "OffsetMetadataManager", "TopicPartitionKey"]
 
 TopicPartitionKey = tuple[str, int]
-# Appends a group's records; returns None once they are committed, else a future of the
-# commit's error code (0 when committed).
-Appender = Callable[[str, list[tuple[bytes, bytes | None]]], "asyncio.Future[int] | None"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,17 +54,22 @@ class OffsetAndMetadata:
         )
 
 
-class OffsetStore:
-    """Owned by the event loop; ``append`` writes records to the group's partition."""
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRecord:
+    """An offset commit of ``__consumer_offsets`` (value None: its tombstone)."""
 
-    def __init__(self, append: Appender) -> None:
-        self._append = append
+    key: OffsetCommitKey
+    value: OffsetCommitValue | None
+
+
+class OffsetMetadataManager:
+    """Group -> partition -> committed offset of one ``__consumer_offsets`` partition; owned
+    by its shard's event queue (the coordinator runtime), changed only by replay."""
+
+    __slots__ = ("_offsets",)
+
+    def __init__(self) -> None:
         self._offsets: dict[str, dict[TopicPartitionKey, OffsetAndMetadata]] = {}
-        # Commits appended but not committed yet: group -> partition -> sequence of the
-        # latest one. A pending commit is applied only if it is still the latest when its
-        # append commits (an older one never overwrites a newer one).
-        self._pending: dict[str, dict[TopicPartitionKey, int]] = {}
-        self._commit_seq = 0
 
     # -- reads -----------------------------------------------------------------------
     def groups(self) -> list[str]:
@@ -78,72 +84,16 @@ class OffsetStore:
     def all(self, group_id: str) -> dict[TopicPartitionKey, OffsetAndMetadata]:
         return dict(self._offsets.get(group_id, {}))
 
-    # -- writes ----------------------------------------------------------------------
-    def commit(self, group_id: str, offsets: dict[TopicPartitionKey, OffsetAndMetadata]) -> None:
-        if not offsets:
-            return
-        records: list[tuple[bytes, bytes | None]] = [
-            (OffsetCommitKey(group_id, t, p).encode(), o.to_value().encode())
-            for (t, p), o in offsets.items()
-        ]
-        waiter = self._append(group_id, records)
-        if waiter is None:
-            self._apply(group_id, offsets)
-            return
-        self._commit_seq += 1
-        seq = self._commit_seq
-        pending = self._pending.setdefault(group_id, {})
-        for tp in offsets:
-            pending[tp] = seq
+    def count(self, group_id: str) -> int:
+        return len(self._offsets.get(group_id, {}))
 
-        def settled(future: asyncio.Future[int]) -> None:
-            committed = (
-                not future.cancelled() and future.exception() is None and not future.result()
-            )
-            waiting = self._pending.get(group_id, {})
-            latest = {tp: o for tp, o in offsets.items() if waiting.get(tp) == seq}
-            for tp in latest:
-                del waiting[tp]
-            if not waiting:
-                self._pending.pop(group_id, None)
-            if committed:
-                self._apply(group_id, latest)
-
-        waiter.add_done_callback(settled)
-
-    def _apply(self, group_id: str, offsets: dict[TopicPartitionKey, OffsetAndMetadata]) -> None:
-        if offsets:
-            self._offsets.setdefault(group_id, {}).update(offsets)
-
-    def pending(self, group_id: str) -> set[TopicPartitionKey]:
-        """Partitions of ``group_id`` with an offset commit whose append is not committed."""
-        return set(self._pending.get(group_id, {}))
-
-    def delete(self, group_id: str, partitions: Iterable[TopicPartitionKey]) -> int:
-        current = self._offsets.get(group_id)
-        if not current:
-            return 0
-        doomed = [tp for tp in partitions if tp in current]
-        if not doomed:
-            return 0
-        self._append(
-            group_id, [(OffsetCommitKey(group_id, t, p).encode(), None) for t, p in doomed]
-        )
-        for tp in doomed:
-            del current[tp]
-        if not current:
-            del self._offsets[group_id]
-        return len(doomed)
-
-    def delete_group(self, group_id: str) -> int:
-        return self.delete(group_id, list(self._offsets.get(group_id, {})))
-
-    def expire(self, group_id: str, now_ms: int, retention_ms: int, base_ms: int | None) -> int:
-        """Tombstone offsets whose expiry passed: the explicit expire timestamp if any, else
+    def expired(
+        self, group_id: str, now_ms: int, retention_ms: int, base_ms: int | None
+    ) -> list[TopicPartitionKey]:
+        """Partitions whose offset expired: the explicit expire timestamp if any, else
         ``base_ms`` (when the group became Empty) or the commit time, plus retention."""
-        current = self._offsets.get(group_id, {})
         doomed = []
-        for tp, o in current.items():
+        for tp, o in self._offsets.get(group_id, {}).items():
             deadline = (
                 o.expire_timestamp
                 if o.expire_timestamp >= 0
@@ -151,25 +101,33 @@ class OffsetStore:
             )
             if deadline <= now_ms:
                 doomed.append(tp)
-        return self.delete(group_id, doomed)
+        return doomed
 
-    # -- ownership -------------------------------------------------------------------
-    def adopt(self, loaded: OffsetStore) -> None:
-        """Take over the offsets replayed into ``loaded`` (a partition finished loading)."""
-        self._offsets.update(loaded._offsets)
+    # -- records of writes -----------------------------------------------------------
+    @staticmethod
+    def commit_records(
+        group_id: str, offsets: Mapping[TopicPartitionKey, OffsetAndMetadata]
+    ) -> list[OffsetCommitRecord]:
+        """The records of an offset commit."""
+        return [
+            OffsetCommitRecord(OffsetCommitKey(group_id, t, p), o.to_value())
+            for (t, p), o in offsets.items()
+        ]
 
-    def unload(self, owned_elsewhere: Callable[[str], bool]) -> int:
-        """Forget (no tombstones) the offsets of the groups ``owned_elsewhere`` selects: their
-        partition's leadership moved away. Returns how many groups were forgotten."""
-        doomed = [g for g in self._offsets if owned_elsewhere(g)]
-        for group_id in doomed:
-            del self._offsets[group_id]
-        for group_id in [g for g in self._pending if owned_elsewhere(g)]:
-            del self._pending[group_id]  # their appends settle as NOT_LEADER: never applied
-        return len(doomed)
+    def delete_records(
+        self, group_id: str, partitions: Iterable[TopicPartitionKey]
+    ) -> list[OffsetCommitRecord]:
+        """Tombstones of the committed offsets among ``partitions``."""
+        current = self._offsets.get(group_id, {})
+        return [
+            OffsetCommitRecord(OffsetCommitKey(group_id, t, p), None)
+            for t, p in partitions
+            if (t, p) in current
+        ]
 
     # -- replay ----------------------------------------------------------------------
-    def replay_commit(self, key: OffsetCommitKey, value: OffsetCommitValue | None) -> None:
+    def replay(self, record: OffsetCommitRecord) -> None:
+        key, value = record.key, record.value
         tp = (key.topic, key.partition)
         if value is None:
             group = self._offsets.get(key.group)

@@ -10,9 +10,10 @@ from collections.abc import Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.consumer.coordinator import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from pydmq.groups.consumer.group import ConsumerGroupState, MemberState
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator, JoinRequest
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
 
@@ -47,14 +48,21 @@ class Topics:
 
 
 class MemoryLog:
+    """``__consumer_offsets`` as one partition in memory; appends are committed at once."""
+
+    num_partitions = 1
+
     def __init__(self) -> None:
-        self.records: list[tuple[str, bytes, bytes | None]] = []
+        self.records: list[tuple[bytes, bytes | None]] = []
 
-    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        self.records.extend((group_id, k, v) for k, v in records)
+    def partition_for(self, group_id: str) -> int:
+        return 0
 
-    def replay(self) -> Iterator[Record]:
-        for i, (_, k, v) in enumerate(self.records):
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        self.records.extend(records)
+
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        for i, (k, v) in enumerate(self.records):
             yield Record(i, 0, k, v, ())
 
 

@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator, JoinRequest
-from pydmq.groups.group import GroupState, JoinResult
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
+from pydmq.groups.classic.group import GroupState, JoinResult
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
 
@@ -20,14 +21,21 @@ T = TypeVar("T")
 
 
 class MemoryLog:
+    """``__consumer_offsets`` as one partition in memory; appends are committed at once."""
+
+    num_partitions = 1
+
     def __init__(self) -> None:
-        self.records: list[tuple[str, bytes, bytes | None]] = []
+        self.records: list[tuple[bytes, bytes | None]] = []
 
-    def append(self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]) -> None:
-        self.records.extend((group_id, k, v) for k, v in records)
+    def partition_for(self, group_id: str) -> int:
+        return 0
 
-    def replay(self) -> Iterator[Record]:
-        for i, (_, k, v) in enumerate(self.records):
+    def append(self, partition: int, records: Sequence[tuple[bytes, bytes | None]]) -> None:
+        self.records.extend(records)
+
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        for i, (k, v) in enumerate(self.records):
             yield Record(i, 0, k, v, ())
 
 
@@ -431,6 +439,42 @@ def test_offsets_retention_expires_empty_groups() -> None:
         fresh.load()
         assert fresh.offsets.get("simple", "t", 0) is None
         assert fresh.offsets.get("g", "t", 0) is not None
+
+    run(scenario())
+
+
+def test_retention_timer_expires_offsets_and_empty_groups() -> None:
+    """The retention check runs as a timer of each partition's shard once started."""
+
+    async def scenario() -> None:
+        log = MemoryLog()
+        c = GroupCoordinator(config(offsets_retention_ms=1, retention_check_interval_ms=10), log)
+        c.load()
+        c.start()
+        c.commit_offsets(CommitRequest("simple", "", None, -1, -1, {("t", 0): (1, -1, "")}))
+        assert "simple" in c.groups
+        for _ in range(500):  # bounded: at most 5 s
+            if "simple" not in c.groups:
+                break
+            await asyncio.sleep(0.01)
+        assert "simple" not in c.groups
+        assert c.fetch_offsets("simple", None) == (E.NONE, [])
+        c.stop()
+        fresh = GroupCoordinator(config(), log)
+        fresh.load()
+        assert fresh.offsets.get("simple", "t", 0) is None and "simple" not in fresh.groups
+
+    run(scenario())
+
+
+def test_classic_groups_live_in_their_partitions_shard() -> None:
+    async def scenario() -> None:
+        c = GroupCoordinator(config(), MemoryLog())
+        await stable_single(c)
+        assert c.has_classic_group("g") and not c.has_classic_group("missing")
+        assert list(c.groups) == ["g"]
+        c.stop()  # the shards are dropped: so are their groups
+        assert c.groups == {}
 
     run(scenario())
 

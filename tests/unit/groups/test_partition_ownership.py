@@ -14,14 +14,11 @@ from typing import Any, TypeVar
 
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.coordinator.api import CoordinatorWriteError
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.consumer.coordinator import HeartbeatRequest
-from pydmq.groups.coordinator import CommitRequest, GroupConfig, GroupCoordinator, JoinRequest
-from pydmq.groups.log import (
-    OFFSETS_TOPIC,
-    ConsumerOffsetsLog,
-    OffsetsAppendError,
-    partition_for,
-)
+from pydmq.groups.coordinator import GroupCoordinator
+from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
 
@@ -47,12 +44,14 @@ class PartitionedLog:
     def partition_for(self, group_id: str) -> int:
         return partition_for(group_id, PARTITIONS)
 
+    num_partitions = PARTITIONS
+
     def append(
-        self, group_id: str, records: Sequence[tuple[bytes, bytes | None]]
+        self, partition: int, records: Sequence[tuple[bytes, bytes | None]]
     ) -> asyncio.Future[int] | None:
         if self.refuse is not None:
-            raise OffsetsAppendError(self.refuse)
-        self.partitions[self.partition_for(group_id)].extend(records)
+            raise CoordinatorWriteError(self.refuse)
+        self.partitions[partition].extend(records)
         if not self.hold:
             return None
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -64,10 +63,6 @@ class PartitionedLog:
             if not future.done():
                 future.set_result(code)
         self.pending.clear()
-
-    def replay(self) -> Iterator[Record]:
-        for index in range(PARTITIONS):
-            yield from self.replay_partition(index)
 
     def replay_partition(self, index: int) -> Iterator[Record]:
         for offset, (key, value) in enumerate(list(self.partitions[index])):
@@ -215,7 +210,7 @@ def test_resignation_unloads_groups_and_fails_pending_joins() -> None:
         await asyncio.sleep(0.01)
         assert not second.done()
         member = c.groups[group].members[first.member_id]
-        assert member.heartbeat_handle is not None
+        assert member.heartbeat_timer is not None
         c.commit_offsets(commit(other, 1))
 
         c.on_resigned(0, 3)  # stale: elected at epoch 4
@@ -224,7 +219,7 @@ def test_resignation_unloads_groups_and_fails_pending_joins() -> None:
         joined = await second
         assert joined.error_code == E.NOT_COORDINATOR
         assert group not in c.groups
-        assert member.heartbeat_handle is None
+        assert member.heartbeat_timer is None
         assert c.heartbeat(group, first.generation_id, first.member_id, None) == E.NOT_COORDINATOR
         assert c.ownership_error(group) == E.NOT_COORDINATOR
         assert c.offsets.get(other, "t", 0) is not None  # partition 1 untouched

@@ -3,6 +3,7 @@ and committed offsets surviving a restart on the segment engine."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
-from pydmq.groups.coordinator import CommitRequest
+from pydmq.groups.api import CommitRequest
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.messages.delete_groups import DeleteGroupsRequest
@@ -273,20 +274,24 @@ def test_offsets_survive_restart_on_segment_engine(tmp_path: Path) -> None:
     broker.open_logs()
     broker.group_coordinator.load()
     broker.topic_ops.create_topic("t", 2)
-    results = broker.group_coordinator.commit_offsets(
-        CommitRequest(
-            "restart-group",
-            "",
-            None,
-            -1,
-            -1,
-            {("t", 0): (100, 4, METADATA), ("t", 1): (200, -1, "")},
+
+    async def commit() -> None:  # writes run on the event loop, as in a serving broker
+        results = broker.group_coordinator.commit_offsets(
+            CommitRequest(
+                "restart-group",
+                "",
+                None,
+                -1,
+                -1,
+                {("t", 0): (100, 4, METADATA), ("t", 1): (200, -1, "")},
+            )
         )
-    )
-    assert set(results.values()) == {0}
-    broker.group_coordinator.commit_offsets(
-        CommitRequest("restart-group", "", None, -1, -1, {("t", 1): (201, -1, "later")})
-    )
+        assert set(results.values()) == {0}
+        broker.group_coordinator.commit_offsets(
+            CommitRequest("restart-group", "", None, -1, -1, {("t", 1): (201, -1, "later")})
+        )
+
+    asyncio.run(commit())
     broker.replica_manager.shutdown()
 
     again = Broker(BrokerConfig(values))

@@ -58,7 +58,7 @@ def handle(
         if group is None:
             message = (
                 f"Group {group_id} is not a consumer group."
-                if group_id in groups.groups
+                if groups.has_classic_group(group_id)
                 else f"Group {group_id} not found."
             )
             response.groups.append(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
-from pydmq.groups.group import GroupState
+from pydmq.groups.classic.group import GroupState
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_groups import (
     DescribedGroup,

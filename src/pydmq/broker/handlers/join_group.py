@@ -14,7 +14,7 @@ from __future__ import annotations
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
-from pydmq.groups.coordinator import JoinRequest
+from pydmq.groups.api import JoinRequest
 from pydmq.protocol.messages.join_group import (
     JoinGroupRequest,
     JoinGroupResponse,

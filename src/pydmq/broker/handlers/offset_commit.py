@@ -26,7 +26,7 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.groups.coordinator import CommitRequest
+from pydmq.groups.api import CommitRequest
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_commit import (
     OffsetCommitRequest,

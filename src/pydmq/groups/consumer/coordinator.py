@@ -27,7 +27,9 @@ member's temporary leave: its assignment is kept for its instance id until the s
 timeout, and a new member id joining with that instance id takes it over without a
 rebalance. Every member has a session timer (``group.consumer.session.timeout.ms``, reset by
 each heartbeat) and, while it has partitions to revoke, a rebalance timer (its
-``rebalance_timeout``): either firing removes it from the group.
+``rebalance_timeout``): either firing removes it from the group. Both are timers of the
+group's ``__consumer_offsets`` shard (:class:`~pydmq.coordinator.timer.CoordinatorTimer`): they
+fire through the shard's event queue and are dropped with it when the partition is unloaded.
 
 Subscribed regular expressions have Kafka's RE2/J syntax and semantics
 (:mod:`pydmq.groups.consumer.topic_regex`: what RE2/J refuses is INVALID_REGULAR_EXPRESSION
@@ -41,13 +43,12 @@ groups, members, target and current assignments at start-up.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from pydmq.assignment.api import (
     AssignmentSpec,
@@ -57,6 +58,7 @@ from pydmq.assignment.api import (
     TopicMetadata,
     validate_assignment,
 )
+from pydmq.coordinator.timer import CoordinatorTimer, TimerKey, run_callback
 from pydmq.groups.consumer import records as rec
 from pydmq.groups.consumer.group import (
     ConsumerGroup,
@@ -69,7 +71,6 @@ from pydmq.groups.consumer.group import (
     reconcile,
 )
 from pydmq.groups.consumer.topic_regex import RegexSyntaxError, compile_topic_regex
-from pydmq.groups.offsets import OffsetStore
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = [
@@ -184,35 +185,33 @@ class ConsumerGroupCoordinator:
         self,
         config: ConsumerGroupConfig,
         append: Appender,
-        offsets: OffsetStore,
+        delete_offsets: Callable[[str], None],
         assignors: Mapping[str, GroupAssignorSpec],
         topics: TopicView | None = None,
+        *,
+        timer_for: Callable[[str], CoordinatorTimer[Any] | None],
     ) -> None:
         self.config = config
+        self._timer_for = timer_for
         self._append = append
-        self.offsets = offsets
+        self._delete_offsets = delete_offsets
         self.assignors = dict(assignors)
         self.topics: TopicView = topics if topics is not None else _NoTopics()
         self.groups: dict[str, ConsumerGroup] = {}
-        self._loaded: dict[str, _Loaded] = {}
-        self.loading = False
         default = next((a for a in config.assignors if a in self.assignors), None)
         self.default_assignor = default or next(iter(self.assignors), "")
 
     # -- lifecycle -------------------------------------------------------------------
-    def replay(
-        self, key_bytes: bytes, value: bytes | None, into: ConsumerGroupLoad | None = None
-    ) -> None:
-        """One ``__consumer_offsets`` record with a consumer-group key, into ``into`` (a
-        partition's load) or the start-up load."""
-        target = self._loaded if into is None else into
+    def replay(self, key_bytes: bytes, value: bytes | None, into: ConsumerGroupLoad) -> None:
+        """One ``__consumer_offsets`` record with a consumer-group key, into ``into`` (the
+        load of its partition)."""
         key = rec.decode_consumer_key(key_bytes)
-        loaded = target.setdefault(key.group, _Loaded())
+        loaded = into.setdefault(key.group, _Loaded())
         member = key.member or ""
         match key.kind:
             case rec.GROUP_METADATA:
                 if value is None:
-                    target[key.group] = _Loaded()
+                    into[key.group] = _Loaded()
                 else:
                     loaded.epoch = rec.decode_epoch(value)
             case rec.PARTITION_METADATA:
@@ -235,15 +234,12 @@ class ConsumerGroupCoordinator:
                 else:
                     loaded.current[member] = rec.decode_current_member(value)
 
-    def finish_load(
-        self, load: ConsumerGroupLoad | None = None, *, start_timers: bool = False
-    ) -> list[str]:
-        """Build the groups of a finished load (the start-up load by default); with
-        ``start_timers`` (a partition elected while serving) their members' session timers
-        start now, else :meth:`start` starts them. Returns the ids of the groups built."""
-        source = self._loaded if load is None else load
+    def finish_load(self, load: ConsumerGroupLoad, *, start_timers: bool = False) -> list[str]:
+        """Build the groups of a partition's finished load; with ``start_timers`` (a partition
+        loaded while serving) their members' session timers start now, else :meth:`start`
+        starts them. Returns the ids of the groups built."""
         built: list[str] = []
-        for group_id, loaded in source.items():
+        for group_id, loaded in load.items():
             if loaded.epoch is None:
                 continue
             group = ConsumerGroup(group_id)
@@ -293,7 +289,7 @@ class ConsumerGroupCoordinator:
                     self._schedule_session(group, member)
         if built:
             log.info("loaded %d consumer groups", len(built))
-        source.clear()
+        load.clear()
         return built
 
     def unload(self, owned_elsewhere: Callable[[str], bool]) -> list[str]:
@@ -303,7 +299,7 @@ class ConsumerGroupCoordinator:
         for group_id in doomed:
             group = self.groups.pop(group_id)
             for member in group.members.values():
-                member.cancel_timers()
+                self._cancel_timers(group, member)
             group.dead = True
         return doomed
 
@@ -316,11 +312,7 @@ class ConsumerGroupCoordinator:
     def stop(self) -> None:
         for group in self.groups.values():
             for member in group.members.values():
-                member.cancel_timers()
-
-    @staticmethod
-    def _loop() -> asyncio.AbstractEventLoop:
-        return asyncio.get_running_loop()
+                self._cancel_timers(group, member)
 
     # -- heartbeat -------------------------------------------------------------------
     def heartbeat(
@@ -332,8 +324,6 @@ class ConsumerGroupCoordinator:
         invalid = self._validate(req)
         if invalid is not None:
             return invalid
-        if self.loading:
-            return _error(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
         group = self.groups.get(req.group_id)
         if req.member_epoch in (_LEAVE, _STATIC_LEAVE):
             return self._leave(group, req)
@@ -464,6 +454,7 @@ class ConsumerGroupCoordinator:
         self, group: ConsumerGroup, old: ConsumerGroupMember, new_id: str
     ) -> ConsumerGroupMember:
         target = group.target.get(old.member_id, {})
+        self._cancel_timers(group, old)
         group.remove_member(old.member_id)
         self._write(group, self._member_tombstones(group.group_id, old.member_id))
         member = ConsumerGroupMember(
@@ -608,8 +599,8 @@ class ConsumerGroupCoordinator:
                 not was_revoking or old_pending != member.pending_revocation
             ):
                 self._schedule_rebalance(group, member)
-        if member.state is not MemberState.UNREVOKED_PARTITIONS and member.rebalance_timer:
-            member.rebalance_timer.cancel()
+        if member.state is not MemberState.UNREVOKED_PARTITIONS:
+            self._cancel(group.group_id, member.rebalance_timer)
             member.rebalance_timer = None
 
     # -- leave / expiry --------------------------------------------------------------
@@ -624,9 +615,8 @@ class ConsumerGroupCoordinator:
             return _error(ErrorCode.FENCED_INSTANCE_ID)
         if req.member_epoch == _STATIC_LEAVE:
             member.left_static = True
-            if member.rebalance_timer is not None:
-                member.rebalance_timer.cancel()
-                member.rebalance_timer = None
+            self._cancel(group.group_id, member.rebalance_timer)
+            member.rebalance_timer = None
             self._write(group, [self._current_record(group.group_id, member)])
             self._schedule_session(group, member)
             log.info(
@@ -639,6 +629,7 @@ class ConsumerGroupCoordinator:
 
     def _remove_member(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         records = self._member_tombstones(group.group_id, member.member_id)
+        self._cancel_timers(group, member)
         group.remove_member(member.member_id)
         group.group_epoch += 1
         records.append(self._epoch_record(group))
@@ -654,23 +645,38 @@ class ConsumerGroupCoordinator:
         self._write(group, records)
         self._compute_target(group)
 
+    # -- timers of the group's shard ------------------------------------------------------
     def _schedule_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        if member.session_timer is not None:
-            member.session_timer.cancel()
-        member.session_timer = self._loop().call_later(
-            self.config.session_timeout_ms / 1000, self._expire_session, group, member
-        )
+        key = ("consumer-session", group.group_id, member.member_id)
+        self._cancel(group.group_id, member.session_timer)
+        member.session_timer = key
+        timer = self._timer_for(group.group_id)
+        if timer is not None:
+            operation = run_callback(self._expire_session, group, member)
+            timer.schedule(key, self.config.session_timeout_ms, operation)
 
     def _schedule_rebalance(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
-        if member.rebalance_timer is not None:
-            member.rebalance_timer.cancel()
-        member.rebalance_timer = self._loop().call_later(
-            member.rebalance_timeout_ms / 1000,
-            self._expire_rebalance,
-            group,
-            member,
-            member.member_epoch,
-        )
+        key = ("consumer-rebalance", group.group_id, member.member_id)
+        self._cancel(group.group_id, member.rebalance_timer)
+        member.rebalance_timer = key
+        timer = self._timer_for(group.group_id)
+        if timer is not None:
+            operation = run_callback(self._expire_rebalance, group, member, member.member_epoch)
+            timer.schedule(key, member.rebalance_timeout_ms, operation)
+
+    def _cancel(self, group_id: str, key: TimerKey | None) -> None:
+        """Cancel the timer ``key`` of the group's shard (gone with an unloaded shard)."""
+        if key is None:
+            return
+        timer = self._timer_for(group_id)
+        if timer is not None:
+            timer.cancel(key)
+
+    def _cancel_timers(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        self._cancel(group.group_id, member.session_timer)
+        self._cancel(group.group_id, member.rebalance_timer)
+        member.session_timer = None
+        member.rebalance_timer = None
 
     def _expire_session(self, group: ConsumerGroup, member: ConsumerGroupMember) -> None:
         member.session_timer = None
@@ -895,7 +901,7 @@ class ConsumerGroupCoordinator:
             return ErrorCode.GROUP_ID_NOT_FOUND
         if group.members:
             return ErrorCode.NON_EMPTY_GROUP
-        self.offsets.delete_group(group_id)
+        self._delete_offsets(group_id)
         self.drop_group(group_id)
         return ErrorCode.NONE
 
@@ -904,8 +910,9 @@ class ConsumerGroupCoordinator:
         group = self.groups.pop(group_id, None)
         if group is None:
             return
-        for member_id in list(group.members):
-            group.remove_member(member_id)
+        for member in list(group.members.values()):
+            self._cancel_timers(group, member)
+            group.remove_member(member.member_id)
         key = rec.ConsumerGroupKey
         self._append(
             group_id,

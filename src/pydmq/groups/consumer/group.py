@@ -27,10 +27,9 @@ STABLE; DEAD once deleted.
 
 from __future__ import annotations
 
-import asyncio
 import enum
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydmq.groups.consumer.topic_regex import TopicRegex
@@ -85,16 +84,9 @@ class ConsumerGroupMember:
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
     left_static: bool = False  # left with epoch -2; its assignment is kept for the instance
-    session_timer: asyncio.TimerHandle | None = None
-    rebalance_timer: asyncio.TimerHandle | None = None
+    session_timer: Hashable | None = None  # keys of its timers in its shard
+    rebalance_timer: Hashable | None = None
     compiled_regex: TopicRegex | None = None
-
-    def cancel_timers(self) -> None:
-        for handle in (self.session_timer, self.rebalance_timer):
-            if handle is not None:
-                handle.cancel()
-        self.session_timer = None
-        self.rebalance_timer = None
 
     @property
     def reported_epoch(self) -> int:
@@ -243,7 +235,6 @@ class ConsumerGroup:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
-        member.cancel_timers()
         self._release(member)
         self.target.pop(member_id, None)
         if (

@@ -1,7 +1,7 @@
 """ClassicGroup: one classic-protocol consumer group's state, members and generation.
 
-Pure state (no timers, no I/O): the :class:`~pydmq.groups.coordinator.GroupCoordinator` drives
-the transitions. States and allowed transitions are Kafka's::
+Pure state (no timers, no I/O): the
+:class:`~pydmq.groups.classic.manager.ClassicGroupManager` drives the transitions. States and allowed transitions are Kafka's::
 
     Empty ──join──> PreparingRebalance ──all joined / timeout──> CompletingRebalance
       ^                 ^    ^                                          │ leader SyncGroup
@@ -20,6 +20,7 @@ import asyncio
 import enum
 import struct
 from collections import Counter
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -97,7 +98,7 @@ class MemberMetadata:
     join_future: asyncio.Future[JoinResult] | None = None
     sync_future: asyncio.Future[SyncResult] | None = None
     is_new: bool = False
-    heartbeat_handle: asyncio.TimerHandle | None = None
+    heartbeat_timer: Hashable | None = None  # key of its session timer in its shard
 
     @property
     def awaiting_join(self) -> bool:
@@ -167,9 +168,9 @@ class ClassicGroup:
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
         self.members: dict[str, MemberMetadata] = {}
-        self.pending_members: dict[str, asyncio.TimerHandle | None] = {}
+        self.pending_members: dict[str, Hashable] = {}  # member id -> its expiry timer key
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
-        self.join_timer: asyncio.TimerHandle | None = None
+        self.join_timer: Hashable | None = None  # key of the join (or initial delay) timer
         self.join_deadline: float = 0.0
         self.initial_delay_remaining_ms = 0
         self.new_member_added = False

@@ -1,0 +1,115 @@
+"""The interface between the coordinator runtime, the coordinators built on it and the log.
+
+A coordinator implements a :class:`CoordinatorShard` (the state of one internal-topic
+partition, changed only by :meth:`CoordinatorShard.replay`) and expresses each write as an
+operation returning a :class:`CoordinatorResult`: the records to append and the response to
+give once they are committed. Records are the coordinator's own typed values; its
+:class:`CoordinatorSerde` turns them into the key and value bytes of the topic and back (so a
+write's records are replayed as built, never decoded again). The runtime reaches the partition
+through a :class:`CoordinatorLog`, a narrow port over the broker's replica manager (or an
+in-memory partition in tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
+
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.records import Record
+
+__all__ = [
+    "CoordinatorError",
+    "CoordinatorLog",
+    "CoordinatorRecord",
+    "CoordinatorResult",
+    "CoordinatorSerde",
+    "CoordinatorShard",
+    "CoordinatorWriteError",
+]
+
+R_co = TypeVar("R_co", covariant=True)
+Rec = TypeVar("Rec")
+Rec_co = TypeVar("Rec_co", covariant=True)
+Rec_contra = TypeVar("Rec_contra", contravariant=True)
+
+CoordinatorRecord = tuple[bytes, bytes | None]
+"""One record of an internal topic as stored: key and value (None: a tombstone)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorResult(Generic[Rec_co, R_co]):
+    """What a write operation produced: ``records`` to append (possibly none) and the
+    ``response`` completed once they are committed and replayed (Kafka's CoordinatorResult)."""
+
+    records: Sequence[Rec_co]
+    response: R_co
+
+
+class CoordinatorSerde(Protocol[Rec]):
+    """A coordinator's records <-> the key and value bytes of its internal topic."""
+
+    def serialize(self, record: Rec) -> CoordinatorRecord: ...
+
+    def deserialize(self, key: bytes | None, value: bytes | None) -> Rec | None:
+        """The record stored as ``key``/``value``; None for one the coordinator skips (no
+        key, or not decodable: logged)."""
+        ...
+
+
+class CoordinatorShard(Protocol[Rec_contra]):
+    """The state a coordinator keeps for one internal-topic partition it leads.
+
+    Owned by the runtime's shard: every call comes from the shard's event queue on the event
+    loop. ``replay`` is the only way the state changes, for records loaded at election and for
+    records of this node's writes once committed (the same code path)."""
+
+    def replay(self, record: Rec_contra) -> None:
+        """Apply one committed record."""
+
+    def on_loaded(self) -> None:
+        """The partition's records are replayed: the shard serves from now on."""
+
+    def on_unloaded(self) -> None:
+        """Leadership moved away (or the node stops): the shard is dropped after this call."""
+
+
+class CoordinatorLog(Protocol):
+    """The internal topic as the runtime uses it: appends as leader, reads at load."""
+
+    def append(
+        self, partition: int, records: Sequence[CoordinatorRecord]
+    ) -> asyncio.Future[int] | None:
+        """Append ``records`` to ``partition`` before returning (acks=-1 semantics).
+
+        Raises :class:`CoordinatorWriteError` when nothing was appended. Returns None when the
+        records are committed already (the high watermark passed them), else a future resolved
+        with 0 once committed or with a produce error code once they cannot be (leadership
+        lost, timeout). The runtime never cancels it."""
+        ...
+
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        """The records of ``partition`` up to its log end offset, in offset order."""
+        ...
+
+
+class CoordinatorError(Exception):
+    """An operation could not be served: ``error_code`` is NOT_COORDINATOR (the partition is
+    not led here, or leadership moved before the write committed), COORDINATOR_LOAD_IN_PROGRESS
+    (still loading), COORDINATOR_NOT_AVAILABLE (an unexpected failure) or the produce error of
+    the append (callers map it to their API's error, as Kafka's coordinators do)."""
+
+    def __init__(self, error_code: int, message: str = "") -> None:
+        super().__init__(message or ErrorCode(error_code).name)
+        self.error_code = error_code
+
+
+class CoordinatorWriteError(Exception):
+    """Raised by :meth:`CoordinatorLog.append` when nothing was appended; ``error_code`` is the
+    produce error (NOT_LEADER_OR_FOLLOWER, NOT_ENOUGH_REPLICAS, KAFKA_STORAGE_ERROR...)."""
+
+    def __init__(self, error_code: int, message: str = "") -> None:
+        super().__init__(message or ErrorCode(error_code).name)
+        self.error_code = error_code

@@ -1,0 +1,393 @@
+"""CoordinatorRuntime: one shard per internal-topic partition led here (Kafka's runtime).
+
+A coordinator (groups now; transactions and share groups next) keeps its state in the
+partitions of an internal compacted topic. The runtime hosts one shard per partition this node
+leads and owns everything that is not the coordinator's own logic:
+
+- **Load and unload** on leadership changes. :meth:`CoordinatorRuntime.schedule_load` replays
+  the partition's records into a new shard in the background (yielding to the loop every
+  ``load_yield_records`` records); meanwhile operations fail with COORDINATOR_LOAD_IN_PROGRESS.
+  :meth:`CoordinatorRuntime.load_now` does the same synchronously (a single node's start-up).
+  :meth:`CoordinatorRuntime.schedule_unload` drops the shard: its timers are cancelled and its
+  uncommitted writes fail with NOT_COORDINATOR. A resignation older than the election (its
+  leader epoch below the one loaded) is ignored.
+- **An event queue per shard** (:class:`~pydmq.coordinator.events.EventQueue`): writes, timer
+  expiries, commit notifications and the unload run one at a time, so an operation never sees
+  a half-applied change, without a lock.
+- **Writes**: an operation returns a
+  :class:`~pydmq.coordinator.api.CoordinatorResult`; the runtime appends its records
+  (serialized by the coordinator's :class:`~pydmq.coordinator.api.CoordinatorSerde`) to the
+  partition through the :class:`~pydmq.coordinator.api.CoordinatorLog` port and, once they are
+  committed (the high watermark passed them), replays them into the shard (the code path of the
+  load) and completes the operation's future with its response. Writes complete in the order
+  they were appended; a write without records completes when the writes before it do. A write
+  whose commit fails is never replayed: its future fails with the produce error.
+- **Reads** (:meth:`CoordinatorRuntime.read`) run on the shard's state, which holds only
+  committed records.
+- **Timers per shard** (:class:`~pydmq.coordinator.timer.CoordinatorTimer`): an expired timer
+  schedules its operation as a write of the shard; unloading cancels them.
+
+Owned by the event loop: every method is called on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import functools
+import logging
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
+
+from pydmq.coordinator.api import (
+    CoordinatorError,
+    CoordinatorLog,
+    CoordinatorResult,
+    CoordinatorSerde,
+    CoordinatorShard,
+    CoordinatorWriteError,
+)
+from pydmq.coordinator.events import EventQueue
+from pydmq.coordinator.timer import CoordinatorTimer
+from pydmq.protocol.errors import ErrorCode
+
+__all__ = ["CoordinatorRuntime", "ShardBuilder", "WriteOperation"]
+
+log = logging.getLogger(__name__)
+
+S = TypeVar("S", bound=CoordinatorShard[Any])
+Rec = TypeVar("Rec")
+R = TypeVar("R")
+
+WriteOperation = Callable[[S], CoordinatorResult[Any, R]]
+"""A write: reads the shard, returns the records to append and the response to give."""
+
+ShardBuilder = Callable[[int, CoordinatorTimer[S]], S]
+"""Builds the empty shard of a partition, given the partition and the shard's timer."""
+
+
+class _ShardState(enum.Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+    CLOSED = "closed"
+
+
+class _PendingWrite:
+    """A write appended but not yet replayed: its records, response and future."""
+
+    __slots__ = ("error", "future", "records", "response")
+
+    def __init__(
+        self, records: Sequence[object], response: object, future: asyncio.Future[Any]
+    ) -> None:
+        self.records = records
+        self.response = response
+        self.future = future
+        self.error: int | None = None  # None: not settled; NONE: committed; else why not
+
+
+class _ShardContext(Generic[S]):
+    """A partition led here: its shard, queue, timer and uncommitted writes (Kafka's
+    CoordinatorContext)."""
+
+    __slots__ = ("epoch", "load_task", "partition", "pending", "queue", "shard", "state", "timer")
+
+    def __init__(self, partition: int, epoch: int, queue: EventQueue) -> None:
+        self.partition = partition
+        self.epoch = epoch
+        self.queue = queue
+        self.state = _ShardState.LOADING
+        self.pending: deque[_PendingWrite] = deque()
+        self.load_task: asyncio.Task[None] | None = None
+        self.timer: CoordinatorTimer[S]
+        self.shard: S
+
+
+class CoordinatorRuntime(Generic[S, Rec]):
+    """Shards of the partitions of ``topic`` led here, whose records are ``Rec``; owned by the
+    event loop (see the module docstring for load, queue, write, read and timer rules)."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition_log: CoordinatorLog,
+        serde: CoordinatorSerde[Rec],
+        build_shard: ShardBuilder[S],
+        *,
+        load_yield_records: int = 1000,
+    ) -> None:
+        self.topic = topic
+        self._log = partition_log
+        self._serde = serde
+        self._build_shard = build_shard
+        self._load_yield_records = load_yield_records
+        self._contexts: dict[int, _ShardContext[S]] = {}
+
+    # -- ownership -------------------------------------------------------------------
+    def schedule_load(self, partition: int, leader_epoch: int) -> asyncio.Task[None] | None:
+        """This node leads ``partition`` at ``leader_epoch``: load its shard in the background
+        (needs the running loop). Returns the load task, or None when the partition is led
+        here already (a newer epoch is recorded, nothing is reloaded)."""
+        if self._maybe_bump_epoch(partition, leader_epoch):
+            return None
+        context = self._new_context(partition, leader_epoch)
+        log.info("loading %s-%d (leader epoch %d)", self.topic, partition, leader_epoch)
+        task = asyncio.get_running_loop().create_task(self._load(context))
+        context.load_task = task
+        return task
+
+    def load_now(self, partition: int, leader_epoch: int = 0) -> None:
+        """Load ``partition``'s shard before returning (a node leading every partition, at
+        start-up, or on its first use); nothing when it is loaded already."""
+        if self._maybe_bump_epoch(partition, leader_epoch):
+            return
+        context = self._new_context(partition, leader_epoch)
+        started = time.monotonic()
+        count = 0
+        try:
+            for stored in self._log.replay_partition(partition):
+                self._replay_stored(context, stored.key, stored.value)
+                count += 1
+        except Exception:
+            self._load_failed(context)
+            raise
+        self._activate(context, count, started)
+
+    def schedule_unload(self, partition: int, leader_epoch: int | None = None) -> None:
+        """This node no longer leads ``partition`` (a follower at ``leader_epoch``, or the
+        replica is gone: None): drop its shard."""
+        context = self._contexts.get(partition)
+        if context is None:
+            return
+        if leader_epoch is not None and 0 <= leader_epoch < context.epoch:
+            log.info(
+                "ignoring resignation of %s-%d at epoch %d (led at epoch %d)",
+                self.topic,
+                partition,
+                leader_epoch,
+                context.epoch,
+            )
+            return
+        del self._contexts[partition]
+        context.queue.schedule(functools.partial(self._close, context))
+
+    def close(self) -> None:
+        """Drop every shard (the node stops)."""
+        contexts = list(self._contexts.values())
+        self._contexts.clear()
+        for context in contexts:
+            context.queue.schedule(functools.partial(self._close, context))
+
+    def status(self, partition: int) -> int:
+        """NONE when ``partition`` is led here and loaded, COORDINATOR_LOAD_IN_PROGRESS while it
+        loads, NOT_COORDINATOR when it is not led here."""
+        context = self._contexts.get(partition)
+        if context is None:
+            return ErrorCode.NOT_COORDINATOR
+        return _status(context)
+
+    def partitions(self) -> dict[int, tuple[int, bool]]:
+        """Partition -> (leader epoch, loading) of every partition led here."""
+        return {p: (c.epoch, c.state is _ShardState.LOADING) for p, c in self._contexts.items()}
+
+    def active_partitions(self) -> list[int]:
+        return [p for p, c in self._contexts.items() if c.state is _ShardState.ACTIVE]
+
+    @property
+    def loading(self) -> bool:
+        return any(c.state is _ShardState.LOADING for c in self._contexts.values())
+
+    def pending_writes(self, partition: int) -> int:
+        """How many writes of ``partition`` are appended but not yet committed and replayed."""
+        context = self._contexts.get(partition)
+        return 0 if context is None else len(context.pending)
+
+    # -- operations ------------------------------------------------------------------
+    def read(self, partition: int, operation: Callable[[S], R]) -> R:
+        """Run ``operation`` on ``partition``'s committed state; raises
+        :class:`CoordinatorError` when the shard does not serve."""
+        context = self._contexts.get(partition)
+        if context is None:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR)
+        if context.state is not _ShardState.ACTIVE:
+            raise CoordinatorError(_status(context))
+        return operation(context.shard)
+
+    def schedule_write(self, partition: int, operation: WriteOperation[S, R]) -> asyncio.Future[R]:
+        """Queue ``operation`` on ``partition``'s shard (needs the running loop). The future
+        resolves with its response once its records are committed and replayed, or fails with
+        :class:`CoordinatorError`. An idle shard runs it at once: a write the log commits at
+        append time (a single node) is complete when this returns."""
+        context = self._contexts.get(partition)
+        if context is None:
+            future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+            future.set_exception(CoordinatorError(ErrorCode.NOT_COORDINATOR))
+            return future
+        return self._write_to(context, operation)
+
+    # -- internals -------------------------------------------------------------------
+    def _maybe_bump_epoch(self, partition: int, leader_epoch: int) -> bool:
+        context = self._contexts.get(partition)
+        if context is None:
+            return False
+        if leader_epoch > context.epoch:
+            context.epoch = leader_epoch  # still the leader: nothing to reload
+        return True
+
+    def _new_context(self, partition: int, leader_epoch: int) -> _ShardContext[S]:
+        name = f"{self.topic}-{partition}"
+        context: _ShardContext[S] = _ShardContext(partition, leader_epoch, EventQueue(name))
+        context.timer = CoordinatorTimer(name, lambda op: self._write_to(context, op))
+        context.shard = self._build_shard(partition, context.timer)
+        self._contexts[partition] = context
+        return context
+
+    def _write_to(
+        self, context: _ShardContext[S], operation: WriteOperation[S, R]
+    ) -> asyncio.Future[R]:
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        context.queue.schedule(lambda: self._run_write(context, operation, future))
+        return future
+
+    async def _load(self, context: _ShardContext[S]) -> None:
+        started = time.monotonic()
+        count = 0
+        try:
+            for stored in self._log.replay_partition(context.partition):
+                self._replay_stored(context, stored.key, stored.value)
+                count += 1
+                if count % self._load_yield_records == 0:
+                    await asyncio.sleep(0)
+                    if self._contexts.get(context.partition) is not context:
+                        return  # unloaded meanwhile
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("loading %s-%d failed", self.topic, context.partition)
+            self._load_failed(context)
+            return
+        if self._contexts.get(context.partition) is context:
+            self._activate(context, count, started)
+
+    def _replay_stored(
+        self, context: _ShardContext[S], key: bytes | None, value: bytes | None
+    ) -> None:
+        record = self._serde.deserialize(key, value)
+        if record is not None:
+            context.shard.replay(record)
+
+    def _load_failed(self, context: _ShardContext[S]) -> None:
+        if self._contexts.get(context.partition) is context:
+            del self._contexts[context.partition]  # its keys answer NOT_COORDINATOR
+        context.state = _ShardState.CLOSED
+
+    def _activate(self, context: _ShardContext[S], records: int, started: float) -> None:
+        context.state = _ShardState.ACTIVE
+        context.load_task = None
+        log.log(
+            logging.INFO if records else logging.DEBUG,
+            "loaded %s-%d in %.0f ms: %d records",
+            self.topic,
+            context.partition,
+            (time.monotonic() - started) * 1000,
+            records,
+        )
+        context.queue.schedule(context.shard.on_loaded)
+
+    def _close(self, context: _ShardContext[S]) -> None:
+        was_active = context.state is _ShardState.ACTIVE
+        context.state = _ShardState.CLOSED
+        if context.load_task is not None and not context.load_task.done():
+            context.load_task.cancel()
+        context.load_task = None
+        context.timer.cancel_all()
+        if was_active:
+            context.shard.on_unloaded()
+        pending = list(context.pending)
+        context.pending.clear()
+        for write in pending:
+            if not write.future.done():
+                write.future.set_exception(CoordinatorError(ErrorCode.NOT_COORDINATOR))
+
+    def _run_write(
+        self,
+        context: _ShardContext[S],
+        operation: WriteOperation[S, R],
+        future: asyncio.Future[R],
+    ) -> None:
+        if future.done():
+            return
+        if context.state is not _ShardState.ACTIVE:
+            future.set_exception(CoordinatorError(_status(context)))
+            return
+        try:
+            result = operation(context.shard)
+        except CoordinatorError as exc:
+            future.set_exception(exc)
+            return
+        except Exception:
+            log.exception("an operation on %s-%d failed", self.topic, context.partition)
+            future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            return
+        committed: asyncio.Future[int] | None = None
+        if result.records:
+            try:
+                stored = [self._serde.serialize(record) for record in result.records]
+                committed = self._log.append(context.partition, stored)
+            except CoordinatorWriteError as exc:
+                future.set_exception(CoordinatorError(exc.error_code, str(exc)))
+                return
+            except Exception:
+                log.exception("appending to %s-%d failed", self.topic, context.partition)
+                future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+                return
+        write = _PendingWrite(result.records, result.response, future)
+        context.pending.append(write)
+        if committed is None:
+            write.error = ErrorCode.NONE
+            self._complete(context)
+            return
+
+        def settled(done: asyncio.Future[int]) -> None:
+            context.queue.schedule(lambda: self._settle(context, write, done))
+
+        committed.add_done_callback(settled)
+
+    def _settle(
+        self, context: _ShardContext[S], write: _PendingWrite, committed: asyncio.Future[int]
+    ) -> None:
+        if context.state is not _ShardState.ACTIVE or write.error is not None:
+            return  # unloaded meanwhile: the write failed with NOT_COORDINATOR
+        if committed.cancelled() or committed.exception() is not None:
+            write.error = ErrorCode.COORDINATOR_NOT_AVAILABLE
+        else:
+            write.error = committed.result()
+        self._complete(context)
+
+    def _complete(self, context: _ShardContext[S]) -> None:
+        """Replay and answer the settled writes at the head of the queue, in append order."""
+        while context.pending and context.pending[0].error is not None:
+            write = context.pending.popleft()
+            if write.error:
+                if not write.future.done():
+                    write.future.set_exception(CoordinatorError(write.error))
+                continue
+            try:
+                for record in write.records:
+                    context.shard.replay(record)
+            except Exception:
+                log.exception("replaying a write of %s-%d failed", self.topic, context.partition)
+            if not write.future.done():
+                write.future.set_result(write.response)
+
+
+def _status(context: _ShardContext[Any]) -> int:
+    match context.state:
+        case _ShardState.ACTIVE:
+            return ErrorCode.NONE
+        case _ShardState.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        case _ShardState.CLOSED:
+            return ErrorCode.NOT_COORDINATOR
