@@ -1,4 +1,4 @@
-"""A deterministic simulation of a KRaft quorum of :class:`pydmq.raft.RaftCore` voters.
+"""A deterministic simulation of a KRaft quorum of :class:`pydmq.raft.core.RaftCore` voters.
 
 Everything runs on one virtual clock from one seed: an in-memory network that drops, delays
 (hence reorders), duplicates and partitions messages; voters that crash (losing what they had
@@ -29,15 +29,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydmq.raft import (
-    PARKED,
-    MemoryQuorumStateStore,
-    MemoryRaftLog,
-    RaftConfig,
-    RaftCore,
-    Role,
-)
-from pydmq.raft.log import Entry, SnapshotId, decode_snapshot
+from pydmq.raft.core import PARKED, RaftConfig, RaftCore, Role
+from pydmq.raft.log import Entry, MemoryRaftLog, SnapshotId, decode_snapshot
+from pydmq.raft.state import MemoryQuorumStateStore
 
 __all__ = [
     "DEFAULT",

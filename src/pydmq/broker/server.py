@@ -1,7 +1,8 @@
 """Broker: the composition root of one node. Builds the plugin host, the storage engines, the
 replica manager and topic registry, opens listeners and runs log maintenance.
 
-Single-node mode (no ``controller.quorum.voters``): the topic registry is ``topics.json`` and
+Single-node mode (no ``controller.quorum.voters``): the topic registry is the view of a local
+metadata log (:class:`~pydmq.controller.local_log.LocalMetadataLog`, replayed at start) and
 this node leads every partition, opened at start.
 
 Cluster mode is decided here, once, from the configuration (docs/CLUSTER.md):
@@ -47,9 +48,10 @@ from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.topic_ops import TopicOperations
-from pydmq.broker.topics import TopicRegistry
+from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
+from pydmq.controller.local_log import LocalMetadataLog
 from pydmq.groups.api import GroupConfig
 from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
 from pydmq.groups.log import ConsumerOffsetsLog
@@ -69,6 +71,7 @@ __all__ = ["Broker", "Listener", "parse_listener"]
 
 log = logging.getLogger(__name__)
 _METADATA_DIR = "__pydmq_metadata"
+_METADATA_LOG_DIR = "metadata-log"
 _CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 # High watermarks are checkpointed every 5 s (Kafka's replica.high.watermark.checkpoint.
 # interval.ms), producer snapshots every 60 s (Kafka's recovery-point cadence,
@@ -136,6 +139,8 @@ class Broker:
         self.control_plane_listener: str | None = None
         self.topics: TopicRegistry
         self.topic_ops: TopicOperations
+        # Single-node mode: the local metadata log the topic registry follows.
+        self.metadata_log: LocalMetadataLog | None = None
         if self.cluster_mode and self.has_broker_role:
             # Imported only in cluster mode: a single node's start-up does not pay for it.
             from pydmq.broker.cluster.runtime import BrokerCluster
@@ -145,8 +150,15 @@ class Broker:
             self.topics = self.cluster.metadata_cache.topics
             self.topic_ops = ClusterTopicOperations(self)
         else:
-            self.topics = TopicRegistry(metadata_dir)
-            self.topic_ops = TopicOperations(self)
+            self.metadata_log = LocalMetadataLog(
+                metadata_dir / _METADATA_LOG_DIR,
+                snapshot_interval_records=config.get_int(
+                    "metadata.log.max.snapshot.interval.records"
+                ),
+            )
+            registry = LocalTopicRegistry(self.metadata_log, metadata_dir)
+            self.topics = registry
+            self.topic_ops = TopicOperations(self, registry)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
@@ -417,6 +429,8 @@ class Broker:
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()
+        if self.metadata_log is not None:
+            self.metadata_log.close()
         log.info("pydmq node %d stopped", self.node_id)
 
     def _connection_closed(self, connection: KafkaConnection) -> None:

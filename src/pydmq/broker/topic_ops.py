@@ -6,16 +6,16 @@ then admission (:mod:`pydmq.config.partition_limits`: at most 10,000 new partiti
 request and ``pydmq.max.broker.partitions`` hosted by this node, POLICY_VIOLATION beyond).
 
 Creation is all or nothing (:class:`~pydmq.broker.partition_creation.PartitionCreation`): the
-partitions' logs are opened first and the registry is changed last, with one save for the
-whole request; a failure opening any log (or saving) removes every partition the request
-opened and answers KAFKA_STORAGE_ERROR for each of its topics, leaving the registry as it was.
+partitions' logs are opened first and the registry is changed last, with one entry of the
+local metadata log for the whole request; a failure opening any log (or writing the entry)
+removes every partition the request opened and answers KAFKA_STORAGE_ERROR for each of its topics, leaving the registry as it was.
 CreateTopics and CreatePartitions run one request at a time (as Kafka's controller does) and
 open partitions in chunks between which the event loop serves other connections
 (:meth:`TopicOperations.create_topics`, :meth:`TopicOperations.create_partitions`); names being
 created meanwhile are taken (TOPIC_ALREADY_EXISTS) and their partitions count as hosted.
 Metadata auto-creation and ``__consumer_offsets`` are small and synchronous
-(:meth:`TopicOperations.create_topics_now`). A deletion or config change the registry cannot
-persist is refused with KAFKA_STORAGE_ERROR and undone.
+(:meth:`TopicOperations.create_topics_now`). A deletion or config change whose entry cannot be
+written is refused with KAFKA_STORAGE_ERROR and changes nothing.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydmq.broker.partition_creation import PartitionCreation
-from pydmq.broker.topics import PartitionInfo, TopicInfo
+from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
 from pydmq.config.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
@@ -56,9 +56,8 @@ OP_APPEND = 2
 OP_SUBTRACT = 3
 
 
-def _storage_error(what: str, exc: BaseException) -> TopicError:
-    reason = exc.message if isinstance(exc, KafkaStorageError) else str(exc)
-    return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {reason}")
+def _storage_error(what: str, exc: KafkaStorageError) -> TopicError:
+    return TopicError(ErrorCode.KAFKA_STORAGE_ERROR, f"{what}: {exc.message}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,10 +85,11 @@ def _collision_key(name: str) -> str:
 
 
 class TopicOperations:
-    """Owned by the broker; every mutation is persisted through the TopicRegistry."""
+    """Owned by the broker; every mutation is persisted through the LocalTopicRegistry."""
 
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, registry: LocalTopicRegistry) -> None:
         self._broker = broker
+        self._registry = registry
         self._serial = asyncio.Lock()  # CreateTopics / CreatePartitions, one at a time
         self._creating: set[str] = set()  # topics whose partitions a request is opening
         self._unopened = 0  # partitions admitted by a request and not opened yet
@@ -118,7 +118,7 @@ class TopicOperations:
 
     def _taken_names(self) -> dict[str, str]:
         """Collision key ('.' as '_') -> name, for the topics existing and being created."""
-        taken = {_collision_key(t.name): t.name for t in self._broker.topics}
+        taken = {_collision_key(t.name): t.name for t in self._registry}
         taken.update((_collision_key(name), name) for name in self._creating)
         return taken
 
@@ -138,7 +138,7 @@ class TopicOperations:
         problem = topic_name_problem(name)
         if problem:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-        if self._broker.topics.get(name) is not None or name in self._creating:
+        if self._registry.get(name) is not None or name in self._creating:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         existing = (self._taken_names() if taken is None else taken).get(_collision_key(name))
         if existing is not None:
@@ -297,7 +297,7 @@ class TopicOperations:
             yield from creation.steps([(t, range(len(t.partitions))) for t in accepted])
             self._unopened -= total
             total = 0
-            self._broker.topics.add_all(accepted)
+            self._registry.add_all(accepted)
         except Exception as exc:
             creation.rollback()
             error = TopicError(ErrorCode.KAFKA_STORAGE_ERROR, creation.failure(exc))
@@ -317,7 +317,7 @@ class TopicOperations:
     def delete_topic(self, name: str) -> TopicInfo:
         if not self._broker.config.get_bool("delete.topic.enable"):
             raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
-        topic = self._broker.topics.get(name)
+        topic = self._registry.get(name)
         if topic is None:
             raise TopicError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -325,8 +325,8 @@ class TopicOperations:
             )
         engine = TopicConfig(self._broker.config, topic.configs).get_str("pydmq.engine")
         try:
-            self._broker.topics.remove(name)
-        except OSError as exc:
+            self._registry.delete(topic)
+        except KafkaStorageError as exc:
             raise _storage_error(f"Topic {name} could not be deleted", exc) from None
         for p in topic.partitions:
             self._broker.replica_manager.delete_partition(TopicPartition(name, p.index), engine)
@@ -336,7 +336,7 @@ class TopicOperations:
 
     def _plan_growth(self, req: NewPartitions) -> tuple[TopicInfo, list[PartitionInfo]]:
         """Kafka's checks of one CreatePartitions topic; its new partitions."""
-        topic = self._broker.topics.get(req.name)
+        topic = self._registry.get(req.name)
         if topic is None:
             raise TopicError(
                 ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
@@ -371,7 +371,7 @@ class TopicOperations:
         self, requests: Sequence[NewPartitions], validate_only: bool = False
     ) -> list[TopicError | None]:
         """CreatePartitions: each topic's error, or None once grown. Like CreateTopics: one
-        request at a time, admitted, opened in chunks, all or nothing, one registry save."""
+        request at a time, admitted, opened in chunks, all or nothing, one metadata log entry."""
         async with self._serial:
             results: list[TopicError | None] = []
             growth: list[tuple[int, TopicInfo, list[PartitionInfo]]] = []
@@ -396,7 +396,7 @@ class TopicOperations:
         results: list[TopicError | None],
     ) -> Generator[None, None, None]:
         creation = PartitionCreation(self._broker)
-        registry = self._broker.topics
+        registry = self._registry
         total = sum(len(new) for _, _, new in growth)
         self._unopened += total
         try:
@@ -413,21 +413,14 @@ class TopicOperations:
             total = 0
             kept = []
             for i, topic, new in growth:
-                if registry.get(topic.name) is topic:
+                if registry.by_id(topic.topic_id) is not None:
                     kept.append((topic, new))
                 else:  # deleted while its partitions were being opened
                     creation.rollback(topic.name)
                     results[i] = TopicError(
                         ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic.name} was deleted."
                     )
-            for topic, new in kept:
-                topic.partitions.extend(new)
-            try:
-                registry.save()
-            except BaseException:
-                for topic, new in kept:
-                    del topic.partitions[len(topic.partitions) - len(new) :]
-                raise
+            registry.add_partitions(kept)
         except Exception as exc:
             creation.rollback()
             error = TopicError(ErrorCode.KAFKA_STORAGE_ERROR, creation.failure(exc))
@@ -449,7 +442,7 @@ class TopicOperations:
         append policy and min ISR (ReplicaManager.update_config) and the engine log's
         retention/segment/flush settings.
         """
-        topic = self._broker.topics.get(name)
+        topic = self._registry.get(name)
         if topic is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         try:
@@ -466,11 +459,9 @@ class TopicOperations:
             )
         if validate_only:
             return
-        previous, topic.configs = topic.configs, explicit
         try:
-            self._broker.topics.save()
-        except OSError as exc:
-            topic.configs = previous
+            self._registry.set_configs(topic, explicit)
+        except KafkaStorageError as exc:
             raise _storage_error(f"Configs of {name} could not be persisted", exc) from None
         replica_manager = self._broker.replica_manager
         replica_manager.update_config(name, after_config)
@@ -498,7 +489,7 @@ class TopicOperations:
         INVALID_REQUEST; unknown name, bad value, APPEND/SUBTRACT on a non-list ->
         INVALID_CONFIG.
         """
-        topic = self._broker.topics.get(name)
+        topic = self._registry.get(name)
         if topic is None:
             raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
         configs: dict[str, str | None] = dict(topic.configs)

@@ -42,7 +42,6 @@ import contextlib
 import enum
 import logging
 import random
-import struct
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
@@ -60,9 +59,10 @@ from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
     CorruptRecordError,
     FeatureLevelRecord,
-    MetadataRecord,
     NoOpRecord,
+    decode_payload,
     decode_record,
+    encode_payload,
     encode_record,
 )
 from pydmq.protocol.errors import ErrorCode
@@ -84,15 +84,12 @@ __all__ = [
     "NotControllerError",
     "SessionJudge",
     "Verdict",
-    "decode_payload",
-    "encode_payload",
 ]
 
 log = logging.getLogger(__name__)
 
 METADATA_LOG_DIR: Final = "__cluster_metadata-0"
 QUORUM_STATE_FILE: Final = "quorum-state"
-_FRAME: Final = struct.Struct(">I")
 _APPLY_BATCH: Final = 1000
 # How long an operation waits for its entry to commit before answering REQUEST_TIMED_OUT.
 DEFAULT_OPERATION_TIMEOUT_S: Final = 30.0
@@ -124,33 +121,6 @@ class ControllerTimeoutError(ControllerError):
     """The operation's records did not commit in time (no quorum?)."""
 
     error_code = ErrorCode.REQUEST_TIMED_OUT
-
-
-def encode_payload(records: Sequence[MetadataRecord]) -> bytes:
-    """One Raft entry's payload: ``uint32 length | record`` frames."""
-    out = bytearray()
-    for rec in records:
-        body = encode_record(rec)
-        out += _FRAME.pack(len(body))
-        out += body
-    return bytes(out)
-
-
-def decode_payload(payload: bytes | memoryview) -> list[MetadataRecord]:
-    """Records of an :func:`encode_payload` payload; raises CorruptRecordError."""
-    view = memoryview(payload)
-    records: list[MetadataRecord] = []
-    pos = 0
-    while pos < len(view):
-        if pos + _FRAME.size > len(view):
-            raise CorruptRecordError("truncated record frame in a metadata log entry")
-        (length,) = _FRAME.unpack_from(view, pos)
-        pos += _FRAME.size
-        if pos + length > len(view):
-            raise CorruptRecordError("record frame runs past the end of its entry")
-        records.append(decode_record(view[pos : pos + length]))
-        pos += length
-    return records
 
 
 def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationContext:

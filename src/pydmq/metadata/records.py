@@ -9,12 +9,17 @@ order. The layouts are declared once, in
 codec are generated from them (:mod:`pydmq.metadata.generated_records`); this module is their
 public face. Decoding is bounded by the :class:`~pydmq.protocol.primitives.Reader`, so a torn
 or hostile record raises :class:`CorruptRecordError` instead of allocating or returning half a
-record.
+record. :func:`encode_payload` frames the records of one log entry (one operation's records,
+committed together), in the cluster's Raft log and in a single node's local metadata log alike.
 
 Sans-IO: no asyncio, sockets or files.
 """
 
 from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from typing import Final
 
 from pydmq.metadata import generated_records as gen
 from pydmq.metadata.generated_records import (
@@ -59,7 +64,9 @@ __all__ = [
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "decode_payload",
     "decode_record",
+    "encode_payload",
     "encode_record",
 ]
 
@@ -69,6 +76,8 @@ NO_LEADER = -1
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 """ConfigRecord.resource_type values (Kafka's ConfigResource.Type ids)."""
+
+_FRAME: Final = struct.Struct(">I")
 
 
 class CorruptRecordError(MalformedFrameError):
@@ -90,3 +99,31 @@ def decode_record(buf: Buffer) -> MetadataRecord:
         return gen.decode_record(buf)
     except MalformedFrameError as exc:
         raise CorruptRecordError(f"metadata record: {exc}") from None
+
+
+def encode_payload(records: Sequence[MetadataRecord]) -> bytes:
+    """One metadata log entry's payload: ``uint32 length | record`` frames (the records of
+    one controller operation, committed together)."""
+    out = bytearray()
+    for rec in records:
+        body = encode_record(rec)
+        out += _FRAME.pack(len(body))
+        out += body
+    return bytes(out)
+
+
+def decode_payload(payload: bytes | memoryview) -> list[MetadataRecord]:
+    """Records of an :func:`encode_payload` payload; raises CorruptRecordError."""
+    view = memoryview(payload)
+    records: list[MetadataRecord] = []
+    pos = 0
+    while pos < len(view):
+        if pos + _FRAME.size > len(view):
+            raise CorruptRecordError("truncated record frame in a metadata log entry")
+        (length,) = _FRAME.unpack_from(view, pos)
+        pos += _FRAME.size
+        if pos + length > len(view):
+            raise CorruptRecordError("record frame runs past the end of its entry")
+        records.append(decode_record(view[pos : pos + length]))
+        pos += length
+    return records

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,8 @@ from pydmq.broker.server import Broker
 from pydmq.broker.topic_ops import NewPartitions, NewTopic
 from pydmq.config import BrokerConfig
 from pydmq.engines.segment import SegmentStorageEngine
+from pydmq.metadata.delta import MetadataDelta
+from pydmq.metadata.records import MetadataRecord
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
@@ -50,9 +52,9 @@ def partition_dirs(broker: Broker, topic: str) -> list[str]:
 
 
 def registered(broker: Broker, topic: str) -> bool:
-    path = broker.log_dir / "__pydmq_metadata" / "topics.json"
-    saved = path.read_text() if path.exists() else ""
-    return broker.topics.get(topic) is not None or f'"{topic}"' in saved
+    assert broker.metadata_log is not None
+    saved = broker.metadata_log.image.topics.by_name
+    return broker.topics.get(topic) is not None or topic in saved
 
 
 def hosted(broker: Broker, topic: str) -> int:
@@ -167,12 +169,9 @@ def test_a_failing_request_creates_none_of_its_topics(
 
 
 def test_a_failing_registry_save_removes_the_partitions(
-    broker: Broker, monkeypatch: pytest.MonkeyPatch
+    broker: Broker, arm_failpoints: Callable[[str], None]
 ) -> None:
-    def full() -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(broker.topics, "save", full)
+    arm_failpoints("raft.append.write=enospc")
     with pytest.raises(TopicError) as failed:
         broker.topic_ops.create_topic("t", 5)
     assert failed.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
@@ -249,18 +248,19 @@ def test_metadata_auto_creates_within_its_budget(
     broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     saves = 0
-    real = broker.topics.save
+    assert broker.metadata_log is not None
+    real = broker.metadata_log.append
 
-    def counting() -> None:
+    def counting(records: Sequence[MetadataRecord]) -> MetadataDelta:
         nonlocal saves
         saves += 1
-        real()
+        return real(records)
 
-    monkeypatch.setattr(broker.topics, "save", counting)
+    monkeypatch.setattr(broker.metadata_log, "append", counting)
     names = [f"auto-{i}" for i in range(25)]
     first = metadata_request(broker, names)
     # Every name is answered as being created (Kafka 4.4's UNKNOWN_TOPIC_OR_PARTITION);
-    # ten topics (20 partitions) were created, with one registry save.
+    # ten topics (20 partitions) were created, with one metadata log entry.
     assert set(first.values()) == {ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert [n for n in names if broker.topics.get(n) is not None] == names[:10]
     assert saves == 1

@@ -1,4 +1,9 @@
-"""The single-node topic registry's checkpoint (``topics.json``) round trip."""
+"""The single node's topic registry: a view of its local metadata log, replayed at start.
+
+Every change is an entry of the log; a registry reopened on the same directory (a restart)
+replays the log (and its snapshot) to the same topics. A ``topics.json`` left by an earlier
+release is converted into the log once and kept as ``topics.json.converted``, never read again.
+"""
 
 from __future__ import annotations
 
@@ -6,25 +11,128 @@ import json
 import uuid
 from pathlib import Path
 
-from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
+import pytest
+
+from pydmq.broker.server import Broker
+from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
+from pydmq.config.broker import BrokerConfig
+from pydmq.controller.local_log import LocalMetadataLog
+from pydmq.storage.api import TopicPartition
+
+pytestmark = pytest.mark.timeout(60)
 
 
-def test_topics_json_round_trip(tmp_path: Path) -> None:
-    registry = TopicRegistry(tmp_path)
-    first = TopicInfo(
+def open_registry(metadata_dir: Path, snapshot_every: int = 1000) -> LocalTopicRegistry:
+    metadata_log = LocalMetadataLog(
+        metadata_dir / "metadata-log", snapshot_interval_records=snapshot_every
+    )
+    return LocalTopicRegistry(metadata_log, metadata_dir)
+
+
+def state(registry: LocalTopicRegistry) -> list[TopicInfo]:
+    return sorted(registry, key=lambda t: t.name)
+
+
+def orders() -> TopicInfo:
+    return TopicInfo(
         name="orders",
         topic_id=uuid.uuid4(),
         partitions=[PartitionInfo(i, 1, 2, [1], [1]) for i in range(3)],
         configs={"retention.ms": "1000"},
     )
-    odd = TopicInfo(name='we"ird\n', topic_id=uuid.uuid4(), partitions=[], internal=True)
-    registry.add(first)
-    registry.add(odd)
-    doc = json.loads((tmp_path / "topics.json").read_text())
-    assert [t["name"] for t in doc["topics"]] == ["orders", 'we"ird\n']
-    loaded = TopicRegistry(tmp_path)
-    assert loaded.get("orders") == first
-    assert loaded.get('we"ird\n') == odd
-    registry.remove("orders")
-    registry.remove('we"ird\n')
-    assert list(TopicRegistry(tmp_path)) == []
+
+
+@pytest.mark.parametrize("snapshot_every", [1000, 3])
+def test_a_reopened_registry_replays_every_change(tmp_path: Path, snapshot_every: int) -> None:
+    registry = open_registry(tmp_path, snapshot_every)
+    first = orders()
+    internal = TopicInfo("__consumer_offsets", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])])
+    doomed = TopicInfo("doomed", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])])
+    registry.add_all([first, internal, doomed])
+    held = registry.get("orders")
+    assert held is not None
+    registry.add_partitions([(held, [PartitionInfo(3, 1, 0, [1], [1])])])
+    registry.set_configs(held, {"cleanup.policy": "compact"})
+    registry.delete(doomed)
+
+    assert [p.index for p in held.partitions] == [0, 1, 2, 3]  # changed in place
+    assert held.configs == {"cleanup.policy": "compact"}
+    assert registry.get("doomed") is None and registry.by_id(doomed.topic_id) is None
+    offsets = registry.get("__consumer_offsets")
+    assert offsets is not None and offsets.internal
+    assert registry.by_id(first.topic_id) is held
+    reopened = open_registry(tmp_path, snapshot_every)
+    assert state(reopened) == state(registry)
+    snapshots = list((tmp_path / "metadata-log").glob("*.checkpoint"))
+    assert bool(snapshots) == (snapshot_every == 3)
+
+
+def write_legacy_file(metadata_dir: Path, topic: TopicInfo) -> None:
+    """topics.json as releases before the metadata log wrote it."""
+    doc = {
+        "version": 1,
+        "topics": [
+            {
+                "name": topic.name,
+                "topic_id": str(topic.topic_id),
+                "internal": topic.internal,
+                "configs": topic.configs,
+                "partitions": [
+                    {
+                        "index": p.index,
+                        "leader": p.leader,
+                        "leader_epoch": p.leader_epoch,
+                        "replicas": p.replicas,
+                        "isr": p.isr,
+                    }
+                    for p in topic.partitions
+                ],
+            }
+        ],
+    }
+    metadata_dir.mkdir(parents=True, exist_ok=True)
+    (metadata_dir / "topics.json").write_text(json.dumps(doc))
+
+
+def test_topics_json_is_converted_once_and_kept_as_a_backup(tmp_path: Path) -> None:
+    legacy = orders()
+    write_legacy_file(tmp_path, legacy)
+    registry = open_registry(tmp_path)
+    assert state(registry) == [legacy]
+    assert not (tmp_path / "topics.json").exists()
+    backup = tmp_path / "topics.json.converted"
+    assert json.loads(backup.read_text())["topics"][0]["name"] == "orders"
+
+    converted = registry.get("orders")
+    assert converted is not None
+    registry.delete(converted)
+    assert state(open_registry(tmp_path)) == []  # the backup is not read again
+
+
+def test_a_topics_json_left_beside_a_converted_log_is_not_read_again(tmp_path: Path) -> None:
+    """A crash after the conversion's entry and before the rename: the log wins."""
+    legacy = orders()
+    write_legacy_file(tmp_path, legacy)
+    registry = open_registry(tmp_path)
+    registry.set_configs(legacy, {})
+    write_legacy_file(tmp_path, legacy)
+    reopened = open_registry(tmp_path)
+    assert [t.configs for t in reopened] == [{}]
+    assert not (tmp_path / "topics.json").exists()
+
+
+def test_a_node_started_on_a_topics_json_serves_its_topics(tmp_path: Path) -> None:
+    legacy = orders()
+    write_legacy_file(tmp_path / "__pydmq_metadata", legacy)
+    config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+    broker = Broker(config)
+    try:
+        broker.open_logs()
+        assert sorted(broker.replica_manager.partitions) == [
+            TopicPartition("orders", i) for i in range(3)
+        ]
+        assert broker.topic_config("orders").get_int("retention.ms") == 1000
+        partition = broker.replica_manager.partitions[TopicPartition("orders", 0)]
+        assert partition.leader_epoch == 2
+    finally:
+        broker.replica_manager.shutdown()

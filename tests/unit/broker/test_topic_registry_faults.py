@@ -1,8 +1,9 @@
-"""The single node's topic registry (topics.json) when its write fails: nothing half-created.
+"""The single node's topic registry when its metadata log write fails: nothing half-created.
 
-A CreateTopics whose registry write fails answers KAFKA_STORAGE_ERROR and leaves no topic in
-memory, no partition log on disk and the file as it was; once the disk has room the same
-creation succeeds. Deletions and config changes that cannot be persisted are not applied.
+A CreateTopics whose metadata log entry cannot be written answers KAFKA_STORAGE_ERROR and
+leaves no topic in memory, no partition log on disk and the log as it was; once the disk has
+room the same creation succeeds. Deletions and config changes that cannot be persisted are
+not applied.
 """
 
 from __future__ import annotations
@@ -25,19 +26,23 @@ def make_broker(data_dir: Path) -> Broker:
     return Broker(BrokerConfig({"log.dirs": str(data_dir), "listeners": "PLAINTEXT://127.0.0.1:0"}))
 
 
+def log_files(metadata_log: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(metadata_log.iterdir())}
+
+
 def test_a_create_whose_registry_write_fails_leaves_nothing(
     tmp_path: Path, arm_failpoints: Arm
 ) -> None:
     broker = make_broker(tmp_path)
     broker.topic_ops.create_topic("kept", 2)
-    registry_file = tmp_path / "__pydmq_metadata" / "topics.json"
-    before = registry_file.read_bytes()
-    arm_failpoints("checkpoint.write=short")
+    metadata_log = tmp_path / "__pydmq_metadata" / "metadata-log"
+    before = log_files(metadata_log)
+    arm_failpoints("raft.append.write=short")
     with pytest.raises(TopicError) as refused:
         broker.topic_ops.create_topic("lost", 3)
     assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
     assert broker.topics.get("lost") is None
-    assert registry_file.read_bytes() == before
+    assert log_files(metadata_log) == before
     assert not list(tmp_path.glob("lost-*"))
     assert sorted(str(tp) for tp in broker.replica_manager.partitions) == ["kept-0", "kept-1"]
 
@@ -48,7 +53,7 @@ def test_a_create_whose_registry_write_fails_leaves_nothing(
         broker.topic_ops.alter_topic_configs("kept", {"retention.ms": "1000"})
     kept = broker.topics.get("kept")
     assert kept is not None and kept.configs == {}
-    assert registry_file.read_bytes() == before
+    assert log_files(metadata_log) == before
 
     arm_failpoints("")
     assert len(broker.topic_ops.create_topic("lost", 3).partitions) == 3

@@ -500,7 +500,7 @@ def _find(broker: _ClusterBroker, keys: list[str], listener: str = "PLAINTEXT") 
 def test_find_coordinator_in_cluster_mode(tmp_path: Path) -> None:
     from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
 
-    topics = TopicRegistry(tmp_path)
+    topics = TopicRegistry()
     broker = _ClusterBroker(topics, {1: ("self-host", 9092), 2: ("two", 9093)})
     missing = _find(broker, ["a"])
     assert missing[0].error_code == E.COORDINATOR_NOT_AVAILABLE and broker.creations == 1
@@ -547,7 +547,7 @@ def test_offset_commit_handler_answers_once_committed(tmp_path: Path) -> None:
         c = make(log)
         group = groups_in(0)[0]
         await elect(c, 0)
-        topics = TopicRegistry(tmp_path)
+        topics = TopicRegistry()
         topics.add(TopicInfo("t", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])]))
         broker = SimpleNamespace(topics=topics, group_coordinator=c)
         ctx = RequestContext(broker, 8, 9, 1, "c", "127.0.0.1", 1, "PLAINTEXT", 1)  # type: ignore[arg-type]

@@ -7,18 +7,8 @@ import random
 import pytest
 
 from pydmq.protocol.errors import ErrorCode
-from pydmq.raft import (
-    PARKED,
-    MemoryQuorumStateStore,
-    MemoryRaftLog,
-    NotLeaderError,
-    Outbound,
-    QuorumState,
-    RaftConfig,
-    RaftCore,
-    Role,
-)
-from pydmq.raft.log import Entry, SnapshotId
+from pydmq.raft.core import PARKED, NotLeaderError, Outbound, RaftConfig, RaftCore, Role
+from pydmq.raft.log import Entry, MemoryRaftLog, SnapshotId
 from pydmq.raft.messages import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -30,6 +20,7 @@ from pydmq.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from pydmq.raft.state import MemoryQuorumStateStore, QuorumState
 
 CONFIG = RaftConfig()
 VOTERS = (1, 2, 3)

@@ -3,9 +3,9 @@
 In cluster mode the controller owns the metadata; a broker keeps the last state pushed to it:
 alive brokers and their endpoints, the active controller, and every topic with its id,
 partitions (leader, leader epoch, replicas, ISR, offline replicas) and config overrides. Topics
-live in an in-memory :class:`~pydmq.broker.topics.TopicRegistry` (nothing is written to
-``topics.json``: after a restart the controller pushes a FULL update), so the handlers that
-read the registry in single-node mode read it unchanged in cluster mode.
+live in an in-memory :class:`~pydmq.broker.topics.TopicRegistry` (nothing is written: after a
+restart the controller pushes a FULL update), so the handlers that read the registry in
+single-node mode read it unchanged in cluster mode.
 
 Update rules (as Kafka's ZooKeeper-era MetadataCache):
 
@@ -36,24 +36,12 @@ from pydmq.storage.api import TopicPartition
 __all__ = [
     "UPDATE_FULL",
     "CachedBroker",
-    "InMemoryTopicRegistry",
     "MetadataCache",
     "MetadataUpdate",
 ]
 
 UPDATE_INCREMENTAL = INCREMENTAL
 UPDATE_FULL = FULL
-
-
-class InMemoryTopicRegistry(TopicRegistry):
-    """A TopicRegistry that never touches disk: the controller is the source of truth."""
-
-    def __init__(self) -> None:  # no super().__init__: it would load topics.json
-        self._by_name: dict[str, TopicInfo] = {}
-        self._by_id: dict[uuid.UUID, TopicInfo] = {}
-
-    def save(self) -> None:
-        """Nothing to persist: a restarted broker gets a FULL UpdateMetadata."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,9 +72,9 @@ class MetadataUpdate:
 class MetadataCache:
     """Owned by the broker's event loop."""
 
-    def __init__(self, node_id: int, topics: TopicRegistry | None = None) -> None:
+    def __init__(self, node_id: int) -> None:
         self.node_id = node_id
-        self.topics: TopicRegistry = topics if topics is not None else InMemoryTopicRegistry()
+        self.topics = TopicRegistry()
         self.controller_id = -1
         self.controller_epoch = -1
         self.metadata_offset = -1

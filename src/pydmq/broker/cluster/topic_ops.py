@@ -6,7 +6,9 @@ request auto-creates, within its ``pydmq.auto.create.max.partitions`` budget) (w
 ``default.replication.factor`` and refuses INVALID_REPLICATION_FACTOR when too few brokers are
 registered) and learn the topic from a later UpdateMetadata. Client CreateTopics requests are
 forwarded by their handler instead, at the client's version. The single-node operations
-inherited from :class:`~pydmq.broker.topic_ops.TopicOperations` are not used in cluster mode.
+inherited from :class:`~pydmq.broker.topic_ops.TopicOperations` are not used in cluster mode
+(and not set up: there is no local metadata log to write; issue 16 part 1 replaces both
+classes by the controller's operations).
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ _CREATE_TIMEOUT_MS = 10000
 class ClusterTopicOperations(TopicOperations):
     """TopicOperations of a cluster-mode broker: creations go to the controller."""
 
-    def __init__(self, broker: Broker) -> None:
-        super().__init__(broker)
+    def __init__(self, broker: Broker) -> None:  # no super().__init__: see the module docstring
+        self._broker = broker
         self._in_flight: set[str] = set()
 
     async def create_via_controller(

@@ -1,5 +1,5 @@
 """Alteration of a BROKER resource's dynamic configs on a single node (IncrementalAlterConfigs
-and AlterConfigs share it), persisted next to ``topics.json`` and applied at once.
+and AlterConfigs share it), persisted in the metadata dir and applied at once.
 
 The resource is this node (its id) or the cluster-wide default (""); another id is
 INVALID_REQUEST "Unexpected broker id, expected N, but received M" (Kafka 4.4's text). The

@@ -1,0 +1,131 @@
+"""LocalMetadataLog: a single node's metadata log, replayed into a ``MetadataImage``.
+
+A node without ``controller.quorum.voters`` keeps its metadata as a cluster's controller
+does: KRaft records (:mod:`pydmq.metadata.records`) that only change state when replayed
+into a :class:`~pydmq.metadata.delta.MetadataDelta`, the records of one change appended as
+ONE entry (the controller's payload framing, :func:`~pydmq.metadata.records.encode_payload`)
+to a :class:`~pydmq.raft.file_log.FileRaftLog` in ``<log.dirs>/__pydmq_metadata/metadata-log/``
+(CRC32C frames, torn tails cut at recovery, atomic snapshot files).
+
+There is no Raft quorum here: one writer, and an entry is committed once it is flushed
+(fsync), before :meth:`LocalMetadataLog.append` returns. A one-voter Raft core would add its
+election, its leader-change entry and its import cost (``raft.core``) to every single node's
+start-up for nothing a single writer needs; the log, the records and the snapshots are the
+same as the cluster's.
+
+At start the latest snapshot is loaded and every entry after it replayed. Every
+``metadata.log.max.snapshot.interval.records`` appended records a snapshot of the image is
+written (``image.to_records()``, as the controller runtime does), so the log does not grow
+forever.
+
+Write failures: an append whose write fails is undone by the log and changes nothing; a
+failed fsync takes the log offline until a restart (``MetadataLogOfflineError``). Both are
+raised as :class:`~pydmq.storage.errors.KafkaStorageError` (answered KAFKA_STORAGE_ERROR),
+and the image stays as it was.
+
+Owned by the broker's event loop; not thread-safe.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from pydmq.metadata.delta import MetadataDelta
+from pydmq.metadata.image import MetadataImage
+from pydmq.metadata.records import (
+    MetadataRecord,
+    decode_payload,
+    decode_record,
+    encode_payload,
+    encode_record,
+)
+from pydmq.raft.file_log import FileRaftLog, MetadataLogOfflineError
+from pydmq.raft.log import Entry
+from pydmq.storage.errors import KafkaStorageError
+
+__all__ = ["LOCAL_EPOCH", "LocalMetadataLog"]
+
+log = logging.getLogger(__name__)
+
+LOCAL_EPOCH: Final = 0
+"""The epoch of every entry: a single node never changes leader."""
+_READ_BYTES: Final = 1 << 20
+
+
+class LocalMetadataLog:
+    """The records of a single node's metadata, and the image they replay to."""
+
+    def __init__(self, directory: Path, *, snapshot_interval_records: int) -> None:
+        self.directory = directory
+        self._snapshot_interval_records = snapshot_interval_records
+        self._log = FileRaftLog(str(directory))
+        self._records_since_snapshot = 0
+        self.image = self._replay()
+
+    @property
+    def is_empty(self) -> bool:
+        """True when nothing was ever appended (no entry, no snapshot)."""
+        return self._log.log_end_offset == 0
+
+    def _replay(self) -> MetadataImage:
+        """The image of the latest snapshot and every entry after it."""
+        image = MetadataImage.EMPTY
+        snapshot = self._log.latest_snapshot()
+        if snapshot is not None:
+            delta = MetadataDelta(image)
+            for payload in self._log.load_snapshot(snapshot):
+                delta.replay(decode_record(payload))
+            image = delta.apply(snapshot.end_offset - 1, snapshot.epoch)
+        end = self._log.log_end_offset
+        while image.offset + 1 < end:
+            entries = self._log.read(image.offset + 1, _READ_BYTES)
+            delta = MetadataDelta(image)
+            for entry in entries:
+                records = decode_payload(entry.payload)
+                for rec in records:
+                    delta.replay(rec)
+                self._records_since_snapshot += len(records)
+            image = delta.apply(entries[-1].offset, entries[-1].epoch)
+        return image
+
+    def append(self, records: Sequence[MetadataRecord]) -> MetadataDelta:
+        """Commit ``records`` as one entry; the delta they made (``image`` is the new one).
+
+        The records are replayed before anything is written, so records that do not apply
+        (``MetadataReplayError``) are never in the log. Raises KafkaStorageError when the
+        entry could not be written or flushed; the image is then unchanged.
+        """
+        delta = MetadataDelta(self.image)
+        for rec in records:
+            delta.replay(rec)
+        try:
+            offset = self._log.log_end_offset
+            self._log.append([Entry(offset, LOCAL_EPOCH, encode_payload(records))])
+            self._log.flush()
+        except MetadataLogOfflineError as exc:
+            raise KafkaStorageError(str(exc), str(self.directory), offline=True) from exc
+        except OSError as exc:
+            message = f"metadata log {self.directory}: {exc}"
+            raise KafkaStorageError(message, str(self.directory), offline=False) from exc
+        self.image = delta.apply(offset, LOCAL_EPOCH)
+        self._records_since_snapshot += len(records)
+        if self._records_since_snapshot >= self._snapshot_interval_records:
+            self._snapshot()
+        return delta
+
+    def _snapshot(self) -> None:
+        end = self.image.offset + 1
+        payloads = [encode_record(rec) for rec in self.image.to_records()]
+        try:
+            self._log.create_snapshot(end, LOCAL_EPOCH, payloads)
+        except Exception:
+            log.exception("snapshot of the metadata log at offset %d failed", end)
+            return
+        self._records_since_snapshot = 0
+        log.info("metadata log snapshot at offset %d (%d records)", end, len(payloads))
+
+    def close(self) -> None:
+        self._log.close()
