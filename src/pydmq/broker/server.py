@@ -47,10 +47,12 @@ from urllib.parse import urlsplit
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.handlers.api_versions import unsupported_version_response
+from pydmq.broker.metadata_publisher import LocalMetadataPublisher
 from pydmq.broker.topic_ops import TopicOperations
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
+from pydmq.controller.local import LocalController
 from pydmq.controller.local_log import LocalMetadataLog
 from pydmq.groups.api import GroupConfig
 from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
@@ -139,8 +141,8 @@ class Broker:
         self.control_plane_listener: str | None = None
         self.topics: TopicRegistry
         self.topic_ops: TopicOperations
-        # Single-node mode: the local metadata log the topic registry follows.
-        self.metadata_log: LocalMetadataLog | None = None
+        # Single-node mode: the node is its own controller, over a local metadata log.
+        self.local_controller: LocalController | None = None
         if self.cluster_mode and self.has_broker_role:
             # Imported only in cluster mode: a single node's start-up does not pay for it.
             from pydmq.broker.cluster.runtime import BrokerCluster
@@ -150,15 +152,18 @@ class Broker:
             self.topics = self.cluster.metadata_cache.topics
             self.topic_ops = ClusterTopicOperations(self)
         else:
-            self.metadata_log = LocalMetadataLog(
+            metadata_log = LocalMetadataLog(
                 metadata_dir / _METADATA_LOG_DIR,
                 snapshot_interval_records=config.get_int(
                     "metadata.log.max.snapshot.interval.records"
                 ),
             )
-            registry = LocalTopicRegistry(self.metadata_log, metadata_dir)
+            controller = LocalController(metadata_log, config, self.plugins)
+            registry = LocalTopicRegistry(controller, metadata_dir)  # its first listener
+            controller.add_listener(LocalMetadataPublisher(self).publish)
+            self.local_controller = controller
             self.topics = registry
-            self.topic_ops = TopicOperations(self, registry)
+            self.topic_ops = TopicOperations(self, registry, controller)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
@@ -429,8 +434,8 @@ class Broker:
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()
-        if self.metadata_log is not None:
-            self.metadata_log.close()
+        if self.local_controller is not None:
+            self.local_controller.metadata_log.close()
         log.info("pydmq node %d stopped", self.node_id)
 
     def _connection_closed(self, connection: KafkaConnection) -> None:

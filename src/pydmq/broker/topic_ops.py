@@ -33,11 +33,11 @@ from pydmq.config.partition_limits import broker_limit_problem, request_limit_pr
 from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.topic_names import topic_name_problem
-from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.errors import KafkaStorageError
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
+    from pydmq.controller.local import LocalController
 
 __all__ = [
     "OP_APPEND",
@@ -87,9 +87,12 @@ def _collision_key(name: str) -> str:
 class TopicOperations:
     """Owned by the broker; every mutation is persisted through the LocalTopicRegistry."""
 
-    def __init__(self, broker: Broker, registry: LocalTopicRegistry) -> None:
+    def __init__(
+        self, broker: Broker, registry: LocalTopicRegistry, controller: LocalController
+    ) -> None:
         self._broker = broker
         self._registry = registry
+        self._controller = controller
         self._serial = asyncio.Lock()  # CreateTopics / CreatePartitions, one at a time
         self._creating: set[str] = set()  # topics whose partitions a request is opening
         self._unopened = 0  # partitions admitted by a request and not opened yet
@@ -309,29 +312,22 @@ class TopicOperations:
         finally:
             self._creating -= names
             self._unopened -= total
-        for topic in accepted:
-            self._broker.plugins.on_topic_created(
-                topic.name, str(topic.topic_id), len(topic.partitions)
-            )
 
     def delete_topic(self, name: str) -> TopicInfo:
-        if not self._broker.config.get_bool("delete.topic.enable"):
-            raise TopicError(ErrorCode.TOPIC_DELETION_DISABLED, "Topic deletion is disabled.")
+        """DeleteTopics of one name, through the controller's operation; the topic deleted."""
+        from pydmq.controller.operations import delete_topics
+
         topic = self._registry.get(name)
-        if topic is None:
-            raise TopicError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "This server does not host this topic-partition.",
-            )
-        engine = TopicConfig(self._broker.config, topic.configs).get_str("pydmq.engine")
+        controller = self._controller
         try:
-            self._registry.delete(topic)
+            [result] = controller.run(
+                lambda image: delete_topics(image, controller.operation_context, [name])
+            )
         except KafkaStorageError as exc:
             raise _storage_error(f"Topic {name} could not be deleted", exc) from None
-        for p in topic.partitions:
-            self._broker.replica_manager.delete_partition(TopicPartition(name, p.index), engine)
-        self._broker.fetch_sessions.forget_topic(name)
-        self._broker.plugins.on_topic_deleted(name, str(topic.topic_id))
+        if result.error_code != ErrorCode.NONE:
+            raise TopicError(result.error_code, result.error_message or "")
+        assert topic is not None  # the image had it, so the registry does
         return topic
 
     def _plan_growth(self, req: NewPartitions) -> tuple[TopicInfo, list[PartitionInfo]]:
@@ -438,9 +434,9 @@ class TopicOperations:
         """Replace a topic's explicit configs (AlterConfigs; IncrementalAlterConfigs ends here).
 
         Validates like CreateTopics (INVALID_CONFIG), refuses a change of the effective
-        ``pydmq.engine``, then persists the new set and applies it to the hosted partitions:
-        append policy and min ISR (ReplicaManager.update_config) and the engine log's
-        retention/segment/flush settings.
+        ``pydmq.engine``, then commits the new set, which the node's
+        :class:`~pydmq.broker.metadata_publisher.LocalMetadataPublisher` applies to the hosted
+        partitions.
         """
         topic = self._registry.get(name)
         if topic is None:
@@ -463,17 +459,6 @@ class TopicOperations:
             self._registry.set_configs(topic, explicit)
         except KafkaStorageError as exc:
             raise _storage_error(f"Configs of {name} could not be persisted", exc) from None
-        replica_manager = self._broker.replica_manager
-        replica_manager.update_config(name, after_config)
-        log_config = after_config.log_config()
-        for tp, partition in list(replica_manager.partitions.items()):
-            if tp.topic != name:
-                continue
-            # Both built-in engines read their LogConfig from ``config`` on every decision;
-            # an engine without that attribute keeps the settings it was opened with.
-            engine_log = partition.log.engine_log
-            if isinstance(getattr(engine_log, "config", None), LogConfig):
-                engine_log.config = log_config  # type: ignore[attr-defined]
 
     def incremental_alter_topic_configs(
         self,

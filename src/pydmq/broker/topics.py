@@ -5,10 +5,10 @@ mode the controller's metadata image is the truth and a broker's registry
 (:class:`~pydmq.broker.cluster.metadata_cache.MetadataCache`) is fed by UpdateMetadata.
 
 A single node's registry is :class:`LocalTopicRegistry`: a view of the image of its local
-metadata log (:class:`~pydmq.controller.local_log.LocalMetadataLog`). Every change is
-appended to that log as records (one entry per change) and the registry follows the image
-the log replays to; at start the log is replayed. A change whose entry cannot be written (a
-full disk, an I/O error) raises KafkaStorageError and changes nothing.
+controller (:class:`~pydmq.controller.local.LocalController`, over the local metadata log
+replayed at start). Every change is committed there as records (one entry per change) and
+the registry follows each delta. A change whose entry cannot be written (a full disk, an I/O
+error) raises KafkaStorageError and changes nothing.
 
 Before the metadata log, a single node kept its topics in ``topics.json``: on the first start
 with an empty log that file is converted into the log's first entry and renamed
@@ -30,13 +30,13 @@ from pydmq.metadata.records import (
     ConfigRecord,
     MetadataRecord,
     PartitionRecord,
-    RemoveTopicRecord,
     TopicRecord,
 )
 from pydmq.protocol.topic_names import INTERNAL_TOPICS
 from pydmq.storage.checkpoint import fsync_dir
 
 if TYPE_CHECKING:
+    from pydmq.controller.local import LocalController
     from pydmq.controller.local_log import LocalMetadataLog
     from pydmq.metadata.delta import MetadataDelta
     from pydmq.metadata.image import MetadataImage
@@ -107,30 +107,31 @@ class TopicRegistry:
 
 
 class LocalTopicRegistry(TopicRegistry):
-    """A single node's topics: the view of its local metadata log's image (module docstring).
+    """A single node's topics: the view of its local controller's image (module docstring).
 
-    Owned by the broker's event loop. The mutators append records; the topics they touch are
-    then rebuilt from the new image (existing :class:`TopicInfo` objects are updated in place,
-    so a handler holding one sees the change).
+    Owned by the broker's event loop. The mutators commit records; the topics each delta
+    touches are then rebuilt from the new image (existing :class:`TopicInfo` objects are
+    updated in place, so a handler holding one sees the change).
     """
 
-    def __init__(self, metadata_log: LocalMetadataLog, metadata_dir: Path) -> None:
+    def __init__(self, controller: LocalController, metadata_dir: Path) -> None:
         super().__init__()
-        self._log = metadata_log
-        _convert_legacy_file(metadata_log, metadata_dir / LEGACY_FILE)
-        image = metadata_log.image
+        self._controller = controller
+        _convert_legacy_file(controller.metadata_log, metadata_dir / LEGACY_FILE)
+        image = controller.image
         for topic in image.topics.by_id.values():
             self._refresh(image, topic.topic_id)
+        controller.add_listener(self.apply)
 
     # -- mutations ----------------------------------------------------------------------
 
     def add_all(self, topics: Sequence[TopicInfo]) -> None:
         """Create ``topics`` (one entry for all of them); KafkaStorageError if it fails."""
-        self._append([rec for topic in topics for rec in _topic_records(topic)])
+        self._controller.append([rec for topic in topics for rec in _topic_records(topic)])
 
     def add_partitions(self, growth: Sequence[tuple[TopicInfo, Sequence[PartitionInfo]]]) -> None:
         """Add each topic's new partitions (one entry); KafkaStorageError if it fails."""
-        self._append([_partition_record(topic, p) for topic, new in growth for p in new])
+        self._controller.append([_partition_record(topic, p) for topic, new in growth for p in new])
 
     def set_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
         """Make ``configs`` the topic's explicit configs; KafkaStorageError if it fails."""
@@ -145,28 +146,19 @@ class LocalTopicRegistry(TopicRegistry):
             for key in topic.configs
             if key not in configs
         ]
-        self._append(changed)
-
-    def delete(self, topic: TopicInfo) -> None:
-        """Delete ``topic``; KafkaStorageError if it fails."""
-        self._append([RemoveTopicRecord(topic.topic_id)])
-
-    def _append(self, records: Sequence[MetadataRecord]) -> None:
-        if not records:
-            return
-        delta = self._log.append(records)
-        self._apply(self._log.image, delta)
+        self._controller.append(changed)
 
     # -- following the image ------------------------------------------------------------
 
-    def _apply(self, image: MetadataImage, delta: MetadataDelta) -> None:
+    def apply(self, image: MetadataImage, delta: MetadataDelta) -> None:
+        """Follow one committed delta (a :class:`LocalController` listener)."""
         for gone in delta.deleted_topics().values():
             self.remove(gone.name)
         touched: set[uuid.UUID] = set(delta.created_topics())
         touched.update(topic_id for topic_id, _ in delta.changed_partitions())
-        for _, resource in delta.changed_config_resources():
+        for resource_type, resource in delta.changed_config_resources():
             topic = image.topics.by_name.get(resource)
-            if topic is not None:
+            if resource_type == RESOURCE_TOPIC and topic is not None:
                 touched.add(topic.topic_id)
         for topic_id in touched:
             if topic_id in image.topics.by_id:

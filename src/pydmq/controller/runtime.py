@@ -50,8 +50,8 @@ from pydmq.config.broker import BrokerConfig
 from pydmq.controller.channel_manager import ControllerChannelManager
 from pydmq.controller.operations import (
     ControllerResult,
-    OperationContext,
     fence_stale_brokers,
+    operation_context,
 )
 from pydmq.controller.raft_driver import RaftDriver
 from pydmq.metadata.delta import MetadataDelta, MetadataReplayError
@@ -121,26 +121,6 @@ class ControllerTimeoutError(ControllerError):
     """The operation's records did not commit in time (no quorum?)."""
 
     error_code = ErrorCode.REQUEST_TIMED_OUT
-
-
-def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationContext:
-    """The operations' view of configuration and plugins (strategies, replica placer)."""
-    strategies = {name: spec.factory() for name, spec in plugins.replication_strategies().items()}
-    placers = plugins.replica_placers()
-    wanted = config.get_str("pydmq.replica.placer")
-    spec = placers.get(wanted)
-    if spec is None:
-        known = ", ".join(sorted(placers)) or "none"
-        raise ValueError(f"pydmq.replica.placer {wanted!r} is not registered (known: {known})")
-    return OperationContext(
-        strategies=strategies,
-        placer=spec.factory(),
-        num_partitions=config.get_int("num.partitions"),
-        default_replication_factor=config.get_int("default.replication.factor"),
-        unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),
-        delete_topic_enable=config.get_bool("delete.topic.enable"),
-        max_broker_partitions=config.get_int("pydmq.max.broker.partitions"),
-    )
 
 
 class Verdict(enum.Enum):

@@ -1,7 +1,8 @@
 """A single node does not import the cluster code (start-up time of ``pydmq serve``).
 
-Of the cluster packages it imports only its local metadata log: the metadata records, image
-and delta, the Raft log files (not the Raft core) and the local log itself.
+Of the cluster packages it imports only what its local controller needs at start: the
+metadata records, image and delta, the Raft log files (not the Raft core), the local metadata
+log and the local controller (not the controller's operations: imported on first use).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ CHILD = textwrap.dedent(
 
 LOCAL_METADATA_LOG = [
     "pydmq.controller",
+    "pydmq.controller.local",
     "pydmq.controller.local_log",
     "pydmq.metadata",
     "pydmq.metadata.delta",

@@ -52,8 +52,8 @@ def partition_dirs(broker: Broker, topic: str) -> list[str]:
 
 
 def registered(broker: Broker, topic: str) -> bool:
-    assert broker.metadata_log is not None
-    saved = broker.metadata_log.image.topics.by_name
+    assert broker.local_controller is not None
+    saved = broker.local_controller.image.topics.by_name
     return broker.topics.get(topic) is not None or topic in saved
 
 
@@ -248,15 +248,15 @@ def test_metadata_auto_creates_within_its_budget(
     broker: Broker, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     saves = 0
-    assert broker.metadata_log is not None
-    real = broker.metadata_log.append
+    assert broker.local_controller is not None
+    real = broker.local_controller.metadata_log.append
 
     def counting(records: Sequence[MetadataRecord]) -> MetadataDelta:
         nonlocal saves
         saves += 1
         return real(records)
 
-    monkeypatch.setattr(broker.metadata_log, "append", counting)
+    monkeypatch.setattr(broker.local_controller.metadata_log, "append", counting)
     names = [f"auto-{i}" for i in range(25)]
     first = metadata_request(broker, names)
     # Every name is answered as being created (Kafka 4.4's UNKNOWN_TOPIC_OR_PARTITION);

@@ -16,17 +16,27 @@ import pytest
 from pydmq.broker.server import Broker
 from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
 from pydmq.config.broker import BrokerConfig
+from pydmq.controller.local import LocalController
 from pydmq.controller.local_log import LocalMetadataLog
+from pydmq.metadata.records import RemoveTopicRecord
+from pydmq.plugins.host import PluginHost
 from pydmq.storage.api import TopicPartition
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def open_registry(metadata_dir: Path, snapshot_every: int = 1000) -> LocalTopicRegistry:
+def open_node(
+    metadata_dir: Path, snapshot_every: int = 1000
+) -> tuple[LocalController, LocalTopicRegistry]:
     metadata_log = LocalMetadataLog(
         metadata_dir / "metadata-log", snapshot_interval_records=snapshot_every
     )
-    return LocalTopicRegistry(metadata_log, metadata_dir)
+    controller = LocalController(metadata_log, BrokerConfig(), PluginHost(load_entry_points=False))
+    return controller, LocalTopicRegistry(controller, metadata_dir)
+
+
+def open_registry(metadata_dir: Path, snapshot_every: int = 1000) -> LocalTopicRegistry:
+    return open_node(metadata_dir, snapshot_every)[1]
 
 
 def state(registry: LocalTopicRegistry) -> list[TopicInfo]:
@@ -44,7 +54,7 @@ def orders() -> TopicInfo:
 
 @pytest.mark.parametrize("snapshot_every", [1000, 3])
 def test_a_reopened_registry_replays_every_change(tmp_path: Path, snapshot_every: int) -> None:
-    registry = open_registry(tmp_path, snapshot_every)
+    controller, registry = open_node(tmp_path, snapshot_every)
     first = orders()
     internal = TopicInfo("__consumer_offsets", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])])
     doomed = TopicInfo("doomed", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])])
@@ -53,7 +63,7 @@ def test_a_reopened_registry_replays_every_change(tmp_path: Path, snapshot_every
     assert held is not None
     registry.add_partitions([(held, [PartitionInfo(3, 1, 0, [1], [1])])])
     registry.set_configs(held, {"cleanup.policy": "compact"})
-    registry.delete(doomed)
+    controller.append([RemoveTopicRecord(doomed.topic_id)])
 
     assert [p.index for p in held.partitions] == [0, 1, 2, 3]  # changed in place
     assert held.configs == {"cleanup.policy": "compact"}
@@ -97,7 +107,7 @@ def write_legacy_file(metadata_dir: Path, topic: TopicInfo) -> None:
 def test_topics_json_is_converted_once_and_kept_as_a_backup(tmp_path: Path) -> None:
     legacy = orders()
     write_legacy_file(tmp_path, legacy)
-    registry = open_registry(tmp_path)
+    controller, registry = open_node(tmp_path)
     assert state(registry) == [legacy]
     assert not (tmp_path / "topics.json").exists()
     backup = tmp_path / "topics.json.converted"
@@ -105,7 +115,7 @@ def test_topics_json_is_converted_once_and_kept_as_a_backup(tmp_path: Path) -> N
 
     converted = registry.get("orders")
     assert converted is not None
-    registry.delete(converted)
+    controller.append([RemoveTopicRecord(converted.topic_id)])
     assert state(open_registry(tmp_path)) == []  # the backup is not read again
 
 

@@ -81,8 +81,8 @@ def test_a_failed_metadata_log_fsync_refuses_every_change_until_a_restart(
         assert not list(tmp_path.glob(f"{name}-*"))
     assert sorted(str(tp) for tp in broker.replica_manager.partitions) == ["kept-0"]
     broker.replica_manager.shutdown()
-    assert broker.metadata_log is not None
-    broker.metadata_log.close()
+    assert broker.local_controller is not None
+    broker.local_controller.metadata_log.close()
 
     reopened = make_broker(tmp_path)
     assert reopened.topics.get("kept") is not None

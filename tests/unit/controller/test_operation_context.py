@@ -9,7 +9,7 @@ import pytest
 
 from pydmq.assignment.placement import ReplicaPlacerSpec
 from pydmq.config.broker import BrokerConfig
-from pydmq.controller.runtime import operation_context
+from pydmq.controller.operations import operation_context
 from pydmq.plugins.host import PluginHost
 from pydmq.plugins.markers import hookimpl
 

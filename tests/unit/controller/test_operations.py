@@ -480,6 +480,21 @@ def test_delete_topics_by_name_and_id() -> None:
     assert disabled.response[0].error_code == E.TOPIC_DELETION_DISABLED and not disabled.records
 
 
+def test_delete_topics_as_kafka_answers_unknown_topics_and_disabled_deletion() -> None:
+    image = with_topic(cluster(1), "a", [[1]])
+    unknown = delete_topics(image, CTX, ["nope", uuid.UUID(int=5)])
+    assert [(r.error_code, r.error_message) for r in unknown.response] == [
+        (E.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."),
+        (E.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."),
+    ]
+    disabled = delete_topics(image, make_ctx(delete_topic_enable=False), ["a", "nope"])
+    assert [(r.name, r.error_code) for r in disabled.response] == [
+        ("a", E.TOPIC_DELETION_DISABLED),
+        ("nope", E.TOPIC_DELETION_DISABLED),
+    ]
+    assert not disabled.records
+
+
 def test_create_partitions() -> None:
     image = with_topic(cluster(3), "t", [[1, 2], [2, 3]])
     result = create_partitions(image, CTX, [CreatePartitionsTopic("t", 5)])

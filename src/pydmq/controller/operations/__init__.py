@@ -33,6 +33,7 @@ from pydmq.controller.operations.common import (
     electable_brokers,
     image_after,
     move_replicas_away,
+    operation_context,
     strategy_for,
 )
 from pydmq.controller.operations.configs import (
@@ -121,6 +122,7 @@ __all__ = [
     "incremental_alter_configs",
     "list_partition_reassignments",
     "move_replicas_away",
+    "operation_context",
     "register_broker",
     "strategy_for",
     "unfence_broker",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pydmq.assignment.placement import ReplicaPlacer
 from pydmq.metadata.delta import MetadataDelta
@@ -19,6 +19,10 @@ from pydmq.metadata.image import MetadataImage, PartitionRegistration, TopicImag
 from pydmq.metadata.records import NO_LEADER, MetadataRecord, PartitionChangeRecord
 from pydmq.protocol.errors import ErrorCode
 from pydmq.replication.strategy import ReplicationStrategy
+
+if TYPE_CHECKING:
+    from pydmq.config.broker import BrokerConfig
+    from pydmq.plugins.host import PluginHost
 
 __all__ = [
     "DEFAULT_STRATEGY",
@@ -30,6 +34,7 @@ __all__ = [
     "electable_brokers",
     "image_after",
     "move_replicas_away",
+    "operation_context",
     "partition_change",
     "strategy_for",
     "unclean_allowed",
@@ -68,6 +73,26 @@ class OperationContext:
     producer_id_block_size: int = 1000
     max_broker_partitions: int = 50_000  # pydmq.max.broker.partitions
     new_topic_id: Callable[[], uuid.UUID] = field(default=uuid.uuid4)
+
+
+def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationContext:
+    """The operations' view of configuration and plugins (strategies, replica placer)."""
+    strategies = {name: spec.factory() for name, spec in plugins.replication_strategies().items()}
+    placers = plugins.replica_placers()
+    wanted = config.get_str("pydmq.replica.placer")
+    spec = placers.get(wanted)
+    if spec is None:
+        known = ", ".join(sorted(placers)) or "none"
+        raise ValueError(f"pydmq.replica.placer {wanted!r} is not registered (known: {known})")
+    return OperationContext(
+        strategies=strategies,
+        placer=spec.factory(),
+        num_partitions=config.get_int("num.partitions"),
+        default_replication_factor=config.get_int("default.replication.factor"),
+        unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),
+        delete_topic_enable=config.get_bool("delete.topic.enable"),
+        max_broker_partitions=config.get_int("pydmq.max.broker.partitions"),
+    )
 
 
 def strategy_for(image: MetadataImage, ctx: OperationContext, topic: str) -> ReplicationStrategy:

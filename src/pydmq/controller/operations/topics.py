@@ -318,7 +318,11 @@ def create_topics(
 def delete_topics(
     image: MetadataImage, ctx: OperationContext, topics: Sequence[str | uuid.UUID]
 ) -> ControllerResult[list[DeleteTopicResult]]:
-    """A RemoveTopicRecord per existing topic, named by name or by id."""
+    """A RemoveTopicRecord per existing topic, named by name or by id.
+
+    As Kafka's controller: with ``delete.topic.enable=false`` every topic gets
+    TOPIC_DELETION_DISABLED, known or not; unknown names get UNKNOWN_TOPIC_OR_PARTITION and
+    unknown ids UNKNOWN_TOPIC_ID, with those errors' default messages."""
     records: list[MetadataRecord] = []
     results: list[DeleteTopicResult] = []
     removed: set[uuid.UUID] = set()
@@ -329,25 +333,26 @@ def delete_topics(
         if isinstance(ref, uuid.UUID):
             topic_id = ref
             topic = image.topics.by_id.get(ref)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
+            missing = ErrorCode.UNKNOWN_TOPIC_ID, "This server does not host this topic ID."
         else:
             name = ref
             topic = image.topics.by_name.get(ref)
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if topic is None:
-            results.append(
-                DeleteTopicResult(name, topic_id, missing, "This server does not host this topic.")
+            missing = (
+                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                "This server does not host this topic-partition.",
             )
-            continue
         if not ctx.delete_topic_enable:
             results.append(
                 DeleteTopicResult(
-                    topic.name,
-                    topic.topic_id,
+                    name if topic is None else topic.name,
+                    topic_id if topic is None else topic.topic_id,
                     ErrorCode.TOPIC_DELETION_DISABLED,
                     "Topic deletion is disabled.",
                 )
             )
+            continue
+        if topic is None:
+            results.append(DeleteTopicResult(name, topic_id, *missing))
             continue
         results.append(DeleteTopicResult(topic.name, topic.topic_id, ErrorCode.NONE))
         if topic.topic_id not in removed:

@@ -1,0 +1,82 @@
+"""LocalController: a single node is its own controller (issue 16: a cluster of one).
+
+It runs the controller's sans-IO operations (:mod:`pydmq.controller.operations`) on the image
+of the node's :class:`~pydmq.controller.local_log.LocalMetadataLog`, commits their records
+there (one entry per operation, flushed before :meth:`LocalController.run` returns) and hands
+every :class:`~pydmq.metadata.delta.MetadataDelta` to its listeners, in the order they were
+added: the broker's topic registry first (the view the handlers read), then its publisher
+(partitions, fetch sessions, topic hooks). A cluster's active controller does the same
+through Raft and pushes the result to its brokers.
+
+Operations run one at a time, synchronously, on the event loop: each sees the records of the
+previous one. A failed write raises KafkaStorageError and changes nothing.
+
+Owned by the broker's event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+from pydmq.controller.local_log import LocalMetadataLog
+from pydmq.metadata.delta import MetadataDelta
+from pydmq.metadata.image import MetadataImage
+from pydmq.metadata.records import MetadataRecord
+
+if TYPE_CHECKING:
+    from pydmq.config.broker import BrokerConfig
+    from pydmq.controller.operations import ControllerResult, OperationContext
+    from pydmq.plugins.host import PluginHost
+
+__all__ = ["DeltaListener", "LocalController"]
+
+R = TypeVar("R")
+
+DeltaListener = Callable[[MetadataImage, MetadataDelta], None]
+"""Called with the new image and the delta that made it, after every committed change."""
+
+
+class LocalController:
+    """Runs operations on a single node's metadata log; see the module docstring."""
+
+    def __init__(
+        self, metadata_log: LocalMetadataLog, config: BrokerConfig, plugins: PluginHost
+    ) -> None:
+        self.metadata_log = metadata_log
+        self._config = config
+        self._plugins = plugins
+        self._context: OperationContext | None = None
+        self._listeners: list[DeltaListener] = []
+
+    @property
+    def image(self) -> MetadataImage:
+        """The committed image."""
+        return self.metadata_log.image
+
+    @property
+    def operation_context(self) -> OperationContext:
+        """Built on first use: a node that changes no metadata does not import the operations
+        at start-up."""
+        if self._context is None:
+            from pydmq.controller.operations import operation_context
+
+            self._context = operation_context(self._config, self._plugins)
+        return self._context
+
+    def add_listener(self, listener: DeltaListener) -> None:
+        self._listeners.append(listener)
+
+    def run(self, operation: Callable[[MetadataImage], ControllerResult[R]]) -> R:
+        """Run ``operation`` on the image, commit its records, return its response."""
+        result = operation(self.image)
+        self.append(result.records)
+        return result.response
+
+    def append(self, records: Sequence[MetadataRecord]) -> None:
+        """Commit ``records`` as one entry and publish the delta (nothing when empty)."""
+        if not records:
+            return
+        delta = self.metadata_log.append(records)
+        for listener in self._listeners:
+            listener(self.image, delta)
