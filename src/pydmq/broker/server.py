@@ -160,6 +160,8 @@ class Broker:
             )
             controller = LocalController(metadata_log, config, self.plugins)
             registry = LocalTopicRegistry(controller, metadata_dir)  # its first listener
+            rack = config.get("broker.rack")
+            controller.register_node(self.node_id, None if rack is None else str(rack))
             controller.add_listener(LocalMetadataPublisher(self).publish)
             self.local_controller = controller
             self.topics = registry

@@ -31,6 +31,7 @@ from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
 from pydmq.config.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
+from pydmq.metadata.records import MetadataRecord, PartitionRecord
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.topic_names import topic_name_problem
 from pydmq.storage.errors import KafkaStorageError
@@ -330,97 +331,83 @@ class TopicOperations:
         assert topic is not None  # the image had it, so the registry does
         return topic
 
-    def _plan_growth(self, req: NewPartitions) -> tuple[TopicInfo, list[PartitionInfo]]:
-        """Kafka's checks of one CreatePartitions topic; its new partitions."""
-        topic = self._registry.get(req.name)
-        if topic is None:
-            raise TopicError(
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                "This server does not host this topic-partition.",
-            )
-        current = len(topic.partitions)
-        if req.count < current:
-            raise TopicError(
-                ErrorCode.INVALID_PARTITIONS,
-                f"Topic currently has {current} partitions, which is higher than the requested "
-                f"{req.count}.",
-            )
-        if req.count == current:
-            raise TopicError(
-                ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partitions."
-            )
-        added = req.count - current
-        if req.assignments is not None:
-            if len(req.assignments) != added:
-                raise TopicError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"Attempted to add {added} additional partition(s), but only "
-                    f"{len(req.assignments)} assignment(s) were specified.",
-                )
-            self._validate_assignments(
-                {current + i: list(a) for i, a in enumerate(req.assignments)}, current
-            )
-        node = self._broker.node_id
-        return topic, [PartitionInfo(i, node, 0, [node], [node]) for i in range(current, req.count)]
-
     async def create_partitions(
         self, requests: Sequence[NewPartitions], validate_only: bool = False
     ) -> list[TopicError | None]:
-        """CreatePartitions: each topic's error, or None once grown. Like CreateTopics: one
-        request at a time, admitted, opened in chunks, all or nothing, one metadata log entry."""
+        """CreatePartitions through the controller's ``create_partitions``: each topic's
+        error, or None once grown. Like CreateTopics: one request at a time, admitted, opened
+        in chunks, all or nothing, one metadata log entry."""
+        from pydmq.controller.operations import CreatePartitionsTopic, create_partitions
+
         async with self._serial:
-            results: list[TopicError | None] = []
-            growth: list[tuple[int, TopicInfo, list[PartitionInfo]]] = []
-            planned = 0
-            for req in requests:
-                try:
-                    topic, new = self._plan_growth(req)
-                    self._admit(len(new), planned)
-                except TopicError as exc:
-                    results.append(exc)
-                    continue
-                planned += len(new)
-                growth.append((len(results), topic, new))
-                results.append(None)
-            if not validate_only and growth:
-                await _run_in_chunks(self._grow(growth, results))
+            controller = self._controller
+            result = create_partitions(
+                controller.image,
+                controller.operation_context,
+                [CreatePartitionsTopic(r.name, r.count, r.assignments) for r in requests],
+                validate_only=validate_only,
+            )
+            results: list[TopicError | None] = [
+                None
+                if r.error_code == ErrorCode.NONE
+                else TopicError(r.error_code, r.error_message or "")
+                for r in result.response
+            ]
+            if result.records:
+                growing = {r.name: i for i, r in enumerate(requests) if results[i] is None}
+                await _run_in_chunks(self._grow(result.records, growing, results))
             return results
 
     def _grow(
         self,
-        growth: list[tuple[int, TopicInfo, list[PartitionInfo]]],
+        records: Sequence[MetadataRecord],
+        growing: Mapping[str, int],
         results: list[TopicError | None],
     ) -> Generator[None, None, None]:
+        """Open the partitions ``records`` add, then commit them; on any failure remove every
+        partition opened and give each growing topic (``growing``: name -> its place in
+        ``results``) the error. A topic deleted meanwhile is not grown."""
+        added: dict[str, tuple[TopicInfo, list[PartitionRecord]]] = {}
+        for rec in records:
+            assert isinstance(rec, PartitionRecord)
+            topic = self._registry.by_id(rec.topic_id)
+            assert topic is not None  # the operation ran on the image the registry follows
+            added.setdefault(topic.name, (topic, []))[1].append(rec)
         creation = PartitionCreation(self._broker)
-        registry = self._registry
-        total = sum(len(new) for _, _, new in growth)
+        total = len(records)
         self._unopened += total
         try:
             yield from creation.steps(
                 [
                     (
-                        TopicInfo(t.name, t.topic_id, t.partitions + new, t.configs, t.internal),
+                        TopicInfo(
+                            t.name,
+                            t.topic_id,
+                            t.partitions + [_partition_info(r) for r in new],
+                            t.configs,
+                            t.internal,
+                        ),
                         range(len(t.partitions), len(t.partitions) + len(new)),
                     )
-                    for _, t, new in growth
+                    for t, new in added.values()
                 ]
             )
             self._unopened -= total
             total = 0
-            kept = []
-            for i, topic, new in growth:
-                if registry.by_id(topic.topic_id) is not None:
-                    kept.append((topic, new))
-                else:  # deleted while its partitions were being opened
-                    creation.rollback(topic.name)
-                    results[i] = TopicError(
-                        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {topic.name} was deleted."
-                    )
-            registry.add_partitions(kept)
+            kept: list[MetadataRecord] = []
+            for name, (topic, new) in added.items():
+                if self._registry.by_id(topic.topic_id) is not None:
+                    kept.extend(new)
+                    continue
+                creation.rollback(name)  # deleted while its partitions were being opened
+                results[growing[name]] = TopicError(
+                    ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} was deleted."
+                )
+            self._controller.append(kept)
         except Exception as exc:
             creation.rollback()
             error = TopicError(ErrorCode.KAFKA_STORAGE_ERROR, creation.failure(exc))
-            for i, _, _ in growth:
+            for i in growing.values():
                 results[i] = results[i] or error
         except BaseException:  # abandoned (cancelled): nothing of it may stay
             creation.rollback()
@@ -515,6 +502,12 @@ class TopicOperations:
                     items = [v for v in items if v not in given]
                 configs[config_name] = ",".join(items)
         self.alter_topic_configs(name, configs, validate_only)
+
+
+def _partition_info(rec: PartitionRecord) -> PartitionInfo:
+    return PartitionInfo(
+        rec.partition_id, rec.leader, rec.leader_epoch, list(rec.replicas), list(rec.isr)
+    )
 
 
 async def _run_in_chunks(steps: Generator[None, None, None]) -> None:

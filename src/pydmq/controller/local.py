@@ -16,13 +16,14 @@ Owned by the broker's event loop.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from pydmq.controller.local_log import LocalMetadataLog
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
-from pydmq.metadata.records import MetadataRecord
+from pydmq.metadata.records import MetadataRecord, RegisterBrokerRecord, UnregisterBrokerRecord
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
@@ -63,6 +64,22 @@ class LocalController:
 
             self._context = operation_context(self._config, self._plugins)
         return self._context
+
+    def register_node(self, node_id: int, rack: str | None) -> None:
+        """Make ``node_id`` the image's one registered broker, unfenced (the operations place
+        replicas on registered brokers), unless it already is: a new data dir, a log written
+        before registration, a changed ``node.id`` or ``broker.rack``. Called at start-up."""
+        image = self.image
+        current = image.brokers.get(node_id)
+        if current is not None and not current.fenced and current.rack == rack:
+            if len(image.brokers) == 1:
+                return
+        records: list[MetadataRecord] = [
+            UnregisterBrokerRecord(b.id, b.epoch) for b in image.brokers.values() if b.id != node_id
+        ]
+        epoch = max(image.offset + 1, current.epoch + 1 if current is not None else 0)
+        records.append(RegisterBrokerRecord(node_id, uuid.uuid4(), epoch, (), rack, False, False))
+        self.append(records)
 
     def add_listener(self, listener: DeltaListener) -> None:
         self._listeners.append(listener)

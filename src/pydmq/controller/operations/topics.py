@@ -373,7 +373,7 @@ def _grow(
     topic = image.topics.by_name.get(req.name)
     if topic is None:
         raise TopicOperationError(
-            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {req.name} does not exist."
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         )
     current = len(topic.partitions)
     if req.count < current:
