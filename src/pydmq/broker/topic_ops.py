@@ -1,21 +1,29 @@
-"""TopicOperations: create, delete and grow topics with Kafka's validation and error codes.
+"""TopicOperations: a single node creates, deletes and grows topics and alters their configs.
 
-Used by CreateTopics, DeleteTopics, CreatePartitions and Metadata auto-creation, so all of them
-apply the same rules, in the order Kafka's controller does: names, collisions, counts, configs,
-then admission (:mod:`pydmq.config.partition_limits`: at most 10,000 new partitions per
-request and ``pydmq.max.broker.partitions`` hosted by this node, POLICY_VIOLATION beyond).
+Creation, deletion and growth run the controller's own operations
+(:mod:`pydmq.controller.operations`: Kafka's rules and error codes, in the order Kafka's
+controller applies them, admission by :mod:`pydmq.config.partition_limits`: at most 10,000
+new partitions per request and ``pydmq.max.broker.partitions`` per node, POLICY_VIOLATION
+beyond) on the node's :class:`~pydmq.controller.local.LocalController`, which commits their
+records to the local metadata log. What is left here is what a node that opens its own
+partitions adds around them:
 
-Creation is all or nothing (:class:`~pydmq.broker.partition_creation.PartitionCreation`): the
-partitions' logs are opened first and the registry is changed last, with one entry of the
-local metadata log for the whole request; a failure opening any log (or writing the entry)
-removes every partition the request opened and answers KAFKA_STORAGE_ERROR for each of its topics, leaving the registry as it was.
-CreateTopics and CreatePartitions run one request at a time (as Kafka's controller does) and
-open partitions in chunks between which the event loop serves other connections
-(:meth:`TopicOperations.create_topics`, :meth:`TopicOperations.create_partitions`); names being
-created meanwhile are taken (TOPIC_ALREADY_EXISTS) and their partitions count as hosted.
-Metadata auto-creation and ``__consumer_offsets`` are small and synchronous
-(:meth:`TopicOperations.create_topics_now`). A deletion or config change whose entry cannot be
-written is refused with KAFKA_STORAGE_ERROR and changes nothing.
+- creation is all or nothing (:class:`~pydmq.broker.partition_creation.PartitionCreation`):
+  the new partitions' logs are opened first and the records committed last, as one entry; a
+  failure opening any log (or writing the entry) removes every partition the request opened
+  and answers KAFKA_STORAGE_ERROR for each of its topics, nothing committed;
+- CreateTopics and CreatePartitions run one request at a time (as Kafka's controller does)
+  and open partitions in chunks between which the event loop serves other connections; the
+  records of a creation in progress are seen by the operations run meanwhile (its names are
+  taken, TOPIC_ALREADY_EXISTS; its partitions count as hosted), not by deletions and config
+  changes (the topic does not exist yet); a topic deleted while its new partitions were being
+  opened is not grown;
+- ``__consumer_offsets`` is created synchronously (:meth:`TopicOperations.create_topic`).
+
+Config changes (AlterConfigs, IncrementalAlterConfigs) still apply their own copy of the
+rules here (issue 16 part 1, next step: ``controller.operations.configs``). A deletion or
+config change whose entry cannot be written is refused with KAFKA_STORAGE_ERROR and changes
+nothing.
 """
 
 from __future__ import annotations
@@ -29,16 +37,16 @@ from typing import TYPE_CHECKING
 from pydmq.broker.partition_creation import PartitionCreation
 from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
-from pydmq.config.partition_limits import broker_limit_problem, request_limit_problem
 from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
-from pydmq.metadata.records import MetadataRecord, PartitionRecord
+from pydmq.metadata.records import ConfigRecord, MetadataRecord, PartitionRecord, TopicRecord
 from pydmq.protocol.errors import ErrorCode, TopicError
-from pydmq.protocol.topic_names import topic_name_problem
+from pydmq.protocol.topic_names import INTERNAL_TOPICS
 from pydmq.storage.errors import KafkaStorageError
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
     from pydmq.controller.local import LocalController
+    from pydmq.metadata.image import MetadataImage
 
 __all__ = [
     "OP_APPEND",
@@ -81,12 +89,8 @@ class NewPartitions:
     assignments: list[list[int]] | None = None
 
 
-def _collision_key(name: str) -> str:
-    return name.replace(".", "_")
-
-
 class TopicOperations:
-    """Owned by the broker; every mutation is persisted through the LocalTopicRegistry."""
+    """Owned by the broker; every change is committed through the LocalController."""
 
     def __init__(
         self, broker: Broker, registry: LocalTopicRegistry, controller: LocalController
@@ -95,158 +99,20 @@ class TopicOperations:
         self._registry = registry
         self._controller = controller
         self._serial = asyncio.Lock()  # CreateTopics / CreatePartitions, one at a time
-        self._creating: set[str] = set()  # topics whose partitions a request is opening
-        self._unopened = 0  # partitions admitted by a request and not opened yet
+        # The records of creations whose partitions are being opened: a creation meanwhile
+        # sees them (their names are taken, their partitions count as hosted).
+        self._pending: list[Sequence[MetadataRecord]] = []
 
-    def _live_brokers(self) -> list[int]:
-        return [self._broker.node_id]
+    def _working_image(self) -> MetadataImage:
+        """The committed image with the records of the creations in progress."""
+        image = self._controller.image
+        if not self._pending:
+            return image
+        from pydmq.controller.operations import image_after
 
-    # -- admission ------------------------------------------------------------------------
-
-    def _hosted(self) -> int:
-        """Partitions hosted here, counting those admitted and not opened yet."""
-        return len(self._broker.replica_manager.partitions) + self._unopened
-
-    def _admit(self, adding: int, earlier: int) -> None:
-        """Refuse (POLICY_VIOLATION) ``adding`` partitions after ``earlier`` in this request."""
-        problem = request_limit_problem(adding, earlier) or broker_limit_problem(
-            self._broker.node_id,
-            self._hosted() + earlier,
-            adding,
-            self._broker.config.get_int("pydmq.max.broker.partitions"),
-        )
-        if problem:
-            raise TopicError(ErrorCode.POLICY_VIOLATION, problem)
+        return image_after(image, [rec for records in self._pending for rec in records])
 
     # -- creating topics --------------------------------------------------------------------
-
-    def _taken_names(self) -> dict[str, str]:
-        """Collision key ('.' as '_') -> name, for the topics existing and being created."""
-        taken = {_collision_key(t.name): t.name for t in self._registry}
-        taken.update((_collision_key(name), name) for name in self._creating)
-        return taken
-
-    def validate_new_topic(
-        self,
-        name: str,
-        num_partitions: int,
-        replication_factor: int,
-        configs: Mapping[str, str | None],
-        assignments: Mapping[int, list[int]] | None = None,
-        taken: Mapping[str, str] | None = None,
-    ) -> tuple[int, int, dict[str, str]]:
-        """Resolve defaults and validate; returns (partitions, replication factor, configs).
-
-        ``taken``: the collision keys of existing topics (:meth:`_taken_names`; computed here
-        when not given: a request of many topics computes it once)."""
-        problem = topic_name_problem(name)
-        if problem:
-            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, problem)
-        if self._registry.get(name) is not None or name in self._creating:
-            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        existing = (self._taken_names() if taken is None else taken).get(_collision_key(name))
-        if existing is not None:
-            raise TopicError(
-                ErrorCode.INVALID_TOPIC_EXCEPTION,
-                f"Topic '{name}' collides with existing topic: {existing}",
-            )
-        broker_config = self._broker.config
-        if assignments:
-            if num_partitions != -1 or replication_factor != -1:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST,
-                    "Both numPartitions or replicationFactor and replicasAssignments were set. "
-                    "Both cannot be used at the same time.",
-                )
-            self._validate_assignments(assignments, 0)
-            num_partitions = len(assignments)
-            replication_factor = len(next(iter(assignments.values())))
-        if num_partitions == -1:
-            num_partitions = broker_config.get_int("num.partitions")
-        if replication_factor == -1:
-            replication_factor = broker_config.get_int("default.replication.factor")
-        if num_partitions <= 0:
-            raise TopicError(
-                ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0."
-            )
-        if replication_factor <= 0:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
-            )
-        live = len(self._live_brokers())
-        if replication_factor > live:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {replication_factor} time(s): The target "
-                f"replication factor of {replication_factor} cannot be reached because only "
-                f"{live} broker(s) are registered.",
-            )
-        try:
-            parsed = validate_topic_configs(configs)
-        except ConfigError as exc:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        engine = parsed.get("pydmq.engine")
-        if engine is not None and engine not in self._broker.replica_manager.engine_names():
-            raise TopicError(ErrorCode.INVALID_CONFIG, f"unknown storage engine {engine!r}")
-        explicit = {k: v for k, v in configs.items() if v is not None}
-        return num_partitions, replication_factor, explicit
-
-    def _validate_assignments(self, assignments: Mapping[int, list[int]], first: int) -> None:
-        live = set(self._live_brokers())
-        sizes = {len(replicas) for replicas in assignments.values()}
-        if len(sizes) != 1:
-            raise TopicError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                "All partitions should have the same number of replicas",
-            )
-        if sorted(assignments) != list(range(first, first + len(assignments))):
-            raise TopicError(
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                "Partitions should be a consecutive 0-based integer sequence",
-            )
-        for replicas in assignments.values():
-            if len(set(replicas)) != len(replicas) or not replicas:
-                raise TopicError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Duplicate or empty replica assignment"
-                )
-            unknown = [r for r in replicas if r not in live]
-            if unknown:
-                raise TopicError(
-                    ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                    f"The manual partition assignment includes broker {unknown[0]}, but no "
-                    "broker with that id is registered.",
-                )
-
-    def _plan_topics(self, topics: Sequence[NewTopic]) -> list[TopicInfo | TopicError]:
-        """Validate and admit each topic in order (later ones count the earlier ones)."""
-        taken = self._taken_names()
-        node = self._broker.node_id
-        planned = 0
-        out: list[TopicInfo | TopicError] = []
-        for t in topics:
-            try:
-                partitions, _rf, explicit = self.validate_new_topic(
-                    t.name, t.num_partitions, t.replication_factor, t.configs, t.assignments, taken
-                )
-                self._admit(partitions, planned)
-            except TopicError as exc:
-                out.append(exc)
-                continue
-            planned += partitions
-            taken[_collision_key(t.name)] = t.name
-            # single node: every replica set is [this node]
-            out.append(
-                TopicInfo(
-                    name=t.name,
-                    topic_id=uuid.uuid4(),
-                    partitions=[
-                        PartitionInfo(i, node, 0, [node], [node]) for i in range(partitions)
-                    ],
-                    configs=explicit,
-                    internal=t.name in ("__consumer_offsets", "__transaction_state"),
-                )
-            )
-        return out
 
     def create_topic(
         self,
@@ -254,65 +120,79 @@ class TopicOperations:
         num_partitions: int = -1,
         replication_factor: int = -1,
         configs: Mapping[str, str | None] | None = None,
-        assignments: Mapping[int, list[int]] | None = None,
-        validate_only: bool = False,
     ) -> TopicInfo:
-        """Create one topic now (synchronously); raises TopicError."""
-        new = NewTopic(name, num_partitions, replication_factor, configs or {}, assignments)
-        [result] = self.create_topics_now([new], validate_only)
+        """Create one topic now, synchronously (``__consumer_offsets``); raises TopicError."""
+        new = NewTopic(name, num_partitions, replication_factor, configs or {})
+        plan, records = self._plan_topics([new])
+        for _ in self._create(plan, records):
+            pass
+        [result] = plan
         if isinstance(result, TopicError):
             raise result
-        return result
-
-    def create_topics_now(
-        self, topics: Sequence[NewTopic], validate_only: bool = False
-    ) -> list[TopicInfo | TopicError]:
-        """Create ``topics`` synchronously (Metadata auto-creation, ``__consumer_offsets``):
-        for callers that bound how many partitions they create at once."""
-        plan = self._plan_topics(topics)
-        if not validate_only:
-            for _ in self._create(plan):
-                pass
-        return plan
+        topic = self._registry.get(name)
+        assert topic is not None  # committed
+        return topic
 
     async def create_topics(
         self, topics: Sequence[NewTopic], validate_only: bool = False
     ) -> list[TopicInfo | TopicError]:
-        """CreateTopics: the result of each topic, in order (a TopicInfo or its error).
-        Requests run one at a time; partitions are opened in chunks, yielding between."""
+        """CreateTopics through the controller's ``create_topics``: the result of each topic,
+        in order (the topic as created, or its error). Requests run one at a time; partitions
+        are opened in chunks, yielding between, before the records are committed."""
         async with self._serial:
-            plan = self._plan_topics(topics)
+            plan, records = self._plan_topics(topics)
             if not validate_only:
-                await _run_in_chunks(self._create(plan))
+                await _run_in_chunks(self._create(plan, records))
             return plan
 
-    def _create(self, plan: list[TopicInfo | TopicError]) -> Generator[None, None, None]:
-        """Open the accepted topics' partitions, then register them with one save; on any
-        failure remove every partition opened and turn each accepted topic into the error."""
-        accepted = [t for t in plan if isinstance(t, TopicInfo)]
-        if not accepted:
+    def _plan_topics(
+        self, topics: Sequence[NewTopic]
+    ) -> tuple[list[TopicInfo | TopicError], list[MetadataRecord]]:
+        """Each topic as the operation would create it (or its error), and the records."""
+        from pydmq.controller.operations import CreatableTopic, create_topics
+
+        result = create_topics(
+            self._working_image(),
+            self._controller.operation_context,
+            [
+                CreatableTopic(
+                    t.name, t.num_partitions, t.replication_factor, t.assignments, t.configs
+                )
+                for t in topics
+            ],
+        )
+        created = _topics_of(result.records)
+        plan: list[TopicInfo | TopicError] = [
+            created[r.name]
+            if r.error_code == ErrorCode.NONE
+            else TopicError(r.error_code, r.error_message or "")
+            for r in result.response
+        ]
+        return plan, result.records
+
+    def _create(
+        self, plan: list[TopicInfo | TopicError], records: Sequence[MetadataRecord]
+    ) -> Generator[None, None, None]:
+        """Open the planned topics' partitions, then commit their records; on any failure
+        remove every partition opened and turn each planned topic into the error."""
+        if not records:
             return
+        accepted = [t for t in plan if isinstance(t, TopicInfo)]
         creation = PartitionCreation(self._broker)
-        total = sum(len(t.partitions) for t in accepted)
-        names = {t.name for t in accepted}
-        self._creating |= names
-        self._unopened += total
+        self._pending.append(records)
         try:
             yield from creation.steps([(t, range(len(t.partitions))) for t in accepted])
-            self._unopened -= total
-            total = 0
-            self._registry.add_all(accepted)
+            self._pending = [p for p in self._pending if p is not records]
+            self._controller.append(records)
         except Exception as exc:
             creation.rollback()
             error = TopicError(ErrorCode.KAFKA_STORAGE_ERROR, creation.failure(exc))
             plan[:] = [error if isinstance(t, TopicInfo) else t for t in plan]
-            return
         except BaseException:  # abandoned (cancelled): nothing of it may stay
             creation.rollback()
             raise
         finally:
-            self._creating -= names
-            self._unopened -= total
+            self._pending = [p for p in self._pending if p is not records]
 
     def delete_topic(self, name: str) -> TopicInfo:
         """DeleteTopics of one name, through the controller's operation; the topic deleted."""
@@ -342,7 +222,7 @@ class TopicOperations:
         async with self._serial:
             controller = self._controller
             result = create_partitions(
-                controller.image,
+                self._working_image(),
                 controller.operation_context,
                 [CreatePartitionsTopic(r.name, r.count, r.assignments) for r in requests],
                 validate_only=validate_only,
@@ -374,8 +254,7 @@ class TopicOperations:
             assert topic is not None  # the operation ran on the image the registry follows
             added.setdefault(topic.name, (topic, []))[1].append(rec)
         creation = PartitionCreation(self._broker)
-        total = len(records)
-        self._unopened += total
+        self._pending.append(records)
         try:
             yield from creation.steps(
                 [
@@ -392,8 +271,7 @@ class TopicOperations:
                     for t, new in added.values()
                 ]
             )
-            self._unopened -= total
-            total = 0
+            self._pending = [p for p in self._pending if p is not records]
             kept: list[MetadataRecord] = []
             for name, (topic, new) in added.items():
                 if self._registry.by_id(topic.topic_id) is not None:
@@ -413,7 +291,7 @@ class TopicOperations:
             creation.rollback()
             raise
         finally:
-            self._unopened -= total
+            self._pending = [p for p in self._pending if p is not records]
 
     def alter_topic_configs(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool = False
@@ -502,6 +380,21 @@ class TopicOperations:
                     items = [v for v in items if v not in given]
                 configs[config_name] = ",".join(items)
         self.alter_topic_configs(name, configs, validate_only)
+
+
+def _topics_of(records: Sequence[MetadataRecord]) -> dict[str, TopicInfo]:
+    """The topics ``records`` create, by name, as they will be once committed."""
+    topics: dict[str, TopicInfo] = {}
+    by_id: dict[uuid.UUID, TopicInfo] = {}
+    for rec in records:
+        if isinstance(rec, TopicRecord):
+            topic = TopicInfo(rec.name, rec.topic_id, [], internal=rec.name in INTERNAL_TOPICS)
+            topics[rec.name] = by_id[rec.topic_id] = topic
+        elif isinstance(rec, ConfigRecord) and rec.value is not None:
+            topics[rec.resource_name].configs[rec.name] = rec.value
+        elif isinstance(rec, PartitionRecord):
+            by_id[rec.topic_id].partitions.append(_partition_info(rec))
+    return topics
 
 
 def _partition_info(rec: PartitionRecord) -> PartitionInfo:

@@ -71,9 +71,9 @@ class LocalController:
         before registration, a changed ``node.id`` or ``broker.rack``. Called at start-up."""
         image = self.image
         current = image.brokers.get(node_id)
-        if current is not None and not current.fenced and current.rack == rack:
-            if len(image.brokers) == 1:
-                return
+        registered = current is not None and not current.fenced and current.rack == rack
+        if registered and len(image.brokers) == 1:
+            return
         records: list[MetadataRecord] = [
             UnregisterBrokerRecord(b.id, b.epoch) for b in image.brokers.values() if b.id != node_id
         ]

@@ -66,6 +66,7 @@ class OperationContext:
 
     strategies: Mapping[str, ReplicationStrategy]
     placer: ReplicaPlacer
+    engines: frozenset[str] = frozenset()  # the registered storage engines' names
     num_partitions: int = 1
     default_replication_factor: int = 1
     unclean_leader_election_enable: bool = False
@@ -76,7 +77,8 @@ class OperationContext:
 
 
 def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationContext:
-    """The operations' view of configuration and plugins (strategies, replica placer)."""
+    """The operations' view of configuration and plugins (strategies, replica placer,
+    storage engines)."""
     strategies = {name: spec.factory() for name, spec in plugins.replication_strategies().items()}
     placers = plugins.replica_placers()
     wanted = config.get_str("pydmq.replica.placer")
@@ -87,6 +89,7 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
     return OperationContext(
         strategies=strategies,
         placer=spec.factory(),
+        engines=frozenset(plugins.storage_engines()),
         num_partitions=config.get_int("num.partitions"),
         default_replication_factor=config.get_int("default.replication.factor"),
         unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),

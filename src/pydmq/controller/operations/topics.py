@@ -108,11 +108,14 @@ class CreatePartitionsResult:
     error_message: str | None = None
 
 
+ENGINE_CONFIG = "pydmq.engine"
+
+
 def validate_topic_config_values(
     ctx: OperationContext, configs: Mapping[str, str | None]
 ) -> dict[str, str]:
     """Explicit topic configs, validated as Kafka does (INVALID_CONFIG); the replication
-    strategy must name a registered strategy."""
+    strategy and the storage engine must name registered ones."""
     try:
         validate_topic_configs(configs)
     except ConfigError as exc:
@@ -122,6 +125,9 @@ def validate_topic_config_values(
         raise TopicOperationError(
             ErrorCode.INVALID_CONFIG, f"unknown replication strategy {strategy!r}"
         )
+    engine = configs.get(ENGINE_CONFIG)
+    if engine is not None and engine not in ctx.engines:
+        raise TopicOperationError(ErrorCode.INVALID_CONFIG, f"unknown storage engine {engine!r}")
     return {k: v for k, v in configs.items() if v is not None}
 
 
