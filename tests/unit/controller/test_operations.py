@@ -480,6 +480,22 @@ def test_delete_topics_by_name_and_id() -> None:
     assert disabled.response[0].error_code == E.TOPIC_DELETION_DISABLED and not disabled.records
 
 
+def test_create_topics_refuses_an_unregistered_storage_engine() -> None:
+    ctx = make_ctx(engines=frozenset({"segment", "memory"}))
+    result = create_topics(
+        cluster(1),
+        ctx,
+        [
+            CreatableTopic("kept", 1, 1, configs={"pydmq.engine": "memory"}),
+            CreatableTopic("refused", 1, 1, configs={"pydmq.engine": "nope"}),
+        ],
+    )
+    assert [(r.error_code, r.error_message) for r in result.response] == [
+        (E.NONE, None),
+        (E.INVALID_CONFIG, "unknown storage engine 'nope'"),
+    ]
+
+
 def test_delete_topics_as_kafka_answers_unknown_topics_and_disabled_deletion() -> None:
     image = with_topic(cluster(1), "a", [[1]])
     unknown = delete_topics(image, CTX, ["nope", uuid.UUID(int=5)])
