@@ -20,25 +20,28 @@ partitions adds around them:
   opened is not grown;
 - ``__consumer_offsets`` is created synchronously (:meth:`TopicOperations.create_topic`).
 
-Config changes (AlterConfigs, IncrementalAlterConfigs) still apply their own copy of the
-rules here (issue 16 part 1, next step: ``controller.operations.configs``). A deletion or
-config change whose entry cannot be written is refused with KAFKA_STORAGE_ERROR and changes
-nothing.
+Topic config changes (AlterConfigs, IncrementalAlterConfigs) run the controller's
+``alter_configs`` and ``incremental_alter_configs``. A deletion or config change whose entry
+cannot be written is refused with KAFKA_STORAGE_ERROR and changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pydmq.broker.partition_creation import PartitionCreation
 from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
-from pydmq.config.definitions import ConfigError, ConfigType, parse_value
-from pydmq.config.topic import TopicConfig, check_known, validate_topic_configs
-from pydmq.metadata.records import ConfigRecord, MetadataRecord, PartitionRecord, TopicRecord
+from pydmq.metadata.records import (
+    RESOURCE_TOPIC,
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    TopicRecord,
+)
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.topic_names import INTERNAL_TOPICS
 from pydmq.storage.errors import KafkaStorageError
@@ -46,23 +49,18 @@ from pydmq.storage.errors import KafkaStorageError
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
     from pydmq.controller.local import LocalController
+    from pydmq.controller.operations import (
+        ConfigResourceResult,
+        ControllerResult,
+        OperationContext,
+    )
     from pydmq.metadata.image import MetadataImage
 
 __all__ = [
-    "OP_APPEND",
-    "OP_DELETE",
-    "OP_SET",
-    "OP_SUBTRACT",
     "NewPartitions",
     "NewTopic",
     "TopicOperations",
 ]
-
-# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids)
-OP_SET = 0
-OP_DELETE = 1
-OP_APPEND = 2
-OP_SUBTRACT = 3
 
 
 def _storage_error(what: str, exc: KafkaStorageError) -> TopicError:
@@ -296,34 +294,17 @@ class TopicOperations:
     def alter_topic_configs(
         self, name: str, configs: Mapping[str, str | None], validate_only: bool = False
     ) -> None:
-        """Replace a topic's explicit configs (AlterConfigs; IncrementalAlterConfigs ends here).
+        """AlterConfigs of one topic (its complete new set of explicit configs), through the
+        controller's ``alter_configs``; raises TopicError."""
+        from pydmq.controller.operations import AlterConfigsResource, alter_configs
 
-        Validates like CreateTopics (INVALID_CONFIG), refuses a change of the effective
-        ``pydmq.engine``, then commits the new set, which the node's
-        :class:`~pydmq.broker.metadata_publisher.LocalMetadataPublisher` applies to the hosted
-        partitions.
-        """
-        topic = self._registry.get(name)
-        if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
-        try:
-            validate_topic_configs(configs)
-        except ConfigError as exc:
-            raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        explicit = {k: v for k, v in configs.items() if v is not None}
-        broker_config = self._broker.config
-        before = TopicConfig(broker_config, topic.configs).get_str("pydmq.engine")
-        after_config = TopicConfig(broker_config, explicit)
-        if after_config.get_str("pydmq.engine") != before:
-            raise TopicError(
-                ErrorCode.INVALID_CONFIG, "pydmq.engine cannot change after a topic is created"
-            )
-        if validate_only:
-            return
-        try:
-            self._registry.set_configs(topic, explicit)
-        except KafkaStorageError as exc:
-            raise _storage_error(f"Configs of {name} could not be persisted", exc) from None
+        resource = AlterConfigsResource(RESOURCE_TOPIC, name, configs)
+        self._change_configs(
+            name,
+            lambda image, context: alter_configs(
+                image, context, [resource], validate_only=validate_only
+            ),
+        )
 
     def incremental_alter_topic_configs(
         self,
@@ -331,55 +312,37 @@ class TopicOperations:
         operations: Sequence[tuple[str, int, str | None]],
         validate_only: bool = False,
     ) -> None:
-        """Apply (name, operation, value) edits to a topic's explicit configs.
+        """IncrementalAlterConfigs of one topic ((name, operation, value) edits), through the
+        controller's ``incremental_alter_configs``; raises TopicError."""
+        from pydmq.controller.operations import (
+            IncrementalAlterConfigsResource,
+            incremental_alter_configs,
+        )
 
-        Operations as Kafka's AlterConfigOp: SET 0, DELETE 1, APPEND 2 and SUBTRACT 3 (the
-        last two for LIST configs only, starting from the explicit value or else the config's
-        default). Errors: unknown operation or a null value to SET/APPEND/SUBTRACT ->
-        INVALID_REQUEST; unknown name, bad value, APPEND/SUBTRACT on a non-list ->
-        INVALID_CONFIG.
-        """
-        topic = self._registry.get(name)
-        if topic is None:
-            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"Topic {name} does not exist.")
-        configs: dict[str, str | None] = dict(topic.configs)
-        for config_name, operation, value in operations:
-            if operation not in (OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT):
-                raise TopicError(ErrorCode.INVALID_REQUEST, f"Unknown config operation {operation}")
-            if operation != OP_DELETE and value is None:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST, f"Null value not supported for : {config_name}"
-                )
-            try:
-                definition = check_known(config_name)
-            except ConfigError as exc:
-                raise TopicError(ErrorCode.INVALID_CONFIG, str(exc)) from None
-            if operation == OP_SET:
-                configs[config_name] = value
-            elif operation == OP_DELETE:
-                configs.pop(config_name, None)
-            else:
-                if definition.type != ConfigType.LIST:
-                    verb = "append" if operation == OP_APPEND else "subtract"
-                    raise TopicError(
-                        ErrorCode.INVALID_CONFIG,
-                        f"Config value {verb} is not allowed for config key: {config_name}",
-                    )
-                raw = configs.get(config_name)
-                current = (
-                    parse_value(ConfigType.LIST, raw, config_name)
-                    if raw is not None
-                    else definition.default
-                )
-                items = [str(v) for v in current] if isinstance(current, list | tuple) else []
-                given = parse_value(ConfigType.LIST, value, config_name)
-                assert isinstance(given, list)
-                if operation == OP_APPEND:
-                    items += [v for v in given if v not in items]
-                else:
-                    items = [v for v in items if v not in given]
-                configs[config_name] = ",".join(items)
-        self.alter_topic_configs(name, configs, validate_only)
+        resource = IncrementalAlterConfigsResource(RESOURCE_TOPIC, name, operations)
+        self._change_configs(
+            name,
+            lambda image, context: incremental_alter_configs(
+                image, context, [resource], validate_only=validate_only
+            ),
+        )
+
+    def _change_configs(
+        self,
+        name: str,
+        operation: Callable[
+            [MetadataImage, OperationContext], ControllerResult[list[ConfigResourceResult]]
+        ],
+    ) -> None:
+        """Run a config operation of topic ``name``; the node's publisher applies the change
+        to the hosted partitions once committed."""
+        controller = self._controller
+        try:
+            [result] = controller.run(lambda image: operation(image, controller.operation_context))
+        except KafkaStorageError as exc:
+            raise _storage_error(f"Configs of {name} could not be persisted", exc) from None
+        if result.error_code != ErrorCode.NONE:
+            raise TopicError(result.error_code, result.error_message or "")
 
 
 def _topics_of(records: Sequence[MetadataRecord]) -> dict[str, TopicInfo]:

@@ -7,8 +7,7 @@ mode the controller's metadata image is the truth and a broker's registry
 A single node's registry is :class:`LocalTopicRegistry`: a view of the image of its local
 controller (:class:`~pydmq.controller.local.LocalController`, over the local metadata log
 replayed at start). Every change is committed there as records (one entry per change) and
-the registry follows each delta. A change whose entry cannot be written (a full disk, an I/O
-error) raises KafkaStorageError and changes nothing.
+the registry follows each delta.
 
 Before the metadata log, a single node kept its topics in ``topics.json``: on the first start
 with an empty log that file is converted into the log's first entry and renamed
@@ -20,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,9 +108,10 @@ class TopicRegistry:
 class LocalTopicRegistry(TopicRegistry):
     """A single node's topics: the view of its local controller's image (module docstring).
 
-    Owned by the broker's event loop. The mutators commit records; the topics each delta
-    touches are then rebuilt from the new image (existing :class:`TopicInfo` objects are
-    updated in place, so a handler holding one sees the change).
+    Owned by the broker's event loop. Changes are committed by the controller's operations;
+    the topics each delta touches are then rebuilt from the new image (existing
+    :class:`TopicInfo` objects are updated in place, so a handler holding one sees the
+    change).
     """
 
     def __init__(self, controller: LocalController, metadata_dir: Path) -> None:
@@ -122,31 +122,6 @@ class LocalTopicRegistry(TopicRegistry):
         for topic in image.topics.by_id.values():
             self._refresh(image, topic.topic_id)
         controller.add_listener(self.apply)
-
-    # -- mutations ----------------------------------------------------------------------
-
-    def add_all(self, topics: Sequence[TopicInfo]) -> None:
-        """Create ``topics`` (one entry for all of them); KafkaStorageError if it fails."""
-        self._controller.append([rec for topic in topics for rec in _topic_records(topic)])
-
-    def add_partitions(self, growth: Sequence[tuple[TopicInfo, Sequence[PartitionInfo]]]) -> None:
-        """Add each topic's new partitions (one entry); KafkaStorageError if it fails."""
-        self._controller.append([_partition_record(topic, p) for topic, new in growth for p in new])
-
-    def set_configs(self, topic: TopicInfo, configs: Mapping[str, str]) -> None:
-        """Make ``configs`` the topic's explicit configs; KafkaStorageError if it fails."""
-        name = topic.name
-        changed = [
-            ConfigRecord(RESOURCE_TOPIC, name, key, value)
-            for key, value in configs.items()
-            if topic.configs.get(key) != value
-        ]
-        changed += [
-            ConfigRecord(RESOURCE_TOPIC, name, key, None)
-            for key in topic.configs
-            if key not in configs
-        ]
-        self._controller.append(changed)
 
     # -- following the image ------------------------------------------------------------
 

@@ -18,7 +18,14 @@ from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.local import LocalController
 from pydmq.controller.local_log import LocalMetadataLog
-from pydmq.metadata.records import RemoveTopicRecord
+from pydmq.metadata.records import (
+    RESOURCE_TOPIC,
+    ConfigRecord,
+    MetadataRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
 from pydmq.plugins.host import PluginHost
 from pydmq.storage.api import TopicPartition
 
@@ -52,17 +59,37 @@ def orders() -> TopicInfo:
     )
 
 
+def creation(topic: TopicInfo) -> list[MetadataRecord]:
+    """The records creating ``topic``, as the controller's create_topics writes them."""
+    records: list[MetadataRecord] = [TopicRecord(topic.name, topic.topic_id)]
+    records += [ConfigRecord(RESOURCE_TOPIC, topic.name, k, v) for k, v in topic.configs.items()]
+    records += [partition(topic, p) for p in topic.partitions]
+    return records
+
+
+def partition(topic: TopicInfo, p: PartitionInfo) -> PartitionRecord:
+    return PartitionRecord(
+        p.index, topic.topic_id, tuple(p.replicas), tuple(p.isr), (), (), p.leader, 0,
+        p.leader_epoch, 0,
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("snapshot_every", [1000, 3])
 def test_a_reopened_registry_replays_every_change(tmp_path: Path, snapshot_every: int) -> None:
     controller, registry = open_node(tmp_path, snapshot_every)
     first = orders()
     internal = TopicInfo("__consumer_offsets", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])])
     doomed = TopicInfo("doomed", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])])
-    registry.add_all([first, internal, doomed])
+    controller.append(creation(first) + creation(internal) + creation(doomed))
     held = registry.get("orders")
     assert held is not None
-    registry.add_partitions([(held, [PartitionInfo(3, 1, 0, [1], [1])])])
-    registry.set_configs(held, {"cleanup.policy": "compact"})
+    controller.append([partition(held, PartitionInfo(3, 1, 0, [1], [1]))])
+    controller.append(
+        [
+            ConfigRecord(RESOURCE_TOPIC, "orders", "retention.ms", None),
+            ConfigRecord(RESOURCE_TOPIC, "orders", "cleanup.policy", "compact"),
+        ]
+    )
     controller.append([RemoveTopicRecord(doomed.topic_id)])
 
     assert [p.index for p in held.partitions] == [0, 1, 2, 3]  # changed in place
@@ -123,8 +150,8 @@ def test_a_topics_json_left_beside_a_converted_log_is_not_read_again(tmp_path: P
     """A crash after the conversion's entry and before the rename: the log wins."""
     legacy = orders()
     write_legacy_file(tmp_path, legacy)
-    registry = open_registry(tmp_path)
-    registry.set_configs(legacy, {})
+    controller, _ = open_node(tmp_path)
+    controller.append([ConfigRecord(RESOURCE_TOPIC, "orders", "retention.ms", None)])
     write_legacy_file(tmp_path, legacy)
     reopened = open_registry(tmp_path)
     assert [t.configs for t in reopened] == [{}]

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
+from pydmq.config.dynamic import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
 from pydmq.config.topic import check_known
 from pydmq.controller.operations.common import (
     DEFAULT_STRATEGY,
@@ -34,12 +35,6 @@ __all__ = [
     "alter_configs",
     "incremental_alter_configs",
 ]
-
-# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType ids)
-OP_SET = 0
-OP_DELETE = 1
-OP_APPEND = 2
-OP_SUBTRACT = 3
 
 # Configs fixed at creation: changing them would need the partitions' data to move.
 _IMMUTABLE = {STRATEGY_CONFIG: DEFAULT_STRATEGY, "pydmq.engine": None}
