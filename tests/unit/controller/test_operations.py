@@ -496,6 +496,18 @@ def test_create_topics_refuses_an_unregistered_storage_engine() -> None:
     ]
 
 
+def test_the_storage_engine_of_a_topic_cannot_change_but_may_be_named() -> None:
+    ctx = make_ctx(engines=frozenset({"segment", "memory"}), default_engine="segment")
+    image = with_topic(cluster(1), "t", [[1]])
+    named = alter_configs(image, ctx, [AlterConfigsResource(2, "t", {"pydmq.engine": "segment"})])
+    moved = alter_configs(image, ctx, [AlterConfigsResource(2, "t", {"pydmq.engine": "memory"})])
+    assert named.response[0].error_code == E.NONE  # the engine it already had
+    assert (moved.response[0].error_code, moved.response[0].error_message) == (
+        E.INVALID_CONFIG,
+        "pydmq.engine cannot change after a topic is created",
+    )
+
+
 def test_delete_topics_as_kafka_answers_unknown_topics_and_disabled_deletion() -> None:
     image = with_topic(cluster(1), "a", [[1]])
     unknown = delete_topics(image, CTX, ["nope", uuid.UUID(int=5)])

@@ -67,6 +67,7 @@ class OperationContext:
     strategies: Mapping[str, ReplicationStrategy]
     placer: ReplicaPlacer
     engines: frozenset[str] = frozenset()  # the registered storage engines' names
+    default_engine: str = "segment"  # log.engine: a topic's engine when it names none
     num_partitions: int = 1
     default_replication_factor: int = 1
     unclean_leader_election_enable: bool = False
@@ -90,6 +91,7 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
         strategies=strategies,
         placer=spec.factory(),
         engines=frozenset(plugins.storage_engines()),
+        default_engine=config.get_str("log.engine"),
         num_partitions=config.get_int("num.partitions"),
         default_replication_factor=config.get_int("default.replication.factor"),
         unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),

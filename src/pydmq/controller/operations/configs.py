@@ -19,7 +19,11 @@ from pydmq.controller.operations.common import (
     ControllerResult,
     OperationContext,
 )
-from pydmq.controller.operations.topics import TopicOperationError, validate_topic_config_values
+from pydmq.controller.operations.topics import (
+    ENGINE_CONFIG,
+    TopicOperationError,
+    validate_topic_config_values,
+)
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import RESOURCE_TOPIC, ConfigRecord, MetadataRecord
 from pydmq.protocol.errors import ErrorCode
@@ -35,9 +39,6 @@ __all__ = [
     "alter_configs",
     "incremental_alter_configs",
 ]
-
-# Configs fixed at creation: changing them would need the partitions' data to move.
-_IMMUTABLE = {STRATEGY_CONFIG: DEFAULT_STRATEGY, "pydmq.engine": None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +124,9 @@ def _replace(
 ) -> list[MetadataRecord]:
     explicit = validate_topic_config_values(ctx, new)
     current = image.topic_config(name)
-    for key, default in _IMMUTABLE.items():
+    # Fixed at creation (their effective values): a change would need the data to move.
+    immutable = {STRATEGY_CONFIG: DEFAULT_STRATEGY, ENGINE_CONFIG: ctx.default_engine}
+    for key, default in immutable.items():
         if explicit.get(key, default) != current.get(key, default):
             raise TopicOperationError(
                 ErrorCode.INVALID_CONFIG, f"{key} cannot change after a topic is created"

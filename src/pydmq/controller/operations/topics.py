@@ -40,6 +40,7 @@ from pydmq.protocol.topic_names import topic_name_problem
 from pydmq.replication.strategy import ReplicationStrategy
 
 __all__ = [
+    "ENGINE_CONFIG",
     "CreatableTopic",
     "CreatableTopicResult",
     "CreatePartitionsResult",
