@@ -22,7 +22,6 @@ from pydmq.config.broker import BrokerConfig
 from pydmq.config.dynamic import DynamicConfigError, updated_layer
 from pydmq.config.topic import TopicConfig
 from pydmq.protocol.errors import ErrorCode, TopicError
-from pydmq.storage.api import LogConfig
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
@@ -96,13 +95,5 @@ def alter_broker_configs(
 def _apply_to_topics(broker: Broker) -> None:
     """Re-derive every topic's effective configs from the broker's and apply them to its
     hosted partitions (append policy and min ISR, and the engine log's settings)."""
-    replica_manager = broker.replica_manager
-    configs = {t.name: TopicConfig(broker.config, t.configs) for t in broker.topics}
-    for name, topic_config in configs.items():
-        replica_manager.update_config(name, topic_config)
-    for tp, partition in list(replica_manager.partitions.items()):
-        derived = configs.get(tp.topic)
-        engine_log = partition.log.engine_log
-        # Both built-in engines read their LogConfig from ``config`` on every decision.
-        if derived is not None and isinstance(getattr(engine_log, "config", None), LogConfig):
-            engine_log.config = derived.log_config()  # type: ignore[attr-defined]
+    for topic in broker.topics:
+        broker.replica_manager.update_config(topic.name, TopicConfig(broker.config, topic.configs))
