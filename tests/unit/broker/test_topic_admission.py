@@ -271,3 +271,27 @@ def test_metadata_auto_creates_within_its_budget(
     fourth = metadata_request(broker, names)
     assert set(fourth.values()) == {ErrorCode.NONE}
     assert len(broker.replica_manager.partitions) == 50
+
+
+def test_a_topic_deleted_while_it_grows_is_not_grown(broker: Broker) -> None:
+    broker.topic_ops.create_topic("a", 1)
+    broker.topic_ops.create_topic("b", 1)
+
+    async def run() -> list[TopicError | None]:
+        growth = asyncio.create_task(
+            broker.topic_ops.create_partitions(
+                [NewPartitions("a", 1 + 4 * OPEN_CHUNK), NewPartitions("b", 3)]
+            )
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)
+        assert hosted(broker, "a") > 1  # its new partitions are being opened
+        broker.topic_ops.delete_topic("a")
+        return await growth
+
+    grown_a, grown_b = asyncio.run(run())
+    assert grown_a is not None and grown_a.error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert grown_a.message == "Topic a was deleted."
+    assert grown_b is None and hosted(broker, "b") == 3
+    assert hosted(broker, "a") == 0 and not registered(broker, "a")
+    assert partition_dirs(broker, "a") == []
