@@ -15,11 +15,15 @@ rename, fsync of the directory), so a snapshot file is either whole or absent.
 
 Write failures. An append whose write fails is undone (the segment is truncated back to its
 size before it, positions and epoch cache untouched) and raises the OSError: the entries
-were never in the log, so they cannot be acknowledged. Any failed fsync, and a failure that
-cannot be undone, takes the log offline (:class:`MetadataLogOfflineError` from then on, for
+were never in the log, so they cannot be acknowledged. A failed fsync undoes every entry
+written since the last good flush the same way (they were refused, so a restart must not
+replay them) and takes the log offline (:class:`MetadataLogOfflineError` from then on, for
 every write, flush and read of the log end): a failed fsync may have lost pages that a later
 fsync would wrongly vouch for, so the node must stop acknowledging entries until it restarts
-(Kafka halts a node whose metadata log dir failed); recovery then scans every frame.
+(Kafka halts a node whose metadata log dir failed); recovery then scans every frame. An undo
+whose truncation fails overwrites the first undone frame's header with zeros instead, which
+recovery cuts as a torn tail (with everything after it), and takes the log offline; only if
+that write fails too can the undone entries come back at a restart (logged at ERROR).
 
 Owned by the task that drives the Raft core; nothing here is thread-safe.
 """
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import logging
 import os
 import re
 import struct
@@ -51,6 +56,8 @@ from pydmq.storage.checkpoint import fsync_dir, write_atomically
 from pydmq.storage.errors import fsync
 
 __all__ = ["FileRaftLog", "MetadataLogOfflineError"]
+
+log = logging.getLogger(__name__)
 
 _FRAME = struct.Struct(">iIqi")  # length, crc32c, offset, epoch
 _BODY_HEADER = struct.Struct(">qi")  # offset, epoch (the start of what the CRC covers)
@@ -100,6 +107,7 @@ class FileRaftLog:
         os.makedirs(directory, exist_ok=True)
         self._segments: list[_Segment] = []
         self._unsynced: set[int] = set()  # base offsets of segments written since the last flush
+        self._durable_end = 0  # the log end offset at the last good flush (or at recovery)
         self._snapshot: SnapshotId | None = None
         self._start = 0
         self._cache = EpochCache()
@@ -141,6 +149,7 @@ class FileRaftLog:
         if not self._segments:
             self._new_segment(self._start)
         self._rebuild_cache()
+        self._durable_end = self._segments[-1].end_offset
 
     def _recover_snapshot(self, names: list[str]) -> SnapshotId | None:
         """The newest snapshot that parses; corrupt or older ones are deleted."""
@@ -341,6 +350,7 @@ class FileRaftLog:
             try:
                 os.ftruncate(segment.fd, segment.size)  # nothing of the failed append stays
             except OSError as undo:
+                self._invalidate_frame(segment, segment.size)
                 raise self._go_offline("truncating a failed append back", undo) from exc
             raise
         segment.positions += positions
@@ -356,8 +366,49 @@ class FileRaftLog:
                 try:
                     fsync(segment.fd, segment.path, "raft.fsync")
                 except OSError as exc:
-                    raise self._go_offline(f"fsync of {segment.path}", exc) from exc
+                    offline = self._go_offline(f"fsync of {segment.path}", exc)
+                    self._undo_unsynced()
+                    raise offline from exc
         self._unsynced.clear()
+        self._durable_end = self._segments[-1].end_offset
+
+    def _undo_unsynced(self) -> None:
+        """Cut every entry written since the last good flush, after a failed fsync: they were
+        never acknowledged, so a restart must not replay them. Each segment is truncated back
+        (and synced, so a power loss cannot bring the entries back either); where that fails
+        the first cut frame is invalidated for recovery to cut instead."""
+        for segment in self._segments:
+            if segment.base_offset not in self._unsynced:
+                continue
+            index = max(0, self._durable_end - segment.base_offset)
+            if index >= len(segment.positions):
+                continue
+            cut = segment.positions[index]
+            try:
+                os.ftruncate(segment.fd, cut)
+                os.fsync(segment.fd)
+            except OSError as exc:
+                log.error("truncating %s back to byte %d failed: %s", segment.path, cut, exc)
+                self._invalidate_frame(segment, cut)
+            del segment.positions[index:]
+            segment.size = cut
+        self._cache.truncate_from(self._durable_end)
+        self._unsynced.clear()
+
+    def _invalidate_frame(self, segment: _Segment, position: int) -> None:
+        """Zero the frame header at ``position``, whose truncation failed: recovery cuts a
+        frame whose length is below its header (a torn tail), and everything after it."""
+        try:
+            os.pwrite(segment.fd, bytes(_FRAME.size), position)
+            os.fsync(segment.fd)
+        except OSError as exc:
+            log.error(
+                "metadata log %s: could not undo the entries from byte %d (%s); a restart "
+                "may replay entries that were refused",
+                segment.path,
+                position,
+                exc,
+            )
 
     def truncate_to(self, offset: int) -> None:
         self._check_online()
@@ -380,6 +431,7 @@ class FileRaftLog:
             except OSError as exc:
                 raise self._go_offline(f"truncating {segment.path}", exc) from exc
         self._cache.truncate_from(offset)
+        self._durable_end = min(self._durable_end, offset)
 
     def read(self, from_offset: int, max_bytes: int) -> list[Entry]:
         if from_offset < self._start or from_offset > self.log_end_offset:
@@ -452,6 +504,7 @@ class FileRaftLog:
         self._start = snapshot_id.end_offset
         self._new_segment(snapshot_id.end_offset)
         self._cache.reset(snapshot_id)
+        self._durable_end = snapshot_id.end_offset
 
     def load_snapshot(self, snapshot_id: SnapshotId) -> list[bytes]:
         with open(self._snapshot_path(snapshot_id), "rb") as f:

@@ -67,9 +67,8 @@ def test_a_failed_metadata_log_fsync_refuses_every_change_until_a_restart(
     tmp_path: Path, arm_failpoints: Arm
 ) -> None:
     """A failed fsync may have lost the entry's pages: the log goes offline (nothing more is
-    acknowledged), the creation it belonged to is rolled back, and a restart recovers. The
-    entry whose fsync failed was written: whether it survives the restart is not asserted
-    (it does when the page cache kept it, and its topic then opens with empty logs)."""
+    acknowledged), the creation it belonged to is rolled back and its entry cut from the log,
+    and a restart recovers without it."""
     broker = make_broker(tmp_path)
     broker.topic_ops.create_topic("kept", 1)
     arm_failpoints("raft.fsync=eio-times=1")
@@ -85,6 +84,49 @@ def test_a_failed_metadata_log_fsync_refuses_every_change_until_a_restart(
     broker.local_controller.metadata_log.close()
 
     reopened = make_broker(tmp_path)
-    assert reopened.topics.get("kept") is not None
+    assert [t.name for t in reopened.topics] == ["kept"]
     assert len(reopened.topic_ops.create_topic("later", 2).partitions) == 2
+    reopened.replica_manager.shutdown()
+
+
+def _create(broker: Broker) -> None:
+    broker.topic_ops.create_topic("refused", 2)
+
+
+def _delete(broker: Broker) -> None:
+    broker.topic_ops.delete_topic("kept")
+
+
+def _alter(broker: Broker) -> None:
+    broker.topic_ops.alter_topic_configs("kept", {"retention.ms": "1000"})
+
+
+@pytest.mark.parametrize("spec", ["raft.append.write=short", "raft.fsync=eio-times=1"])
+@pytest.mark.parametrize("change", [_create, _delete, _alter], ids=["create", "delete", "alter"])
+def test_a_refused_change_is_absent_after_a_restart(
+    tmp_path: Path, arm_failpoints: Arm, spec: str, change: Callable[[Broker], None]
+) -> None:
+    """The entry of a change answered KAFKA_STORAGE_ERROR is cut from the metadata log (its
+    write undone, or everything since the last good fsync when the fsync failed): a restart
+    replays the log as it was, so a deletion the client was told failed keeps the topic (and
+    so its partition logs), a refused creation or config change is not there."""
+    broker = make_broker(tmp_path)
+    broker.topic_ops.create_topic("kept", 2, configs={"retention.ms": "5000"})
+    kept = broker.topics.get("kept")
+    assert kept is not None
+    arm_failpoints(spec)
+    with pytest.raises(TopicError) as refused:
+        change(broker)
+    assert refused.value.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+    arm_failpoints("")
+    broker.replica_manager.shutdown()
+    assert broker.local_controller is not None
+    broker.local_controller.metadata_log.close()
+
+    reopened = make_broker(tmp_path)
+    assert [t.name for t in reopened.topics] == ["kept"]
+    after = reopened.topics.get("kept")
+    assert after is not None
+    assert (after.topic_id, after.configs) == (kept.topic_id, {"retention.ms": "5000"})
+    assert [p.index for p in after.partitions] == [0, 1]
     reopened.replica_manager.shutdown()
