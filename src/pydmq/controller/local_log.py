@@ -35,13 +35,8 @@ from typing import Final
 
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
-from pydmq.metadata.records import (
-    MetadataRecord,
-    decode_payload,
-    decode_record,
-    encode_payload,
-    encode_record,
-)
+from pydmq.metadata.image_codec import RecordReplayer, image_payloads
+from pydmq.metadata.records import MetadataRecord, encode_payload
 from pydmq.raft.file_log import FileRaftLog, MetadataLogOfflineError
 from pydmq.raft.log import Entry
 from pydmq.storage.errors import KafkaStorageError
@@ -71,24 +66,23 @@ class LocalMetadataLog:
         return self._log.log_end_offset == 0
 
     def _replay(self) -> MetadataImage:
-        """The image of the latest snapshot and every entry after it."""
+        """The image of the latest snapshot and every entry after it (a
+        :class:`~pydmq.metadata.image_codec.RecordReplayer` each: partitions that share their
+        placement are decoded once)."""
         image = MetadataImage.EMPTY
         snapshot = self._log.latest_snapshot()
         if snapshot is not None:
-            delta = MetadataDelta(image)
+            replayer = RecordReplayer(MetadataDelta(image))
             for payload in self._log.load_snapshot(snapshot):
-                delta.replay(decode_record(payload))
-            image = delta.apply(snapshot.end_offset - 1, snapshot.epoch)
+                replayer.replay_record(payload)
+            image = replayer.apply(snapshot.end_offset - 1, snapshot.epoch)
         end = self._log.log_end_offset
         while image.offset + 1 < end:
             entries = self._log.read(image.offset + 1, _READ_BYTES)
-            delta = MetadataDelta(image)
+            replayer = RecordReplayer(MetadataDelta(image))
             for entry in entries:
-                records = decode_payload(entry.payload)
-                for rec in records:
-                    delta.replay(rec)
-                self._records_since_snapshot += len(records)
-            image = delta.apply(entries[-1].offset, entries[-1].epoch)
+                self._records_since_snapshot += replayer.replay_payload(entry.payload)
+            image = replayer.apply(entries[-1].offset, entries[-1].epoch)
         return image
 
     def append(self, records: Sequence[MetadataRecord]) -> MetadataDelta:
@@ -118,7 +112,7 @@ class LocalMetadataLog:
 
     def _snapshot(self) -> None:
         end = self.image.offset + 1
-        payloads = [encode_record(rec) for rec in self.image.to_records()]
+        payloads = image_payloads(self.image)
         try:
             self._log.create_snapshot(end, LOCAL_EPOCH, payloads)
         except Exception:

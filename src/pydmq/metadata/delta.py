@@ -121,6 +121,15 @@ class MetadataDelta:
             case NoOpRecord():
                 pass
 
+    def replay_partitions(
+        self, topic_id: UUID, partitions: Mapping[int, PartitionRegistration]
+    ) -> None:
+        """Replay PartitionRecords of one topic already made into their registrations (the
+        same as :meth:`replay` of each record, in order;
+        :class:`~pydmq.metadata.image_codec.RecordReplayer` shares one registration between
+        partitions whose records are equal past their ids)."""
+        self._touch_topic(topic_id).partitions.update(partitions)
+
     def _broker(self, broker_id: int) -> BrokerRegistration | None:
         if broker_id in self._brokers:
             return self._brokers[broker_id]

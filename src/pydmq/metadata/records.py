@@ -18,7 +18,7 @@ Sans-IO: no asyncio, sockets or files.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Final
 
 from pydmq.metadata import generated_records as gen
@@ -68,6 +68,7 @@ __all__ = [
     "decode_record",
     "encode_payload",
     "encode_record",
+    "payload_frames",
 ]
 
 NO_LEADER = -1
@@ -112,10 +113,10 @@ def encode_payload(records: Sequence[MetadataRecord]) -> bytes:
     return bytes(out)
 
 
-def decode_payload(payload: bytes | memoryview) -> list[MetadataRecord]:
-    """Records of an :func:`encode_payload` payload; raises CorruptRecordError."""
+def payload_frames(payload: Buffer) -> Iterator[memoryview]:
+    """The encoded records of an :func:`encode_payload` payload, one by one; raises
+    CorruptRecordError for a torn frame."""
     view = memoryview(payload)
-    records: list[MetadataRecord] = []
     pos = 0
     while pos < len(view):
         if pos + _FRAME.size > len(view):
@@ -124,6 +125,10 @@ def decode_payload(payload: bytes | memoryview) -> list[MetadataRecord]:
         pos += _FRAME.size
         if pos + length > len(view):
             raise CorruptRecordError("record frame runs past the end of its entry")
-        records.append(decode_record(view[pos : pos + length]))
+        yield view[pos : pos + length]
         pos += length
-    return records
+
+
+def decode_payload(payload: Buffer) -> list[MetadataRecord]:
+    """Records of an :func:`encode_payload` payload; raises CorruptRecordError."""
+    return [decode_record(frame) for frame in payload_frames(payload)]

@@ -51,6 +51,7 @@ from pydmq.raft.log import (
     check_append,
     decode_snapshot,
     encode_snapshot,
+    snapshot_id_of,
 )
 from pydmq.storage.checkpoint import fsync_dir, write_atomically
 from pydmq.storage.errors import fsync
@@ -164,7 +165,7 @@ class FileRaftLog:
             if chosen is None:
                 try:
                     with open(path, "rb") as f:
-                        decoded, _ = decode_snapshot(f.read())
+                        decoded = snapshot_id_of(f.read())
                     if decoded == snapshot_id:
                         chosen = snapshot_id
                         continue

@@ -38,6 +38,7 @@ __all__ = [
     "SnapshotNotFoundError",
     "decode_snapshot",
     "encode_snapshot",
+    "snapshot_id_of",
 ]
 
 # Bytes an entry costs besides its payload in a file frame: length, crc, offset, epoch.
@@ -165,9 +166,15 @@ def encode_snapshot(snapshot_id: SnapshotId, payloads: Sequence[bytes]) -> bytes
     return body + _CRC.pack(crc32c(body))
 
 
-def decode_snapshot(data: bytes | memoryview) -> tuple[SnapshotId, list[bytes]]:
-    """Parse :func:`encode_snapshot` bytes; raises :class:`CorruptSnapshotError`."""
-    view = memoryview(data)
+def snapshot_id_of(data: bytes | memoryview) -> SnapshotId:
+    """The id in :func:`encode_snapshot` bytes whose header and CRC32C of the whole are
+    intact (what recovery checks before trusting a snapshot file, without splitting its
+    payloads); raises :class:`CorruptSnapshotError`."""
+    return _check_snapshot(memoryview(data))[0]
+
+
+def _check_snapshot(view: memoryview) -> tuple[SnapshotId, int]:
+    """The snapshot's id and payload count, once its header and whole CRC32C are checked."""
     if len(view) < _SNAPSHOT_HEADER.size + _CRC.size:
         raise CorruptSnapshotError("snapshot shorter than its header")
     body = view[: len(view) - _CRC.size]
@@ -177,6 +184,14 @@ def decode_snapshot(data: bytes | memoryview) -> tuple[SnapshotId, list[bytes]]:
     magic, end_offset, epoch, count = _SNAPSHOT_HEADER.unpack_from(body, 0)
     if magic != _SNAPSHOT_MAGIC or count < 0 or end_offset < 0 or epoch < 0:
         raise CorruptSnapshotError("bad snapshot header")
+    return SnapshotId(end_offset, epoch), count
+
+
+def decode_snapshot(data: bytes | memoryview) -> tuple[SnapshotId, list[bytes]]:
+    """Parse :func:`encode_snapshot` bytes; raises :class:`CorruptSnapshotError`."""
+    view = memoryview(data)
+    snapshot_id, count = _check_snapshot(view)
+    body = view[: len(view) - _CRC.size]
     pos = _SNAPSHOT_HEADER.size
     payloads: list[bytes] = []
     for _ in range(count):
@@ -193,7 +208,7 @@ def decode_snapshot(data: bytes | memoryview) -> tuple[SnapshotId, list[bytes]]:
         pos += length
     if pos != len(body):
         raise CorruptSnapshotError("trailing bytes in snapshot")
-    return SnapshotId(end_offset, epoch), payloads
+    return snapshot_id, payloads
 
 
 class EpochCache:

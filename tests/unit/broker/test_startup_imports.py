@@ -1,7 +1,7 @@
 """A single node does not import the cluster code (start-up time of ``pydmq serve``).
 
 Of the cluster packages it imports only what its local controller needs at start: the
-metadata records, image and delta, the Raft log files (not the Raft core), the local metadata
+metadata records, image, delta and bulk codec, the Raft log files (not the Raft core), the local metadata
 log and the local controller (not the controller's operations: imported on first use).
 """
 
@@ -33,6 +33,7 @@ LOCAL_METADATA_LOG = [
     "pydmq.metadata.delta",
     "pydmq.metadata.generated_records",
     "pydmq.metadata.image",
+    "pydmq.metadata.image_codec",
     "pydmq.metadata.records",
     "pydmq.raft",
     "pydmq.raft.file_log",

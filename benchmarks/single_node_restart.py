@@ -1,0 +1,157 @@
+"""Start-up cost of a single node that hosts N partitions: ``Broker()`` and exec -> listening.
+
+For each N (1,000 / 30,000 / 100,000 by default) and each source tree, a data dir is built
+once by that tree (topics of ``--topic-partitions`` partitions created through
+``topic_ops.create_topic``, ``pydmq.max.broker.partitions`` raised to fit), then two figures
+are taken in fresh processes, the trees' runs interleaved so that load from elsewhere hits
+them alike:
+
+* broker: constructing ``Broker(config)`` on that data dir (imports done before the clock
+  starts): reading the topics back, from ``topics.json`` or the metadata log and its
+  snapshot;
+* serve: wall time from starting ``pydmq serve`` to its listener accepting a connection.
+
+    python benchmarks/single_node_restart.py
+    python benchmarks/single_node_restart.py --src /tmp/base/src --src src   # A/B
+    python benchmarks/single_node_restart.py --partitions 30000 --runs 9
+
+Data dirs live under ``--dir`` (default: a temporary directory on /dev/shm when it exists,
+so that building them is not an fsync benchmark) and are removed at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.common import spawn_serve, wait_listening  # noqa: E402
+
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+_BUILD = """
+import sys
+from pydmq.broker.server import Broker
+from pydmq.config.broker import BrokerConfig
+data_dir, total, per_topic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+config = BrokerConfig({
+    "log.dirs": data_dir,
+    "listeners": "PLAINTEXT://127.0.0.1:0",
+    "pydmq.max.broker.partitions": str(total + 1000),
+})
+broker = Broker(config)
+made = 0
+while made < total:
+    count = min(per_topic, total - made)
+    broker.topic_ops.create_topic(f"bench-{made // per_topic:05d}", count)
+    made += count
+broker.replica_manager.shutdown()
+"""
+
+_TIME_BROKER = """
+import sys, time
+from pydmq.broker.server import Broker
+from pydmq.config.broker import BrokerConfig
+config = BrokerConfig({"log.dirs": sys.argv[1], "listeners": "PLAINTEXT://127.0.0.1:0"})
+t0 = time.perf_counter()
+broker = Broker(config)
+elapsed = time.perf_counter() - t0
+assert sum(len(t.partitions) for t in broker.topics) == int(sys.argv[2])
+print(elapsed)
+"""
+
+
+def _env(src: str | None) -> dict[str, str]:
+    if src is None:
+        return ENV
+    path = [str(Path(src).resolve()), *filter(None, [ENV.get("PYTHONPATH")])]
+    return {**ENV, "PYTHONPATH": os.pathsep.join(path)}
+
+
+def _run(src: str | None, code: str, *args: str) -> str:
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=_env(src),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def _serve_cmd() -> list[str]:
+    script = Path(sys.executable).with_name("pydmq")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pydmq"]
+
+
+def serve_once(src: str | None, data_dir: str) -> float:
+    """Seconds from exec of ``pydmq serve`` on ``data_dir`` to a successful TCP connect."""
+    proc, port, started = spawn_serve(_serve_cmd(), data_dir, _env(src))
+    try:
+        return wait_listening(proc, port, started, poll_s=0.002)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _fmt(samples: list[float]) -> str:
+    ms = sorted(s * 1000 for s in samples)
+    return f"median {statistics.median(ms):8.1f} ms   min {ms[0]:8.1f}   max {ms[-1]:8.1f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5, help="fresh processes per figure")
+    parser.add_argument(
+        "--partitions", type=int, action="append", help="N (repeatable; 1k/30k/100k)"
+    )
+    parser.add_argument("--topic-partitions", type=int, default=1000, help="per topic")
+    parser.add_argument("--no-serve", action="store_true", help="skip the serve figure")
+    parser.add_argument("--dir", help="where to build the data dirs")
+    parser.add_argument(
+        "--src", action="append", help="source tree to put first on PYTHONPATH (repeatable)"
+    )
+    args = parser.parse_args()
+    srcs: list[str | None] = list(args.src or [None])
+    sizes: list[int] = list(args.partitions or [1_000, 30_000, 100_000])
+    base = args.dir or ("/dev/shm" if os.path.isdir("/dev/shm") else None)
+    root = tempfile.mkdtemp(prefix="pydmq-restart-", dir=base)
+    print(f"python {sys.version.split()[0]}, {os.cpu_count()} cpus, {args.runs} runs each")
+    try:
+        for n in sizes:
+            dirs: dict[str | None, str] = {}
+            for i, src in enumerate(srcs):
+                dirs[src] = os.path.join(root, f"{n}-{i}")
+                _run(src, _BUILD, dirs[src], str(n), str(args.topic_partitions))
+                _run(src, _TIME_BROKER, dirs[src], str(n))  # first start: caches, upgrades
+            samples: dict[tuple[str, str | None], list[float]] = {}
+            for _ in range(args.runs):
+                for src in srcs:
+                    broker = float(_run(src, _TIME_BROKER, dirs[src], str(n)))
+                    samples.setdefault(("broker", src), []).append(broker)
+                    if not args.no_serve:
+                        samples.setdefault(("serve", src), []).append(serve_once(src, dirs[src]))
+            for src in srcs:
+                label = f" [{src}]" if src is not None else ""
+                print(f"N={n:,}{label}")
+                print(f"  Broker()             {_fmt(samples['broker', src])}")
+                if not args.no_serve:
+                    print(f"  serve exec->listening {_fmt(samples['serve', src])}")
+            for path in dirs.values():
+                shutil.rmtree(path, ignore_errors=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
