@@ -13,32 +13,39 @@ election, its leader-change entry and its import cost (``raft.core``) to every s
 start-up for nothing a single writer needs; the log, the records and the snapshots are the
 same as the cluster's.
 
-At start the latest snapshot is loaded and every entry after it replayed. Every
-``metadata.log.max.snapshot.interval.records`` appended records a snapshot of the image is
-written (``image.to_records()``, as the controller runtime does), so the log does not grow
-forever.
+At start the latest snapshot is loaded and every entry after it replayed (a
+:class:`~pydmq.metadata.image_codec.RecordReplayer`: partitions that share their placement
+are decoded once). Every ``metadata.log.max.snapshot.interval.records`` appended records a
+snapshot of the image is taken (``image.to_records()``, as the controller runtime does), so
+the log does not grow forever. Encoding and writing it (~0.1 s beside 30,000 partitions) is
+done on the ``metadata-snapshot`` thread, from the image of that moment (immutable), so the
+event loop goes on serving; the log adopts the written snapshot (drops the segments below
+it) at the first append or :meth:`LocalMetadataLog.close` after it is written. One snapshot
+is in flight at a time; a failed one is logged and retried after the next append.
 
 Write failures: an append whose write fails is undone by the log and changes nothing; a
 failed fsync takes the log offline until a restart (``MetadataLogOfflineError``). Both are
 raised as :class:`~pydmq.storage.errors.KafkaStorageError` (answered KAFKA_STORAGE_ERROR),
 and the image stays as it was.
 
-Owned by the broker's event loop; not thread-safe.
+Owned by the broker's event loop; not thread-safe. The snapshot thread only reads its image
+and writes the snapshot's own file (:meth:`FileRaftLog.write_snapshot_file`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Final
+from typing import Final, NamedTuple
 
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.image_codec import RecordReplayer, image_payloads
 from pydmq.metadata.records import MetadataRecord, encode_payload
 from pydmq.raft.file_log import FileRaftLog, MetadataLogOfflineError
-from pydmq.raft.log import Entry
+from pydmq.raft.log import Entry, SnapshotId
 from pydmq.storage.errors import KafkaStorageError
 
 __all__ = ["LOCAL_EPOCH", "LocalMetadataLog"]
@@ -58,6 +65,8 @@ class LocalMetadataLog:
         self._snapshot_interval_records = snapshot_interval_records
         self._log = FileRaftLog(str(directory))
         self._records_since_snapshot = 0
+        self._executor: ThreadPoolExecutor | None = None  # the metadata-snapshot thread
+        self._snapshotting: _Snapshotting | None = None
         self.image = self._replay()
 
     @property
@@ -106,20 +115,61 @@ class LocalMetadataLog:
             raise KafkaStorageError(message, str(self.directory), offline=False) from exc
         self.image = delta.apply(offset, LOCAL_EPOCH)
         self._records_since_snapshot += len(records)
-        if self._records_since_snapshot >= self._snapshot_interval_records:
-            self._snapshot()
+        self._adopt_snapshot(wait=False)
+        if self._snapshotting is None and (
+            self._records_since_snapshot >= self._snapshot_interval_records
+        ):
+            self._start_snapshot()
         return delta
 
-    def _snapshot(self) -> None:
-        end = self.image.offset + 1
-        payloads = image_payloads(self.image)
+    def _start_snapshot(self) -> None:
+        """Hand the current image to the snapshot thread."""
+        image = self.image
         try:
-            self._log.create_snapshot(end, LOCAL_EPOCH, payloads)
+            snapshot_id = self._log.begin_snapshot(image.offset + 1, LOCAL_EPOCH)
+        except Exception:
+            log.exception("snapshot of the metadata log at offset %d failed", image.offset + 1)
+            return
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(1, thread_name_prefix="metadata-snapshot")
+        future = self._executor.submit(self._write_snapshot, snapshot_id, image)
+        self._snapshotting = _Snapshotting(snapshot_id, self._records_since_snapshot, future)
+        self._records_since_snapshot = 0
+
+    def _write_snapshot(self, snapshot_id: SnapshotId, image: MetadataImage) -> int:
+        """On the snapshot thread: encode ``image`` and write its file; how many records."""
+        payloads = image_payloads(image)
+        self._log.write_snapshot_file(snapshot_id, payloads)
+        return len(payloads)
+
+    def _adopt_snapshot(self, *, wait: bool) -> None:
+        """Adopt the snapshot in flight once it is written (``wait``: wait for it)."""
+        pending = self._snapshotting
+        if pending is None or not (wait or pending.future.done()):
+            return
+        self._snapshotting = None
+        end = pending.snapshot_id.end_offset
+        try:
+            count = pending.future.result()
+            self._log.adopt_snapshot(pending.snapshot_id)
         except Exception:
             log.exception("snapshot of the metadata log at offset %d failed", end)
+            self._records_since_snapshot += pending.records  # retried after the next append
             return
-        self._records_since_snapshot = 0
-        log.info("metadata log snapshot at offset %d (%d records)", end, len(payloads))
+        log.info("metadata log snapshot at offset %d (%d records)", end, count)
 
     def close(self) -> None:
+        """Finish the snapshot in flight, then close the log files."""
+        self._adopt_snapshot(wait=True)
+        if self._executor is not None:
+            self._executor.shutdown()
+            self._executor = None
         self._log.close()
+
+
+class _Snapshotting(NamedTuple):
+    """A snapshot handed to the snapshot thread, and the records it covers since the last."""
+
+    snapshot_id: SnapshotId
+    records: int
+    future: Future[int]

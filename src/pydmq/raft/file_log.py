@@ -447,6 +447,18 @@ class FileRaftLog:
     def create_snapshot(
         self, offset_exclusive: int, epoch: int, payloads: Sequence[bytes]
     ) -> SnapshotId:
+        snapshot_id = self.begin_snapshot(offset_exclusive, epoch)
+        self.write_snapshot_file(snapshot_id, payloads)
+        self.adopt_snapshot(snapshot_id)
+        return snapshot_id
+
+    # A snapshot in three steps, so that the payloads can be encoded and written off the
+    # owner's thread (:class:`pydmq.controller.local_log.LocalMetadataLog`): begin and adopt
+    # on the owner's thread, the file in between on any thread.
+
+    def begin_snapshot(self, offset_exclusive: int, epoch: int) -> SnapshotId:
+        """The id of a snapshot of the entries below ``offset_exclusive``, once they are
+        durable: recovery trusts a snapshot only together with a log that reaches it."""
         if not self._start < offset_exclusive <= self.log_end_offset:
             raise RaftLogError(
                 f"snapshot at {offset_exclusive} outside ({self._start}, {self.log_end_offset}]"
@@ -454,21 +466,34 @@ class FileRaftLog:
         actual = self._cache.epoch_at(offset_exclusive - 1)
         if actual != epoch:
             raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
-        snapshot_id = SnapshotId(offset_exclusive, epoch)
-        # The entries the snapshot replaces must be durable before the snapshot is: recovery
-        # trusts a snapshot only together with a log that reaches it.
         self.flush()
-        self._write_snapshot(snapshot_id, encode_snapshot(snapshot_id, payloads))
-        self._start = offset_exclusive
+        return SnapshotId(offset_exclusive, epoch)
+
+    def write_snapshot_file(self, snapshot_id: SnapshotId, payloads: Sequence[bytes]) -> None:
+        """Write the file of a :meth:`begin_snapshot` snapshot. Safe on any thread: it touches
+        that file alone, and the log ignores it until :meth:`adopt_snapshot` (a restart before
+        then starts from it, as from any snapshot the log reaches)."""
+        path = os.path.join(self._dir, _snapshot_name(snapshot_id))
+        write_atomically(path, encode_snapshot(snapshot_id, payloads))
+
+    def adopt_snapshot(self, snapshot_id: SnapshotId) -> None:
+        """Start the log at a written snapshot: the previous snapshot and the segments below
+        it are deleted, and the active segment is rolled so that the next snapshot can delete
+        everything below it whole."""
+        if snapshot_id.end_offset <= self._start:
+            raise RaftLogError(f"snapshot {snapshot_id} is not past the log start {self._start}")
+        self._replace_snapshot(snapshot_id)
+        self._start = snapshot_id.end_offset
         self._cache.drop_prefix(snapshot_id)
-        self._drop_segments_below(offset_exclusive)
-        # Roll so that the next snapshot can delete everything below it whole.
+        self._drop_segments_below(snapshot_id.end_offset)
         if self._segments[-1].positions:
             self._new_segment(self.log_end_offset)
-        return snapshot_id
 
     def _write_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> None:
         write_atomically(os.path.join(self._dir, _snapshot_name(snapshot_id)), data)
+        self._replace_snapshot(snapshot_id)
+
+    def _replace_snapshot(self, snapshot_id: SnapshotId) -> None:
         old = self._snapshot
         self._snapshot = snapshot_id
         if old is not None and old != snapshot_id:

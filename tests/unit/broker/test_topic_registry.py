@@ -98,6 +98,7 @@ def test_a_reopened_registry_replays_every_change(tmp_path: Path, snapshot_every
     offsets = registry.get("__consumer_offsets")
     assert offsets is not None and offsets.internal
     assert registry.by_id(first.topic_id) is held
+    controller.metadata_log.close()  # the snapshot thread's last snapshot is adopted
     reopened = open_registry(tmp_path, snapshot_every)
     assert state(reopened) == state(registry)
     snapshots = list((tmp_path / "metadata-log").glob("*.checkpoint"))
