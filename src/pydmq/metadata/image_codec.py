@@ -7,8 +7,8 @@ and a PartitionRecord (version 0) is ``type | version | partition id | topic id`
 fields that depend on the placement alone. So both directions work per distinct placement,
 not per partition:
 
-* :func:`image_payloads` encodes the fields after the topic id once per
-  :class:`~pydmq.metadata.image.PartitionRegistration` and prefixes each partition's ids;
+* :func:`image_payloads` encodes the fields after the topic id once per distinct placement
+  and prefixes each partition's ids;
 * :class:`RecordReplayer` decodes a PartitionRecord fully (every check of
   :func:`~pydmq.metadata.records.decode_record`) the first time its bytes after the topic id
   are seen, and replays the partitions whose bytes are equal to that, and so decode to equal
@@ -16,7 +16,9 @@ not per partition:
   usual.
 
 The bytes are exactly those of :func:`~pydmq.metadata.records.encode_record`, so a snapshot
-written here reads back anywhere, and a snapshot written anywhere replays here.
+written here reads back anywhere, and a snapshot written anywhere replays here (at the old
+cost per record when its partitions do not share placements). A change of PartitionRecord's
+version or layout fails ``tests/unit/metadata/test_image_codec.py``.
 
 Sans-IO: no asyncio, sockets or files. A :class:`RecordReplayer` is owned by whoever replays
 one delta; :func:`image_payloads` only reads its (immutable) image, from any thread.
@@ -40,7 +42,7 @@ from pydmq.protocol.primitives import Buffer
 
 __all__ = ["RecordReplayer", "image_payloads"]
 
-_PARTITION_HEADER: Final = struct.pack(">hh", 3, 0)  # PartitionRecord, version 0
+_PARTITION_HEADER: Final = struct.pack(">hh", 3, 0)  # PartitionRecord (Kafka's type 3), v0
 _HEADER_SIZE: Final = len(_PARTITION_HEADER)
 _IDS: Final = struct.Struct(">i16s")  # partition id, topic id
 _PLACEMENT_AT: Final = _HEADER_SIZE + _IDS.size  # where the shared fields start
