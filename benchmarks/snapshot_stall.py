@@ -30,6 +30,7 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import free_port, wait_listening  # noqa: E402
+
 from pydmq.client import KafkaClient  # noqa: E402
 from pydmq.protocol.errors import ErrorCode  # noqa: E402
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest  # noqa: E402
