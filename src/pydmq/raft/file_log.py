@@ -376,8 +376,8 @@ class FileRaftLog:
     def _undo_unsynced(self) -> None:
         """Cut every entry written since the last good flush, after a failed fsync: they were
         never acknowledged, so a restart must not replay them. Each segment is truncated back
-        (and synced, so a power loss cannot bring the entries back either); where that fails
-        the first cut frame is invalidated for recovery to cut instead."""
+        and synced (so a power loss cannot bring the entries back either); where either
+        fails the first cut frame is invalidated for recovery to cut instead."""
         for segment in self._segments:
             if segment.base_offset not in self._unsynced:
                 continue
@@ -389,7 +389,7 @@ class FileRaftLog:
                 os.ftruncate(segment.fd, cut)
                 os.fsync(segment.fd)
             except OSError as exc:
-                log.error("truncating %s back to byte %d failed: %s", segment.path, cut, exc)
+                log.error("cutting %s back to byte %d failed: %s", segment.path, cut, exc)
                 self._invalidate_frame(segment, cut)
             del segment.positions[index:]
             segment.size = cut
