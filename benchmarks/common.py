@@ -9,11 +9,14 @@ against other source trees and keeps its own process free of them.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,6 +32,35 @@ __all__ = [
 ]
 
 START_TIMEOUT_S = 30.0
+
+# The children's environment: with bytecode caches, as users have them.
+CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+def tree_env(src: str | None) -> dict[str, str]:
+    """:data:`CHILD_ENV` with source tree ``src`` first on PYTHONPATH (None: as installed)."""
+    if src is None:
+        return CHILD_ENV
+    path = [str(Path(src).resolve()), *filter(None, [CHILD_ENV.get("PYTHONPATH")])]
+    return {**CHILD_ENV, "PYTHONPATH": os.pathsep.join(path)}
+
+
+def run_in_tree(src: str | None, code: str, *args: str) -> str:
+    """Run ``python -c code args`` against source tree ``src``; its stripped stdout."""
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        env=tree_env(src),
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out.stdout.strip()
+
+
+def serve_command() -> list[str]:
+    """``pydmq serve``'s command: the venv's script, else ``python -m pydmq``."""
+    script = Path(sys.executable).with_name("pydmq")
+    return [str(script)] if script.exists() else [sys.executable, "-m", "pydmq"]
 
 
 def free_port() -> int:

@@ -23,7 +23,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -33,9 +32,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
-from benchmarks.common import spawn_serve, wait_listening  # noqa: E402
-
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+from benchmarks.common import (  # noqa: E402
+    run_in_tree,
+    serve_command,
+    spawn_serve,
+    tree_env,
+    wait_listening,
+)
 
 _LIST_MESSAGES = """
 import importlib, json, sys
@@ -68,33 +71,10 @@ print(time.perf_counter() - t0)
 """
 
 
-def _env(src: str | None) -> dict[str, str]:
-    if src is None:
-        return ENV
-    path = [str(Path(src).resolve()), *filter(None, [ENV.get("PYTHONPATH")])]
-    return {**ENV, "PYTHONPATH": os.pathsep.join(path)}
-
-
-def _run(src: str | None, code: str, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        env=_env(src),
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip()
-
-
-def _serve_cmd() -> list[str]:
-    script = Path(sys.executable).with_name("pydmq")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "pydmq"]
-
-
 def serve_once(src: str | None = None) -> float:
     """Seconds from exec of ``pydmq serve`` to a successful TCP connect."""
     with tempfile.TemporaryDirectory() as data_dir:
-        proc, port, started = spawn_serve(_serve_cmd(), data_dir, _env(src))
+        proc, port, started = spawn_serve(serve_command(), data_dir, tree_env(src))
         try:
             return wait_listening(proc, port, started, poll_s=0.002)
         finally:
@@ -119,15 +99,15 @@ def main() -> int:
 
     names: dict[str | None, list[str]] = {}
     for src in srcs:  # also writes the bytecode caches
-        names[src] = json.loads(_run(src, _LIST_MESSAGES))
+        names[src] = json.loads(run_in_tree(src, _LIST_MESSAGES))
         if not args.no_serve:
             serve_once(src)
 
     def messages(src: str | None) -> float:
-        return float(_run(src, _TIME_MESSAGES, json.dumps(names[src])))
+        return float(run_in_tree(src, _TIME_MESSAGES, json.dumps(names[src])))
 
     def handlers(src: str | None) -> float:
-        return float(_run(src, _TIME_HANDLERS))
+        return float(run_in_tree(src, _TIME_HANDLERS))
 
     samples: dict[tuple[str, str | None], list[float]] = {}
     figures: list[tuple[str, Callable[[str | None], float]]] = [

@@ -25,7 +25,6 @@ import argparse
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -34,9 +33,13 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
-from benchmarks.common import spawn_serve, wait_listening  # noqa: E402
-
-ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+from benchmarks.common import (  # noqa: E402
+    run_in_tree,
+    serve_command,
+    spawn_serve,
+    tree_env,
+    wait_listening,
+)
 
 _BUILD = """
 import sys
@@ -70,32 +73,9 @@ print(elapsed)
 """
 
 
-def _env(src: str | None) -> dict[str, str]:
-    if src is None:
-        return ENV
-    path = [str(Path(src).resolve()), *filter(None, [ENV.get("PYTHONPATH")])]
-    return {**ENV, "PYTHONPATH": os.pathsep.join(path)}
-
-
-def _run(src: str | None, code: str, *args: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-c", code, *args],
-        env=_env(src),
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return out.stdout.strip()
-
-
-def _serve_cmd() -> list[str]:
-    script = Path(sys.executable).with_name("pydmq")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "pydmq"]
-
-
 def serve_once(src: str | None, data_dir: str) -> float:
     """Seconds from exec of ``pydmq serve`` on ``data_dir`` to a successful TCP connect."""
-    proc, port, started = spawn_serve(_serve_cmd(), data_dir, _env(src))
+    proc, port, started = spawn_serve(serve_command(), data_dir, tree_env(src))
     try:
         return wait_listening(proc, port, started, poll_s=0.002)
     finally:
@@ -131,12 +111,12 @@ def main() -> int:
             dirs: dict[str | None, str] = {}
             for i, src in enumerate(srcs):
                 dirs[src] = os.path.join(root, f"{n}-{i}")
-                _run(src, _BUILD, dirs[src], str(n), str(args.topic_partitions))
-                _run(src, _TIME_BROKER, dirs[src], str(n))  # first start: caches, upgrades
+                run_in_tree(src, _BUILD, dirs[src], str(n), str(args.topic_partitions))
+                run_in_tree(src, _TIME_BROKER, dirs[src], str(n))  # first start: caches, upgrades
             samples: dict[tuple[str, str | None], list[float]] = {}
             for _ in range(args.runs):
                 for src in srcs:
-                    broker = float(_run(src, _TIME_BROKER, dirs[src], str(n)))
+                    broker = float(run_in_tree(src, _TIME_BROKER, dirs[src], str(n)))
                     samples.setdefault(("broker", src), []).append(broker)
                     if not args.no_serve:
                         samples.setdefault(("serve", src), []).append(serve_once(src, dirs[src]))
