@@ -86,6 +86,8 @@ while [ $# -gt 0 ]; do
 done
 
 say() { printf '==> franz-go: %s\n' "$*" >&2; }
+# shellcheck source=../suite_summary.sh
+source "$here/../suite_summary.sh"
 die() { printf '==> franz-go: ERROR: %s\n' "$*" >&2; exit 2; }
 die_fetch() { printf '==> franz-go: FETCH FAILED: %s\n' "$*" >&2; exit 3; }
 
@@ -262,18 +264,4 @@ results="$run_dir/results.txt"
 printf '%s\n' $selected | xargs -P "$jobs" -I{} bash -c 'run_one "$1"' _ {} | tee "$results"
 elapsed=$((SECONDS - t0))
 
-passed=$(grep -c '^PASSED' "$results")
-failed=$(grep -c '^FAILED' "$results")
-skipped=$(grep -c '^SKIPPED' "$results")
-total=$((passed + failed + skipped))
-if [ "$failed" -gt 0 ]; then
-    echo "failed: $(grep '^FAILED' "$results" | awk '{print $3}' | sort | paste -sd' ')"
-fi
-echo "$passed passed, $failed failed, $skipped skipped (of $total) in ${elapsed}s"
-cp "$results" "$work/last-results.txt"
-if [ "$failed" -eq 0 ] && [ "$total" -gt 0 ] && [ "$keep" -eq 0 ]; then
-    rm -rf "$run_dir"
-else
-    say "run directory kept: $run_dir"
-fi
-[ "$failed" -eq 0 ] && [ "$total" -gt 0 ]
+summarize_run "$results" "$work" "$run_dir" "$keep" "$elapsed"

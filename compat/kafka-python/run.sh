@@ -67,6 +67,8 @@ while [ $# -gt 0 ]; do
 done
 
 say() { printf '==> kafka-python: %s\n' "$*" >&2; }
+# shellcheck source=../suite_summary.sh
+source "$here/../suite_summary.sh"
 die() { printf '==> kafka-python: ERROR: %s\n' "$*" >&2; exit 2; }
 # Exit status 3: the sdist could not be fetched (no network / PyPI unreachable).
 die_fetch() { printf '==> kafka-python: FETCH FAILED: %s\n' "$*" >&2; exit 3; }
@@ -223,18 +225,4 @@ if [ ! -s "$raw" ]; then
     tail -n 30 "$run_dir/pytest.log" >&2
 fi
 
-passed=$(grep -c '^PASSED' "$results")
-failed=$(grep -c '^FAILED' "$results")
-skipped=$(grep -c '^SKIPPED' "$results")
-total=$((passed + failed + skipped))
-if [ "$failed" -gt 0 ]; then
-    echo "failed: $(grep '^FAILED' "$results" | awk '{print $3}' | sed -E 's#^test/integration/##' | paste -sd' ')"
-fi
-echo "$passed passed, $failed failed, $skipped skipped (of $total) in ${elapsed}s"
-cp "$results" "$work/last-results.txt"
-if [ "$failed" -eq 0 ] && [ "$total" -gt 0 ] && [ "$keep" -eq 0 ]; then
-    rm -rf "$run_dir"
-else
-    say "run directory kept: $run_dir"
-fi
-[ "$failed" -eq 0 ] && [ "$total" -gt 0 ]
+summarize_run "$results" "$work" "$run_dir" "$keep" "$elapsed" test/integration/
