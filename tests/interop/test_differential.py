@@ -798,7 +798,14 @@ def scenario_admin_errors(bootstrap: str) -> dict[str, Any]:
     obs["alter_config.unknown_name"] = alter(topic, "no.such.config", "1")
     obs["alter_config.unknown_topic"] = alter(missing, "retention.ms", "1000")
     obs["alter_config.ok"] = alter(topic, "retention.ms", "123456")
-    entries = client.describe_configs([res], request_timeout=TIMEOUT)[res].result(TIMEOUT)
+    # Kafka applies an altered config once its metadata log has it: a describe right after
+    # the alter can still see the old value, so wait (bounded) for the new one.
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        entries = client.describe_configs([res], request_timeout=TIMEOUT)[res].result(TIMEOUT)
+        if entries["retention.ms"].value == "123456" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     obs["describe_configs.after_alter"] = [
         entries["retention.ms"].value,
         entries["retention.ms"].is_default,
