@@ -603,6 +603,18 @@ class BrokerConfig(ConfigValues):
         self.dynamic_broker = dict(broker)
         self._dynamic_values = values
 
+    def static_configs(self) -> dict[str, str]:
+        """The value of every property without the dynamic layers, as strings: pydmq's own
+        (the static file, else the default; unset ones left out) and the Kafka-only ones the
+        file sets. What a dynamic list property's APPEND/SUBTRACT starts from when no dynamic
+        layer sets it."""
+        out = dict(self.kafka_only_values)
+        for name, definition in self.definitions.items():
+            rendered = definition.render(super().get(name))
+            if rendered is not None:
+                out[name] = rendered
+        return out
+
     def dynamic_source(self, name: str) -> str | None:
         """DYNAMIC_BROKER_CONFIG or DYNAMIC_DEFAULT_BROKER_CONFIG when ``name`` is set at run
         time (this node's first), else None."""

@@ -18,6 +18,7 @@ from uuid import UUID
 
 from pydmq.metadata.records import (
     NO_LEADER,
+    RESOURCE_BROKER,
     RESOURCE_TOPIC,
     ConfigRecord,
     Endpoint,
@@ -234,6 +235,11 @@ class MetadataImage:
     def topic_config(self, name: str) -> dict[str, str]:
         """The explicitly set configs of topic ``name`` (no defaults)."""
         return dict(self.configs.get((RESOURCE_TOPIC, name), {}))
+
+    def broker_config(self, name: str) -> dict[str, str]:
+        """The dynamic configs of BROKER resource ``name``: a broker id, or "" for the
+        cluster-wide default."""
+        return dict(self.configs.get((RESOURCE_BROKER, name), {}))
 
     def partitions_led_by(self, broker_id: int) -> list[tuple[UUID, int]]:
         return [

@@ -805,7 +805,8 @@ def test_incremental_alter_configs() -> None:
     ("resource", "code"),
     [
         (IncrementalAlterConfigsResource(2, "nope", []), E.UNKNOWN_TOPIC_OR_PARTITION),
-        (IncrementalAlterConfigsResource(4, "1", []), E.INVALID_REQUEST),
+        (IncrementalAlterConfigsResource(4, "one", []), E.INVALID_REQUEST),
+        (IncrementalAlterConfigsResource(8, "1", []), E.INVALID_REQUEST),
         (IncrementalAlterConfigsResource(2, "t", [("x.y", OP_SET, "1")]), E.INVALID_CONFIG),
         (IncrementalAlterConfigsResource(2, "t", [("retention.ms", 9, "1")]), E.INVALID_REQUEST),
         (
@@ -849,6 +850,118 @@ def test_alter_configs_replaces_the_whole_set() -> None:
         image, CTX, [AlterConfigsResource(2, "t", {"pydmq.replication.strategy": "isr"})]
     )
     assert same.response[0].error_code == E.NONE
+
+
+# Dynamic broker configs (issue 16 part 1, issue 23): BROKER resources are controller state,
+# ConfigRecords of the cluster default "" or of one broker id (INVALID_REQUEST on 4a2e8d9).
+
+
+def test_broker_configs_become_config_records() -> None:
+    image = cluster(2)
+    result = incremental_alter_configs(
+        image,
+        CTX,
+        [
+            IncrementalAlterConfigsResource(4, "", [("log.retention.ms", OP_SET, "5000")]),
+            IncrementalAlterConfigsResource(4, "2", [("log.cleaner.threads", OP_SET, "2")]),
+            # a broker not registered (yet): Kafka's controller takes it too
+            IncrementalAlterConfigsResource(4, "7", [("custom.key", OP_SET, "x")]),
+        ],
+    )
+    assert [r.error_code for r in result.response] == [E.NONE] * 3
+    assert result.records == [
+        ConfigRecord(4, "", "log.retention.ms", "5000"),
+        ConfigRecord(4, "2", "log.cleaner.threads", "2"),
+        ConfigRecord(4, "7", "custom.key", "x"),
+    ]
+    after = commit(image, result.records)
+    assert after.broker_config("") == {"log.retention.ms": "5000"}
+    assert after.broker_config("2") == {"log.cleaner.threads": "2"}
+    # a snapshot carries them
+    assert commit(MetadataImage.EMPTY, after.to_records()).configs == after.configs
+    deleted = incremental_alter_configs(
+        after,
+        CTX,
+        [IncrementalAlterConfigsResource(4, "", [("log.retention.ms", OP_DELETE, None)])],
+    )
+    assert deleted.records == [ConfigRecord(4, "", "log.retention.ms", None)]
+    assert commit(after, deleted.records).broker_config("") == {}
+    dry = incremental_alter_configs(
+        image,
+        CTX,
+        [IncrementalAlterConfigsResource(4, "", [("log.retention.ms", OP_SET, "1")])],
+        validate_only=True,
+    )
+    assert dry.records == [] and dry.response[0].error_code == E.NONE
+
+
+def test_broker_config_list_edits_start_from_the_layers_then_the_static_config() -> None:
+    ctx = make_ctx(static_broker_configs={"log.cleanup.policy": "delete"})
+    image = cluster(1)
+    append = [("log.cleanup.policy", OP_APPEND, "compact")]
+    first = incremental_alter_configs(image, ctx, [IncrementalAlterConfigsResource(4, "1", append)])
+    assert first.records == [ConfigRecord(4, "1", "log.cleanup.policy", "delete,compact")]
+    image = commit(image, [ConfigRecord(4, "", "log.cleanup.policy", "compact,delete")])
+    subtract = [("log.cleanup.policy", OP_SUBTRACT, "compact")]
+    second = incremental_alter_configs(
+        image, ctx, [IncrementalAlterConfigsResource(4, "1", subtract)]
+    )
+    assert second.records == [ConfigRecord(4, "1", "log.cleanup.policy", "delete")]
+
+
+def test_alter_configs_replaces_a_broker_layer() -> None:
+    image = commit(
+        cluster(1),
+        [ConfigRecord(4, "1", "log.cleaner.threads", "2"), ConfigRecord(4, "1", "a.b", "c")],
+    )
+    result = alter_configs(image, CTX, [AlterConfigsResource(4, "1", {"a.b": "d"})])
+    assert result.response[0].error_code == E.NONE
+    assert result.records == [
+        ConfigRecord(4, "1", "log.cleaner.threads", None),
+        ConfigRecord(4, "1", "a.b", "d"),
+    ]
+    null = alter_configs(image, CTX, [AlterConfigsResource(4, "1", {"a.b": None})])
+    assert (null.response[0].error_code, null.response[0].error_message) == (
+        E.INVALID_REQUEST,
+        "Null value not supported for : a.b",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "ops", "code", "message"),
+    [
+        (
+            "1",
+            [("num.partitions", OP_SET, "5")],
+            E.INVALID_REQUEST,
+            "Cannot update these configs dynamically: [num.partitions]",
+        ),
+        (
+            "1",
+            [("log.cleaner.backoff.ms", OP_SET, "abc")],
+            E.INVALID_REQUEST,
+            "Invalid value abc for configuration log.cleaner.backoff.ms: Not a number of type LONG",
+        ),
+        (
+            "",
+            [("log.cleaner.backoff.ms", OP_APPEND, "1")],
+            E.INVALID_CONFIG,
+            "Config value append is not allowed for config key: log.cleaner.backoff.ms",
+        ),
+        ("1", [("log.retention.ms", 9, "1")], E.INVALID_REQUEST, "Unknown config operation 9"),
+        ("x", [], E.INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
+        ("-1", [], E.INVALID_REQUEST, "Invalid negative broker ID."),
+        ("2147483648", [], E.INVALID_REQUEST, "Unable to parse broker name as a base 10 number."),
+    ],
+)
+def test_broker_config_refusals_as_kafka(
+    name: str, ops: list[tuple[str, int, str | None]], code: ErrorCode, message: str
+) -> None:
+    result = incremental_alter_configs(
+        cluster(1), CTX, [IncrementalAlterConfigsResource(4, name, ops)]
+    )
+    assert (result.response[0].error_code, result.response[0].error_message) == (code, message)
+    assert result.records == []
 
 
 def test_fence_and_unfence_operations() -> None:

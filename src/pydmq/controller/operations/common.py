@@ -74,6 +74,9 @@ class OperationContext:
     delete_topic_enable: bool = True
     producer_id_block_size: int = 1000
     max_broker_partitions: int = 50_000  # pydmq.max.broker.partitions
+    # The controller's own broker properties without dynamic layers (BrokerConfig's
+    # static_configs): where a dynamic list property's APPEND/SUBTRACT starts.
+    static_broker_configs: Mapping[str, str] = field(default_factory=dict)
     new_topic_id: Callable[[], uuid.UUID] = field(default=uuid.uuid4)
 
 
@@ -97,6 +100,7 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
         unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),
         delete_topic_enable=config.get_bool("delete.topic.enable"),
         max_broker_partitions=config.get_int("pydmq.max.broker.partitions"),
+        static_broker_configs=config.static_configs(),
     )
 
 

@@ -1,8 +1,15 @@
-"""Topic config changes: AlterConfigs (33) and IncrementalAlterConfigs (44).
+"""Config changes: AlterConfigs (33) and IncrementalAlterConfigs (44).
 
-Only TOPIC resources are controller state here; other resource types are refused with
-INVALID_REQUEST. The result is a ConfigRecord per key whose explicit value changes (a
-``None`` value deletes the key), so brokers learn exactly what changed.
+TOPIC resources edit a topic's explicit configs. BROKER resources edit the dynamic broker
+configs: the cluster-wide default (name "") or one broker's own (its id, registered or not,
+as Kafka's controller accepts it), checked by :func:`pydmq.config.dynamic.updated_layer`
+(Kafka's DynamicBrokerConfig rules and texts); a name that is neither "" nor a non-negative
+base-10 int is INVALID_REQUEST with Kafka's ControllerConfigurationValidator texts. Whether
+a broker id is the receiving broker's is the receiving broker's check, before it forwards.
+Other resource types are refused with INVALID_REQUEST.
+
+The result is a ConfigRecord per key whose value changes (a ``None`` value deletes the key),
+so brokers learn exactly what changed; ``validate_only`` checks and writes nothing.
 """
 
 from __future__ import annotations
@@ -11,7 +18,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
-from pydmq.config.dynamic import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
+from pydmq.config.dynamic import (
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
+    DynamicConfigError,
+    updated_layer,
+)
 from pydmq.config.topic import check_known
 from pydmq.controller.operations.common import (
     DEFAULT_STRATEGY,
@@ -25,7 +39,12 @@ from pydmq.controller.operations.topics import (
     validate_topic_config_values,
 )
 from pydmq.metadata.image import MetadataImage
-from pydmq.metadata.records import RESOURCE_TOPIC, ConfigRecord, MetadataRecord
+from pydmq.metadata.records import (
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    ConfigRecord,
+    MetadataRecord,
+)
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = [
@@ -142,6 +161,56 @@ def _replace(
     return records
 
 
+_INT32_MAX = 2**31 - 1
+
+
+def _check_broker_name(name: str) -> None:
+    """ "" or a non-negative int32 in base 10 (Kafka's ControllerConfigurationValidator)."""
+    if name == "":
+        return
+    digits = name[1:] if name[:1] in ("+", "-") else name
+    if not (digits.isascii() and digits.isdigit()) or int(name) > _INT32_MAX:
+        raise TopicOperationError(
+            ErrorCode.INVALID_REQUEST, "Unable to parse broker name as a base 10 number."
+        )
+    if int(name) < 0:
+        raise TopicOperationError(ErrorCode.INVALID_REQUEST, "Invalid negative broker ID.")
+
+
+def _broker_records(
+    image: MetadataImage,
+    ctx: OperationContext,
+    name: str,
+    changes: Sequence[tuple[str, int, str | None]],
+    *,
+    replace: bool,
+) -> list[MetadataRecord]:
+    """The ConfigRecords turning BROKER resource ``name``'s layer into the layer after
+    ``changes`` (``replace``: starting from an empty layer, AlterConfigs). A list property's
+    APPEND/SUBTRACT starts from the layer, else (a broker's layer) the cluster default, else
+    the controller's static configuration. Raises TopicOperationError."""
+    _check_broker_name(name)
+    current = image.broker_config(name)
+    fallback = image.broker_config("") if name else {}
+
+    def effective(key: str) -> str | None:
+        return fallback.get(key, ctx.static_broker_configs.get(key))
+
+    try:
+        layer = updated_layer({} if replace else current, changes, effective)
+    except DynamicConfigError as exc:
+        raise TopicOperationError(ErrorCode(exc.error_code), exc.message) from None
+    records: list[MetadataRecord] = [
+        ConfigRecord(RESOURCE_BROKER, name, key, None) for key in current if key not in layer
+    ]
+    records.extend(
+        ConfigRecord(RESOURCE_BROKER, name, key, value)
+        for key, value in layer.items()
+        if current.get(key) != value
+    )
+    return records
+
+
 def alter_configs(
     image: MetadataImage,
     ctx: OperationContext,
@@ -149,13 +218,23 @@ def alter_configs(
     *,
     validate_only: bool = False,
 ) -> ControllerResult[list[ConfigResourceResult]]:
-    """Replace each topic's explicit configs (keys left out are deleted)."""
+    """Replace each resource's configs (keys left out are deleted): a topic's explicit
+    configs, or a BROKER resource's dynamic layer."""
     records: list[MetadataRecord] = []
     results: list[ConfigResourceResult] = []
     for res in resources:
         try:
-            _topic_exists(image, res.resource_type, res.resource_name)
-            changes = _replace(image, ctx, res.resource_name, res.configs)
+            if res.resource_type == RESOURCE_BROKER:
+                changes = _broker_records(
+                    image,
+                    ctx,
+                    res.resource_name,
+                    [(key, OP_SET, value) for key, value in res.configs.items()],
+                    replace=True,
+                )
+            else:
+                _topic_exists(image, res.resource_type, res.resource_name)
+                changes = _replace(image, ctx, res.resource_name, res.configs)
         except TopicOperationError as exc:
             results.append(
                 ConfigResourceResult(
@@ -176,18 +255,24 @@ def incremental_alter_configs(
     *,
     validate_only: bool = False,
 ) -> ControllerResult[list[ConfigResourceResult]]:
-    """Apply SET / DELETE / APPEND / SUBTRACT edits to each topic's explicit configs.
+    """Apply SET / DELETE / APPEND / SUBTRACT edits to each topic's explicit configs, or to
+    a BROKER resource's dynamic layer (:func:`pydmq.config.dynamic.updated_layer`'s rules).
 
-    Errors: unknown operation or a null value to SET/APPEND/SUBTRACT -> INVALID_REQUEST;
+    Topic errors: unknown operation or a null value to SET/APPEND/SUBTRACT -> INVALID_REQUEST;
     unknown name, bad value, APPEND/SUBTRACT on a non-list -> INVALID_CONFIG.
     """
     records: list[MetadataRecord] = []
     results: list[ConfigResourceResult] = []
     for res in resources:
         try:
-            _topic_exists(image, res.resource_type, res.resource_name)
-            new = _apply_operations(image.topic_config(res.resource_name), res.operations)
-            changes = _replace(image, ctx, res.resource_name, new)
+            if res.resource_type == RESOURCE_BROKER:
+                changes = _broker_records(
+                    image, ctx, res.resource_name, res.operations, replace=False
+                )
+            else:
+                _topic_exists(image, res.resource_type, res.resource_name)
+                new = _apply_operations(image.topic_config(res.resource_name), res.operations)
+                changes = _replace(image, ctx, res.resource_name, new)
         except (TopicOperationError, ConfigError) as exc:
             code = getattr(exc, "error_code", ErrorCode.INVALID_CONFIG)
             results.append(
