@@ -8,7 +8,10 @@ has followed the same delta. For each delta:
 - created topics: ``pydmq_on_topic_created`` fired (their partitions were opened before their
   records were committed: creation is all or nothing, see
   :class:`~pydmq.broker.partition_creation.PartitionCreation`);
-- topics whose configs changed: the new effective configs applied to their hosted partitions.
+- topics whose configs changed: the new effective configs applied to their hosted partitions;
+- the cluster-wide default or this node's dynamic broker configs changed (BROKER resources ""
+  and the node id): installed, and every topic's effective configs re-derived
+  (:func:`~pydmq.broker.dynamic_configs.install_broker_configs`).
 
 What a node replays at start is not published (the hooks never fire for the state a node
 starts with). A cluster broker does the same from UpdateMetadata
@@ -21,10 +24,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydmq.broker.dynamic_configs import install_broker_configs
 from pydmq.config.topic import TopicConfig
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
-from pydmq.metadata.records import RESOURCE_TOPIC
+from pydmq.metadata.records import RESOURCE_BROKER, RESOURCE_TOPIC
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
@@ -53,7 +57,11 @@ class LocalMetadataPublisher:
         for topic_id, name in created.items():
             partitions = len(image.topics.by_id[topic_id].partitions)
             broker.plugins.on_topic_created(name, str(topic_id), partitions)
-        for resource_type, name in delta.changed_config_resources():
+        changed_configs = delta.changed_config_resources()
+        own = str(broker.node_id)
+        if {(RESOURCE_BROKER, ""), (RESOURCE_BROKER, own)} & changed_configs:
+            install_broker_configs(broker, image.broker_config(""), image.broker_config(own))
+        for resource_type, name in changed_configs:
             topic = image.topics.by_name.get(name)
             if (
                 resource_type == RESOURCE_TOPIC

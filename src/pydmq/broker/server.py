@@ -53,7 +53,11 @@ from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.local import LocalController
-from pydmq.controller.local_log import LocalMetadataLog
+from pydmq.controller.local_log import (
+    DYNAMIC_BROKER_CONFIGS_FILE,
+    LocalMetadataLog,
+    convert_dynamic_broker_configs,
+)
 from pydmq.groups.api import GroupConfig
 from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
 from pydmq.groups.log import ConsumerOffsetsLog
@@ -118,10 +122,6 @@ class Broker:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.cluster_id = self._load_or_create_cluster_id()
         metadata_dir = self.log_dir / _METADATA_DIR
-        if not config.is_cluster_mode:  # cluster mode: the controller owns broker configs
-            from pydmq.broker.handlers._broker_configs import load_dynamic_configs
-
-            load_dynamic_configs(config, metadata_dir)
         roles = config.process_roles
         self.cluster_mode = config.is_cluster_mode
         self.has_broker_role = not self.cluster_mode or "broker" in roles
@@ -158,6 +158,11 @@ class Broker:
                     "metadata.log.max.snapshot.interval.records"
                 ),
             )
+            convert_dynamic_broker_configs(
+                metadata_log, metadata_dir / DYNAMIC_BROKER_CONFIGS_FILE, self.node_id
+            )
+            image = metadata_log.image
+            config.set_dynamic(image.broker_config(""), image.broker_config(str(self.node_id)))
             controller = LocalController(metadata_log, config, self.plugins)
             registry = LocalTopicRegistry(controller, metadata_dir)  # its first listener
             rack = config.get("broker.rack")

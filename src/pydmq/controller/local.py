@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING, TypeVar
 from pydmq.controller.local_log import LocalMetadataLog
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
-from pydmq.metadata.records import MetadataRecord, RegisterBrokerRecord, UnregisterBrokerRecord
+from pydmq.metadata.records import (
+    RESOURCE_BROKER,
+    MetadataRecord,
+    RegisterBrokerRecord,
+    UnregisterBrokerRecord,
+)
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
@@ -97,3 +102,8 @@ class LocalController:
         delta = self.metadata_log.append(records)
         for listener in self._listeners:
             listener(self.image, delta)
+        if any(kind == RESOURCE_BROKER for kind, _ in delta.changed_config_resources()):
+            # The broker's publisher installed the new dynamic layers in the shared config:
+            # the operations' view of it (log.engine, unclean.leader.election.enable, ...)
+            # is built again on next use.
+            self._context = None

@@ -28,14 +28,22 @@ failed fsync takes the log offline until a restart (``MetadataLogOfflineError``)
 raised as :class:`~pydmq.storage.errors.KafkaStorageError` (answered KAFKA_STORAGE_ERROR),
 and the image stays as it was.
 
+Before the log held them, a single node kept its dynamic broker configs in
+``<log.dirs>/__pydmq_metadata/dynamic_broker_configs.json``: on the first start after the
+upgrade :func:`convert_dynamic_broker_configs` turns that file into ConfigRecords of BROKER
+resources (one entry) and renames it ``dynamic_broker_configs.json.converted`` (a backup, never
+read again).
+
 Owned by the broker's event loop; not thread-safe. The snapshot thread only reads its image
 and writes the snapshot's own file (:meth:`FileRaftLog.write_snapshot_file`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Final, NamedTuple
@@ -43,18 +51,27 @@ from typing import Final, NamedTuple
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.image_codec import RecordReplayer, image_payloads
-from pydmq.metadata.records import MetadataRecord, encode_payload
+from pydmq.metadata.records import RESOURCE_BROKER, ConfigRecord, MetadataRecord, encode_payload
 from pydmq.raft.file_log import FileRaftLog, MetadataLogOfflineError
 from pydmq.raft.log import Entry, SnapshotId
+from pydmq.storage.checkpoint import fsync_dir
 from pydmq.storage.errors import KafkaStorageError
 
-__all__ = ["LOCAL_EPOCH", "LocalMetadataLog"]
+__all__ = [
+    "DYNAMIC_BROKER_CONFIGS_FILE",
+    "LOCAL_EPOCH",
+    "LocalMetadataLog",
+    "convert_dynamic_broker_configs",
+]
 
 log = logging.getLogger(__name__)
 
 LOCAL_EPOCH: Final = 0
 """The epoch of every entry: a single node never changes leader."""
 _READ_BYTES: Final = 1 << 20
+DYNAMIC_BROKER_CONFIGS_FILE: Final = "dynamic_broker_configs.json"
+"""The file of earlier releases, in the metadata dir (see the module docstring)."""
+_CONVERTED_SUFFIX: Final = ".converted"
 
 
 class LocalMetadataLog:
@@ -173,3 +190,33 @@ class _Snapshotting(NamedTuple):
     snapshot_id: SnapshotId
     records: int
     future: Future[int]
+
+
+def convert_dynamic_broker_configs(
+    metadata_log: LocalMetadataLog, path: Path, node_id: int
+) -> None:
+    """Convert a ``dynamic_broker_configs.json`` of an earlier release (``cluster_default``:
+    the "" resource, ``broker``: this node's) into ConfigRecords, then rename it.
+
+    Only values the image does not hold already become records, so a crash after the entry
+    was flushed and before the rename converts nothing twice. A failed append raises
+    KafkaStorageError and leaves the file in place, for the next start."""
+    if not path.exists():
+        return
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    layers: dict[str, Mapping[str, str]] = {
+        "": saved.get("cluster_default", {}),
+        str(node_id): saved.get("broker", {}),
+    }
+    image = metadata_log.image
+    records: list[MetadataRecord] = [
+        ConfigRecord(RESOURCE_BROKER, resource, name, str(value))
+        for resource, layer in layers.items()
+        for name, value in sorted(layer.items())
+        if image.broker_config(resource).get(name) != str(value)
+    ]
+    if records:
+        metadata_log.append(records)
+    os.replace(path, path.with_name(path.name + _CONVERTED_SUFFIX))
+    fsync_dir(str(path.parent))
+    log.info("converted %s into the metadata log (%d records)", path, len(records))

@@ -351,17 +351,25 @@ class ReplicaManager:
     def update_config(self, topic: str, topic_config: TopicConfig) -> None:
         """Apply a topic's new configs to its hosted partitions: append policy, min ISR and
         the engine log's retention/segment/flush settings."""
-        log_config: LogConfig | None = None
+        self.update_configs({topic: topic_config})
+
+    def update_configs(self, topic_configs: Mapping[str, TopicConfig]) -> None:
+        """:meth:`update_config` of several topics in one pass over the hosted partitions
+        (a changed broker default re-derives every topic's configs)."""
+        log_configs: dict[str, LogConfig] = {}
         for tp, partition in self.partitions.items():
-            if tp.topic == topic:
-                partition.policy = append_policy(topic_config)
-                partition.min_insync_replicas = topic_config.get_int("min.insync.replicas")
-                engine_log = partition.log.engine_log
-                # Both built-in engines read their LogConfig from ``config`` on every decision.
-                if isinstance(getattr(engine_log, "config", None), LogConfig):
-                    if log_config is None:
-                        log_config = topic_config.log_config()
-                    engine_log.config = log_config  # type: ignore[attr-defined]
+            topic_config = topic_configs.get(tp.topic)
+            if topic_config is None:
+                continue
+            partition.policy = append_policy(topic_config)
+            partition.min_insync_replicas = topic_config.get_int("min.insync.replicas")
+            engine_log = partition.log.engine_log
+            # Both built-in engines read their LogConfig from ``config`` on every decision.
+            if isinstance(getattr(engine_log, "config", None), LogConfig):
+                log_config = log_configs.get(tp.topic)
+                if log_config is None:
+                    log_config = log_configs[tp.topic] = topic_config.log_config()
+                engine_log.config = log_config  # type: ignore[attr-defined]
 
     def delete_partition(self, tp: TopicPartition, engine_name: str) -> None:
         partition = self.partitions.pop(tp, None)

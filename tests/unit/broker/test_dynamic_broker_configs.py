@@ -7,8 +7,9 @@ across a restart. Answers and messages as observed on Kafka 4.4."""
 
 from __future__ import annotations
 
+import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,68 @@ def test_persisted_across_a_restart(data_dir: Path) -> None:
             "2000000",
             DYNAMIC_DEFAULT,
         )
+
+
+# Issue 16 part 1: the configs are ConfigRecords of the node's metadata log. On 4a2e8d9 they
+# lived in __pydmq_metadata/dynamic_broker_configs.json, which these tests check is converted
+# once and then no longer used.
+
+
+def test_the_json_file_of_earlier_releases_is_converted_once(data_dir: Path) -> None:
+    metadata_dir = data_dir / "__pydmq_metadata"
+    metadata_dir.mkdir(parents=True)
+    legacy = metadata_dir / "dynamic_broker_configs.json"
+    legacy.write_text(
+        json.dumps(
+            {
+                "cluster_default": {"log.retention.ms": "5000"},
+                "broker": {"log.cleaner.backoff.ms": "20000", "custom.key": "x"},
+            }
+        )
+    )
+    with EmbeddedBroker(data_dir) as b:
+        image = b.broker.local_controller.image
+        assert image.broker_config("") == {"log.retention.ms": "5000"}
+        assert image.broker_config("1") == {"log.cleaner.backoff.ms": "20000", "custom.key": "x"}
+        configs = describe(b, 4, "1", ["log.retention.ms", "log.cleaner.backoff.ms"])
+        assert configs["log.retention.ms"][:2] == ("5000", DYNAMIC_DEFAULT)
+        assert configs["log.cleaner.backoff.ms"][:2] == ("20000", DYNAMIC_BROKER)
+        b.broker.topic_ops.create_topic("plain", 1)
+        assert alter(b, "1", ("log.cleaner.backoff.ms", DELETE, None)) == (0, None)
+    assert not legacy.exists()
+    assert json.loads(legacy.with_name(legacy.name + ".converted").read_text())["broker"]
+    with EmbeddedBroker(data_dir) as b:  # the log, not the backup, is read
+        configs = describe(b, 4, "1", ["log.retention.ms", "log.cleaner.backoff.ms"])
+        assert configs["log.retention.ms"][:2] == ("5000", DYNAMIC_DEFAULT)
+        assert configs["log.cleaner.backoff.ms"][:2] == ("15000", DEFAULT)
+        assert describe(b, 2, "plain", ["retention.ms"])["retention.ms"][:2] == (
+            "5000",
+            DYNAMIC_DEFAULT,
+        )
+    assert not legacy.exists()
+
+
+def test_a_refused_metadata_log_write_keeps_the_old_values(
+    data_dir: Path, arm_failpoints: Callable[[str], None]
+) -> None:
+    with EmbeddedBroker(data_dir) as b:
+        b.broker.topic_ops.create_topic("plain", 1)
+        assert alter(b, "", ("log.retention.ms", SET, "5000")) == (0, None)
+        arm_failpoints("raft.append.write=short")
+        code, message = alter(b, "", ("log.retention.ms", SET, "9000"))
+        assert code == ErrorCode.KAFKA_STORAGE_ERROR
+        assert message is not None and message.startswith(
+            "Dynamic broker configs could not be persisted"
+        )
+        assert describe(b, 4, "1", ["log.retention.ms"])["log.retention.ms"][0] == "5000"
+        arm_failpoints("")
+    with EmbeddedBroker(data_dir) as b:
+        assert describe(b, 4, "1", ["log.retention.ms"])["log.retention.ms"][:2] == (
+            "5000",
+            DYNAMIC_DEFAULT,
+        )
+        (partition,) = [
+            p for tp, p in b.broker.replica_manager.partitions.items() if tp.topic == "plain"
+        ]
+        assert partition.log.engine_log.config.retention_ms == 5000
+    assert not (data_dir / "__pydmq_metadata" / "dynamic_broker_configs.json").exists()

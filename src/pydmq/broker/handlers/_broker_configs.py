@@ -1,56 +1,45 @@
-"""Alteration of a BROKER resource's dynamic configs on a single node (IncrementalAlterConfigs
-and AlterConfigs share it), persisted in the metadata dir and applied at once.
+"""Alteration of a BROKER resource's dynamic configs (IncrementalAlterConfigs and
+AlterConfigs share it).
 
-The resource is this node (its id) or the cluster-wide default (""); another id is
-INVALID_REQUEST "Unexpected broker id, expected N, but received M" (Kafka 4.4's text). The
-new layer is checked by :func:`pydmq.config.dynamic.updated_layer`, written atomically to
-``<log.dirs>/__pydmq_metadata/dynamic_broker_configs.json`` (read back at start-up by
-:func:`load_dynamic_configs`), then installed in the node's :class:`BrokerConfig`, and every
-topic's effective configs are re-derived and applied to its hosted partitions (a
-``log.retention.ms`` set on the broker takes effect on every topic that does not set
-``retention.ms`` itself). Runs on the event loop.
+The resource is this node (its id) or the cluster-wide default (""); another name is
+INVALID_REQUEST "Unexpected broker id, expected N, but received M" (Kafka 4.4's text), checked
+here by the receiving broker in both modes (:func:`check_broker_resource`), as Kafka's broker
+checks it before forwarding. The change itself is the controller's: a single node runs the
+controller's ``alter_configs``/``incremental_alter_configs`` operation on its
+:class:`~pydmq.controller.local.LocalController` (:func:`alter_broker_configs`), whose records
+are committed to its metadata log and installed by its publisher
+(:mod:`pydmq.broker.dynamic_configs`); a cluster broker forwards the resource to the active
+controller with the rest of the request (:func:`forward_with_broker_check`). Runs on the
+event loop.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from pydmq.config.broker import BrokerConfig
-from pydmq.config.dynamic import DynamicConfigError, updated_layer
-from pydmq.config.topic import TopicConfig
+from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.metadata.records import RESOURCE_BROKER
 from pydmq.protocol.errors import ErrorCode, TopicError
-from pydmq.storage.checkpoint import write_atomically
+from pydmq.storage.errors import KafkaStorageError
 
 if TYPE_CHECKING:
+    from pydmq.broker.cluster.runtime import BrokerCluster
+    from pydmq.broker.context import BrokerContext
     from pydmq.broker.server import Broker
 
-__all__ = ["alter_broker_configs", "load_dynamic_configs"]
+__all__ = ["alter_broker_configs", "check_broker_resource", "forward_with_broker_check"]
 
-FILE_NAME = "dynamic_broker_configs.json"
-METADATA_DIR = "__pydmq_metadata"  # the single node's registry dir, as in broker/server.py
-
-
-def _path(metadata_dir: Path) -> Path:
-    return metadata_dir / FILE_NAME
+R = TypeVar("R")
 
 
-def load_dynamic_configs(config: BrokerConfig, metadata_dir: Path) -> None:
-    """Install the dynamic configs a single node persisted (none when the file is absent)."""
-    path = _path(metadata_dir)
-    if not path.exists():
-        return
-    saved = json.loads(path.read_text(encoding="utf-8"))
-    config.set_dynamic(saved.get("cluster_default", {}), saved.get("broker", {}))
-
-
-def _effective(config: BrokerConfig, name: str) -> str | None:
-    definition = config.definitions.get(name)
-    if definition is not None:
-        return definition.render(config.get(name))
-    return config.dynamic_default.get(name, config.kafka_only_values.get(name))
+def check_broker_resource(node_id: int, resource_name: str) -> None:
+    """TopicError INVALID_REQUEST unless ``resource_name`` is "" or ``node_id``."""
+    if resource_name not in ("", str(node_id)):
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id}, but received {resource_name}",
+        )
 
 
 def alter_broker_configs(
@@ -61,39 +50,83 @@ def alter_broker_configs(
     validate_only: bool,
     replace: bool,
 ) -> None:
-    """Apply ``changes`` ((name, AlterConfigOp, value)) to the resource's layer; ``replace``
-    (AlterConfigs) starts from an empty layer. Raises TopicError with Kafka's code."""
-    if resource_name not in ("", str(broker.node_id)):
-        raise TopicError(
-            ErrorCode.INVALID_REQUEST,
-            f"Unexpected broker id, expected {broker.node_id}, but received {resource_name}",
-        )
-    config = broker.config
-    default_scope = resource_name == ""
-    current = config.dynamic_default if default_scope else config.dynamic_broker
+    """A single node: apply ``changes`` ((name, AlterConfigOp, value)) to the resource's
+    layer through the local controller; ``replace`` (AlterConfigs) starts from an empty
+    layer. Raises TopicError with Kafka's code."""
+    from pydmq.controller.operations import (
+        AlterConfigsResource,
+        IncrementalAlterConfigsResource,
+        alter_configs,
+        incremental_alter_configs,
+    )
+
+    check_broker_resource(broker.node_id, resource_name)
+    controller = broker.local_controller
+    assert controller is not None, "a single node has a local controller"
+    context = controller.operation_context
     try:
-        layer = updated_layer(
-            {} if replace else current, changes, lambda name: _effective(config, name)
-        )
-    except DynamicConfigError as exc:
-        raise TopicError(exc.error_code, exc.message) from None
-    if validate_only:
-        return
-    cluster_default = layer if default_scope else config.dynamic_default
-    own = config.dynamic_broker if default_scope else layer
-    saved = json.dumps({"cluster_default": cluster_default, "broker": own}, sort_keys=True)
-    try:
-        write_atomically(str(_path(broker.log_dir / METADATA_DIR)), saved.encode())
-    except OSError as exc:
+        if replace:
+            layer = {name: value for name, _, value in changes}
+            resource = AlterConfigsResource(RESOURCE_BROKER, resource_name, layer)
+            [result] = controller.run(
+                lambda image: alter_configs(image, context, [resource], validate_only=validate_only)
+            )
+        else:
+            edits = IncrementalAlterConfigsResource(RESOURCE_BROKER, resource_name, changes)
+            [result] = controller.run(
+                lambda image: incremental_alter_configs(
+                    image, context, [edits], validate_only=validate_only
+                )
+            )
+    except KafkaStorageError as exc:
         raise TopicError(
-            ErrorCode.KAFKA_STORAGE_ERROR, f"Dynamic broker configs could not be persisted: {exc}"
+            ErrorCode.KAFKA_STORAGE_ERROR,
+            f"Dynamic broker configs could not be persisted: {exc.message}",
         ) from None
-    config.set_dynamic(cluster_default, own)
-    _apply_to_topics(broker)
+    if result.error_code != ErrorCode.NONE:
+        raise TopicError(result.error_code, result.error_message or "")
 
 
-def _apply_to_topics(broker: Broker) -> None:
-    """Re-derive every topic's effective configs from the broker's and apply them to its
-    hosted partitions (append policy and min ISR, and the engine log's settings)."""
-    for topic in broker.topics:
-        broker.replica_manager.update_config(topic.name, TopicConfig(broker.config, topic.configs))
+async def forward_with_broker_check(
+    ctx: BrokerContext,
+    cluster: BrokerCluster,
+    request: Any,
+    on_unavailable: Callable[[int, str], R],
+    response_type: Callable[..., R],
+    item_type: Callable[..., Any],
+) -> R:
+    """Cluster mode: answer the BROKER resources that name another broker here
+    (:func:`check_broker_resource`), forward the others to the controller, and give the
+    results in the request's order. ``response_type``/``item_type``: the API's response and
+    per-resource result classes."""
+    refused: dict[int, TopicError] = {}
+    for index, resource in enumerate(request.resources):
+        if resource.resource_type == RESOURCE_BROKER:
+            try:
+                check_broker_resource(ctx.broker.node_id, resource.resource_name)
+            except TopicError as exc:
+                refused[index] = exc
+    if not refused:
+        return await forward_to_controller(ctx, cluster, request, on_unavailable)
+    resources = request.resources
+    request.resources = [r for i, r in enumerate(resources) if i not in refused]
+    forwarded: list[Any] = []
+    try:
+        if request.resources:
+            answer: Any = await forward_to_controller(ctx, cluster, request, on_unavailable)
+            forwarded = list(answer.responses)
+    finally:
+        request.resources = resources
+    answers = iter(forwarded)
+    items = [
+        item_type(
+            error_code=refused[i].error_code,
+            error_message=refused[i].message,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+        )
+        if i in refused
+        else next(answers)
+        for i, r in enumerate(resources)
+    ]
+    return response_type(responses=items)

@@ -28,9 +28,11 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._broker_configs import alter_broker_configs
+from pydmq.broker.handlers._broker_configs import (
+    alter_broker_configs,
+    forward_with_broker_check,
+)
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
-from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.incremental_alter_configs import (
     AlterConfigsResourceResponse,
@@ -116,7 +118,14 @@ def handle(
             ]
         )
 
-    return forward_to_controller(ctx, cluster, request, unavailable)
+    return forward_with_broker_check(
+        ctx,
+        cluster,
+        request,
+        unavailable,
+        IncrementalAlterConfigsResponse,
+        AlterConfigsResourceResponse,
+    )
 
 
 HANDLER = ApiHandlerSpec(44, 0, 1, handle, "IncrementalAlterConfigs")
