@@ -21,6 +21,11 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   replaces the broker's overrides of that topic). Deleted topics appear with leader
   ``LEADER_DURING_DELETE`` (-2), as Kafka's ZooKeeper-era controller marked them.
   ``metadata_offset`` is the new image's offset.
+- Dynamic broker configs (pydmq's tagged ``broker_configs``): the FULL UpdateMetadata carries
+  the cluster-wide default ("") and the receiving broker's own layer, always; an incremental
+  one the layers among those two that the delta changed (a broker whose own layer changed,
+  or every broker when the default changed, gets an UpdateMetadata for it). Another
+  broker's layer is never sent.
 - Request order for one broker and one change: LeaderAndIsr, StopReplica, UpdateMetadata, so
   a broker that acknowledged an UpdateMetadata at offset N has applied everything up to N.
 - ``type_``: ``FULL`` (2) for the full-state variants, ``INCREMENTAL`` (1) otherwise
@@ -50,6 +55,8 @@ from pydmq.protocol.messages.stop_replica import (
 )
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataBroker,
+    UpdateMetadataBrokerConfig,
+    UpdateMetadataBrokerConfigs,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
@@ -62,6 +69,7 @@ if TYPE_CHECKING:
     from pydmq.metadata.image import MetadataImage, PartitionRegistration
 
 __all__ = [
+    "BROKER_RESOURCE",
     "TOPIC_RESOURCE",
     "BrokerPush",
     "delta_pushes",
@@ -69,6 +77,7 @@ __all__ = [
 ]
 
 TOPIC_RESOURCE: Final = 2
+BROKER_RESOURCE: Final = 4
 LEADER_AND_ISR_KEY: Final = 4
 STOP_REPLICA_KEY: Final = 5
 UPDATE_METADATA_KEY: Final = 6
@@ -199,6 +208,18 @@ def _topic_configs(image: MetadataImage, topic_name: str) -> list[UpdateMetadata
     return [UpdateMetadataTopicConfig(name=k, value=overrides[k]) for k in sorted(overrides)]
 
 
+def _broker_config_layers(
+    image: MetadataImage, names: Iterable[str]
+) -> list[UpdateMetadataBrokerConfigs]:
+    """The dynamic broker config layers ``names`` ("" or a broker id), each complete."""
+    out: list[UpdateMetadataBrokerConfigs] = []
+    for name in names:
+        layer = image.configs.get((BROKER_RESOURCE, name), {})
+        configs = [UpdateMetadataBrokerConfig(name=k, value=layer[k]) for k in sorted(layer)]
+        out.append(UpdateMetadataBrokerConfigs(resource_name=name, configs=configs))
+    return out
+
+
 def _live_leaders(
     image: MetadataImage, leaders: Iterable[int], listener_name: str
 ) -> list[LeaderAndIsrLiveLeader]:
@@ -285,6 +306,7 @@ def _update_metadata(
     controller_id: int,
     controller_epoch: int,
     type_: int,
+    broker_configs: list[UpdateMetadataBrokerConfigs],
 ) -> UpdateMetadataRequest:
     return UpdateMetadataRequest(
         controller_id=controller_id,
@@ -295,6 +317,7 @@ def _update_metadata(
         live_brokers=live_brokers,
         type_=type_,
         metadata_offset=image.offset,
+        broker_configs=broker_configs,
     )
 
 
@@ -327,6 +350,11 @@ def delta_pushes(
     deleted = delta.deleted_topics()
     changed_brokers = delta.changed_brokers()
     config_topics = _changed_topic_configs(new, delta)
+    broker_layers = {
+        name
+        for resource_type, name in delta.changed_config_resources()
+        if resource_type == BROKER_RESOURCE
+    }
 
     # broker -> topic id -> accumulator
     per_broker: dict[int, dict[uuid.UUID, _TopicPartitions]] = {}
@@ -431,7 +459,7 @@ def delta_pushes(
             )
         )
     send_metadata = bool(um_topics or changed_brokers)
-    live = _live_brokers(new) if send_metadata else []
+    live = _live_brokers(new) if send_metadata or broker_layers else []
 
     pushes: dict[int, BrokerPush] = {}
     for broker_id in sorted(new.brokers):
@@ -452,7 +480,8 @@ def delta_pushes(
             push.stop_replica = _stop_replica(
                 new, broker_id, accs, controller_id=controller_id, controller_epoch=controller_epoch
             )
-        if send_metadata:
+        layers = [name for name in ("", str(broker_id)) if name in broker_layers]
+        if send_metadata or layers:
             push.update_metadata = _update_metadata(
                 new,
                 broker_id,
@@ -461,6 +490,7 @@ def delta_pushes(
                 controller_id=controller_id,
                 controller_epoch=controller_epoch,
                 type_=INCREMENTAL,
+                broker_configs=_broker_config_layers(new, layers),
             )
         if push:
             pushes[broker_id] = push
@@ -521,5 +551,6 @@ def full_push(
         controller_id=controller_id,
         controller_epoch=controller_epoch,
         type_=FULL,
+        broker_configs=_broker_config_layers(image, ("", str(broker_id))),
     )
     return push

@@ -312,3 +312,60 @@ def test_update_metadata_carries_the_live_brokers_registration_epochs() -> None:
     )
     assert full.update_metadata is not None
     assert [b.broker_epoch for b in full.update_metadata.live_brokers] == [11, 12, 13]
+
+
+# Dynamic broker configs (issue 16 part 1, issue 23): pydmq's tagged ``broker_configs``.
+
+
+def _layers(push: BrokerPush) -> dict[str, dict[str, str]]:
+    assert push.update_metadata is not None
+    return {
+        layer.resource_name: {c.name: c.value for c in layer.configs}
+        for layer in push.update_metadata.broker_configs
+    }
+
+
+def test_broker_config_changes_reach_the_brokers_they_concern() -> None:
+    pushes = _pushes(_base(), [ConfigRecord(4, "", "log.retention.ms", "60000")])
+    assert sorted(pushes) == [1, 2, 3]
+    for push in pushes.values():
+        assert [key for key, _ in push.requests()] == [6]
+        assert _layers(push) == {"": {"log.retention.ms": "60000"}}
+        assert push.update_metadata is not None
+        assert [b.id_ for b in push.update_metadata.live_brokers] == [1, 2, 3]
+    own = _pushes(_base(), [ConfigRecord(4, "2", "log.cleaner.threads", "2")])
+    assert sorted(own) == [2] and _layers(own[2]) == {"2": {"log.cleaner.threads": "2"}}
+    # a broker not registered: nobody to tell
+    assert _pushes(_base(), [ConfigRecord(4, "9", "log.cleaner.threads", "2")]) == {}
+    # a deleted key: the layer is sent whole, here empty
+    image, _ = _replay(_base(), [ConfigRecord(4, "", "log.retention.ms", "60000")])
+    cleared = _pushes(image, [ConfigRecord(4, "", "log.retention.ms", None)])
+    assert _layers(cleared[1]) == {"": {}}
+    # other changes carry no layer
+    assert _layers(_pushes(_base(), [ConfigRecord(2, "orders", "retention.ms", "5")])[1]) == {}
+
+
+def test_full_push_carries_the_default_and_the_brokers_own_layer() -> None:
+    image, _ = _replay(
+        _base(),
+        [
+            ConfigRecord(4, "", "log.retention.ms", "60000"),
+            ConfigRecord(4, "3", "log.cleaner.threads", "2"),
+            ConfigRecord(4, "1", "log.cleaner.threads", "4"),
+        ],
+    )
+    push = full_push(
+        image, 3, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert _layers(push) == {"": {"log.retention.ms": "60000"}, "3": {"log.cleaner.threads": "2"}}
+    bare = full_push(
+        _base(), 2, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert _layers(bare) == {"": {}, "2": {}}
+    from pydmq.protocol.messages import API_SCHEMAS
+    from pydmq.protocol.primitives import Reader, Writer
+
+    assert push.update_metadata is not None
+    w = Writer()
+    API_SCHEMAS[6].encode_request(w, push.update_metadata, 8)
+    assert API_SCHEMAS[6].decode_request(Reader(bytes(w.buf)), 8) == push.update_metadata

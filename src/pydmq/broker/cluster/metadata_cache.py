@@ -15,7 +15,10 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
   partition whose leader is -2 (Kafka's LeaderDuringDelete) is removed with its topic once
   the topic has no partitions left;
 - a topic state carries the topic's complete config overrides (they replace ours);
-- ``live_brokers`` always replaces the alive set.
+- ``live_brokers`` always replaces the alive set;
+- ``broker_configs`` (pydmq tagged field) carries dynamic broker config layers: the cluster
+  default ("") and this broker's own (its id); a listed layer replaces ours, a FULL update
+  also empties the layers it does not list (layers of other brokers are ignored).
 """
 
 from __future__ import annotations
@@ -65,6 +68,7 @@ class MetadataUpdate:
 
     applied: bool
     config_changed: set[str] = field(default_factory=set)
+    broker_configs_changed: bool = False
     deleted_topics: list[TopicInfo] = field(default_factory=list)
     created_topics: list[TopicInfo] = field(default_factory=list)
 
@@ -80,6 +84,8 @@ class MetadataCache:
         self.metadata_offset = -1
         self.brokers: dict[int, CachedBroker] = {}
         self.offline_replicas: dict[TopicPartition, list[int]] = {}
+        # Dynamic broker configs: the cluster default ("") and this broker's own layer.
+        self.broker_configs: dict[str, dict[str, str]] = {"": {}, str(node_id): {}}
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:
@@ -134,7 +140,21 @@ class MetadataCache:
             for topic in list(self.topics):
                 if topic.name not in listed:
                     self._remove_topic(topic, result)
+        self._apply_broker_configs(request, result)
         return result
+
+    def _apply_broker_configs(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
+        layers = {
+            layer.resource_name: {c.name: c.value for c in layer.configs}
+            for layer in request.broker_configs
+            if layer.resource_name in self.broker_configs
+        }
+        if request.type_ == UPDATE_FULL:
+            layers = {name: layers.get(name, {}) for name in self.broker_configs}
+        for name, configs in layers.items():
+            if self.broker_configs[name] != configs:
+                self.broker_configs[name] = configs
+                result.broker_configs_changed = True
 
     def _apply_topic(
         self,

@@ -46,6 +46,7 @@ from pydmq.broker.cluster.lifecycle import BrokerEndpoint, BrokerLifecycleManage
 from pydmq.broker.cluster.metadata_cache import MetadataCache, MetadataUpdate
 from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 from pydmq.broker.cluster.replica_fetcher import FetchState, ReplicaFetcherManager
+from pydmq.broker.dynamic_configs import install_broker_configs
 from pydmq.config.topic import TopicConfig
 from pydmq.protocol.control_requests import FULL
 from pydmq.protocol.errors import ErrorCode
@@ -480,6 +481,9 @@ class BrokerCluster:
         if not result.applied:
             return UpdateMetadataResponse(error_code=ErrorCode.NONE)
         replica_manager = self.broker.replica_manager
+        if result.broker_configs_changed:
+            layers = self.metadata_cache.broker_configs
+            install_broker_configs(self.broker, layers[""], layers[str(self.node_id)])
         for name in result.config_changed:
             topic = self.metadata_cache.topics.get(name)
             if topic is not None:

@@ -10,13 +10,15 @@ settings). ``validate_only`` checks without changing anything.
 BROKER (4) resources (this node's id, or "" for the cluster-wide default): the given configs
 become the resource's complete set of dynamic broker configs
 (:mod:`pydmq.broker.handlers._broker_configs`, checked by :mod:`pydmq.config.dynamic`),
-persisted and applied at once; another node id -> INVALID_REQUEST. BROKER_LOGGER is not accepted by this
+committed as metadata records by the controller and applied at once; another node id ->
+INVALID_REQUEST. BROKER_LOGGER is not accepted by this
 API (Kafka: IncrementalAlterConfigs only) -> INVALID_REQUEST, as is any other type. A resource
 named twice in one request, or a config named twice in one resource -> INVALID_REQUEST.
 v1 is v0 (throttling), v2 is flexible.
 
 In cluster mode the request is forwarded to the active controller at the same version and its
-response returned (REQUEST_TIMED_OUT per item when no controller answers).
+response returned (REQUEST_TIMED_OUT per item when no controller answers); a BROKER resource
+naming another broker is answered here first (INVALID_REQUEST), as Kafka's broker does.
 """
 
 from __future__ import annotations

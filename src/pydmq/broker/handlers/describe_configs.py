@@ -18,7 +18,9 @@ Resource types:
   (DYNAMIC_DEFAULT_BROKER_CONFIG), the static file (STATIC_BROKER_CONFIG), the default;
   ``read_only`` unless it can change at run time; null values for sensitive ones. Name "" =
   the cluster-wide dynamic defaults that are set. Any other name -> INVALID_REQUEST (Kafka:
-  "Unexpected broker id").
+  "Unexpected broker id"). The dynamic layers are the node's copy of the controller's
+  ConfigRecords (single node: its local metadata log; cluster: UpdateMetadata), so every
+  broker of a cluster shows the cluster default and its own layer.
 - BROKER_LOGGER (8): name must be this node's id (else INVALID_REQUEST); returns the levels of
   the Python loggers "root" and those under "pydmq" (DYNAMIC_BROKER_LOGGER_CONFIG source).
 - Anything else -> INVALID_REQUEST ("Unsupported resource type").

@@ -12,14 +12,16 @@ anything but DELETE, or a config named twice in one resource -> INVALID_REQUEST;
 
 BROKER (4): this node's id, or "" for the cluster-wide default; each entry edits that
 resource's dynamic broker configs (SET, DELETE, APPEND/SUBTRACT on list properties), checked
-as Kafka does (:mod:`pydmq.config.dynamic`), persisted and applied at once
-(:mod:`pydmq.broker.handlers._broker_configs`); another node id -> INVALID_REQUEST.
+as Kafka does (:mod:`pydmq.config.dynamic`), committed as metadata records by the controller
+and applied at once (:mod:`pydmq.broker.handlers._broker_configs`); another node id ->
+INVALID_REQUEST.
 BROKER_LOGGER (8): pydmq has no run-time logger levels, INVALID_REQUEST; other resource types
 INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is flexible.
 
 In cluster mode the request is forwarded to the active controller at the same version and its
-response returned (REQUEST_TIMED_OUT per item when no controller answers); the controller does
-not take BROKER resources yet (INVALID_REQUEST).
+response returned (REQUEST_TIMED_OUT per item when no controller answers); a BROKER resource
+naming another broker is answered here first (INVALID_REQUEST, as above), as Kafka's broker
+does before forwarding.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""AlterConfigs (key 33), v0-v2, forwarded by brokers: replace a topic's explicit configs."""
+"""AlterConfigs (key 33), v0-v2, forwarded by brokers: replace a topic's explicit configs or
+a BROKER resource's dynamic configs (the cluster default "" or a broker id)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,10 @@
-"""IncrementalAlterConfigs (key 44), v0-v1, forwarded by brokers: edit topic configs.
+"""IncrementalAlterConfigs (key 44), v0-v1, forwarded by brokers: edit topic configs and
+dynamic broker configs.
 
 SET / DELETE / APPEND / SUBTRACT per config, as ConfigRecords; brokers learn the result
-through UpdateMetadata's topic ``configs``. Only topic resources are controller business.
+through UpdateMetadata's topic ``configs`` and ``broker_configs``. TOPIC and BROKER resources
+(the cluster default "" or a broker id; the forwarding broker checked that the id is its own)
+are controller business; others are refused (INVALID_REQUEST).
 """
 
 from __future__ import annotations

@@ -15,6 +15,10 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   ``{name, value}`` pairs (value nullable), so brokers learn topic configs.
 - UpdateMetadata live broker, tag 0: ``broker_epoch`` (int64, default -1), the broker's
   registration epoch, so a leader can check the ``replica_epoch`` of a follower's Fetch.
+- UpdateMetadata request, tag 2: ``broker_configs``, dynamic broker config layers (BROKER
+  resources) as ``{resource_name, configs: [{name, value}]}``: the cluster-wide default ("")
+  and the receiving broker's own id. A listed layer replaces the broker's copy of it (empty
+  ``configs``: nothing set); an unlisted one is unchanged. The FULL variant lists both.
 """
 
 from __future__ import annotations
@@ -262,6 +266,16 @@ def update_metadata() -> ApiSpec:
         a.field("rack", "string", nullable=True),
         a.field("broker_epoch", "int64", default=-1, tag=0),  # pydmq extension
     )
+    broker_config = a.struct(
+        "UpdateMetadataBrokerConfig",
+        a.field("name", "string"),
+        a.field("value", "string"),
+    )
+    broker_configs = a.struct(
+        "UpdateMetadataBrokerConfigs",
+        a.field("resource_name", "string"),
+        a.structs("configs", broker_config),
+    )
     request = a.struct(
         "UpdateMetadataRequest",
         a.field("controller_id", "int32"),
@@ -272,13 +286,24 @@ def update_metadata() -> ApiSpec:
         a.structs("live_brokers", broker),
         a.field("type_", "int8", default=0, tag=0),
         a.field("metadata_offset", "int64", default=-1, tag=1),  # pydmq extension
+        a.structs("broker_configs", broker_configs, tag=2),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",
         a.field("error_code", "error_code"),
     )
     return a.spec(
-        a.message("request", partition_state, topic_config, topic_state, endpoint, broker, request),
+        a.message(
+            "request",
+            partition_state,
+            topic_config,
+            topic_state,
+            endpoint,
+            broker,
+            broker_config,
+            broker_configs,
+            request,
+        ),
         a.message("response", response),
     )
 

@@ -15,6 +15,8 @@ __all__ = [
     "REQUEST_MAX_VERSION",
     "REQUEST_MIN_VERSION",
     "UpdateMetadataBroker",
+    "UpdateMetadataBrokerConfig",
+    "UpdateMetadataBrokerConfigs",
     "UpdateMetadataEndpoint",
     "UpdateMetadataPartitionState",
     "UpdateMetadataRequest",
@@ -335,8 +337,95 @@ class UpdateMetadataBroker:
         )
 
 
+class UpdateMetadataBrokerConfig:
+    __slots__ = ("name", "unknown_tagged_fields", "value")
+    __match_args__ = ()
+
+    name: str
+    value: str
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        value: str = "",
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.value = value
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.value,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.value,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"value={self.value!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
+class UpdateMetadataBrokerConfigs:
+    __slots__ = ("configs", "resource_name", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    resource_name: str
+    configs: list[UpdateMetadataBrokerConfig]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        resource_name: str = "",
+        configs: list[UpdateMetadataBrokerConfig] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.resource_name = resource_name
+        self.configs = [] if configs is _MISSING else configs
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.resource_name,
+            self.configs,
+            self.unknown_tagged_fields,
+        ) == (
+            other.resource_name,
+            other.configs,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"resource_name={self.resource_name!r}, "
+            f"configs={self.configs!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
 class UpdateMetadataRequest:
     __slots__ = (
+        "broker_configs",
         "broker_epoch",
         "controller_epoch",
         "controller_id",
@@ -357,6 +446,7 @@ class UpdateMetadataRequest:
     live_brokers: list[UpdateMetadataBroker]
     type_: int
     metadata_offset: int
+    broker_configs: list[UpdateMetadataBrokerConfigs]
     unknown_tagged_fields: dict[int, bytes]
 
     def __init__(
@@ -370,6 +460,7 @@ class UpdateMetadataRequest:
         live_brokers: list[UpdateMetadataBroker] = _MISSING,
         type_: int = 0,
         metadata_offset: int = -1,
+        broker_configs: list[UpdateMetadataBrokerConfigs] = _MISSING,
         unknown_tagged_fields: dict[int, bytes] = _MISSING,
     ) -> None:
         self.controller_id = controller_id
@@ -380,6 +471,7 @@ class UpdateMetadataRequest:
         self.live_brokers = [] if live_brokers is _MISSING else live_brokers
         self.type_ = type_
         self.metadata_offset = metadata_offset
+        self.broker_configs = [] if broker_configs is _MISSING else broker_configs
         self.unknown_tagged_fields = (
             {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
         )
@@ -396,6 +488,7 @@ class UpdateMetadataRequest:
             self.live_brokers,
             self.type_,
             self.metadata_offset,
+            self.broker_configs,
             self.unknown_tagged_fields,
         ) == (
             other.controller_id,
@@ -406,6 +499,7 @@ class UpdateMetadataRequest:
             other.live_brokers,
             other.type_,
             other.metadata_offset,
+            other.broker_configs,
             other.unknown_tagged_fields,
         )
 
@@ -420,6 +514,7 @@ class UpdateMetadataRequest:
             f"live_brokers={self.live_brokers!r}, "
             f"type_={self.type_!r}, "
             f"metadata_offset={self.metadata_offset!r}, "
+            f"broker_configs={self.broker_configs!r}, "
             f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
         )
 
@@ -644,6 +739,47 @@ def _write_UpdateMetadataBroker(w: Writer, msg: UpdateMetadataBroker, version: i
     w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 
+def _read_UpdateMetadataBrokerConfig(r: Reader, version: int) -> UpdateMetadataBrokerConfig:
+    f_name: str
+    f_name = r.compact_string()
+    f_value: str
+    f_value = r.compact_string()
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataBrokerConfig(name=f_name, value=f_value, unknown_tagged_fields=unknown)
+
+
+def _write_UpdateMetadataBrokerConfig(
+    w: Writer, msg: UpdateMetadataBrokerConfig, version: int
+) -> None:
+    w.compact_string(msg.name)
+    w.compact_string(msg.value)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
+def _read_UpdateMetadataBrokerConfigs(r: Reader, version: int) -> UpdateMetadataBrokerConfigs:
+    f_resource_name: str
+    f_resource_name = r.compact_string()
+    f_configs: list[UpdateMetadataBrokerConfig]
+    n = r.compact_array_length()
+    f_configs = [_read_UpdateMetadataBrokerConfig(r, version) for _ in range(n)]
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataBrokerConfigs(
+        resource_name=f_resource_name, configs=f_configs, unknown_tagged_fields=unknown
+    )
+
+
+def _write_UpdateMetadataBrokerConfigs(
+    w: Writer, msg: UpdateMetadataBrokerConfigs, version: int
+) -> None:
+    w.compact_string(msg.resource_name)
+    w.uvarint(len(msg.configs) + 1)
+    for e_configs in msg.configs:
+        _write_UpdateMetadataBrokerConfig(w, e_configs, version)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
 def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataRequest:
     f_controller_id: int
     f_controller_id = r.int32()
@@ -661,6 +797,7 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
     f_live_brokers = [_read_UpdateMetadataBroker(r, version) for _ in range(n)]
     f_type_: int = 0
     f_metadata_offset: int = -1
+    f_broker_configs: list[UpdateMetadataBrokerConfigs] = []
     unknown: dict[int, bytes]
     unknown = {}
     for _ in range(r.tagged_count()):
@@ -670,6 +807,10 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
             r.expect_end_of_tag(end)
         elif tag == 1:
             f_metadata_offset = r.int64()
+            r.expect_end_of_tag(end)
+        elif tag == 2:
+            n = r.compact_array_length()
+            f_broker_configs = [_read_UpdateMetadataBrokerConfigs(r, version) for _ in range(n)]
             r.expect_end_of_tag(end)
         else:
             unknown[tag] = r.raw(end - r.pos)
@@ -682,6 +823,7 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
         live_brokers=f_live_brokers,
         type_=f_type_,
         metadata_offset=f_metadata_offset,
+        broker_configs=f_broker_configs,
         unknown_tagged_fields=unknown,
     )
 
@@ -706,6 +848,12 @@ def _write_UpdateMetadataRequest(w: Writer, msg: UpdateMetadataRequest, version:
         t = Writer()
         t.int64(msg.metadata_offset)
         tagged.append((1, t.getvalue()))
+    if msg.broker_configs:
+        t = Writer()
+        t.uvarint(len(msg.broker_configs) + 1)
+        for e_broker_configs in msg.broker_configs:
+            _write_UpdateMetadataBrokerConfigs(t, e_broker_configs, version)
+        tagged.append((2, t.getvalue()))
     w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 

@@ -11,6 +11,8 @@ from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import CreatableTopicResult, CreateTopicsResponse
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataBroker,
+    UpdateMetadataBrokerConfig,
+    UpdateMetadataBrokerConfigs,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
@@ -162,3 +164,51 @@ def test_metadata_update_lists_net_topic_changes() -> None:
     recreated = cache.update(_update(3, topic_id=new_id))
     assert [t.topic_id for t in recreated.deleted_topics] == [_TOPIC_ID]
     assert [t.topic_id for t in recreated.created_topics] == [new_id]
+
+
+def _layer(name: str, **configs: str) -> UpdateMetadataBrokerConfigs:
+    return UpdateMetadataBrokerConfigs(
+        resource_name=name,
+        configs=[
+            UpdateMetadataBrokerConfig(name=k.replace("_", "."), value=v)
+            for k, v in configs.items()
+        ],
+    )
+
+
+def test_metadata_cache_keeps_the_default_and_its_own_broker_config_layers() -> None:
+    """Issue 16 part 1: the controller pushes dynamic broker configs in ``broker_configs``."""
+    from pydmq.broker.cluster.metadata_cache import UPDATE_INCREMENTAL
+
+    cache = MetadataCache(1)
+    first = UpdateMetadataRequest(
+        controller_epoch=2,
+        type_=UPDATE_INCREMENTAL,
+        metadata_offset=1,
+        broker_configs=[_layer("", log_retention_ms="60000"), _layer("2", x="y")],
+    )
+    assert cache.update(first).broker_configs_changed
+    assert cache.broker_configs == {"": {"log.retention.ms": "60000"}, "1": {}}
+    own = UpdateMetadataRequest(
+        controller_epoch=2,
+        type_=UPDATE_INCREMENTAL,
+        metadata_offset=2,
+        broker_configs=[_layer("1", log_cleaner_threads="2")],
+    )
+    assert cache.update(own).broker_configs_changed
+    assert cache.broker_configs == {
+        "": {"log.retention.ms": "60000"},
+        "1": {"log.cleaner.threads": "2"},
+    }
+    unrelated = UpdateMetadataRequest(
+        controller_epoch=2, type_=UPDATE_INCREMENTAL, metadata_offset=3
+    )
+    assert not cache.update(unrelated).broker_configs_changed
+    full = UpdateMetadataRequest(
+        controller_epoch=2,
+        type_=UPDATE_FULL,
+        metadata_offset=4,
+        broker_configs=[_layer("1", log_cleaner_threads="2")],
+    )
+    assert cache.update(full).broker_configs_changed
+    assert cache.broker_configs == {"": {}, "1": {"log.cleaner.threads": "2"}}
