@@ -603,6 +603,11 @@ class BrokerConfig(ConfigValues):
         self.dynamic_broker = dict(broker)
         self._dynamic_values = values
 
+    def static_value(self, name: str) -> object:
+        """The value of pydmq's own property ``name`` without the dynamic layers: the static
+        configuration, else the default."""
+        return super().get(name)
+
     def static_configs(self) -> dict[str, str]:
         """The value of every property without the dynamic layers, as strings: pydmq's own
         (the static file, else the default; unset ones left out) and the Kafka-only ones the
@@ -610,7 +615,7 @@ class BrokerConfig(ConfigValues):
         layer sets it."""
         out = dict(self.kafka_only_values)
         for name, definition in self.definitions.items():
-            rendered = definition.render(super().get(name))
+            rendered = definition.render(self.static_value(name))
             if rendered is not None:
                 out[name] = rendered
         return out

@@ -67,7 +67,7 @@ class LocalController:
         if self._context is None:
             from pydmq.controller.operations import operation_context
 
-            self._context = operation_context(self._config, self._plugins)
+            self._context = operation_context(self._config, self._plugins, self.image)
         return self._context
 
     def register_node(self, node_id: int, rack: str | None) -> None:
@@ -103,7 +103,6 @@ class LocalController:
         for listener in self._listeners:
             listener(self.image, delta)
         if any(kind == RESOURCE_BROKER for kind, _ in delta.changed_config_resources()):
-            # The broker's publisher installed the new dynamic layers in the shared config:
-            # the operations' view of it (log.engine, unclean.leader.election.enable, ...)
-            # is built again on next use.
+            # The operations' view of the dynamic broker configs (log.engine,
+            # unclean.leader.election.enable, ...) is built again on next use.
             self._context = None

@@ -57,6 +57,7 @@ from pydmq.controller.raft_driver import RaftDriver
 from pydmq.metadata.delta import MetadataDelta, MetadataReplayError
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
+    RESOURCE_BROKER,
     CorruptRecordError,
     FeatureLevelRecord,
     NoOpRecord,
@@ -307,6 +308,7 @@ class ControllerRuntime:
         old = self.image
         self.image = delta.apply(offset=end_offset - 1, epoch=epoch)
         self._records_since_snapshot = 0
+        self.operation_context = operation_context(self.config, self.broker.plugins, self.image)
         log.info("controller %d loaded the snapshot at offset %d", self.node_id, end_offset)
         if self._channels is not None and old is not self.image:
             for broker_id in list(self._channels.channels):
@@ -387,6 +389,8 @@ class ControllerRuntime:
         self._maybe_snapshot()
 
     def _publish(self, old: MetadataImage, new: MetadataImage, delta: MetadataDelta) -> None:
+        if any(kind == RESOURCE_BROKER for kind, _ in delta.changed_config_resources()):
+            self.operation_context = operation_context(self.config, self.broker.plugins, new)
         for broker_id, (before, after) in delta.changed_brokers().items():
             if after is None:
                 self.last_heartbeat_ms.pop(broker_id, None)

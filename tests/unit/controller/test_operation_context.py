@@ -49,3 +49,29 @@ def test_an_unknown_placer_is_a_clear_error() -> None:
     config = BrokerConfig({"pydmq.replica.placer": "nope"})
     with pytest.raises(ValueError, match="nope"):
         operation_context(config, PluginHost(load_entry_points=False))
+
+
+def test_dynamic_broker_configs_of_the_image_win_over_the_static_file() -> None:
+    """Issue 16 part 1: the controller's own layer, then the cluster default, then the file
+    (on 4a2e8d9 the context never saw dynamic broker configs)."""
+    from pydmq.metadata.delta import MetadataDelta
+    from pydmq.metadata.image import MetadataImage
+    from pydmq.metadata.records import ConfigRecord
+
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    for rec in (
+        ConfigRecord(4, "", "unclean.leader.election.enable", "true"),
+        ConfigRecord(4, "", "pydmq.max.broker.partitions", "10"),
+        ConfigRecord(4, "1", "pydmq.max.broker.partitions", "20"),
+        ConfigRecord(4, "2", "log.engine", "memory"),
+    ):
+        delta.replay(rec)
+    image = delta.apply(3, 0)
+    config = BrokerConfig({"node.id": 1, "pydmq.max.broker.partitions": 5})
+    plugins = PluginHost(load_entry_points=False)
+    static = operation_context(config, plugins)
+    assert (static.unclean_leader_election_enable, static.max_broker_partitions) == (False, 5)
+    context = operation_context(config, plugins, image)
+    assert context.unclean_leader_election_enable is True
+    assert context.max_broker_partitions == 20
+    assert context.default_engine == "segment"  # broker 2's layer is not this node's

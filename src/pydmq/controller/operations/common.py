@@ -80,9 +80,24 @@ class OperationContext:
     new_topic_id: Callable[[], uuid.UUID] = field(default=uuid.uuid4)
 
 
-def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationContext:
+def operation_context(
+    config: BrokerConfig, plugins: PluginHost, image: MetadataImage = MetadataImage.EMPTY
+) -> OperationContext:
     """The operations' view of configuration and plugins (strategies, replica placer,
-    storage engines)."""
+    storage engines). A property that can change at run time (``log.engine``,
+    ``unclean.leader.election.enable``, ``pydmq.max.broker.partitions``) takes its value from
+    ``image``'s dynamic broker configs, this controller's own layer first, then the cluster
+    default, as Kafka's controller does; the static configuration otherwise. Built again
+    whenever those layers change."""
+    layers = (image.broker_config(str(config.node_id)), image.broker_config(""))
+
+    def value(name: str) -> object:
+        for layer in layers:
+            raw = layer.get(name)
+            if raw is not None:
+                return config.definitions[name].parse(raw)
+        return config.static_value(name)
+
     strategies = {name: spec.factory() for name, spec in plugins.replication_strategies().items()}
     placers = plugins.replica_placers()
     wanted = config.get_str("pydmq.replica.placer")
@@ -90,16 +105,18 @@ def operation_context(config: BrokerConfig, plugins: PluginHost) -> OperationCon
     if spec is None:
         known = ", ".join(sorted(placers)) or "none"
         raise ValueError(f"pydmq.replica.placer {wanted!r} is not registered (known: {known})")
+    max_broker_partitions = value("pydmq.max.broker.partitions")
+    assert isinstance(max_broker_partitions, int)
     return OperationContext(
         strategies=strategies,
         placer=spec.factory(),
         engines=frozenset(plugins.storage_engines()),
-        default_engine=config.get_str("log.engine"),
+        default_engine=str(value("log.engine")),
         num_partitions=config.get_int("num.partitions"),
         default_replication_factor=config.get_int("default.replication.factor"),
-        unclean_leader_election_enable=config.get_bool("unclean.leader.election.enable"),
+        unclean_leader_election_enable=bool(value("unclean.leader.election.enable")),
         delete_topic_enable=config.get_bool("delete.topic.enable"),
-        max_broker_partitions=config.get_int("pydmq.max.broker.partitions"),
+        max_broker_partitions=max_broker_partitions,
         static_broker_configs=config.static_configs(),
     )
 
