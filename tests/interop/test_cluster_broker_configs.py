@@ -132,6 +132,7 @@ def test_cluster_default_and_per_broker_configs(cluster: ClusterProcess) -> None
     for topic in ("aged", "own"):
         producer.produce(topic, b"an hour old", partition=0, timestamp=old)
     assert producer.flush(30) == 0
+    del producer  # its threads would go on reconnecting to nodes the test restarts
     for node_id in nodes:
         for topic in ("aged", "own"):
             cluster.wait_for(
