@@ -19,7 +19,6 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.metadata.records import RESOURCE_BROKER
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.storage.errors import KafkaStorageError
 
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
 __all__ = ["alter_broker_configs", "check_broker_resource", "forward_with_broker_check"]
 
 R = TypeVar("R")
+
+_BROKER = 4  # RESOURCE_BROKER, not imported: handler modules load at every start
 
 
 def check_broker_resource(node_id: int, resource_name: str) -> None:
@@ -67,12 +68,12 @@ def alter_broker_configs(
     try:
         if replace:
             layer = {name: value for name, _, value in changes}
-            resource = AlterConfigsResource(RESOURCE_BROKER, resource_name, layer)
+            resource = AlterConfigsResource(_BROKER, resource_name, layer)
             [result] = controller.run(
                 lambda image: alter_configs(image, context, [resource], validate_only=validate_only)
             )
         else:
-            edits = IncrementalAlterConfigsResource(RESOURCE_BROKER, resource_name, changes)
+            edits = IncrementalAlterConfigsResource(_BROKER, resource_name, changes)
             [result] = controller.run(
                 lambda image: incremental_alter_configs(
                     image, context, [edits], validate_only=validate_only
@@ -101,7 +102,7 @@ async def forward_with_broker_check(
     per-resource result classes."""
     refused: dict[int, TopicError] = {}
     for index, resource in enumerate(request.resources):
-        if resource.resource_type == RESOURCE_BROKER:
+        if resource.resource_type == _BROKER:
             try:
                 check_broker_resource(ctx.broker.node_id, resource.resource_name)
             except TopicError as exc:
