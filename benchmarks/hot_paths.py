@@ -139,8 +139,8 @@ async def _run(calls: int, rounds: int) -> None:
         )
         await broker.start()
         try:
-            broker.topic_ops.create_topic("produce", 1)
-            broker.topic_ops.create_topic("fetch", PARTITIONS)
+            broker.topic_creator.create_topic("produce", 1)
+            broker.topic_creator.create_topic("fetch", PARTITIONS)
             cases = {
                 "produce.handle (1 batch of 16 records)": _produce_call(broker),
                 f"fetch.handle ({PARTITIONS} partitions)": _fetch_call(broker),

@@ -55,7 +55,7 @@ broker = Broker(config)
 made = 0
 while made < total:
     count = min(per_topic, total - made)
-    broker.topic_ops.create_topic(f"bench-{made // per_topic:05d}", count)
+    broker.topic_creator.create_topic(f"bench-{made // per_topic:05d}", count)
     made += count
 broker.replica_manager.shutdown()
 """

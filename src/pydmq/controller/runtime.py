@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.channel_manager import ControllerChannelManager
+from pydmq.controller.errors import ControllerError, ControllerTimeoutError, NotControllerError
 from pydmq.controller.operations import (
     ControllerResult,
     fence_stale_brokers,
@@ -65,7 +66,6 @@ from pydmq.metadata.records import (
     encode_payload,
     encode_record,
 )
-from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.features import METADATA_VERSION
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
@@ -103,24 +103,6 @@ class ControllerHost(Protocol):
     config: BrokerConfig
     cluster_id: str
     plugins: PluginHost
-
-
-class ControllerError(Exception):
-    """An operation could not run or finish; ``error_code`` is what the client gets."""
-
-    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-class NotControllerError(ControllerError):
-    """This node is not (or no longer) the active controller."""
-
-    error_code = ErrorCode.NOT_CONTROLLER
-
-
-class ControllerTimeoutError(ControllerError):
-    """The operation's records did not commit in time (no quorum?)."""
-
-    error_code = ErrorCode.REQUEST_TIMED_OUT
 
 
 class Verdict(enum.Enum):

@@ -37,8 +37,8 @@ def data_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def broker(data_dir: Path) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(data_dir, overrides={"num.io.threads": 16}) as b:
-        b.broker.topic_ops.create_topic("plain", 1)
-        b.broker.topic_ops.create_topic("own", 1, configs={"retention.ms": "1000"})
+        b.broker.topic_creator.create_topic("plain", 1)
+        b.broker.topic_creator.create_topic("own", 1, configs={"retention.ms": "1000"})
         yield b
 
 
@@ -164,7 +164,7 @@ def test_legacy_alter_configs_replaces_the_layer(broker: EmbeddedBroker) -> None
 
 def test_persisted_across_a_restart(data_dir: Path) -> None:
     with EmbeddedBroker(data_dir) as b:
-        b.broker.topic_ops.create_topic("plain", 1)
+        b.broker.topic_creator.create_topic("plain", 1)
         assert alter(b, "", ("log.segment.bytes", SET, "2000000")) == (0, None)
         assert alter(b, "1", ("log.cleaner.backoff.ms", SET, "20000")) == (0, None)
     with EmbeddedBroker(data_dir) as b:

@@ -2,7 +2,8 @@
 
 Of the cluster packages it imports only what its local controller needs at start: the
 metadata records, image, delta and bulk codec, the Raft log files (not the Raft core), the local metadata
-log and the local controller (not the controller's operations: imported on first use).
+log, the local controller and the controller's error type (not the controller's operations
+nor its admin handlers: imported on the first admin request).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ CHILD = textwrap.dedent(
 
 LOCAL_METADATA_LOG = [
     "pydmq.controller",
+    "pydmq.controller.errors",
     "pydmq.controller.local",
     "pydmq.controller.local_log",
     "pydmq.metadata",

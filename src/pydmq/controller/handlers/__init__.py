@@ -1,4 +1,6 @@
-"""Handlers of the controller listener(s): one module per API, each ``make_handler(runtime)``.
+"""Handlers of the controller listener(s): one module per API, each ``make_handler(runtime)``
+(the admin ones ``make_handler(controller)``, typed against the
+:class:`~pydmq.controller.handlers._common.AdminController` port).
 
 Served by a :class:`~pydmq.api.dispatcher.RequestDispatcher` of their own, so clients on a
 broker listener never reach them and the controller listener serves nothing else. Three
@@ -12,6 +14,10 @@ groups:
   AlterPartitionReassignments, ListPartitionReassignments): the active controller only;
   other voters answer NOT_CONTROLLER;
 - ApiVersions and DescribeCluster, so tools can find the quorum and the active controller.
+
+:func:`admin_handler_specs` binds the admin handlers alone to any ``AdminController``: a
+single node dispatches its admin requests to them in process, bound to its
+:class:`~pydmq.controller.local.LocalController` (imported on its first admin request).
 """
 
 from __future__ import annotations
@@ -44,14 +50,12 @@ from pydmq.controller.handlers import (
 
 if TYPE_CHECKING:
     from pydmq.api.handler import ApiHandlerSpec
+    from pydmq.controller.handlers._common import AdminController
     from pydmq.controller.runtime import ControllerRuntime
 
-__all__ = ["controller_handler_specs"]
+__all__ = ["admin_handler_specs", "controller_handler_specs"]
 
-_MODULES = (
-    fetch,
-    controlled_shutdown,
-    api_versions,
+_ADMIN_MODULES = (
     create_topics,
     delete_topics,
     alter_configs,
@@ -60,6 +64,11 @@ _MODULES = (
     incremental_alter_configs,
     alter_partition_reassignments,
     list_partition_reassignments,
+)
+_MODULES = (
+    fetch,
+    controlled_shutdown,
+    api_versions,
     vote,
     begin_quorum_epoch,
     end_quorum_epoch,
@@ -73,7 +82,13 @@ _MODULES = (
 )
 
 
+def admin_handler_specs(controller: AdminController) -> dict[int, ApiHandlerSpec]:
+    """The admin handlers bound to ``controller``, by API key."""
+    return {spec.api_key: spec for spec in (m.make_handler(controller) for m in _ADMIN_MODULES)}
+
+
 def controller_handler_specs(runtime: ControllerRuntime) -> dict[int, ApiHandlerSpec]:
     """Every controller-listener handler bound to ``runtime``, by API key."""
     specs = [module.make_handler(runtime) for module in _MODULES]
+    specs.extend(admin_handler_specs(runtime).values())
     return {spec.api_key: spec for spec in sorted(specs, key=lambda s: s.api_key)}

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import AlterConfigsResource, alter_configs
 from pydmq.protocol.messages.alter_configs import (
     AlterConfigsRequest,
@@ -13,13 +11,10 @@ from pydmq.protocol.messages.alter_configs import (
     AlterConfigsResponse,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: AlterConfigsRequest
     ) -> AlterConfigsResponse:
@@ -31,10 +26,10 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             )
             for r in request.resources
         ]
-        results, error, _ = await run_operation(
-            runtime,
+        results, error, message = await run_operation(
+            controller,
             lambda image: alter_configs(
-                image, runtime.operation_context, wanted, validate_only=request.validate_only
+                image, controller.operation_context, wanted, validate_only=request.validate_only
             ),
         )
         if results is None:
@@ -42,7 +37,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
                 responses=[
                     AlterConfigsResourceResponse(
                         error_code=error,
-                        error_message=error_message(error),
+                        error_message=message,
                         resource_type=r.resource_type,
                         resource_name=r.resource_name,
                     )

@@ -8,10 +8,9 @@ it (StopReplica) and every broker to forget it (UpdateMetadata).
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import delete_topics
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_topics import (
@@ -20,15 +19,12 @@ from pydmq.protocol.messages.delete_topics import (
     DeleteTopicsResponse,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
 _ZERO = uuid.UUID(int=0)
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: DeleteTopicsRequest
     ) -> DeleteTopicsResponse:
@@ -51,8 +47,8 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
                     )
         else:
             refs.extend(request.topic_names)
-        results, error, _ = await run_operation(
-            runtime, lambda image: delete_topics(image, runtime.operation_context, refs)
+        results, error, message = await run_operation(
+            controller, lambda image: delete_topics(image, controller.operation_context, refs)
         )
         response = DeleteTopicsResponse(responses=list(invalid))
         if results is None:
@@ -62,7 +58,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
                         name=ref if isinstance(ref, str) else None,
                         topic_id=ref if isinstance(ref, uuid.UUID) else _ZERO,
                         error_code=error,
-                        error_message=error_message(error),
+                        error_message=message,
                     )
                 )
             return response

@@ -7,10 +7,8 @@ reported, as Kafka). The top-level error code exists from v1.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import ELECTION_PREFERRED, ELECTION_UNCLEAN, elect_leaders
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.elect_leaders import (
@@ -20,13 +18,10 @@ from pydmq.protocol.messages.elect_leaders import (
     ReplicaElectionResult,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: ElectLeadersRequest
     ) -> ElectLeadersResponse:
@@ -40,17 +35,17 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             return _all_failed(
                 ctx, partitions, ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}"
             )
-        results, error, _ = await run_operation(
-            runtime,
+        results, error, message = await run_operation(
+            controller,
             lambda image: elect_leaders(
                 image,
-                runtime.operation_context,
+                controller.operation_context,
                 election_type=election_type,
                 partitions=partitions,
             ),
         )
         if results is None:
-            return _all_failed(ctx, partitions, error, error_message(error))
+            return _all_failed(ctx, partitions, error, message)
         by_topic: dict[str, ReplicaElectionResult] = {}
         for r in results:
             topic = by_topic.get(r.topic)

@@ -1,0 +1,125 @@
+"""The one body of AlterConfigs (33) and IncrementalAlterConfigs (44) on the broker.
+
+Per resource, what the broker answers itself (Kafka's request checks): a resource named twice
+or a config named twice in one resource -> INVALID_REQUEST (:mod:`._config_resources`); a null
+value where the API needs one -> INVALID_REQUEST; a resource type other than TOPIC (2), BROKER
+(4) and, for IncrementalAlterConfigs, BROKER_LOGGER (8) -> INVALID_REQUEST "Unsupported
+resource type: N". The rest goes to the controller as one request at the client's version
+(:func:`~pydmq.broker.handlers._forward.forward_to_controller`), and the answers are merged
+back in request order.
+
+Until brokercfg merges, a single node serves BROKER and BROKER_LOGGER resources here as
+before (:func:`~pydmq.broker.handlers._broker_configs.alter_broker_configs`, the BROKER_LOGGER
+refusal); in cluster mode they are forwarded (the controller does not take them yet).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol, TypeVar
+
+from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._broker_configs import alter_broker_configs
+from pydmq.broker.handlers._config_resources import check_resource, resource_counts
+from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.protocol.errors import ErrorCode, TopicError
+
+__all__ = ["ConfigChange", "alter_configs"]
+
+TOPIC = 2
+BROKER = 4
+BROKER_LOGGER = 8
+
+ConfigChange = tuple[str, int, str | None]
+"""(config name, AlterConfigOp, value): one edit of a resource's configs."""
+
+
+class _Config(Protocol):
+    name: str
+
+
+class _Resource(Protocol):
+    resource_type: int
+    resource_name: str
+
+    @property
+    def configs(self) -> Sequence[_Config]: ...
+
+
+class _Result(Protocol):
+    error_code: int
+    error_message: str | None
+    resource_type: int
+    resource_name: str
+
+
+ResourceT = TypeVar("ResourceT", bound=_Resource)
+ResultT = TypeVar("ResultT", bound=_Result)
+
+
+async def alter_configs(
+    ctx: BrokerContext,
+    resources: Sequence[ResourceT],
+    validate_only: bool,
+    *,
+    changes_of: Callable[[ResourceT], list[ConfigChange]],
+    null_problem: Callable[[ResourceT], str | None],
+    types: frozenset[int],
+    request_of: Callable[[list[ResourceT]], Any],
+    result: Callable[[int, str | None, int, str], ResultT],
+    response_of: Callable[[list[ResultT]], Any],
+    replace: bool,
+) -> Any:
+    """The API's response: every resource's answer, in request order (module docstring).
+
+    ``request_of(resources)`` builds the request sent to the controller, ``result(code,
+    message, type, name)`` one answer, ``response_of(answers)`` the response, ``replace`` says
+    AlterConfigs (a BROKER resource's layer starts empty)."""
+    broker = ctx.broker
+    counts = resource_counts(resources)
+    answers: list[ResultT | None] = []
+    forward: list[ResourceT] = []
+    for resource in resources:
+        rtype, name = resource.resource_type, resource.resource_name
+        try:
+            check_resource(resource, counts)
+            if rtype not in types:
+                raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
+            problem = null_problem(resource)
+            if problem is not None:
+                raise TopicError(ErrorCode.INVALID_REQUEST, problem)
+            if rtype == TOPIC or broker.cluster is not None:
+                forward.append(resource)
+                answers.append(None)
+                continue
+            # until brokercfg merges: a single node's BROKER and BROKER_LOGGER resources
+            if rtype == BROKER_LOGGER:
+                _refuse_logger_levels(str(broker.node_id), name)
+            alter_broker_configs(
+                broker, name, changes_of(resource), validate_only=validate_only, replace=replace
+            )
+            answers.append(result(ErrorCode.NONE, None, rtype, name))
+        except TopicError as exc:
+            answers.append(result(exc.error_code, exc.message, rtype, name))
+    if forward:
+
+        def unavailable(code: int, message: str) -> Any:
+            return response_of(
+                [result(code, message, r.resource_type, r.resource_name) for r in forward]
+            )
+
+        response = await forward_to_controller(ctx, request_of(forward), unavailable)
+        replies: Iterator[ResultT] = iter(response.responses)
+        answers = [next(replies) if a is None else a for a in answers]
+    return response_of([a for a in answers if a is not None])
+
+
+def _refuse_logger_levels(node_id: str, name: str) -> None:
+    if name != node_id:
+        raise TopicError(
+            ErrorCode.INVALID_REQUEST,
+            f"Unexpected broker id, expected {node_id}, but received {name}",
+        )
+    raise TopicError(
+        ErrorCode.INVALID_REQUEST, "Changing logger levels at run time is not supported by pydmq."
+    )
