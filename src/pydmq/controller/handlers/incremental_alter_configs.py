@@ -7,7 +7,8 @@ through UpdateMetadata's topic ``configs``. Only topic resources are controller 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import AdminController, run_operation
+from pydmq.controller.handlers._common import AdminController
+from pydmq.controller.handlers._configs import answer_config_resources
 from pydmq.controller.operations import IncrementalAlterConfigsResource, incremental_alter_configs
 from pydmq.protocol.messages.incremental_alter_configs import (
     AlterConfigsResourceResponse,
@@ -24,40 +25,24 @@ def make_handler(controller: AdminController) -> ApiHandlerSpec:
     ) -> IncrementalAlterConfigsResponse:
         wanted = [
             IncrementalAlterConfigsResource(
-                resource_type=r.resource_type,
-                resource_name=r.resource_name,
-                operations=[(c.name, c.config_operation, c.value) for c in r.configs],
+                r.resource_type,
+                r.resource_name,
+                [(c.name, c.config_operation, c.value) for c in r.configs],
             )
             for r in request.resources
         ]
-        results, error, message = await run_operation(
+        responses = await answer_config_resources(
             controller,
-            lambda image: incremental_alter_configs(
-                image, controller.operation_context, wanted, validate_only=request.validate_only
+            request.resources,
+            wanted,
+            request.validate_only,
+            lambda image, context, resources, validate_only: incremental_alter_configs(
+                image, context, resources, validate_only=validate_only
+            ),
+            lambda code, message, rtype, name: AlterConfigsResourceResponse(
+                error_code=code, error_message=message, resource_type=rtype, resource_name=name
             ),
         )
-        if results is None:
-            return IncrementalAlterConfigsResponse(
-                responses=[
-                    AlterConfigsResourceResponse(
-                        error_code=error,
-                        error_message=message,
-                        resource_type=r.resource_type,
-                        resource_name=r.resource_name,
-                    )
-                    for r in request.resources
-                ]
-            )
-        return IncrementalAlterConfigsResponse(
-            responses=[
-                AlterConfigsResourceResponse(
-                    error_code=r.error_code,
-                    error_message=r.error_message,
-                    resource_type=r.resource_type,
-                    resource_name=r.resource_name,
-                )
-                for r in results
-            ]
-        )
+        return IncrementalAlterConfigsResponse(responses=responses)
 
     return ApiHandlerSpec(44, 0, 1, handle, "IncrementalAlterConfigs")
