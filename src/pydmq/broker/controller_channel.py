@@ -5,7 +5,7 @@ controller. In cluster mode that is the active controller, over the network
 (:mod:`pydmq.broker.cluster.forwarding`: the decoded request at the client's version, the
 controller's response as it is). A single node is a combined broker and controller: the
 request object goes, in process and at the client's version (no encoding), to the same
-controller handlers (:func:`pydmq.controller.handlers.admin_handler_specs`) bound to the
+controller handlers (:func:`pydmq.controller.handlers.admin.admin_handler_specs`) bound to the
 node's :class:`~pydmq.controller.local.LocalController`; those handlers and the operations
 are imported on the first admin request, not at start-up.
 
@@ -60,7 +60,7 @@ class ControllerChannel:
 
     def _local_handler(self, api_key: int) -> ApiHandlerSpec:
         if self._local_specs is None:
-            from pydmq.controller.handlers import admin_handler_specs
+            from pydmq.controller.handlers.admin import admin_handler_specs
 
             assert self._local is not None
             self._local_specs = admin_handler_specs(self._local)

@@ -227,7 +227,7 @@ class ControllerRuntime:
     def handler_specs(self) -> dict[int, ApiHandlerSpec]:
         """The APIs of the controller listener(s), by key (see :mod:`.handlers`)."""
         if self._handler_specs is None:
-            from pydmq.controller.handlers import controller_handler_specs
+            from pydmq.controller.handlers.listener import controller_handler_specs
 
             self._handler_specs = controller_handler_specs(self)
         return self._handler_specs

@@ -13,7 +13,7 @@ import pytest
 from pydmq.api.handler import RequestContext
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.errors import ControllerError, NotControllerError
-from pydmq.controller.handlers import admin_handler_specs
+from pydmq.controller.handlers.admin import admin_handler_specs
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_configs import (
     AlterableConfig,
