@@ -90,10 +90,6 @@ class PartitionCreation:
         self.failed_at: TopicPartition | None = None
         self._engine_of: dict[str, str] = {}  # topic -> its storage engine
 
-    @property
-    def count(self) -> int:
-        return sum(len(tps) for tps in self.opened.values())
-
     def steps(self) -> Iterator[None]:
         """Open every new partition (leader here, as in single-node mode), yielding after
         every :data:`OPEN_CHUNK`. An exception leaves what was opened in :attr:`opened` and
