@@ -53,8 +53,17 @@ class _Result(Protocol):
     resource_name: str
 
 
-ResourceT = TypeVar("ResourceT", bound=_Resource)
 ResultT = TypeVar("ResultT", bound=_Result)
+ResultT_co = TypeVar("ResultT_co", bound=_Result, covariant=True)
+
+
+class _Response(Protocol[ResultT_co]):
+    @property
+    def responses(self) -> Sequence[ResultT_co]: ...
+
+
+ResourceT = TypeVar("ResourceT", bound=_Resource)
+ResponseT = TypeVar("ResponseT", bound=_Response[Any])
 
 
 async def alter_configs(
@@ -67,9 +76,9 @@ async def alter_configs(
     types: frozenset[int],
     request_of: Callable[[list[ResourceT]], Any],
     result: Callable[[int, str | None, int, str], ResultT],
-    response_of: Callable[[list[ResultT]], Any],
+    response_of: Callable[[list[ResultT]], ResponseT],
     replace: bool,
-) -> Any:
+) -> ResponseT:
     """The API's response: every resource's answer, in request order (module docstring).
 
     ``request_of(resources)`` builds the request sent to the controller, ``result(code,
@@ -103,7 +112,7 @@ async def alter_configs(
             answers.append(result(exc.error_code, exc.message, rtype, name))
     if forward:
 
-        def unavailable(code: int, message: str) -> Any:
+        def unavailable(code: int, message: str) -> ResponseT:
             return response_of(
                 [result(code, message, r.resource_type, r.resource_name) for r in forward]
             )

@@ -53,9 +53,7 @@ def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> Cr
     )
 
 
-def handle(
-    ctx: BrokerContext, request: CreateTopicsRequest
-) -> CreateTopicsResponse | Awaitable[CreateTopicsResponse]:
+def handle(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     counts = collections.Counter(t.name for t in request.topics)
     reserved = {
         t.name: problem
