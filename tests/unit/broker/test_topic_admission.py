@@ -303,3 +303,34 @@ def test_a_deletion_waits_for_the_growth_in_progress(broker: Broker) -> None:
     assert hosted(broker, "b") == 3
     assert hosted(broker, "a") == 0 and not registered(broker, "a")
     assert partition_dirs(broker, "a") == []
+
+
+def test_a_deletion_of_many_names_lets_the_loop_serve_others(broker: Broker) -> None:
+    """DeleteTopics of 15,001 names (the controller deletes them 5,000 per operation): other
+    tasks run between the slices, and every name is answered in order."""
+    broker.topic_creator.create_topic("kept", 1)
+    names = [f"missing-{i}" for i in range(15_000)] + ["kept"]
+
+    async def run() -> tuple[int, list[int]]:
+        ticks = 0
+        done = False
+
+        async def other_connection() -> None:
+            nonlocal ticks
+            while not done:
+                ticks += 1
+                await asyncio.sleep(0)
+
+        other = asyncio.create_task(other_connection())
+        await asyncio.sleep(0)
+        ticks = 0
+        results = await delete(broker, names)
+        done = True
+        await other
+        assert [r.name for r in results] == names
+        return ticks, [r.error_code for r in results]
+
+    ticks, codes = asyncio.run(run())
+    assert ticks >= 3  # served between the four slices
+    assert codes == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 15_000 + [ErrorCode.NONE]
+    assert broker.topics.get("kept") is None and hosted(broker, "kept") == 0
