@@ -41,7 +41,9 @@ __all__ = ["NewTopic", "TopicCreator"]
 log = logging.getLogger(__name__)
 
 CREATE_TOPICS_API = 19
-CREATE_TOPICS_VERSION = 7
+# v4: the answers carry no config listing (v5+), which the controller would build per topic
+# (~0.3 ms each) for nothing: only the error codes are used here.
+CREATE_TOPICS_VERSION = 4
 _CREATE_TIMEOUT_MS = 10000
 
 
