@@ -2,7 +2,8 @@
 
 v0 is always PREFERRED (0); v1+ carry ``election_type`` (1 = UNCLEAN). ``topic_partitions``
 null means every partition (then only partitions where an election was attempted are
-reported, as Kafka). The top-level error code exists from v1.
+reported, as Kafka). The top-level error code exists from v1. ELECTION_NOT_NEEDED carries
+Kafka's text "Leader election not needed for topic partition.".
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from pydmq.protocol.messages.elect_leaders import (
 )
 
 __all__ = ["make_handler"]
+
+# Kafka answers an error the controller gives without a message with the error's own text.
+_DEFAULT_MESSAGES = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+}
 
 
 def make_handler(controller: AdminController) -> ApiHandlerSpec:
@@ -55,7 +61,7 @@ def make_handler(controller: AdminController) -> ApiHandlerSpec:
                 PartitionResult(
                     partition_id=r.partition_id,
                     error_code=r.error_code,
-                    error_message=r.error_message,
+                    error_message=r.error_message or _DEFAULT_MESSAGES.get(r.error_code),
                 )
             )
         return ElectLeadersResponse(
