@@ -22,7 +22,7 @@ from pydmq.protocol.messages.elect_leaders import (
 __all__ = ["make_handler"]
 
 # Kafka answers an error the controller gives without a message with the error's own text.
-_DEFAULT_MESSAGES = {
+_DEFAULT_MESSAGES: dict[int, str] = {
     ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
 }
 
