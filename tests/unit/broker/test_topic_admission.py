@@ -334,3 +334,33 @@ def test_a_deletion_of_many_names_lets_the_loop_serve_others(broker: Broker) -> 
     assert ticks >= 3  # served between the four slices
     assert codes == [ErrorCode.UNKNOWN_TOPIC_OR_PARTITION] * 15_000 + [ErrorCode.NONE]
     assert broker.topics.get("kept") is None and hosted(broker, "kept") == 0
+
+
+def test_the_offsets_topic_asked_while_the_controller_is_busy_is_being_created(
+    broker: Broker,
+) -> None:
+    """A Metadata request naming ``__consumer_offsets`` while a creation opens its partitions:
+    the group coordinator's synchronous creation waits for no one, so it is refused and the
+    topic is answered as being created; the client's next request creates it."""
+    offsets = "__consumer_offsets"
+
+    async def run() -> int:
+        creation = asyncio.create_task(create(broker, {"t": 8 * OPEN_CHUNK}))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        ctx = RequestContext(broker, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+        request = MetadataRequest(
+            topics=[MetadataRequestTopic(name=offsets)], allow_auto_topic_creation=True
+        )
+        answer = metadata.handle(ctx, request)
+        assert not isinstance(answer, MetadataResponse)
+        [topic] = (await answer).topics
+        assert topic.is_internal
+        [created] = await creation
+        assert created.error_code == ErrorCode.NONE
+        return int(topic.error_code)
+
+    assert asyncio.run(run()) == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert broker.topics.get(offsets) is None
+    assert metadata_request(broker, [offsets]) == {offsets: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert broker.topics.get(offsets) is not None

@@ -233,7 +233,14 @@ async def _auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
     affordable = _affordable(broker)
     codes.update(await creator.create_topics([NewTopic(n) for n in names[:affordable]]))
     codes.update((name, _BEING_CREATED) for name in names[affordable:])
-    pending = (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT)
+    # Being created: asked (NONE), created meanwhile, no controller answered in time, or (a
+    # single node's __consumer_offsets) its controller busy: the next request asks again.
+    pending = (
+        ErrorCode.NONE,
+        ErrorCode.TOPIC_ALREADY_EXISTS,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    )
     return {name: _BEING_CREATED if code in pending else code for name, code in codes.items()}
 
 
