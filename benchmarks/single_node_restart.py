@@ -2,7 +2,8 @@
 
 For each N (1,000 / 30,000 / 100,000 by default) and each source tree, a data dir is built
 once by that tree (topics of ``--topic-partitions`` partitions created through
-``topic_ops.create_topic``, ``pydmq.max.broker.partitions`` raised to fit), then two figures
+``topic_creator.create_topic``, ``topic_ops`` in older trees, ``pydmq.max.broker.partitions``
+raised to fit), then two figures
 are taken in fresh processes, the trees' runs interleaved so that load from elsewhere hits
 them alike:
 
@@ -52,10 +53,12 @@ config = BrokerConfig({
     "pydmq.max.broker.partitions": str(total + 1000),
 })
 broker = Broker(config)
+# topic_ops in trees before the admin path went through the controller (5f48ec2)
+creator = getattr(broker, "topic_creator", None) or broker.topic_ops
 made = 0
 while made < total:
     count = min(per_topic, total - made)
-    broker.topic_ops.create_topic(f"bench-{made // per_topic:05d}", count)
+    creator.create_topic(f"bench-{made // per_topic:05d}", count)
     made += count
 broker.replica_manager.shutdown()
 """

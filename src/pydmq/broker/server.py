@@ -45,10 +45,12 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.broker.controller_channel import ControllerChannel
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.metadata_publisher import LocalMetadataPublisher
-from pydmq.broker.topic_ops import TopicOperations
+from pydmq.broker.partition_creation import prepare_partitions
+from pydmq.broker.topic_creator import TopicCreator
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
@@ -140,17 +142,14 @@ class Broker:
         self.control_plane_dispatcher: RequestDispatcher[Broker] | None = None
         self.control_plane_listener: str | None = None
         self.topics: TopicRegistry
-        self.topic_ops: TopicOperations
         # Single-node mode: the node is its own controller, over a local metadata log.
         self.local_controller: LocalController | None = None
         if self.cluster_mode and self.has_broker_role:
             # Imported only in cluster mode: a single node's start-up does not pay for it.
             from pydmq.broker.cluster.runtime import BrokerCluster
-            from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
 
             self.cluster = BrokerCluster(self)
             self.topics = self.cluster.metadata_cache.topics
-            self.topic_ops = ClusterTopicOperations(self)
         else:
             metadata_log = LocalMetadataLog(
                 metadata_dir / _METADATA_LOG_DIR,
@@ -163,14 +162,18 @@ class Broker:
             )
             image = metadata_log.image
             config.set_dynamic(image.broker_config(""), image.broker_config(str(self.node_id)))
-            controller = LocalController(metadata_log, config, self.plugins)
+            controller = LocalController(
+                metadata_log, config, self.plugins, partial(prepare_partitions, self)
+            )
             registry = LocalTopicRegistry(controller, metadata_dir)  # its first listener
             rack = config.get("broker.rack")
             controller.register_node(self.node_id, None if rack is None else str(rack))
             controller.add_listener(LocalMetadataPublisher(self).publish)
             self.local_controller = controller
             self.topics = registry
-            self.topic_ops = TopicOperations(self, registry, controller)
+        # Admin requests go to the controller: the active one, or this node's in process.
+        self.controller_channel = ControllerChannel(self, self.local_controller)
+        self.topic_creator = TopicCreator(self, self.local_controller)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")

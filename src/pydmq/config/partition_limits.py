@@ -1,10 +1,11 @@
 """Partition admission: how many partitions one request may create and one node may host.
 
-Pure rules shared by the single node (:mod:`pydmq.broker.topic_ops`) and the controller
-(:mod:`pydmq.controller.operations.topics`), so both modes refuse the same requests with the
-same words. Both limits answer POLICY_VIOLATION: the count itself is valid (INVALID_PARTITIONS
-stays for counts that are wrong in themselves: not positive, or not above a topic's current
-count); what refuses it is a limit of this deployment, Kafka's PolicyViolationException case.
+Pure rules of the controller's operations (:mod:`pydmq.controller.operations.topics`), which a
+cluster's active controller and a single node's own both run, so both modes refuse the same
+requests with the same words. Both limits answer POLICY_VIOLATION: the count itself is valid
+(INVALID_PARTITIONS stays for counts that are wrong in themselves: not positive, or not above
+a topic's current count); what refuses it is a limit of this deployment, Kafka's
+PolicyViolationException case.
 
 * **Per request** (:data:`MAX_PARTITIONS_PER_REQUEST`): Kafka's controller refuses an operation
   that would generate more than 10,000 records (``QuorumController.MAX_RECORDS_PER_USER_OP``)

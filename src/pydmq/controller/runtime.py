@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.channel_manager import ControllerChannelManager
+from pydmq.controller.errors import ControllerError, ControllerTimeoutError, NotControllerError
 from pydmq.controller.operations import (
     ControllerResult,
     fence_stale_brokers,
@@ -66,7 +67,6 @@ from pydmq.metadata.records import (
     encode_payload,
     encode_record,
 )
-from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.features import METADATA_VERSION
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
@@ -104,24 +104,6 @@ class ControllerHost(Protocol):
     config: BrokerConfig
     cluster_id: str
     plugins: PluginHost
-
-
-class ControllerError(Exception):
-    """An operation could not run or finish; ``error_code`` is what the client gets."""
-
-    error_code: ErrorCode = ErrorCode.UNKNOWN_SERVER_ERROR
-
-
-class NotControllerError(ControllerError):
-    """This node is not (or no longer) the active controller."""
-
-    error_code = ErrorCode.NOT_CONTROLLER
-
-
-class ControllerTimeoutError(ControllerError):
-    """The operation's records did not commit in time (no quorum?)."""
-
-    error_code = ErrorCode.REQUEST_TIMED_OUT
 
 
 class Verdict(enum.Enum):
@@ -246,7 +228,7 @@ class ControllerRuntime:
     def handler_specs(self) -> dict[int, ApiHandlerSpec]:
         """The APIs of the controller listener(s), by key (see :mod:`.handlers`)."""
         if self._handler_specs is None:
-            from pydmq.controller.handlers import controller_handler_specs
+            from pydmq.controller.handlers.listener import controller_handler_specs
 
             self._handler_specs = controller_handler_specs(self)
         return self._handler_specs

@@ -130,7 +130,7 @@ class OffsetsLogHost(Protocol):
     def topics(self) -> _TopicLookup: ...
 
     @property
-    def topic_ops(self) -> _TopicCreator: ...
+    def topic_creator(self) -> _TopicCreator: ...
 
     @property
     def replica_manager(self) -> ReplicaManager: ...
@@ -216,7 +216,7 @@ class ConsumerOffsetsLog:
         if self.cluster_mode:
             self.request_creation()
             return
-        self._broker.topic_ops.create_topic(
+        self._broker.topic_creator.create_topic(
             OFFSETS_TOPIC,
             num_partitions=self._broker.config.get_int("offsets.topic.num.partitions"),
             configs={"cleanup.policy": "compact", "retention.ms": "-1"},
@@ -224,13 +224,13 @@ class ConsumerOffsetsLog:
         log.info("created %s", OFFSETS_TOPIC)
 
     def request_creation(self) -> None:
-        """Cluster mode: ``broker.topic_ops.ensure_offsets_topic()`` (forwarded to the
+        """Cluster mode: ``broker.topic_creator.ensure_offsets_topic()`` (forwarded to the
         controller; may return an awaitable), at most one request in flight."""
         if self._creation is not None and not self._creation.done():
             return
-        ensure = getattr(self._broker.topic_ops, "ensure_offsets_topic", None)
+        ensure = getattr(self._broker.topic_creator, "ensure_offsets_topic", None)
         if ensure is None:
-            log.warning("cannot create %s: no ensure_offsets_topic on topic_ops", OFFSETS_TOPIC)
+            log.warning("cannot create %s: no ensure_offsets_topic", OFFSETS_TOPIC)
             return
         result = ensure()
         if inspect.isawaitable(result):

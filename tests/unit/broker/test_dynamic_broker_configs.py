@@ -38,8 +38,8 @@ def data_dir(tmp_path: Path) -> Path:
 @pytest.fixture
 def broker(data_dir: Path) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(data_dir, overrides={"num.io.threads": 16}) as b:
-        b.broker.topic_ops.create_topic("plain", 1)
-        b.broker.topic_ops.create_topic("own", 1, configs={"retention.ms": "1000"})
+        b.broker.topic_creator.create_topic("plain", 1)
+        b.broker.topic_creator.create_topic("own", 1, configs={"retention.ms": "1000"})
         yield b
 
 
@@ -165,7 +165,7 @@ def test_legacy_alter_configs_replaces_the_layer(broker: EmbeddedBroker) -> None
 
 def test_persisted_across_a_restart(data_dir: Path) -> None:
     with EmbeddedBroker(data_dir) as b:
-        b.broker.topic_ops.create_topic("plain", 1)
+        b.broker.topic_creator.create_topic("plain", 1)
         assert alter(b, "", ("log.segment.bytes", SET, "2000000")) == (0, None)
         assert alter(b, "1", ("log.cleaner.backoff.ms", SET, "20000")) == (0, None)
     with EmbeddedBroker(data_dir) as b:
@@ -202,7 +202,7 @@ def test_the_json_file_of_earlier_releases_is_converted_once(data_dir: Path) -> 
         configs = describe(b, 4, "1", ["log.retention.ms", "log.cleaner.backoff.ms"])
         assert configs["log.retention.ms"][:2] == ("5000", DYNAMIC_DEFAULT)
         assert configs["log.cleaner.backoff.ms"][:2] == ("20000", DYNAMIC_BROKER)
-        b.broker.topic_ops.create_topic("plain", 1)
+        b.broker.topic_creator.create_topic("plain", 1)
         assert alter(b, "1", ("log.cleaner.backoff.ms", DELETE, None)) == (0, None)
     assert not legacy.exists()
     assert json.loads(legacy.with_name(legacy.name + ".converted").read_text())["broker"]
@@ -221,14 +221,12 @@ def test_a_refused_metadata_log_write_keeps_the_old_values(
     data_dir: Path, arm_failpoints: Callable[[str], None]
 ) -> None:
     with EmbeddedBroker(data_dir) as b:
-        b.broker.topic_ops.create_topic("plain", 1)
+        b.broker.topic_creator.create_topic("plain", 1)
         assert alter(b, "", ("log.retention.ms", SET, "5000")) == (0, None)
         arm_failpoints("raft.append.write=short")
         code, message = alter(b, "", ("log.retention.ms", SET, "9000"))
         assert code == ErrorCode.KAFKA_STORAGE_ERROR
-        assert message is not None and message.startswith(
-            "Dynamic broker configs could not be persisted"
-        )
+        assert message is not None and message.startswith("The metadata log refused the change")
         assert describe(b, 4, "1", ["log.retention.ms"])["log.retention.ms"][0] == "5000"
         arm_failpoints("")
     with EmbeddedBroker(data_dir) as b:

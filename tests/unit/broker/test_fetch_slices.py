@@ -62,7 +62,7 @@ def test_a_large_fetch_gives_the_loop_back_and_answers_the_same(tmp_path: Path) 
         )
         await broker.start()
         try:
-            broker.topic_ops.create_topic("sliced", 2)
+            broker.topic_creator.create_topic("sliced", 2)
             log = broker.replica_manager.get(TopicPartition("sliced", 1))
             assert log is not None
             batch = bytearray(build_batch([SimpleRecord(b"k", b"v")]))

@@ -38,7 +38,7 @@ BATCH = build_batch([SimpleRecord(b"k", b"v" * 100)] * 3)
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     with EmbeddedBroker(tmp_path_factory.mktemp("dirs") / "d") as b:
-        b.broker.topic_ops.create_topic(TOPIC, 2)
+        b.broker.topic_creator.create_topic(TOPIC, 2)
         with RawClient(b.bootstrap) as client:
             request = pr.ProduceRequest(
                 acks=-1,

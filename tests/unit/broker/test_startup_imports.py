@@ -2,7 +2,8 @@
 
 Of the cluster packages it imports only what its local controller needs at start: the
 metadata records, image, delta and bulk codec, the Raft log files (not the Raft core), the local metadata
-log and the local controller (not the controller's operations: imported on first use).
+log, the local controller and the controller's error type (not the controller's operations
+nor its admin handlers: imported on the first admin request).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ CHILD = textwrap.dedent(
 
 LOCAL_METADATA_LOG = [
     "pydmq.controller",
+    "pydmq.controller.errors",
     "pydmq.controller.local",
     "pydmq.controller.local_log",
     "pydmq.metadata",
@@ -50,3 +52,49 @@ def test_a_single_node_broker_imports_only_its_local_metadata_log(tmp_path: Path
         check=True,
     )
     assert json.loads(out.stdout.splitlines()[-1]) == LOCAL_METADATA_LOG
+
+
+FIRST_ADMIN_REQUEST = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pydmq.api.handler import RequestContext
+    from pydmq.broker.handlers import create_topics
+    from pydmq.broker.server import Broker
+    from pydmq.config.broker import BrokerConfig
+    from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+
+    broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
+    request = CreateTopicsRequest(
+        topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)], timeout=1000
+    )
+    ctx = RequestContext(broker, 19, 7, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+    response = asyncio.run(create_topics.handle(ctx, request))
+    assert response.topics[0].error_code == 0, response
+    prefixes = ("pydmq.controller", "pydmq.raft")
+    print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefixes))))
+    """
+)
+
+
+def test_the_first_admin_request_imports_the_admin_handlers_only(tmp_path: Path) -> None:
+    """A single node's first admin request imports the controller's operations and its admin
+    handlers, in process; not the Raft core nor the controller listener's other handlers."""
+    out = subprocess.run(
+        [sys.executable, "-c", FIRST_ADMIN_REQUEST, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    imported = set(json.loads(out.stdout.splitlines()[-1]))
+    assert {"pydmq.controller.operations", "pydmq.controller.handlers.admin"} <= imported
+    assert "pydmq.controller.handlers.create_topics" in imported
+    assert (
+        not {
+            "pydmq.controller.handlers.listener",
+            "pydmq.controller.handlers.vote",
+            "pydmq.controller.runtime",
+            "pydmq.raft.core",
+        }
+        & imported
+    )

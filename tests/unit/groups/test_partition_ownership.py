@@ -376,7 +376,7 @@ def test_consumer_groups_follow_their_partition(tmp_path: Path) -> None:
         )
         broker.open_logs()
         try:
-            broker.topic_ops.create_topic("t", 2)
+            broker.topic_creator.create_topic("t", 2)
             single = broker.group_coordinator
             single.load()
             group = groups_in(2, prefix="cg")[0]

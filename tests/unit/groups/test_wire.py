@@ -273,7 +273,7 @@ def test_offsets_survive_restart_on_segment_engine(tmp_path: Path) -> None:
     broker = Broker(BrokerConfig(values))
     broker.open_logs()
     broker.group_coordinator.load()
-    broker.topic_ops.create_topic("t", 2)
+    broker.topic_creator.create_topic("t", 2)
 
     async def commit() -> None:  # writes run on the event loop, as in a serving broker
         results = broker.group_coordinator.commit_offsets(

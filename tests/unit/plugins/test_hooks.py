@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,9 @@ def test_lifecycle_and_topic_hooks_fire(tmp_path: Path) -> None:
     from pydmq.broker.server import Broker
     from pydmq.config import BrokerConfig
 
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from support.admin_requests import delete
+
     recorder = Recorder()
 
     async def run() -> None:
@@ -71,8 +75,9 @@ def test_lifecycle_and_topic_hooks_fire(tmp_path: Path) -> None:
         )
         broker = Broker(config, plugins=[recorder])
         await broker.start()
-        broker.topic_ops.create_topic("hooked")
-        broker.topic_ops.delete_topic("hooked")
+        broker.topic_creator.create_topic("hooked")
+        [deleted] = await delete(broker, ["hooked"])
+        assert deleted.error_code == 0
         await broker.stop()
 
     asyncio.run(run())
@@ -179,7 +184,7 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
         broker = Broker(config, plugins=[AssignorPlugin()])
         await broker.start()
         try:
-            broker.topic_ops.create_topic("assigned", num_partitions=3)
+            broker.topic_creator.create_topic("assigned", num_partitions=3)
             groups = broker.group_coordinator
 
             def join(member: str) -> Any:

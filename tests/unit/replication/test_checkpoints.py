@@ -19,7 +19,7 @@ def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
         broker = Broker(config)
         await broker.start()
         try:
-            broker.topic_ops.create_topic("cp", PARTITIONS)
+            broker.topic_creator.create_topic("cp", PARTITIONS)
             manager = broker.replica_manager
             for index in range(PARTITIONS):
                 batch = (

@@ -1,7 +1,8 @@
-"""Cluster mode: admin requests are answered by the active controller (see
-:mod:`pydmq.broker.cluster.forwarding`). ``forward_to_controller`` sends the decoded request
-at the client's version and returns the controller's response; when no controller answers in
-time, ``on_unavailable(code, message)`` builds the handler's own error response
+"""Admin requests are answered by the controller (:mod:`pydmq.broker.controller_channel`:
+the active controller in cluster mode, the node's own in process on a single node).
+``forward_to_controller`` sends the decoded request at the client's version and returns the
+controller's response; when no controller answers in time (cluster mode),
+``on_unavailable(code, message)`` builds the handler's own error response
 (REQUEST_TIMED_OUT, as Kafka's forwarding manager answers a timed-out forward).
 """
 
@@ -13,7 +14,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
-    from pydmq.broker.cluster.runtime import BrokerCluster
     from pydmq.broker.context import BrokerContext
 
 __all__ = ["forward_to_controller"]
@@ -23,17 +23,20 @@ R = TypeVar("R")
 
 async def forward_to_controller(
     ctx: BrokerContext,
-    cluster: BrokerCluster,
     request: Any,
     on_unavailable: Callable[[int, str], R],
     timeout_ms: int = 0,
 ) -> R:
+    channel = ctx.broker.controller_channel
+    if ctx.broker.cluster is None:
+        local: R = await channel.send(ctx.api_key, ctx.api_version, request, timeout_ms, ctx)
+        return local
     # Imported here: handler modules are imported at every start, the cluster code only in
     # cluster mode (start-up time of a single node).
-    from pydmq.broker.cluster.forwarding import ControllerUnavailableError, forward
+    from pydmq.broker.cluster.forwarding import ControllerUnavailableError
 
     try:
-        response: R = await forward(cluster, ctx.api_key, ctx.api_version, request, timeout_ms)
+        response: R = await channel.send(ctx.api_key, ctx.api_version, request, timeout_ms, ctx)
     except ControllerUnavailableError as exc:
         return on_unavailable(ErrorCode.REQUEST_TIMED_OUT, str(exc))
     return response

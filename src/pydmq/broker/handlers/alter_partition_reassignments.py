@@ -1,10 +1,14 @@
 """AlterPartitionReassignments (key 45), v0-v1.
 
-Cluster mode: forwarded to the active controller, which adds the target replicas, lets them
-catch up and then removes the others (KIP-455). Single-node mode: the only possible assignment
-is this broker, so reassigning to ``[node id]`` succeeds without change, any other target gets
-INVALID_REPLICA_ASSIGNMENT, cancelling (null replicas) NO_REASSIGNMENT_IN_PROGRESS, and an
-unknown partition UNKNOWN_TOPIC_OR_PARTITION.
+The controller adds the target replicas, lets them catch up and then removes the others
+(KIP-455); on a single node the only possible target is the node itself (any other broker:
+INVALID_REPLICA_ASSIGNMENT), and cancelling (null replicas) answers
+NO_REASSIGNMENT_IN_PROGRESS; an unknown partition UNKNOWN_TOPIC_OR_PARTITION.
+
+The request is forwarded to the controller at the same version and its response returned
+(:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
+REQUEST_TIMED_OUT when none answers; a single node's own, in process, whose one replica
+already leads every partition).
 """
 
 from __future__ import annotations
@@ -23,27 +27,6 @@ from pydmq.protocol.messages.alter_partition_reassignments import (
 )
 
 __all__ = ["HANDLER"]
-
-
-def _local_result(
-    ctx: BrokerContext, topic: str, index: int, replicas: list[int] | None
-) -> tuple[int, str | None]:
-    info = ctx.broker.topics.get(topic)
-    if info is None or index not in {p.index for p in info.partitions}:
-        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "The partition does not exist."
-    if replicas is None:
-        return ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, "No ongoing reassignment for this partition."
-    node = ctx.broker.node_id
-    if replicas != [node]:
-        unknown = [r for r in replicas if r != node]
-        if unknown:
-            return (
-                ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                f"The manual partition assignment includes broker {unknown[0]}, but no broker "
-                "with that id is registered.",
-            )
-        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "Duplicate replica assignment"
-    return ErrorCode.NONE, None
 
 
 def _response(
@@ -69,15 +52,11 @@ def _response(
 
 def handle(
     ctx: BrokerContext, request: AlterPartitionReassignmentsRequest
-) -> AlterPartitionReassignmentsResponse | Awaitable[AlterPartitionReassignmentsResponse]:
-    cluster = ctx.broker.cluster
-    if cluster is None:
-        return _response(request, lambda t, i, r: _local_result(ctx, t, i, r))
-
+) -> Awaitable[AlterPartitionReassignmentsResponse]:
     def unavailable(code: int, message: str) -> AlterPartitionReassignmentsResponse:
         return _response(request, lambda _t, _i, _r: (code, message))
 
-    return forward_to_controller(ctx, cluster, request, unavailable, request.timeout)
+    return forward_to_controller(ctx, request, unavailable, request.timeout)
 
 
 HANDLER = ApiHandlerSpec(45, 0, 1, handle, "AlterPartitionReassignments")

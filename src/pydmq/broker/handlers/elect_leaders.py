@@ -1,11 +1,15 @@
 """ElectLeaders (key 43), v0-v2.
 
-Cluster mode: forwarded to the active controller, which runs preferred (0) or unclean (1)
-elections through the topic's replication strategy. Single-node mode: every partition has one
-replica that already leads it, so a listed partition gets ELECTION_NOT_NEEDED (Kafka's answer
-when the preferred leader already leads) and an unknown one UNKNOWN_TOPIC_OR_PARTITION; a null
-list (all partitions) has nothing to elect and answers empty. ``election_type`` must be 0 or 1
-(v1+; INVALID_REQUEST).
+The controller runs preferred (0) or unclean (1) elections through the topic's replication
+strategy: ELECTION_NOT_NEEDED where the preferred leader already leads (on a single node,
+every partition), UNKNOWN_TOPIC_OR_PARTITION for an unknown one; a null list (all
+partitions) reports only the partitions where an election was attempted. ``election_type``
+must be 0 or 1 (v1+; INVALID_REQUEST).
+
+The request is forwarded to the controller at the same version and its response returned
+(:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
+REQUEST_TIMED_OUT when none answers; a single node's own, in process, whose one replica
+already leads every partition).
 """
 
 from __future__ import annotations
@@ -44,46 +48,9 @@ def _per_partition(
     )
 
 
-def _handle_local(ctx: BrokerContext, request: ElectLeadersRequest) -> ElectLeadersResponse:
-    if ctx.api_version >= 1 and request.election_type not in (0, 1):
-        return _per_partition(
-            request, ErrorCode.INVALID_REQUEST, f"unknown election type {request.election_type}"
-        )
-    response = ElectLeadersResponse(error_code=ErrorCode.NONE)
-    for wanted in request.topic_partitions or []:
-        topic = ctx.broker.topics.get(wanted.topic)
-        indexes = set() if topic is None else {p.index for p in topic.partitions}
-        result = ReplicaElectionResult(topic=wanted.topic)
-        response.replica_election_results.append(result)
-        for index in wanted.partitions:
-            if index in indexes:
-                result.partition_result.append(
-                    PartitionResult(
-                        partition_id=index,
-                        error_code=ErrorCode.ELECTION_NOT_NEEDED,
-                        error_message="Leader election not needed for topic partition.",
-                    )
-                )
-            else:
-                result.partition_result.append(
-                    PartitionResult(
-                        partition_id=index,
-                        error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message="The partition does not exist.",
-                    )
-                )
-    return response
-
-
-def handle(
-    ctx: BrokerContext, request: ElectLeadersRequest
-) -> ElectLeadersResponse | Awaitable[ElectLeadersResponse]:
-    cluster = ctx.broker.cluster
-    if cluster is None:
-        return _handle_local(ctx, request)
+def handle(ctx: BrokerContext, request: ElectLeadersRequest) -> Awaitable[ElectLeadersResponse]:
     return forward_to_controller(
         ctx,
-        cluster,
         request,
         lambda code, message: _per_partition(request, code, message),
         request.timeout,

@@ -1,8 +1,12 @@
 """ListPartitionReassignments (key 46), v0.
 
-Cluster mode: forwarded to the active controller, which knows the ongoing reassignments
-(adding/removing replicas). Single-node mode: no reassignment can be in progress, so the
-answer lists nothing.
+The controller knows the ongoing reassignments (adding/removing replicas); on a single node
+none can be in progress, so the answer lists nothing.
+
+The request is forwarded to the controller at the same version and its response returned
+(:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
+REQUEST_TIMED_OUT when none answers; a single node's own, in process, whose one replica
+already leads every partition).
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
-from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
@@ -23,13 +26,9 @@ __all__ = ["HANDLER"]
 
 def handle(
     ctx: BrokerContext, request: ListPartitionReassignmentsRequest
-) -> ListPartitionReassignmentsResponse | Awaitable[ListPartitionReassignmentsResponse]:
-    cluster = ctx.broker.cluster
-    if cluster is None:
-        return ListPartitionReassignmentsResponse(error_code=ErrorCode.NONE)
+) -> Awaitable[ListPartitionReassignmentsResponse]:
     return forward_to_controller(
         ctx,
-        cluster,
         request,
         lambda code, message: ListPartitionReassignmentsResponse(
             error_code=code, error_message=message

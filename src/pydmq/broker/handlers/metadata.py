@@ -41,10 +41,10 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.server import Broker
-from pydmq.broker.topic_ops import NewTopic
+from pydmq.broker.topic_creator import NewTopic
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
-from pydmq.protocol.errors import ErrorCode, TopicError
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
     MetadataResponse,
@@ -204,8 +204,7 @@ async def _answer_after_creating(
     answers: list[MetadataResponseTopic | str],
     names: list[str],
 ) -> MetadataResponse:
-    create = _local_auto_create if broker.cluster is None else _cluster_auto_create
-    codes = await create(broker, names)
+    codes = await _auto_create(broker, names)
     response.topics = [
         _error_topic(a, None, codes[a], a in INTERNAL_TOPICS) if isinstance(a, str) else a
         for a in answers
@@ -220,46 +219,28 @@ def _affordable(broker: Broker) -> int:
     return max(1, budget // broker.config.get_int("num.partitions"))
 
 
-async def _local_auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
-    """Create ``names`` here (``__consumer_offsets`` by its owner, with its own settings;
-    default topics within the request's budget, opened in chunks as CreateTopics); the code
-    to answer for each: ``_BEING_CREATED`` once created or being created."""
-    codes: dict[str, int] = {}
-    if OFFSETS_TOPIC in names:
-        try:
-            broker.group_coordinator_log.ensure_created()
-            codes[OFFSETS_TOPIC] = _BEING_CREATED
-        except TopicError as exc:
-            codes[OFFSETS_TOPIC] = exc.error_code
-        names = [n for n in names if n != OFFSETS_TOPIC]
-    affordable = _affordable(broker)
-    outcomes = await broker.topic_ops.create_topics([NewTopic(n) for n in names[:affordable]])
-    for name, outcome in zip(names, outcomes, strict=False):
-        # Created now, or by another request now (TOPIC_ALREADY_EXISTS): being created.
-        if isinstance(outcome, TopicInfo) or outcome.error_code == ErrorCode.TOPIC_ALREADY_EXISTS:
-            codes[name] = _BEING_CREATED
-        else:
-            codes[name] = outcome.error_code
-    codes.update((name, _BEING_CREATED) for name in names[affordable:])
-    return codes
-
-
-async def _cluster_auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
+async def _auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
     """Ask the controller for ``names`` (one CreateTopics, within the request's partition
-    budget; ``__consumer_offsets`` with the offsets topic settings); the code to answer for
-    each: ``_BEING_CREATED`` while it is being created."""
-    from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
-
-    ops = broker.topic_ops
-    assert isinstance(ops, ClusterTopicOperations)
+    budget; ``__consumer_offsets`` with the offsets topic settings, by its owner on a single
+    node); the code to answer for each: ``_BEING_CREATED`` while it is being created (or
+    created now, or by another request now: TOPIC_ALREADY_EXISTS; or no controller answered
+    in time), else the controller's refusal."""
+    creator = broker.topic_creator
     codes: dict[str, int] = {}
     if OFFSETS_TOPIC in names:
-        codes[OFFSETS_TOPIC] = await ops.ensure_offsets_topic()
+        codes[OFFSETS_TOPIC] = await creator.ensure_offsets_topic()
         names = [n for n in names if n != OFFSETS_TOPIC]
     affordable = _affordable(broker)
-    codes.update(await ops.create_topics_via_controller([NewTopic(n) for n in names[:affordable]]))
+    codes.update(await creator.create_topics([NewTopic(n) for n in names[:affordable]]))
     codes.update((name, _BEING_CREATED) for name in names[affordable:])
-    pending = (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS, ErrorCode.REQUEST_TIMED_OUT)
+    # Being created: asked (NONE), created meanwhile, no controller answered in time, or (a
+    # single node's __consumer_offsets) its controller busy: the next request asks again.
+    pending = (
+        ErrorCode.NONE,
+        ErrorCode.TOPIC_ALREADY_EXISTS,
+        ErrorCode.REQUEST_TIMED_OUT,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+    )
     return {name: _BEING_CREATED if code in pending else code for name, code in codes.items()}
 
 

@@ -9,10 +9,8 @@ INVALID_REPLICATION_FACTOR.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import (
     ControllerResult,
     ReassignmentRequest,
@@ -27,9 +25,6 @@ from pydmq.protocol.messages.alter_partition_reassignments import (
     ReassignablePartitionResponse,
     ReassignableTopicResponse,
 )
-
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
 
 __all__ = ["make_handler"]
 
@@ -59,7 +54,7 @@ def _refuse_rf_changes(
     return keep, refused
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: AlterPartitionReassignmentsRequest
     ) -> AlterPartitionReassignmentsResponse:
@@ -74,16 +69,16 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
 
         def operation(image: MetadataImage) -> ControllerResult[list[ReassignmentResult]]:
             todo, refused = _refuse_rf_changes(image, wanted) if check_rf else (wanted, [])
-            result = alter_partition_reassignments(image, runtime.operation_context, todo)
+            result = alter_partition_reassignments(image, controller.operation_context, todo)
             return ControllerResult(result.records, refused + result.response)
 
-        results, error, _ = await run_operation(runtime, operation)
+        results, error, message = await run_operation(controller, operation)
         response = AlterPartitionReassignmentsResponse(
             allow_replication_factor_change=request.allow_replication_factor_change
         )
         if results is None:
             response.error_code = error
-            response.error_message = error_message(error)
+            response.error_message = message
             return response
         by_topic: dict[str, ReassignableTopicResponse] = {}
         order = {(r.topic, r.partition_id): i for i, r in enumerate(wanted)}

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import CreatePartitionsTopic, create_partitions
 from pydmq.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
@@ -13,13 +11,10 @@ from pydmq.protocol.messages.create_partitions import (
     CreatePartitionsTopicResult,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: CreatePartitionsRequest
     ) -> CreatePartitionsResponse:
@@ -33,17 +28,17 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             )
             for t in request.topics
         ]
-        results, error, _ = await run_operation(
-            runtime,
+        results, error, message = await run_operation(
+            controller,
             lambda image: create_partitions(
-                image, runtime.operation_context, wanted, validate_only=request.validate_only
+                image, controller.operation_context, wanted, validate_only=request.validate_only
             ),
         )
         if results is None:
             return CreatePartitionsResponse(
                 results=[
                     CreatePartitionsTopicResult(
-                        name=t.name, error_code=error, error_message=error_message(error)
+                        name=t.name, error_code=error, error_message=message
                     )
                     for t in request.topics
                 ]

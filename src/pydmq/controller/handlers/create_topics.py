@@ -11,12 +11,11 @@ Not active: NOT_CONTROLLER for every topic, so the broker retries on the new con
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TopicConfig
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import CreatableTopic, create_topics
 from pydmq.protocol.messages.create_topics import (
     CreatableTopicConfigs,
@@ -25,13 +24,10 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: CreateTopicsRequest
     ) -> CreateTopicsResponse:
@@ -49,11 +45,11 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             )
             for t in request.topics
         ]
-        results, error, _ = await run_operation(
-            runtime,
+        results, error, message = await run_operation(
+            controller,
             lambda image: create_topics(
                 image,
-                runtime.operation_context,
+                controller.operation_context,
                 wanted,
                 validate_only=request.validate_only,
             ),
@@ -64,7 +60,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
                 result = CreatableTopicResult(
                     name=t.name,
                     error_code=error,
-                    error_message=error_message(error),
+                    error_message=message,
                     num_partitions=-1,
                     replication_factor=-1,
                 )
@@ -83,7 +79,9 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             if created.topic_id is not None:
                 result.topic_id = created.topic_id
             if ctx.api_version >= 5:
-                result.configs = None if created.error_code else _configs(runtime, created.configs)
+                result.configs = (
+                    None if created.error_code else _configs(controller, created.configs)
+                )
             response.topics.append(result)
         return response
 
@@ -91,9 +89,9 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
 
 
 def _configs(
-    runtime: ControllerRuntime, explicit: Mapping[str, str]
+    controller: AdminController, explicit: Mapping[str, str]
 ) -> list[CreatableTopicConfigs]:
-    effective = TopicConfig(runtime.config, dict(explicit))
+    effective = TopicConfig(controller.config, dict(explicit))
     return [
         CreatableTopicConfigs(
             name=d.name,

@@ -2,15 +2,14 @@
 
 v0 is always PREFERRED (0); v1+ carry ``election_type`` (1 = UNCLEAN). ``topic_partitions``
 null means every partition (then only partitions where an election was attempted are
-reported, as Kafka). The top-level error code exists from v1.
+reported, as Kafka). The top-level error code exists from v1. ELECTION_NOT_NEEDED carries
+Kafka's text "Leader election not needed for topic partition.".
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController, run_operation
 from pydmq.controller.operations import ELECTION_PREFERRED, ELECTION_UNCLEAN, elect_leaders
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.elect_leaders import (
@@ -20,13 +19,15 @@ from pydmq.protocol.messages.elect_leaders import (
     ReplicaElectionResult,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
+# Kafka answers an error the controller gives without a message with the error's own text.
+_DEFAULT_MESSAGES: dict[int, str] = {
+    ErrorCode.ELECTION_NOT_NEEDED: "Leader election not needed for topic partition.",
+}
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: ElectLeadersRequest
     ) -> ElectLeadersResponse:
@@ -40,17 +41,17 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             return _all_failed(
                 ctx, partitions, ErrorCode.INVALID_REQUEST, f"Unknown election type {election_type}"
             )
-        results, error, _ = await run_operation(
-            runtime,
+        results, error, message = await run_operation(
+            controller,
             lambda image: elect_leaders(
                 image,
-                runtime.operation_context,
+                controller.operation_context,
                 election_type=election_type,
                 partitions=partitions,
             ),
         )
         if results is None:
-            return _all_failed(ctx, partitions, error, error_message(error))
+            return _all_failed(ctx, partitions, error, message)
         by_topic: dict[str, ReplicaElectionResult] = {}
         for r in results:
             topic = by_topic.get(r.topic)
@@ -60,7 +61,7 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
                 PartitionResult(
                     partition_id=r.partition_id,
                     error_code=r.error_code,
-                    error_message=r.error_message,
+                    error_message=r.error_message or _DEFAULT_MESSAGES.get(r.error_code),
                 )
             )
         return ElectLeadersResponse(

@@ -9,10 +9,9 @@ are controller business; others are refused (INVALID_REQUEST).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.controller.handlers._common import error_message, run_operation
+from pydmq.controller.handlers._common import AdminController
+from pydmq.controller.handlers._configs import answer_config_resources
 from pydmq.controller.operations import IncrementalAlterConfigsResource, incremental_alter_configs
 from pydmq.protocol.messages.incremental_alter_configs import (
     AlterConfigsResourceResponse,
@@ -20,52 +19,33 @@ from pydmq.protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 
-if TYPE_CHECKING:
-    from pydmq.controller.runtime import ControllerRuntime
-
 __all__ = ["make_handler"]
 
 
-def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
+def make_handler(controller: AdminController) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: IncrementalAlterConfigsRequest
     ) -> IncrementalAlterConfigsResponse:
         wanted = [
             IncrementalAlterConfigsResource(
-                resource_type=r.resource_type,
-                resource_name=r.resource_name,
-                operations=[(c.name, c.config_operation, c.value) for c in r.configs],
+                r.resource_type,
+                r.resource_name,
+                [(c.name, c.config_operation, c.value) for c in r.configs],
             )
             for r in request.resources
         ]
-        results, error, _ = await run_operation(
-            runtime,
-            lambda image: incremental_alter_configs(
-                image, runtime.operation_context, wanted, validate_only=request.validate_only
+        responses = await answer_config_resources(
+            controller,
+            request.resources,
+            wanted,
+            request.validate_only,
+            lambda image, context, resources, validate_only: incremental_alter_configs(
+                image, context, resources, validate_only=validate_only
+            ),
+            lambda code, message, rtype, name: AlterConfigsResourceResponse(
+                error_code=code, error_message=message, resource_type=rtype, resource_name=name
             ),
         )
-        if results is None:
-            return IncrementalAlterConfigsResponse(
-                responses=[
-                    AlterConfigsResourceResponse(
-                        error_code=error,
-                        error_message=error_message(error),
-                        resource_type=r.resource_type,
-                        resource_name=r.resource_name,
-                    )
-                    for r in request.resources
-                ]
-            )
-        return IncrementalAlterConfigsResponse(
-            responses=[
-                AlterConfigsResourceResponse(
-                    error_code=r.error_code,
-                    error_message=r.error_message,
-                    resource_type=r.resource_type,
-                    resource_name=r.resource_name,
-                )
-                for r in results
-            ]
-        )
+        return IncrementalAlterConfigsResponse(responses=responses)
 
     return ApiHandlerSpec(44, 0, 1, handle, "IncrementalAlterConfigs")
