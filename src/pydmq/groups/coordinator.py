@@ -76,14 +76,16 @@ from pydmq.groups.classic.group import (
     SyncResult,
 )
 from pydmq.groups.classic.manager import ClassicGroupManager
-from pydmq.groups.consumer.coordinator import (
-    ConsumerGroupCoordinator,
-    ConsumerGroupLoad,
+from pydmq.groups.consumer.api import (
+    ConsumerGroupServices,
     HeartbeatRequest,
     HeartbeatResult,
     TopicView,
 )
 from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
+from pydmq.groups.consumer.group import ConsumerGroup
+from pydmq.groups.consumer.heartbeat import validate
+from pydmq.groups.consumer.manager import ConsumerGroupManager
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.groups.offsets import OffsetAndMetadata, OffsetMetadataManager, TopicPartitionKey
@@ -228,14 +230,7 @@ class GroupCoordinator:
             from pydmq.assignment.plugin import builtin_assignors
 
             assignors = {spec.name: spec for spec in builtin_assignors()}
-        self.consumer = ConsumerGroupCoordinator(
-            config.consumer,
-            self.append_records,
-            self._delete_all_offsets,
-            assignors,
-            topics,
-            timer_for=self.timer_for,
-        )
+        self.consumer = ConsumerGroupServices(config.consumer, assignors, topics)
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -255,6 +250,24 @@ class GroupCoordinator:
     def _classic(self, group_id: str) -> ClassicGroupManager:
         """The classic groups of ``group_id``'s partition (its ownership checked before)."""
         return self._runtime.read(self._partition_for(group_id), lambda shard: shard.classic)
+
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        """The consumer groups of every partition loaded here, by group id (a new dict)."""
+        read = self._runtime.read
+        return {
+            group_id: group
+            for p in self._runtime.active_partitions()
+            for group_id, group in read(p, lambda shard: shard.consumer.groups).items()
+        }
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id`` (its ownership checked before); None if none."""
+        return self._consumer(group_id).groups.get(group_id)
+
+    def _consumer(self, group_id: str) -> ConsumerGroupManager:
+        """The consumer groups of ``group_id``'s partition (its ownership checked before)."""
+        return self._runtime.read(self._partition_for(group_id), lambda shard: shard.consumer)
 
     # -- lifecycle -------------------------------------------------------------------
     @property
@@ -280,24 +293,21 @@ class GroupCoordinator:
     ) -> GroupCoordinatorShard:
         offsets = OffsetMetadataManager()
         classic = ClassicGroupManager(self.config, self._clock, self, timer, offsets)
-        return GroupCoordinatorShard(partition, timer, self, offsets, classic)
-
-    def replay_consumer_record(
-        self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
-    ) -> None:
-        self.consumer.replay(key, value, into)
+        consumer = ConsumerGroupManager(self.consumer, timer)
+        return GroupCoordinatorShard(partition, timer, self, offsets, classic, consumer)
 
     def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None:
         """A partition finished loading: its groups come to life (consumer groups' session
         timers start at once for an election or a load after :meth:`start`, else with it)
         and its retention timer starts (after :meth:`start`)."""
-        start_timers = self._started or not self._owns_all
-        self.consumer.finish_load(load.consumer, start_timers=start_timers)
-        count = shard.classic.install(
-            load.metadata, shard.offsets.groups(), self.consumer.groups.__contains__
-        )
+        consumer = shard.consumer.groups
+        if consumer:
+            log.info("%s-%d: %d consumer groups", OFFSETS_TOPIC, shard.partition, len(consumer))
+        count = shard.classic.install(load.metadata, shard.offsets.groups(), consumer.__contains__)
         if count:
             log.info("%s-%d: %d classic groups", OFFSETS_TOPIC, shard.partition, count)
+        if self._started or not self._owns_all:
+            shard.consumer.start_timers()
         if self._started:
             self._schedule_retention(shard)
 
@@ -309,7 +319,7 @@ class GroupCoordinator:
             return self._log.partition_for(group_id) == index
 
         classic = shard.classic.unload()
-        consumer = self.consumer.unload(owned_elsewhere)
+        consumer = len(shard.consumer.groups)
         for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
             del self._pending_writes[group_id]
         log.info(
@@ -317,7 +327,7 @@ class GroupCoordinator:
             OFFSETS_TOPIC,
             index,
             classic,
-            len(consumer),
+            consumer,
         )
 
     # -- partition ownership (cluster mode) --------------------------------------------
@@ -355,24 +365,40 @@ class GroupCoordinator:
 
     # -- writes ----------------------------------------------------------------------
     def _write(
-        self, group_id: str, operation: WriteOperation[GroupCoordinatorShard, R]
+        self,
+        group_id: str,
+        operation: WriteOperation[GroupCoordinatorShard, R],
+        *,
+        key: str | None = None,
     ) -> asyncio.Future[R]:
-        """Run the write ``operation`` on the group's shard. Raises :class:`CoordinatorError`
-        when it failed at once (nothing appended); a write not committed yet is remembered
-        for :meth:`await_writes`."""
-        future = self._runtime.schedule_write(self._partition_for(group_id), operation)
+        """Run the write ``operation`` on the group's shard (a keyed write with ``key``).
+        Raises :class:`CoordinatorError` when it failed at once (nothing appended); a write
+        not committed yet is remembered for :meth:`await_writes`."""
+        future = self._schedule(group_id, operation, key=key)
         if future.done():
             error = future.exception()
             if error is not None:
                 raise error
-            return future
-        self._write_seq += 1
-        self._pending_writes[group_id] = (self._write_seq, future)
-        future.add_done_callback(_retrieve_failure)
+        return future
+
+    def _schedule(
+        self,
+        group_id: str,
+        operation: WriteOperation[GroupCoordinatorShard, R],
+        *,
+        key: str | None = None,
+    ) -> asyncio.Future[R]:
+        """Schedule the write ``operation`` on the group's shard; a write not done yet is
+        remembered for :meth:`await_writes`."""
+        future = self._runtime.schedule_write(self._partition_for(group_id), operation, key=key)
+        if not future.done():
+            self._write_seq += 1
+            self._pending_writes[group_id] = (self._write_seq, future)
+            future.add_done_callback(_retrieve_failure)
         return future
 
     def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
-        """Write records of a classic or consumer group (changed in place already)."""
+        """Write records of a classic group (changed in place already)."""
         batch = [EncodedGroupRecord(key, value) for key, value in records]
         self._write(group_id, lambda shard: CoordinatorResult(batch, None))
 
@@ -431,15 +457,13 @@ class GroupCoordinator:
         """Start the session timers of the consumer groups loaded so far and the retention
         timer of every partition loaded (later loads start theirs); needs the running loop."""
         self._started = True
-        self.consumer.start()
         for partition in self._runtime.active_partitions():
-            self._runtime.schedule_write(partition, self._start_retention)
+            self._runtime.schedule_write(partition, self._start_shard)
 
     def stop(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         self._runtime.close()
-        self.consumer.stop()
 
     # -- classic groups --------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
@@ -453,12 +477,20 @@ class GroupCoordinator:
 
     def _convert_consumer_group(self, group_id: str) -> int:
         """A classic member joins ``group_id``: refuse a consumer group with members,
-        convert an empty one."""
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            if consumer_group.members:
-                return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-            self.consumer.drop_group(group_id)  # an empty consumer group becomes classic
+        convert an empty one (its records are tombstoned; its committed offsets stay)."""
+        consumer = self._consumer(group_id)
+        if group_id not in consumer.groups:
+            return ErrorCode.NONE
+        if consumer.delete_error(group_id):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        try:
+            self._write(
+                group_id,
+                lambda shard: CoordinatorResult(shard.consumer.delete_records(group_id), None),
+                key=group_id,
+            )
+        except CoordinatorError as exc:
+            return coordinator_error(exc.error_code)
         return ErrorCode.NONE
 
     async def sync_group(
@@ -510,15 +542,41 @@ class GroupCoordinator:
         return self._classic(group_id).leave_group(group_id, members)
 
     # -- ConsumerGroupHeartbeat (KIP-848) --------------------------------------------
-    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        if req.group_id:
-            error = self.ownership_error(req.group_id)
-            if error:
-                return HeartbeatResult(error)
-        return self.consumer.heartbeat(req, self._convert_classic_group)
+    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> asyncio.Future[HeartbeatResult]:
+        """Serve one ConsumerGroupHeartbeat: a write of the group's shard, keyed by the group
+        (it runs once the group's earlier writes are committed). The future resolves with the
+        answer once the heartbeat's records are committed and replayed (at once when the log
+        commits at append time, a single node); a failed write answers its error."""
+        answer: asyncio.Future[HeartbeatResult] = asyncio.get_running_loop().create_future()
+        error = self.ownership_error(req.group_id) if req.group_id else ErrorCode.NONE
+        invalid = HeartbeatResult(error) if error else validate(self.consumer, req)
+        if invalid is not None:
+            answer.set_result(invalid)
+            return answer
+        group_id = req.group_id
 
-    def _convert_classic_group(self, group_id: str) -> int:
-        return self._classic(group_id).convert_to_consumer(group_id)
+        def operation(
+            shard: GroupCoordinatorShard,
+        ) -> CoordinatorResult[GroupRecord, HeartbeatResult]:
+            return shard.consumer.heartbeat(req, shard.classic.convert_to_consumer)
+
+        def settle(write: asyncio.Future[HeartbeatResult]) -> None:
+            if answer.done():
+                return
+            exc = None if write.cancelled() else write.exception()
+            if isinstance(exc, CoordinatorError):
+                answer.set_result(HeartbeatResult(coordinator_error(exc.error_code)))
+            elif write.cancelled() or exc is not None:
+                answer.set_result(HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            else:
+                answer.set_result(write.result())
+
+        write = self._schedule(group_id, operation, key=group_id)
+        if write.done():
+            settle(write)
+        else:
+            write.add_done_callback(settle)
+        return answer
 
     # -- offsets ---------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest) -> dict[TopicPartitionKey, int]:
@@ -532,8 +590,9 @@ class GroupCoordinator:
         error = self.ownership_error(req.group_id)
         if error:
             return all_fail(error)
-        if req.group_id in self.consumer.groups:
-            error = self.consumer.validate_offset_commit(
+        consumer = self._consumer(req.group_id)
+        if req.group_id in consumer.groups:
+            error = consumer.validate_offset_commit(
                 req.group_id, req.member_id, req.generation_id, req.api_version
             )
             if error:
@@ -590,8 +649,9 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, []
-        if group_id in self.consumer.groups:
-            error = self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
+            error = consumer.validate_offset_fetch(group_id, member_id, member_epoch)
             if error:
                 return error, []
         return ErrorCode.NONE, self._runtime.read(
@@ -607,10 +667,11 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, {}
-        if group_id in self.consumer.groups:
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
             consumer_results: dict[TopicPartitionKey, int] = {
                 tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                if self.consumer.is_subscribed_to(group_id, tp[0])
+                if consumer.is_subscribed_to(group_id, tp[0])
                 else ErrorCode.NONE
                 for tp in partitions
             }
@@ -660,9 +721,6 @@ class GroupCoordinator:
 
         self._write(group_id, delete)
 
-    def _delete_all_offsets(self, group_id: str) -> None:
-        self._delete_offset_records(group_id, list(self.offsets.all(group_id)))
-
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
         results: dict[str, int] = {}
         for group_id in group_ids:
@@ -681,8 +739,12 @@ class GroupCoordinator:
         return results
 
     def _delete_group_by_id(self, group_id: str) -> int:
-        if group_id in self.consumer.groups:
-            return self.consumer.delete_group(group_id)
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
+            error = consumer.delete_error(group_id)
+            if not error:
+                self._delete_consumer_group(group_id)
+            return error
         group = self._classic(group_id).groups.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -694,6 +756,20 @@ class GroupCoordinator:
                 return ErrorCode.NONE
             case _:
                 return ErrorCode.NON_EMPTY_GROUP
+
+    def _delete_consumer_group(self, group_id: str) -> None:
+        """Tombstone an empty consumer group and its committed offsets (one write, keyed by
+        the group: it fails with NON_EMPTY_GROUP if a member joined meanwhile)."""
+
+        def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+            offsets = shard.offsets
+            records: list[GroupRecord] = [
+                *offsets.delete_records(group_id, list(offsets.all(group_id))),
+                *shard.consumer.delete_records(group_id),
+            ]
+            return CoordinatorResult(records, None)
+
+        self._write(group_id, delete, key=group_id)
 
     def _delete_group(self, group: ClassicGroup) -> None:
         group_id = group.group_id
@@ -709,7 +785,7 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, GroupSummary(group_id, "", "", "")
-        if group_id in self.consumer.groups:
+        if group_id in self._consumer(group_id).groups:
             return ErrorCode.NONE, self._describe_consumer_group(group_id)
         return ErrorCode.NONE, self._classic(group_id).describe(group_id)
 
@@ -724,7 +800,7 @@ class GroupCoordinator:
             (g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
             if not g.is_in(GroupState.DEAD)
-        ] + self.consumer.list_rows()
+        ] + self._consumer_rows()
 
     def list_groups_with_type(self) -> list[tuple[str, str, str, str]]:
         """(group id, protocol type, state, group type "classic" or "consumer")."""
@@ -733,14 +809,22 @@ class GroupCoordinator:
             for g in self.groups.values()
             if not g.is_in(GroupState.DEAD)
         ]
-        return classic + [(g, p, s, "consumer") for g, p, s in self.consumer.list_rows()]
+        return classic + [(g, p, s, "consumer") for g, p, s in self._consumer_rows()]
+
+    def _consumer_rows(self) -> list[tuple[str, str, str]]:
+        read = self._runtime.read
+        return [
+            row
+            for p in self._runtime.active_partitions()
+            for row in read(p, lambda shard: shard.consumer.list_rows())
+        ]
 
     def _describe_consumer_group(self, group_id: str) -> GroupSummary:
         """DescribeGroups of a consumer group, as Kafka 4 answers it: protocol type
         "consumer", the group's assignor as protocol, each member's subscription and current
         assignment in the embedded consumer protocol format."""
         consumer = self.consumer
-        group = consumer.groups[group_id]
+        group = self._consumer(group_id).groups[group_id]
         members = []
         for m in group.members.values():
             assigned = consumer.topic_names(m.assigned)
@@ -767,9 +851,8 @@ class GroupCoordinator:
             _RETENTION_TIMER, self.config.retention_check_interval_ms, self._retention_tick
         )
 
-    def _start_retention(
-        self, shard: GroupCoordinatorShard
-    ) -> CoordinatorResult[GroupRecord, None]:
+    def _start_shard(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+        shard.consumer.start_timers()
         self._schedule_retention(shard)
         return CoordinatorResult((), None)
 
@@ -829,16 +912,13 @@ class GroupCoordinator:
             records.append(EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None))
             group.transition_to(GroupState.DEAD, now)
             del classic[group_id]
-        for group_id, consumer_group in list(self.consumer.groups.items()):
-            if consumer_group.members or self._in_other_partition(group_id, shard):
+        for group_id, consumer_group in shard.consumer.groups.items():
+            if consumer_group.members:
                 continue
             doomed = offsets.expired(group_id, now, retention, None)
             records += offsets.delete_records(group_id, doomed)
             expired += len(doomed)
         return CoordinatorResult(records, expired)
-
-    def _in_other_partition(self, group_id: str, shard: GroupCoordinatorShard) -> bool:
-        return self._log.partition_for(group_id) != shard.partition
 
     # -- helpers for handlers ----------------------------------------------------------
     def is_member(self, group_id: str, member_id: str) -> bool:

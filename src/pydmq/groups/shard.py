@@ -1,14 +1,16 @@
 """GroupCoordinatorShard: the group coordinator's state of one ``__consumer_offsets``
 partition, hosted by the :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`.
 
-The committed offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`) live here and
-change only by replay; so do the partition's classic groups
-(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`), changed in place. The shard's records (:data:`GroupRecord`) are offset commits, typed, and
-classic or consumer group records, kept encoded (:class:`EncodedGroupRecord`);
-:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic and KIP-848 groups change in place and their records are written through the runtime
-(KIP-848 groups are still kept by the :class:`~pydmq.groups.coordinator.GroupCoordinator`):
-the shard collects their records while the partition loads (:class:`GroupLoad`) and hands
-them over when the load completes; afterwards it replays only offset records.
+The shard is the partition's group metadata: its committed offsets
+(:class:`~pydmq.groups.offsets.OffsetMetadataManager`) and its KIP-848 consumer groups
+(:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`), both changed only by replay,
+and its classic groups (:class:`~pydmq.groups.classic.manager.ClassicGroupManager`), still
+changed in place. The shard's records (:data:`GroupRecord`) are offset commits and consumer
+group records, typed, and classic group records, kept encoded (:class:`EncodedGroupRecord`);
+:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic groups' records
+are written through the runtime after the group changed: the shard collects them while the
+partition loads (:class:`GroupLoad`) and hands them over when the load completes; afterwards
+it skips them.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
 from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.classic.manager import ClassicGroupManager
-from pydmq.groups.consumer.coordinator import ConsumerGroupLoad
-from pydmq.groups.consumer.records import is_consumer_key
+from pydmq.groups.consumer.manager import ConsumerGroupManager
+from pydmq.groups.consumer.records import (
+    ConsumerGroupRecord,
+    decode_consumer_record,
+    is_consumer_key,
+)
 from pydmq.groups.offsets import (
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -57,14 +63,14 @@ R = TypeVar("R")
 
 @dataclass(frozen=True, slots=True)
 class EncodedGroupRecord:
-    """A classic or KIP-848 group record, written encoded: those groups still change in place
-    and are rebuilt from their records only when a partition loads."""
+    """A classic group record, written encoded: classic groups still change in place and are
+    rebuilt from their records only when a partition loads."""
 
     key: bytes
     value: bytes | None
 
 
-GroupRecord = OffsetCommitRecord | EncodedGroupRecord
+GroupRecord = OffsetCommitRecord | ConsumerGroupRecord | EncodedGroupRecord
 
 
 class GroupRecordSerde:
@@ -74,14 +80,16 @@ class GroupRecordSerde:
         if isinstance(record, OffsetCommitRecord):
             value = None if record.value is None else record.value.encode()
             return record.key.encode(), value
+        if isinstance(record, ConsumerGroupRecord):
+            return record.encode()
         return record.key, record.value
 
     def deserialize(self, key: bytes | None, value: bytes | None) -> GroupRecord | None:
         if key is None:
             return None
-        if is_consumer_key(key):
-            return EncodedGroupRecord(key, value)
         try:
+            if is_consumer_key(key):
+                return decode_consumer_record(key, value)
             decoded = decode_key(key)
             if isinstance(decoded, OffsetCommitKey):
                 commit = None if value is None else decode_offset_commit_value(value)
@@ -93,21 +101,16 @@ class GroupRecordSerde:
 
 
 class GroupLoad:
-    """The classic and consumer group records of a partition being loaded, by group id."""
+    """The classic group records of a partition being loaded, by group id."""
 
-    __slots__ = ("consumer", "metadata")
+    __slots__ = ("metadata",)
 
     def __init__(self) -> None:
         self.metadata: dict[str, GroupMetadataValue] = {}
-        self.consumer: ConsumerGroupLoad = {}
 
 
 class ShardOwner(Protocol):
-    """What the shard needs of the group coordinator that keeps the groups."""
-
-    def replay_consumer_record(
-        self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
-    ) -> None: ...
+    """What the shard needs of the group coordinator that routes to it."""
 
     def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None: ...
 
@@ -115,9 +118,10 @@ class ShardOwner(Protocol):
 
 
 class GroupCoordinatorShard:
-    """One ``__consumer_offsets`` partition led here; owned by its runtime event queue."""
+    """One ``__consumer_offsets`` partition led here (Kafka's GroupCoordinatorShard with its
+    GroupMetadataManager and OffsetMetadataManager); owned by its runtime event queue."""
 
-    __slots__ = ("_load", "_owner", "classic", "offsets", "partition", "timer")
+    __slots__ = ("_load", "_owner", "classic", "consumer", "offsets", "partition", "timer")
 
     def __init__(
         self,
@@ -126,11 +130,13 @@ class GroupCoordinatorShard:
         owner: ShardOwner,
         offsets: OffsetMetadataManager,
         classic: ClassicGroupManager,
+        consumer: ConsumerGroupManager,
     ) -> None:
         self.partition = partition
         self.timer = timer
         self.offsets = offsets
         self.classic = classic
+        self.consumer = consumer
         self._owner = owner
         self._load: GroupLoad | None = GroupLoad()
 
@@ -138,13 +144,13 @@ class GroupCoordinatorShard:
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
             return
+        if isinstance(record, ConsumerGroupRecord):
+            self.consumer.replay(record)
+            return
         if self._load is None:
-            return  # a group record of this node's write: the group changed already
+            return  # a classic group record of this node's write: the group changed already
         key, value = record.key, record.value
         try:
-            if is_consumer_key(key):
-                self._owner.replay_consumer_record(key, value, self._load.consumer)
-                return
             decoded = decode_key(key)
             if not isinstance(decoded, GroupMetadataKey):
                 return
