@@ -572,10 +572,12 @@ class GroupCoordinator:
                 answer.set_result(write.result())
 
         write = self._schedule(group_id, operation, key=group_id)
-        if write.done():
+        if not write.done():
+            write.add_done_callback(settle)
+        elif write.cancelled() or write.exception() is not None:
             settle(write)
         else:
-            write.add_done_callback(settle)
+            return write  # answered already (a single node): no second future
         return answer
 
     # -- offsets ---------------------------------------------------------------------

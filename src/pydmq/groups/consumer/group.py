@@ -27,7 +27,6 @@ STABLE; DEAD once deleted.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -86,6 +85,27 @@ class ConsumerGroupMember:
     pending_revocation: Partitions = field(default_factory=dict)
     left_static: bool = False  # left with epoch -2; its assignment is kept for the instance
     compiled_regex: TopicRegex | None = None
+
+    def clone(self) -> ConsumerGroupMember:
+        """A copy (partition sets are shared: they are replaced, never changed in place)."""
+        return ConsumerGroupMember(
+            self.member_id,
+            self.instance_id,
+            self.rack_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.subscribed_topic_names,
+            self.subscribed_topic_regex,
+            self.server_assignor,
+            self.member_epoch,
+            self.previous_member_epoch,
+            self.state,
+            self.assigned,
+            self.pending_revocation,
+            self.left_static,
+            self.compiled_regex,
+        )
 
     @property
     def reported_epoch(self) -> int:
@@ -230,7 +250,7 @@ class ConsumerGroup:
         other = ConsumerGroup(self.group_id)
         other.group_epoch = self.group_epoch
         other.assignment_epoch = self.assignment_epoch
-        other.members = {m: dataclasses.replace(v) for m, v in self.members.items()}
+        other.members = {m: v.clone() for m, v in self.members.items()}
         other.static_members = dict(self.static_members)
         other.target = dict(self.target)
         other.subscription_metadata = dict(self.subscription_metadata)

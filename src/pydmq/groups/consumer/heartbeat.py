@@ -191,7 +191,7 @@ def _join(
                     "is not released yet.",
                 )
             _replace_static_member(timers, change, existing, member_id)
-            member = group.members[member_id]
+            member = change.group.members[member_id]
     if member is None:
         if len(group.members) >= services.config.max_size:
             return _error(
@@ -268,37 +268,38 @@ def _update_and_reconcile(
     joined: bool,
     new: bool = False,
 ) -> HeartbeatResult:
-    group = change.group
-    base = group.members.get(member_id) or ConsumerGroupMember(
+    group_id = change.group_id
+    base = change.group.members.get(member_id) or ConsumerGroupMember(
         member_id=member_id, instance_id=req.instance_id
     )
-    wanted = _requested(base, req, joined)
-    changed_metadata = new or wanted != _metadata(base)
-    changed_subscription = new or (
-        (wanted.subscribed_topic_names, wanted.subscribed_topic_regex, wanted.server_assignor)
-        != (base.subscribed_topic_names, base.subscribed_topic_regex, base.server_assignor)
-    )
-    if changed_metadata:
-        change.emit(rec.member_metadata_record(group.group_id, member_id, wanted))
+    changed_subscription = new
+    if joined or _may_change_metadata(req):
+        wanted = _requested(base, req, joined)
+        changed_subscription = new or (
+            (wanted.subscribed_topic_names, wanted.subscribed_topic_regex, wanted.server_assignor)
+            != (base.subscribed_topic_names, base.subscribed_topic_regex, base.server_assignor)
+        )
+        if new or wanted != _metadata(base):
+            change.emit(rec.member_metadata_record(group_id, member_id, wanted))
     bump = changed_subscription
-    metadata = subscription_metadata(services, group)
-    if metadata != group.subscription_metadata:
-        change.emit(rec.partition_metadata_record(group.group_id, metadata))
+    metadata = subscription_metadata(services, change.group)
+    if metadata != change.group.subscription_metadata:
+        change.emit(rec.partition_metadata_record(group_id, metadata))
         bump = True
     if bump:
-        change.emit(rec.group_epoch_record(group.group_id, group.group_epoch + 1))
+        change.emit(rec.group_epoch_record(group_id, change.group.group_epoch + 1))
         log.info(
             "consumer group %s: epoch %d (%s)",
-            group.group_id,
-            group.group_epoch,
+            group_id,
+            change.group.group_epoch,
             "new member" if new else "subscription or metadata changed",
         )
-    if group.group_epoch > group.assignment_epoch:
+    if change.group.group_epoch > change.group.assignment_epoch:
         compute_target(services, change)
-    before = group.members[member_id].assigned
+    before = change.group.members[member_id].assigned
     _reconcile(timers, change, member_id, owned)
-    timers.schedule_session(group.group_id, member_id)
-    member = group.members[member_id]
+    timers.schedule_session(group_id, member_id)
+    member = change.group.members[member_id]
     full = joined or (
         req.rebalance_timeout_ms != -1
         and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
@@ -311,6 +312,17 @@ def _update_and_reconcile(
         member.member_epoch,
         services.config.heartbeat_interval_ms,
         dict(member.assigned) if full or member.assigned != before else None,
+    )
+
+
+def _may_change_metadata(req: HeartbeatRequest) -> bool:
+    """Whether a heartbeat (not a join) sends any field of the member's metadata."""
+    return (
+        req.subscribed_topic_names is not None
+        or req.subscribed_topic_regex is not None
+        or req.server_assignor is not None
+        or req.rack_id is not None
+        or req.rebalance_timeout_ms != -1
     )
 
 
@@ -366,7 +378,7 @@ def _reconcile(
             nxt.pending_revocation,
         )
         change.emit(rec.current_member_record(group.group_id, member_id, value))
-        member = group.members[member_id]
+        member = change.group.members[member_id]
         if member.state is MemberState.UNREVOKED_PARTITIONS and (
             not was_revoking or old_pending != member.pending_revocation
         ):
@@ -423,14 +435,14 @@ def remove_member(
 ) -> None:
     """Emit the removal of a member (a leave, or an expired session or rebalance): its
     tombstones, the next group epoch, the subscription metadata if it changed, the target."""
-    group = change.group
-    timers.cancel_member(group.group_id, member_id)
-    for record in _member_tombstones(group.group_id, member_id):
+    group_id = change.group_id
+    timers.cancel_member(group_id, member_id)
+    for record in _member_tombstones(group_id, member_id):
         change.emit(record)
-    change.emit(rec.group_epoch_record(group.group_id, group.group_epoch + 1))
-    metadata = subscription_metadata(services, group)
-    if metadata != group.subscription_metadata:
-        change.emit(rec.partition_metadata_record(group.group_id, metadata))
+    change.emit(rec.group_epoch_record(group_id, change.group.group_epoch + 1))
+    metadata = subscription_metadata(services, change.group)
+    if metadata != change.group.subscription_metadata:
+        change.emit(rec.partition_metadata_record(group_id, metadata))
     compute_target(services, change)
 
 

@@ -144,18 +144,34 @@ def _update_current(
 
 
 class GroupChange:
-    """A write of one group being computed: a copy of the shard's group (a new group when
-    there is none) and the records emitted so far, each replayed into the copy at once.
-    Owned by the operation that computes it, on the shard's event queue."""
+    """A write of one group being computed: the records emitted so far and the group as they
+    leave it. The first record copies the shard's group (or starts a new one) and every record
+    is replayed into the copy at once; until then :attr:`group` is the shard's own group, to
+    read only. Owned by the operation that computes it, on the shard's event queue."""
 
-    __slots__ = ("deleted", "group", "records")
+    __slots__ = ("_committed", "_copy", "deleted", "group_id", "records")
 
     def __init__(self, group_id: str, committed: ConsumerGroup | None) -> None:
-        self.group = ConsumerGroup(group_id) if committed is None else committed.copy()
+        self.group_id = group_id
+        self._committed = committed
+        self._copy: ConsumerGroup | None = None
         self.records: list[ConsumerGroupRecord] = []
         self.deleted = False
 
+    @property
+    def group(self) -> ConsumerGroup:
+        """The group as the records emitted so far leave it (read it again after an emit)."""
+        if self._copy is None and self._committed is not None:
+            return self._committed
+        return self._writable()
+
     def emit(self, record: ConsumerGroupRecord) -> None:
         self.records.append(record)
-        if not apply(self.group, record):
+        if not apply(self._writable(), record):
             self.deleted = True
+
+    def _writable(self) -> ConsumerGroup:
+        if self._copy is None:
+            committed = self._committed
+            self._copy = ConsumerGroup(self.group_id) if committed is None else committed.copy()
+        return self._copy

@@ -81,7 +81,8 @@ def compute_target(services: ConsumerGroupServices, change: GroupChange) -> None
             name,
         )
         return
-    for member_id, parts in result.items():
-        if group.target.get(member_id) != parts:
-            change.emit(target_member_record(group.group_id, member_id, parts))
-    change.emit(target_epoch_record(group.group_id, group.group_epoch))
+    changed = [(m, parts) for m, parts in result.items() if group.target.get(m) != parts]
+    epoch = group.group_epoch
+    for member_id, parts in changed:
+        change.emit(target_member_record(group.group_id, member_id, parts))
+    change.emit(target_epoch_record(group.group_id, epoch))
