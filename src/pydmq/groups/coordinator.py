@@ -1,55 +1,34 @@
-"""GroupCoordinator: the group APIs over the coordinator runtime, owned by the event loop.
+"""GroupCoordinator: the group APIs routed to the shards of the coordinator runtime.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition
 (:func:`pydmq.groups.log.partition_for`). Each partition led here is a
 :class:`~pydmq.groups.shard.GroupCoordinatorShard` of a
 :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`, which loads it by replay, serializes its
-writes and replays them into it once committed; the committed offsets
-(:class:`~pydmq.groups.offsets.OffsetMetadataManager`) and the classic groups live in the
-shard, KIP-848 groups still here. Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads
-them all at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when
-it becomes leader of a partition (loaded in the background, yielding to the loop; meanwhile its
-groups answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it
-stops being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered
-NOT_COORDINATOR, timers cancelled); groups of partitions not led here answer NOT_COORDINATOR.
-A write to ``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote
-await :meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only
-after the group's record is committed. Classic groups are served by
-the :class:`~pydmq.groups.classic.manager.ClassicGroupManager` of their partition's shard,
-KIP-848 groups by :attr:`GroupCoordinator.consumer`; this class checks the group id and
-ownership, routes the requests and serves offsets. Flows follow Kafka's classic coordinator:
+writes and replays them into it once committed. A shard holds the partition's committed
+offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`), its classic groups
+(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`, the classic protocol's flows) and
+its KIP-848 consumer groups (:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`).
+This class checks the group id and the ownership of its partition, routes each request to its
+shard, serves the offset APIs, deletions and listings across shards, and keeps a group id
+either classic or consumer: JoinGroup on a consumer group with members (and a
+ConsumerGroupHeartbeat join on a classic group with members) is answered
+INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
 
-- JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
-  v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
-  (expires after its session timeout); v0-v3 join in one round trip. A join (or a changed
-  subscription, or the leader rejoining) moves the group to PreparingRebalance; the rebalance
-  completes when every known member has rejoined or after the largest rebalance timeout
-  (dynamic members that did not rejoin are removed). An Empty group's first rebalance waits
-  ``group.initial.rebalance.delay.ms``, extended while members keep joining, up to the
-  rebalance timeout. Completion bumps the generation, selects the protocol by votes and
-  answers every pending join (the leader gets the members' metadata).
-- SyncGroup: the leader's assignments are stored (``__consumer_offsets``) and handed to every
-  member; the group becomes Stable. Members that do not sync within the rebalance timeout are
-  removed and the group rebalances.
-- Heartbeat/session timeout: every member has a timer of its shard, reset by heartbeats,
-  syncs and commits; expiry removes the member and rebalances (members waiting in a join or
-  sync are bounded by the rebalance timers instead).
-- Static membership (``group.instance.id``, JoinGroup v5+): a known instance id joining with an
-  empty member id replaces the old member id; in a Stable group whose selected protocol and
-  subscribed topics do not change, no rebalance happens and the member gets its assignment back
-  through SyncGroup. The replaced member id is answered FENCED_INSTANCE_ID.
-- Offsets: commits validated like Kafka 4 (simple commits with generation -1 and no member only
-  for Empty groups), written as records through the runtime and visible once committed; Empty
-  groups' offsets expire ``offsets.retention.minutes`` after the group became Empty (simple
-  groups: after the commit), checked every ``offsets.retention.check.interval.ms`` by a timer
-  of each shard; an Empty group without offsets is then removed (Dead).
-- Loading (``load`` or ``on_elected``) replays the partition: offsets, and groups as Empty
-  with their generation and protocol type (members are not restored).
-- Consumer groups (KIP-848) live in :attr:`GroupCoordinator.consumer`
-  (:mod:`pydmq.groups.consumer`); they share the shards' offsets and ``__consumer_offsets``. A
-  group id is either classic or consumer: JoinGroup on a consumer group with members (and a
-  ConsumerGroupHeartbeat join on a classic group with members) is answered
-  INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
+Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads them all
+at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when it becomes
+leader of a partition (loaded in the background, yielding to the loop; meanwhile its groups
+answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it stops
+being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered NOT_COORDINATOR,
+timers cancelled); groups of partitions not led here answer NOT_COORDINATOR. A write to
+``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote await
+:meth:`GroupCoordinator.await_writes` (:class:`~pydmq.groups.writes.GroupWrites`).
+
+Offsets: commits are validated like Kafka 4 (simple commits with generation -1 and no member
+only for Empty groups; a consumer group's member epoch), written as records through the
+runtime and visible once committed; retention (:mod:`pydmq.groups.retention`) is a timer of
+each shard, every ``offsets.retention.check.interval.ms``. Loading (``load`` or
+``on_elected``) replays the partition: offsets, consumer groups as they were, and classic
+groups as Empty with their generation and protocol type (members are not restored).
 """
 
 from __future__ import annotations
@@ -66,9 +45,10 @@ from pydmq.coordinator.api import (
     CoordinatorRecord,
     CoordinatorResult,
 )
-from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
+from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
-from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
+from pydmq.groups import retention
+from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest
 from pydmq.groups.classic.group import (
     ClassicGroup,
     GroupState,
@@ -82,7 +62,6 @@ from pydmq.groups.consumer.api import (
     HeartbeatResult,
     TopicView,
 )
-from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
 from pydmq.groups.consumer.group import ConsumerGroup
 from pydmq.groups.consumer.heartbeat import validate
 from pydmq.groups.consumer.manager import ConsumerGroupManager
@@ -98,6 +77,7 @@ from pydmq.groups.shard import (
     GroupRecord,
     GroupRecordSerde,
 )
+from pydmq.groups.writes import GroupWrites
 from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import TopicPartition
 
@@ -158,35 +138,9 @@ def offsets_leadership_listener(
     return listener
 
 
-async def _committed() -> int:
-    return ErrorCode.NONE
-
-
-def _committed_rows(
-    offsets: OffsetMetadataManager,
-    group_id: str,
-    topics: Sequence[tuple[str, Sequence[int]]] | None,
-) -> list[tuple[str, int, OffsetAndMetadata | None]]:
-    """OffsetFetch's rows: the requested partitions (None: every committed one, sorted)."""
-    if topics is None:
-        return [(t, p, o) for (t, p), o in sorted(offsets.all(group_id).items())]
-    return [
-        (topic, p, offsets.get(group_id, topic, p))
-        for topic, partitions in topics
-        for p in partitions
-    ]
-
-
 def _log_failure(write: asyncio.Future[Any]) -> None:
     if not write.cancelled() and write.exception() is not None:
         log.warning("offsets retention failed: %s", write.exception())
-
-
-def _retrieve_failure(write: asyncio.Future[Any]) -> None:
-    """A write's failure is answered by :meth:`GroupCoordinator.await_writes` when a request
-    waits for it; retrieved here so that none is reported as never retrieved."""
-    if not write.cancelled():
-        write.exception()
 
 
 def _now_ms() -> int:
@@ -223,8 +177,7 @@ class GroupCoordinator:
             else owns_all_partitions
         )
         self._started = False
-        self._write_seq = 0
-        self._pending_writes: dict[str, tuple[int, asyncio.Future[Any]]] = {}
+        self._writes = GroupWrites(self._runtime, self._partition_for)
         self._tasks: set[asyncio.Task[None]] = set()
         if assignors is None:
             from pydmq.assignment.plugin import builtin_assignors
@@ -320,8 +273,7 @@ class GroupCoordinator:
 
         classic = shard.classic.unload()
         consumer = len(shard.consumer.groups)
-        for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
-            del self._pending_writes[group_id]
+        self._writes.forget(owned_elsewhere)
         log.info(
             "unloaded %s-%d: %d classic and %d consumer groups",
             OFFSETS_TOPIC,
@@ -364,81 +316,25 @@ class GroupCoordinator:
         return partition
 
     # -- writes ----------------------------------------------------------------------
-    def _write(
-        self,
-        group_id: str,
-        operation: WriteOperation[GroupCoordinatorShard, R],
-        *,
-        key: str | None = None,
-    ) -> asyncio.Future[R]:
-        """Run the write ``operation`` on the group's shard (a keyed write with ``key``).
-        Raises :class:`CoordinatorError` when it failed at once (nothing appended); a write
-        not committed yet is remembered for :meth:`await_writes`."""
-        future = self._schedule(group_id, operation, key=key)
-        if future.done():
-            error = future.exception()
-            if error is not None:
-                raise error
-        return future
-
-    def _schedule(
-        self,
-        group_id: str,
-        operation: WriteOperation[GroupCoordinatorShard, R],
-        *,
-        key: str | None = None,
-    ) -> asyncio.Future[R]:
-        """Schedule the write ``operation`` on the group's shard; a write not done yet is
-        remembered for :meth:`await_writes`."""
-        future = self._runtime.schedule_write(self._partition_for(group_id), operation, key=key)
-        if not future.done():
-            self._write_seq += 1
-            self._pending_writes[group_id] = (self._write_seq, future)
-            future.add_done_callback(_retrieve_failure)
-        return future
-
     def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
         """Write records of a classic group (changed in place already)."""
         batch = [EncodedGroupRecord(key, value) for key, value in records]
-        self._write(group_id, lambda shard: CoordinatorResult(batch, None))
+        self._writes.write(group_id, lambda shard: CoordinatorResult(batch, None))
 
     @property
     def write_mark(self) -> int:
-        """Taken before serving a request; :meth:`await_writes` then waits for what the
-        request wrote."""
-        return self._write_seq
+        """See :attr:`GroupWrites.write_mark`."""
+        return self._writes.write_mark
 
     def wrote_since(self, group_id: str, mark: int) -> bool:
-        """True when records of ``group_id`` written since ``mark`` may be uncommitted (never
-        in single-node mode: handlers then answer without awaiting)."""
-        entry = self._pending_writes.get(group_id)
-        return entry is not None and entry[0] > mark
+        """See :meth:`GroupWrites.wrote_since`."""
+        return self._writes.wrote_since(group_id, mark)
 
     def await_writes(
         self, group_id: str, mark: int, *, offsets: bool = False
     ) -> Coroutine[Any, Any, int]:
-        """An awaitable of the commit of what was written for ``group_id`` since ``mark``:
-        NONE, or the error a group API answers (NOT_COORDINATOR on a resignation meanwhile).
-        Call it right after serving the request (it picks the write to wait for then)."""
-        entry = self._pending_writes.get(group_id)
-        if entry is None or entry[0] <= mark:
-            return _committed()
-        return self._await_commit(group_id, entry[1], offsets=offsets)
-
-    @staticmethod
-    async def _await_commit(
-        group_id: str, write: asyncio.Future[Any], *, offsets: bool = False
-    ) -> int:
-        try:
-            await asyncio.shield(write)
-        except CoordinatorError as exc:
-            return coordinator_error(exc.error_code, offsets=offsets)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("waiting for the commit of group %s records failed", group_id)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return ErrorCode.NONE
+        """See :meth:`GroupWrites.await_writes`."""
+        return self._writes.await_writes(group_id, mark, offsets=offsets)
 
     def timer_for(self, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard] | None:
         """The timer of the group's shard; None when its partition is not loaded here."""
@@ -484,7 +380,7 @@ class GroupCoordinator:
         if consumer.delete_error(group_id):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
         try:
-            self._write(
+            self._writes.write(
                 group_id,
                 lambda shard: CoordinatorResult(shard.consumer.delete_records(group_id), None),
                 key=group_id,
@@ -571,7 +467,7 @@ class GroupCoordinator:
             else:
                 answer.set_result(write.result())
 
-        write = self._schedule(group_id, operation, key=group_id)
+        write = self._writes.schedule(group_id, operation, key=group_id)
         if not write.done():
             write.add_done_callback(settle)
         elif write.cancelled() or write.exception() is not None:
@@ -624,7 +520,7 @@ class GroupCoordinator:
             return results
         group_id = req.group_id
         try:
-            self._write(
+            self._writes.write(
                 group_id,
                 lambda shard: CoordinatorResult(
                     shard.offsets.commit_records(group_id, accepted), None
@@ -658,7 +554,7 @@ class GroupCoordinator:
                 return error, []
         return ErrorCode.NONE, self._runtime.read(
             self._log.partition_for(group_id),
-            lambda shard: _committed_rows(shard.offsets, group_id, topics),
+            lambda shard: shard.offsets.rows(group_id, topics),
         )
 
     def delete_offsets(
@@ -721,7 +617,7 @@ class GroupCoordinator:
             records: list[GroupRecord] = [*shard.offsets.delete_records(group_id, partitions)]
             return CoordinatorResult([*records, *more], None)
 
-        self._write(group_id, delete)
+        self._writes.write(group_id, delete)
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
         results: dict[str, int] = {}
@@ -771,7 +667,7 @@ class GroupCoordinator:
             ]
             return CoordinatorResult(records, None)
 
-        self._write(group_id, delete, key=group_id)
+        self._writes.write(group_id, delete, key=group_id)
 
     def _delete_group(self, group: ClassicGroup) -> None:
         group_id = group.group_id
@@ -787,8 +683,9 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, GroupSummary(group_id, "", "", "")
-        if group_id in self._consumer(group_id).groups:
-            return ErrorCode.NONE, self._describe_consumer_group(group_id)
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
+            return ErrorCode.NONE, consumer.describe(group_id)
         return ErrorCode.NONE, self._classic(group_id).describe(group_id)
 
     def list_groups_error(self) -> int:
@@ -821,32 +718,6 @@ class GroupCoordinator:
             for row in read(p, lambda shard: shard.consumer.list_rows())
         ]
 
-    def _describe_consumer_group(self, group_id: str) -> GroupSummary:
-        """DescribeGroups of a consumer group, as Kafka 4 answers it: protocol type
-        "consumer", the group's assignor as protocol, each member's subscription and current
-        assignment in the embedded consumer protocol format."""
-        consumer = self.consumer
-        group = self._consumer(group_id).groups[group_id]
-        members = []
-        for m in group.members.values():
-            assigned = consumer.topic_names(m.assigned)
-            topics = sorted(
-                name for name in group.subscription_metadata if m.subscribes_to(name)
-            ) or sorted(m.subscribed_topic_names)
-            members.append(
-                MemberSummary(
-                    m.member_id,
-                    m.instance_id,
-                    m.client_id,
-                    m.client_host,
-                    encode_subscription(topics),
-                    encode_assignment([(name, ps) for _, name, ps in assigned if name]),
-                )
-            )
-        return GroupSummary(
-            group_id, group.state.value, "consumer", consumer.assignor_for(group), members
-        )
-
     # -- retention -------------------------------------------------------------------
     def _schedule_retention(self, shard: GroupCoordinatorShard) -> None:
         shard.timer.schedule(
@@ -860,7 +731,7 @@ class GroupCoordinator:
 
     def _retention_tick(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
         self._schedule_retention(shard)
-        result = self._expire(shard, self._clock())
+        result = retention.expire(shard, self._clock(), self.config.offsets_retention_ms)
         if result.response:
             log.info(
                 "expiring %d committed offsets of %s-%d",
@@ -878,7 +749,7 @@ class GroupCoordinator:
 
         def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, int]:
             nonlocal expired
-            result = self._expire(shard, now)
+            result = retention.expire(shard, now, self.config.offsets_retention_ms)
             expired += result.response
             return result
 
@@ -887,40 +758,6 @@ class GroupCoordinator:
         if expired:
             log.info("expired %d committed offsets", expired)
         return expired
-
-    def _expire(
-        self, shard: GroupCoordinatorShard, now: int
-    ) -> CoordinatorResult[GroupRecord, int]:
-        """The tombstones of ``shard``'s expired offsets and of its Empty classic groups left
-        without offsets (dropped here at once, as they were when the tombstone was written
-        straight away); the response counts the offsets."""
-        retention = self.config.offsets_retention_ms
-        offsets = shard.offsets
-        records: list[GroupRecord] = []
-        expired = 0
-        classic = shard.classic.groups
-        for group in list(classic.values()):
-            group_id = group.group_id
-            if not group.is_in(GroupState.EMPTY):
-                continue
-            base = group.state_timestamp_ms if group.protocol_type else None
-            doomed = offsets.expired(group_id, now, retention, base)
-            records += offsets.delete_records(group_id, doomed)
-            expired += len(doomed)
-            if len(doomed) < offsets.count(group_id) or group.members:
-                continue
-            if base is not None and base + retention > now:
-                continue
-            records.append(EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None))
-            group.transition_to(GroupState.DEAD, now)
-            del classic[group_id]
-        for group_id, consumer_group in shard.consumer.groups.items():
-            if consumer_group.members:
-                continue
-            doomed = offsets.expired(group_id, now, retention, None)
-            records += offsets.delete_records(group_id, doomed)
-            expired += len(doomed)
-        return CoordinatorResult(records, expired)
 
     # -- helpers for handlers ----------------------------------------------------------
     def is_member(self, group_id: str, member_id: str) -> bool:

@@ -1,19 +1,37 @@
 """ClassicGroupManager: the classic group protocol over the classic groups of this node.
 
-Flows follow Kafka's classic coordinator (see :mod:`pydmq.groups.coordinator` for the rules):
-JoinGroup with MEMBER_ID_REQUIRED, static membership and the initial rebalance delay; the
-rebalance (PreparingRebalance, CompletingRebalance, Stable) with its join and sync timers;
-SyncGroup handing the leader's assignment out once the group's record is committed;
-Heartbeat and session expiry; LeaveGroup; the validation of offset commits. The
-:class:`~pydmq.groups.coordinator.GroupCoordinator` hosts it (:class:`ClassicGroupHost`):
+Flows follow Kafka's classic coordinator:
+
+- JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
+  v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
+  (expires after its session timeout); v0-v3 join in one round trip. A join (or a changed
+  subscription, or the leader rejoining) moves the group to PreparingRebalance; the rebalance
+  completes when every known member has rejoined or after the largest rebalance timeout
+  (dynamic members that did not rejoin are removed). An Empty group's first rebalance waits
+  ``group.initial.rebalance.delay.ms``, extended while members keep joining, up to the
+  rebalance timeout. Completion bumps the generation, selects the protocol by votes and
+  answers every pending join (the leader gets the members' metadata).
+- SyncGroup: the leader's assignments are stored (``__consumer_offsets``) and handed to every
+  member; the group becomes Stable. Members that do not sync within the rebalance timeout are
+  removed and the group rebalances.
+- Heartbeat/session timeout: every member has a timer of its shard, reset by heartbeats,
+  syncs and commits; expiry removes the member and rebalances (members waiting in a join or
+  sync are bounded by the rebalance timers instead).
+- Static membership (``group.instance.id``, JoinGroup v5+): a known instance id joining with an
+  empty member id replaces the old member id; in a Stable group whose selected protocol and
+  subscribed topics do not change, no rebalance happens and the member gets its assignment back
+  through SyncGroup. The replaced member id is answered FENCED_INSTANCE_ID.
+
+The :class:`~pydmq.groups.coordinator.GroupCoordinator` hosts it (:class:`ClassicGroupHost`):
 ownership of the group's ``__consumer_offsets`` partition, writes through the coordinator
 runtime and the wait for their commit, committed offsets.
 
 Timers (a member's session, a pending member's expiry, the join and initial-delay timer, the
 sync timer) are timers of the group's shard (:class:`~pydmq.coordinator.timer.CoordinatorTimer`):
 they fire through the shard's event queue and die with the shard when its partition is
-unloaded. Transitional (issue 16): groups still change in place, then their records are
-written.
+unloaded. As Kafka's classic groups, they change in place and their records are written
+after (the transient rebalance state, pending joins and awaited futures, is in no record); a
+load restores them from their records as Empty groups.
 """
 
 from __future__ import annotations
@@ -26,7 +44,7 @@ from typing import Any, Protocol
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
 from pydmq.coordinator.timer import CoordinatorTimer, TimerKey, run_callback
-from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
+from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest
 from pydmq.groups.classic.group import (
     ClassicGroup,
     GroupState,
@@ -37,7 +55,7 @@ from pydmq.groups.classic.group import (
 )
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.offsets import OffsetMetadataManager
-from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
+from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
@@ -232,7 +250,7 @@ class ClassicGroupManager:
                 return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
             self._cancel(group.pending_members.pop(member_id))
             return self._add_member_and_rebalance(group, member_id, req)
-        error = self._validate_member(group, member_id, req.group_instance_id)
+        error = group.validate_member(member_id, req.group_instance_id)
         if error:
             return JoinResult(error, member_id)
         if not group.supports_protocols(req.protocol_type, req.protocols):
@@ -603,20 +621,6 @@ class ClassicGroupManager:
         ):
             del self.groups[group.group_id]
 
-    def _validate_member(
-        self, group: ClassicGroup, member_id: str, group_instance_id: str | None
-    ) -> int:
-        if group_instance_id is not None:
-            existing = group.static_member_id(group_instance_id)
-            if existing is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if existing != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.NONE
-        if not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE
-
     # -- SyncGroup -------------------------------------------------------------------
     async def sync_group(
         self,
@@ -656,7 +660,7 @@ class ClassicGroupManager:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_in(GroupState.DEAD):
             return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        error = self._validate_member(group, member_id, group_instance_id)
+        error = group.validate_member(member_id, group_instance_id)
         if error:
             return SyncResult(error)
         if generation_id != group.generation_id:
@@ -762,7 +766,7 @@ class ClassicGroupManager:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_member(group, member_id, group_instance_id)
+        error = group.validate_member(member_id, group_instance_id)
         if error:
             return error
         if generation_id != group.generation_id:
@@ -818,7 +822,7 @@ class ClassicGroupManager:
                 errors.append(ErrorCode.NONE)
                 continue
             else:
-                error = self._validate_member(group, member_id, instance_id)
+                error = group.validate_member(member_id, instance_id)
                 if error:
                     errors.append(error)
                     continue
@@ -838,7 +842,7 @@ class ClassicGroupManager:
                 return ErrorCode.ILLEGAL_GENERATION, None
             group = ClassicGroup(req.group_id, self._clock())
             self.groups[req.group_id] = group
-        error = self._validate_offset_commit(group, req)
+        error = group.validate_offset_commit(req)
         if error:
             return error, group
         member = group.members.get(req.member_id)
@@ -846,48 +850,10 @@ class ClassicGroupManager:
             self._schedule_heartbeat(group, member)
         return ErrorCode.NONE, group
 
-    def _validate_offset_commit(self, group: ClassicGroup, req: CommitRequest) -> int:
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
-            return ErrorCode.NONE  # admin client or a consumer not using group management
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            error = self._validate_member(group, req.member_id, req.group_instance_id)
-            if error:
-                return error
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(GroupState.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
-
     # -- persistence -----------------------------------------------------------------
     def _store_group(self, group: ClassicGroup) -> None:
-        protocol = group.protocol_name
-        value = GroupMetadataValue(
-            protocol_type=group.protocol_type or "",
-            generation=group.generation_id,
-            protocol=protocol,
-            leader=group.leader_id if group.members else None,
-            current_state_timestamp=group.state_timestamp_ms,
-            members=tuple(
-                MemberMetadataValue(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    m.session_timeout_ms,
-                    dict(m.protocols).get(protocol or "", b""),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            ),
-        )
         key = GroupMetadataKey(group.group_id).encode()
-        self._host.append_records(group.group_id, [(key, value.encode())])
+        self._host.append_records(group.group_id, [(key, group.to_record().encode())])
 
     # -- timers of the group's shard ------------------------------------------------------
     def _schedule(
@@ -910,35 +876,11 @@ class ClassicGroupManager:
 
     # -- describe ---------------------------------------------------------------------
     def describe(self, group_id: str) -> GroupSummary:
-        """DescribeGroups of a classic group (Dead when unknown): members' metadata and
-        assignments only while Stable."""
+        """DescribeGroups of a classic group (Dead when unknown)."""
         group = self.groups.get(group_id)
         if group is None:
             return GroupSummary(group_id, GroupState.DEAD.value, "", "")
-        if group.is_in(GroupState.STABLE) and group.protocol_name is not None:
-            protocol = group.protocol_name
-            members = [
-                MemberSummary(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    dict(m.protocols).get(protocol, b""),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            ]
-        else:
-            protocol = ""
-            members = [
-                MemberSummary(
-                    m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b""
-                )
-                for m in group.members.values()
-            ]
-        return GroupSummary(
-            group_id, group.state.value, group.protocol_type or "", protocol, members
-        )
+        return group.summary()
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)

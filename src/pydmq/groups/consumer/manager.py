@@ -23,9 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorResult
 from pydmq.coordinator.timer import CoordinatorTimer
+from pydmq.groups.api import GroupSummary, MemberSummary
 from pydmq.groups.consumer import heartbeat as hb
 from pydmq.groups.consumer import records as rec
 from pydmq.groups.consumer.api import ConsumerGroupServices, HeartbeatRequest, HeartbeatResult
+from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
 from pydmq.groups.consumer.group import ConsumerGroup, MemberState
 from pydmq.groups.consumer.records import ConsumerGroupRecord
 from pydmq.groups.consumer.replay import GroupChange, replay
@@ -171,6 +173,32 @@ class ConsumerGroupManager:
     def is_subscribed_to(self, group_id: str, topic: str) -> bool:
         group = self.groups.get(group_id)
         return group is not None and any(m.subscribes_to(topic) for m in group.members.values())
+
+    def describe(self, group_id: str) -> GroupSummary:
+        """DescribeGroups of a consumer group, as Kafka 4 answers it: protocol type
+        "consumer", the group's assignor as protocol, each member's subscription and current
+        assignment in the embedded consumer protocol format."""
+        services = self.services
+        group = self.groups[group_id]
+        members = []
+        for m in group.members.values():
+            assigned = services.topic_names(m.assigned)
+            topics = sorted(
+                name for name in group.subscription_metadata if m.subscribes_to(name)
+            ) or sorted(m.subscribed_topic_names)
+            members.append(
+                MemberSummary(
+                    m.member_id,
+                    m.instance_id,
+                    m.client_id,
+                    m.client_host,
+                    encode_subscription(topics),
+                    encode_assignment([(name, ps) for _, name, ps in assigned if name]),
+                )
+            )
+        return GroupSummary(
+            group_id, group.state.value, PROTOCOL_TYPE, services.assignor_for(group), members
+        )
 
     def list_rows(self) -> list[tuple[str, str, str]]:
         """(group id, protocol type, state) of every consumer group."""
