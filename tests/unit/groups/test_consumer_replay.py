@@ -306,12 +306,15 @@ def test_a_refused_write_leaves_the_group_as_it_was() -> None:
         epoch = c.consumer_groups["g"].group_epoch
         log.refuse = E.NOT_ENOUGH_REPLICAS
         assert hb(c, "b", 0).error_code == E.COORDINATOR_NOT_AVAILABLE  # a join
-        assert hb(c, "a", -1).error_code == E.COORDINATOR_NOT_AVAILABLE  # a leave
         assert hb(c, "a", a.epoch, topics=["t", "u"], owned=a.owned).error_code == (
             E.COORDINATOR_NOT_AVAILABLE
         )
+        assert hb(c, "a", -1).error_code == E.COORDINATOR_NOT_AVAILABLE  # a leave
         assert c.delete_groups(["g"]) == {"g": E.NON_EMPTY_GROUP}
         assert states(c) == before
+        timer = c.timer_for("g")
+        assert timer is not None  # the member that did not leave keeps its session timer
+        assert timer.is_scheduled(("consumer-session", "g", "a"))
         log.refuse = None
         assert hb(c, "b", 0).error_code == E.NONE
         assert c.consumer_groups["g"].group_epoch == epoch + 1

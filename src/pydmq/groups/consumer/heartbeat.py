@@ -25,7 +25,10 @@ rebalance.
 Every step emits records into a :class:`~pydmq.groups.consumer.replay.GroupChange` (a copy of
 the group, into which each record is replayed at once); the shard's group changes only when
 the records are replayed after their commit. Timers (:class:`MemberTimers`) are set as the
-operation runs, as Kafka's are: an expiry checks the group it finds.
+operation runs, as Kafka's are (an expiry checks the committed group it finds, so one set by
+a write that failed does nothing); they are cancelled only when the records that end them are
+replayed (a member removed, its revocation done), so a failed write leaves every timer of the
+committed group running.
 """
 
 from __future__ import annotations
@@ -71,10 +74,6 @@ class MemberTimers(Protocol):
     def schedule_rebalance(
         self, group_id: str, member_id: str, member_epoch: int, timeout_ms: int
     ) -> None: ...
-
-    def cancel_rebalance(self, group_id: str, member_id: str) -> None: ...
-
-    def cancel_member(self, group_id: str, member_id: str) -> None: ...
 
 
 def _error(code: int, message: str | None = None) -> HeartbeatResult:
@@ -227,7 +226,6 @@ def _replace_static_member(
     group = change.group
     group_id = group.group_id
     target = group.target.get(old.member_id, {})
-    timers.cancel_member(group_id, old.member_id)
     for record in _member_tombstones(group_id, old.member_id):
         change.emit(record)
     new = ConsumerGroupMember(
@@ -385,8 +383,6 @@ def _reconcile(
             timers.schedule_rebalance(
                 group.group_id, member_id, member.member_epoch, member.rebalance_timeout_ms
             )
-    if member.state is not MemberState.UNREVOKED_PARTITIONS:
-        timers.cancel_rebalance(group.group_id, member_id)
 
 
 def _leave(
@@ -406,7 +402,6 @@ def _leave(
         return _error(ErrorCode.FENCED_INSTANCE_ID)
     group_id = req.group_id
     if req.member_epoch == STATIC_LEAVE:
-        timers.cancel_rebalance(group_id, member.member_id)
         value = _current(member)
         change.emit(
             rec.current_member_record(
@@ -436,7 +431,6 @@ def remove_member(
     """Emit the removal of a member (a leave, or an expired session or rebalance): its
     tombstones, the next group epoch, the subscription metadata if it changed, the target."""
     group_id = change.group_id
-    timers.cancel_member(group_id, member_id)
     for record in _member_tombstones(group_id, member_id):
         change.emit(record)
     change.emit(rec.group_epoch_record(group_id, change.group.group_epoch + 1))

@@ -65,8 +65,24 @@ class ConsumerGroupManager:
 
     # -- state -----------------------------------------------------------------------
     def replay(self, record: ConsumerGroupRecord) -> None:
-        """Apply one committed record (the only way the groups change)."""
+        """Apply one committed record (the only way the groups change); a member removed
+        loses its timers, a member no longer revoking its rebalance timer."""
         replay(self.groups, record)
+        key = record.key
+        if key.member is None:
+            return
+        if key.kind == rec.MEMBER_METADATA and record.value is None:
+            self.timer.cancel(_session_key(key.group, key.member))
+            self.timer.cancel(_rebalance_key(key.group, key.member))
+        elif key.kind == rec.CURRENT_MEMBER:
+            group = self.groups.get(key.group)
+            member = None if group is None else group.members.get(key.member)
+            if (
+                member is None
+                or member.left_static
+                or member.state is not MemberState.UNREVOKED_PARTITIONS
+            ):
+                self.timer.cancel(_rebalance_key(key.group, key.member))
 
     def start_timers(self) -> None:
         """Start the session timers of every member (after the load; needs the loop)."""
@@ -225,16 +241,6 @@ class ConsumerGroupManager:
         self.timer.schedule(
             _rebalance_key(group_id, member_id), timeout_ms, expire, write_key=group_id
         )
-
-    def cancel_rebalance(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_rebalance_key(group_id, member_id))
-
-    def cancel_member(self, group_id: str, member_id: str) -> None:
-        self.timer.cancel(_session_key(group_id, member_id))
-        self.timer.cancel(_rebalance_key(group_id, member_id))
-
-    def has_session_timer(self, group_id: str, member_id: str) -> bool:
-        return self.timer.is_scheduled(_session_key(group_id, member_id))
 
 
 def _validate_epoch(current: int, epoch: int) -> int:
