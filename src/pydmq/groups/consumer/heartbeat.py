@@ -54,7 +54,7 @@ from pydmq.groups.consumer.target import compute_target, subscription_metadata
 from pydmq.groups.consumer.topic_regex import RegexSyntaxError, compile_topic_regex
 from pydmq.protocol.errors import ErrorCode
 
-__all__ = ["LEAVE", "STATIC_LEAVE", "MemberTimers", "heartbeat", "remove_member", "validate"]
+__all__ = ["ClassicGuard", "MemberTimers", "heartbeat", "remove_member", "validate"]
 
 log = logging.getLogger(__name__)
 

@@ -149,14 +149,13 @@ class GroupChange:
     is replayed into the copy at once; until then :attr:`group` is the shard's own group, to
     read only. Owned by the operation that computes it, on the shard's event queue."""
 
-    __slots__ = ("_committed", "_copy", "deleted", "group_id", "records")
+    __slots__ = ("_committed", "_copy", "group_id", "records")
 
     def __init__(self, group_id: str, committed: ConsumerGroup | None) -> None:
         self.group_id = group_id
         self._committed = committed
         self._copy: ConsumerGroup | None = None
         self.records: list[ConsumerGroupRecord] = []
-        self.deleted = False
 
     @property
     def group(self) -> ConsumerGroup:
@@ -167,8 +166,7 @@ class GroupChange:
 
     def emit(self, record: ConsumerGroupRecord) -> None:
         self.records.append(record)
-        if not apply(self._writable(), record):
-            self.deleted = True
+        apply(self._writable(), record)
 
     def _writable(self) -> ConsumerGroup:
         if self._copy is None:
