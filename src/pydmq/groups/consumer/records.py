@@ -27,8 +27,9 @@ and as the load decodes it (the builders below make each kind).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeAlias, cast
+from typing import Any, TypeAlias
 
 from pydmq.groups.consumer import generated_records as gen
 from pydmq.groups.consumer.generated_records import (
@@ -183,20 +184,7 @@ class ConsumerGroupRecord:
         value = self.value
         if value is None:
             return self.key.encode(), None
-        match self.key.kind:
-            case 3 | 6:
-                data = encode_epoch(cast(int, value))
-            case 4:
-                data = encode_partition_metadata(cast(SubscriptionMetadata, value))
-            case 5:
-                assert isinstance(value, MemberMetadataValue)
-                data = encode_member_metadata(value)
-            case 7:
-                data = encode_partitions(cast(Partitions, value))
-            case _:
-                assert isinstance(value, CurrentMemberValue)
-                data = encode_current_member(value)
-        return self.key.encode(), data
+        return self.key.encode(), _CODECS[self.key.kind][0](value)
 
 
 def decode_consumer_record(key: Buffer, value: Buffer | None) -> ConsumerGroupRecord:
@@ -204,19 +192,18 @@ def decode_consumer_record(key: Buffer, value: Buffer | None) -> ConsumerGroupRe
     decoded_key = decode_consumer_key(key)
     if value is None:
         return ConsumerGroupRecord(decoded_key, None)
-    typed: ConsumerGroupValue
-    match decoded_key.kind:
-        case 3 | 6:
-            typed = decode_epoch(value)
-        case 4:
-            typed = decode_partition_metadata(value)
-        case 5:
-            typed = decode_member_metadata(value)
-        case 7:
-            typed = decode_partitions(value)
-        case _:
-            typed = decode_current_member(value)
-    return ConsumerGroupRecord(decoded_key, typed)
+    return ConsumerGroupRecord(decoded_key, _CODECS[decoded_key.kind][1](value))
+
+
+_CODECS: dict[int, tuple[Callable[[Any], bytes], Callable[[Buffer], ConsumerGroupValue]]] = {
+    GROUP_METADATA: (encode_epoch, decode_epoch),
+    PARTITION_METADATA: (encode_partition_metadata, decode_partition_metadata),
+    MEMBER_METADATA: (encode_member_metadata, decode_member_metadata),
+    TARGET_METADATA: (encode_epoch, decode_epoch),
+    TARGET_MEMBER: (encode_partitions, decode_partitions),
+    CURRENT_MEMBER: (encode_current_member, decode_current_member),
+}
+"""Each kind's value encoder and decoder."""
 
 
 def group_epoch_record(group_id: str, epoch: int | None) -> ConsumerGroupRecord:
