@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydmq.coordinator.api import (
     CoordinatorError,
     CoordinatorLog,
-    CoordinatorRecord,
     CoordinatorResult,
 )
 from pydmq.coordinator.runtime import CoordinatorRuntime
@@ -68,12 +67,10 @@ from pydmq.groups.consumer.manager import ConsumerGroupManager
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.groups.offsets import OffsetAndMetadata, OffsetMetadataManager, TopicPartitionKey
-from pydmq.groups.records import GroupMetadataKey
+from pydmq.groups.records import GroupMetadataRecord
 from pydmq.groups.shard import (
     CommittedOffsets,
-    EncodedGroupRecord,
     GroupCoordinatorShard,
-    GroupLoad,
     GroupRecord,
     GroupRecordSerde,
 )
@@ -249,14 +246,14 @@ class GroupCoordinator:
         consumer = ConsumerGroupManager(self.consumer, timer)
         return GroupCoordinatorShard(partition, timer, self, offsets, classic, consumer)
 
-    def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None:
+    def shard_loaded(self, shard: GroupCoordinatorShard) -> None:
         """A partition finished loading: its groups come to life (consumer groups' session
         timers start at once for an election or a load after :meth:`start`, else with it)
         and its retention timer starts (after :meth:`start`)."""
         consumer = shard.consumer.groups
         if consumer:
             log.info("%s-%d: %d consumer groups", OFFSETS_TOPIC, shard.partition, len(consumer))
-        count = shard.classic.install(load.metadata, shard.offsets.groups(), consumer.__contains__)
+        count = shard.classic.finish_load(shard.offsets.groups(), consumer.__contains__)
         if count:
             log.info("%s-%d: %d classic groups", OFFSETS_TOPIC, shard.partition, count)
         if self._started or not self._owns_all:
@@ -316,9 +313,9 @@ class GroupCoordinator:
         return partition
 
     # -- writes ----------------------------------------------------------------------
-    def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
-        """Write records of a classic group (changed in place already)."""
-        batch = [EncodedGroupRecord(key, value) for key, value in records]
+    def write_records(self, group_id: str, records: Sequence[GroupMetadataRecord]) -> None:
+        """Write records of a classic group (replayed into it once committed)."""
+        batch: list[GroupRecord] = list(records)
         self._writes.write(group_id, lambda shard: CoordinatorResult(batch, None))
 
     @property
@@ -673,10 +670,8 @@ class GroupCoordinator:
         group_id = group.group_id
         classic = self._classic(group_id)
         classic.forget_pending_members(group)
-        tombstone = EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None)
+        tombstone = GroupMetadataRecord(group_id, None)  # its replay deletes the group
         self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])
-        group.transition_to(GroupState.DEAD, self._clock())
-        classic.groups.pop(group_id, None)
 
     # -- describe / list -------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:

@@ -3,17 +3,17 @@
 Kafka 4's rules: committed offsets of a group expire ``offsets.retention.minutes`` after the
 group became Empty (a classic group with a protocol type), else (simple consumers, KIP-848
 groups without members) after their commit (or their explicit expiry); only groups without
-members lose offsets. An Empty classic group left without offsets is then deleted (its
-tombstone written, the group dropped at once, as it was when the tombstone was written
-straight away). Run by the shard's retention timer and by ``GroupCoordinator.expire_offsets``.
+members lose offsets. An Empty classic group left without offsets is then deleted (by the
+replay of its tombstone). Run by the shard's retention timer and by
+``GroupCoordinator.expire_offsets``.
 """
 
 from __future__ import annotations
 
 from pydmq.coordinator.api import CoordinatorResult
 from pydmq.groups.classic.group import GroupState
-from pydmq.groups.records import GroupMetadataKey
-from pydmq.groups.shard import EncodedGroupRecord, GroupCoordinatorShard, GroupRecord
+from pydmq.groups.records import GroupMetadataRecord
+from pydmq.groups.shard import GroupCoordinatorShard, GroupRecord
 
 __all__ = ["expire"]
 
@@ -27,7 +27,7 @@ def expire(
     records: list[GroupRecord] = []
     expired = 0
     classic = shard.classic.groups
-    for group in list(classic.values()):
+    for group in classic.values():
         group_id = group.group_id
         if not group.is_in(GroupState.EMPTY):
             continue
@@ -39,9 +39,7 @@ def expire(
             continue
         if base is not None and base + retention_ms > now:
             continue
-        records.append(EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None))
-        group.transition_to(GroupState.DEAD, now)
-        del classic[group_id]
+        records.append(GroupMetadataRecord(group_id, None))
     for group_id, consumer_group in shard.consumer.groups.items():
         if consumer_group.members:
             continue

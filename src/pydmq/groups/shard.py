@@ -2,22 +2,18 @@
 partition, hosted by the :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`.
 
 The shard is the partition's group metadata: its committed offsets
-(:class:`~pydmq.groups.offsets.OffsetMetadataManager`) and its KIP-848 consumer groups
-(:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`), both changed only by replay,
-and its classic groups (:class:`~pydmq.groups.classic.manager.ClassicGroupManager`), still
-changed in place. The shard's records (:data:`GroupRecord`) are offset commits and consumer
-group records, typed, and classic group records, kept encoded (:class:`EncodedGroupRecord`);
-:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic groups' records
-are written through the runtime after the group changed: the shard collects them while the
-partition loads (:class:`GroupLoad`) and hands them over when the load completes; afterwards
-it skips them.
+(:class:`~pydmq.groups.offsets.OffsetMetadataManager`), its KIP-848 consumer groups
+(:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`) and its classic groups
+(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`). Every record the shard replays,
+at load and once a write of this node is committed, goes to its owner by type
+(:data:`GroupRecord`: offset commits, consumer group records, classic group records);
+:class:`GroupRecordSerde` converts them for ``__consumer_offsets``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
@@ -37,8 +33,7 @@ from pydmq.groups.offsets import (
     TopicPartitionKey,
 )
 from pydmq.groups.records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
+    GroupMetadataRecord,
     GroupRecordError,
     OffsetCommitKey,
     decode_group_metadata_value,
@@ -48,9 +43,7 @@ from pydmq.groups.records import (
 
 __all__ = [
     "CommittedOffsets",
-    "EncodedGroupRecord",
     "GroupCoordinatorShard",
-    "GroupLoad",
     "GroupRecord",
     "GroupRecordSerde",
     "ShardOwner",
@@ -61,16 +54,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedGroupRecord:
-    """A classic group record, written encoded: classic groups still change in place and are
-    rebuilt from their records only when a partition loads."""
-
-    key: bytes
-    value: bytes | None
-
-
-GroupRecord = OffsetCommitRecord | ConsumerGroupRecord | EncodedGroupRecord
+GroupRecord = OffsetCommitRecord | ConsumerGroupRecord | GroupMetadataRecord
 
 
 class GroupRecordSerde:
@@ -80,9 +64,7 @@ class GroupRecordSerde:
         if isinstance(record, OffsetCommitRecord):
             value = None if record.value is None else record.value.encode()
             return record.key.encode(), value
-        if isinstance(record, ConsumerGroupRecord):
-            return record.encode()
-        return record.key, record.value
+        return record.encode()
 
     def deserialize(self, key: bytes | None, value: bytes | None) -> GroupRecord | None:
         if key is None:
@@ -94,25 +76,17 @@ class GroupRecordSerde:
             if isinstance(decoded, OffsetCommitKey):
                 commit = None if value is None else decode_offset_commit_value(value)
                 return OffsetCommitRecord(decoded, commit)
+            metadata = None if value is None else decode_group_metadata_value(value)
+            return GroupMetadataRecord(decoded.group, metadata)
         except GroupRecordError as exc:
             log.warning("skipping undecodable __consumer_offsets record: %s", exc)
             return None
-        return EncodedGroupRecord(key, value)
-
-
-class GroupLoad:
-    """The classic group records of a partition being loaded, by group id."""
-
-    __slots__ = ("metadata",)
-
-    def __init__(self) -> None:
-        self.metadata: dict[str, GroupMetadataValue] = {}
 
 
 class ShardOwner(Protocol):
     """What the shard needs of the group coordinator that routes to it."""
 
-    def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None: ...
+    def shard_loaded(self, shard: GroupCoordinatorShard) -> None: ...
 
     def shard_unloaded(self, shard: GroupCoordinatorShard) -> None: ...
 
@@ -121,7 +95,7 @@ class GroupCoordinatorShard:
     """One ``__consumer_offsets`` partition led here (Kafka's GroupCoordinatorShard with its
     GroupMetadataManager and OffsetMetadataManager); owned by its runtime event queue."""
 
-    __slots__ = ("_load", "_owner", "classic", "consumer", "offsets", "partition", "timer")
+    __slots__ = ("_owner", "classic", "consumer", "offsets", "partition", "timer")
 
     def __init__(
         self,
@@ -138,32 +112,17 @@ class GroupCoordinatorShard:
         self.classic = classic
         self.consumer = consumer
         self._owner = owner
-        self._load: GroupLoad | None = GroupLoad()
 
     def replay(self, record: GroupRecord) -> None:
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
-            return
-        if isinstance(record, ConsumerGroupRecord):
+        elif isinstance(record, ConsumerGroupRecord):
             self.consumer.replay(record)
-            return
-        if self._load is None:
-            return  # a classic group record of this node's write: the group changed already
-        key, value = record.key, record.value
-        try:
-            decoded = decode_key(key)
-            if not isinstance(decoded, GroupMetadataKey):
-                return
-            if value is None:
-                self._load.metadata.pop(decoded.group, None)
-            else:
-                self._load.metadata[decoded.group] = decode_group_metadata_value(value)
-        except GroupRecordError as exc:
-            log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+        else:
+            self.classic.replay(record)
 
     def on_loaded(self) -> None:
-        load, self._load = self._load, None
-        self._owner.shard_loaded(self, load or GroupLoad())
+        self._owner.shard_loaded(self)
 
     def on_unloaded(self) -> None:
         self._owner.shard_unloaded(self)

@@ -357,9 +357,10 @@ class ClassicGroup:
         return ErrorCode.NONE
 
     # -- record and description ----------------------------------------------------------
-    def to_record(self) -> GroupMetadataValue:
+    def to_record(self, assignments: dict[str, bytes] | None = None) -> GroupMetadataValue:
         """The group's ``__consumer_offsets`` value: generation, protocol, leader, members
-        with the metadata of the selected protocol and their assignments."""
+        with the metadata of the selected protocol and their assignments (``assignments``,
+        when given, instead of the members' own)."""
         protocol = self.protocol_name
         return GroupMetadataValue(
             protocol_type=self.protocol_type or "",
@@ -376,11 +377,34 @@ class ClassicGroup:
                     m.rebalance_timeout_ms,
                     m.session_timeout_ms,
                     dict(m.protocols).get(protocol or "", b""),
-                    m.assignment,
+                    m.assignment if assignments is None else assignments.get(m.member_id, b""),
                 )
                 for m in self.members.values()
             ),
         )
+
+    def replay(self, value: GroupMetadataValue) -> None:
+        """Apply the group's committed record: generation, protocol type, and for the members
+        the group has (none at load: members are not restored) the protocol, the leader and
+        their assignments; an Empty group's record also says since when it is Empty. A record
+        of an older generation than the group's (a rebalance completed meanwhile) changes
+        nothing."""
+        if value.generation < self.generation_id:
+            return
+        self.generation_id = value.generation
+        self.protocol_type = value.protocol_type or None
+        if not self.members:
+            self.protocol_name = None
+            if not value.members and value.current_state_timestamp > 0:
+                self.state_timestamp_ms = value.current_state_timestamp
+            return
+        self.protocol_name = value.protocol
+        if value.leader in self.members:
+            self.leader_id = value.leader
+        for stored in value.members:
+            member = self.members.get(stored.member_id)
+            if member is not None:
+                member.assignment = stored.assignment
 
     def summary(self) -> GroupSummary:
         """DescribeGroups of this group: members' metadata and assignments only while

@@ -42,7 +42,7 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol
 
-from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
+from pydmq.coordinator.api import CoordinatorError
 from pydmq.coordinator.timer import CoordinatorTimer, TimerKey, run_callback
 from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest
 from pydmq.groups.classic.group import (
@@ -55,7 +55,7 @@ from pydmq.groups.classic.group import (
 )
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.offsets import OffsetMetadataManager
-from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue
+from pydmq.groups.records import GroupMetadataRecord
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
@@ -74,7 +74,7 @@ class ClassicGroupHost(Protocol):
     @property
     def write_mark(self) -> int: ...
 
-    def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None: ...
+    def write_records(self, group_id: str, records: Sequence[GroupMetadataRecord]) -> None: ...
 
     def wrote_since(self, group_id: str, mark: int) -> bool: ...
 
@@ -104,30 +104,32 @@ class ClassicGroupManager:
         self.groups: dict[str, ClassicGroup] = {}
 
     # -- lifecycle -------------------------------------------------------------------
-    def install(
-        self,
-        stored: dict[str, GroupMetadataValue],
-        with_offsets: Iterable[str],
-        skip: Callable[[str], bool],
-    ) -> int:
-        """Restore the groups of a loaded partition as Empty (generation, protocol type and
-        since when Empty; members are not restored): those with a stored record or committed
-        offsets, except those ``skip`` selects (consumer groups). Returns how many."""
+    def replay(self, record: GroupMetadataRecord) -> None:
+        """Apply a group's committed record (at load, and once a write of this node is
+        committed): a new group is restored Empty (members are not restored); a tombstone
+        deletes the group unless members joined it since it was written."""
+        group = self.groups.get(record.group)
+        if record.value is None:
+            if group is not None and not group.members and group.is_in(GroupState.EMPTY):
+                self.forget_pending_members(group)
+                group.transition_to(GroupState.DEAD, self._clock())
+                del self.groups[record.group]
+            return
+        if group is None:
+            group = self.groups[record.group] = ClassicGroup(record.group, self._clock())
+        group.replay(record.value)
+
+    def finish_load(self, with_offsets: Iterable[str], consumer: Callable[[str], bool]) -> int:
+        """The partition is loaded: groups with committed offsets but no record are Empty
+        groups too, and a group id that is a consumer group is not also a classic one.
+        Returns how many classic groups there are."""
         now = self._clock()
-        count = 0
-        for group_id in set(stored) | set(with_offsets):
-            if skip(group_id):
-                continue
-            group = ClassicGroup(group_id, now)
-            value = stored.get(group_id)
-            if value is not None:
-                group.generation_id = value.generation
-                group.protocol_type = value.protocol_type or None
-                if not value.members and value.current_state_timestamp > 0:
-                    group.state_timestamp_ms = value.current_state_timestamp
-            self.groups[group_id] = group
-            count += 1
-        return count
+        for group_id in with_offsets:
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id, now)
+        for group_id in [g for g in self.groups if consumer(g)]:
+            del self.groups[group_id]
+        return len(self.groups)
 
     def unload(self) -> int:
         """The partition is led elsewhere: forget every group (waiting requests answered
@@ -696,11 +698,9 @@ class ClassicGroupManager:
                 return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
-        for member in group.members.values():
-            member.assignment = assignments.get(member.member_id, b"")
         mark = self._host.write_mark
         try:
-            self._store_group(group)
+            self._store_group(group, assignments)  # the members get them by its replay
         except Exception as exc:
             if isinstance(exc, CoordinatorError):
                 log.warning("storing group %s failed: %s", group.group_id, exc)
@@ -793,9 +793,7 @@ class ClassicGroupManager:
             return ErrorCode.NONE
         if group.members or group.pending_members or not group.is_in(GroupState.EMPTY):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        self._host.append_records(group_id, [(GroupMetadataKey(group_id).encode(), None)])
-        group.transition_to(GroupState.DEAD, self._clock())
-        del self.groups[group_id]
+        self._host.write_records(group_id, [GroupMetadataRecord(group_id, None)])
         return ErrorCode.NONE
 
     # -- LeaveGroup ------------------------------------------------------------------
@@ -851,9 +849,13 @@ class ClassicGroupManager:
         return ErrorCode.NONE, group
 
     # -- persistence -----------------------------------------------------------------
-    def _store_group(self, group: ClassicGroup) -> None:
-        key = GroupMetadataKey(group.group_id).encode()
-        self._host.append_records(group.group_id, [(key, group.to_record().encode())])
+    def _store_group(
+        self, group: ClassicGroup, assignments: dict[str, bytes] | None = None
+    ) -> None:
+        """Write the group's record (with ``assignments``, a SyncGroup's); its replay, once
+        committed, sets what it holds."""
+        record = GroupMetadataRecord(group.group_id, group.to_record(assignments))
+        self._host.write_records(group.group_id, [record])
 
     # -- timers of the group's shard ------------------------------------------------------
     def _schedule(

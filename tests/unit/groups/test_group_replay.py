@@ -1,10 +1,17 @@
-"""KIP-848 consumer groups change only by replaying their records (issue 16, part 3).
+"""Groups change by replaying their records (issue 16, part 3).
+
+KIP-848 consumer groups change only by replay:
 
 - The group a series of live operations built equals, after every operation, the group a
   fresh load rebuilds from the records those operations wrote (one replay code).
 - A write that fails (refused at append, or not committed) leaves the group as it was, and the
   next operation on the group computes from that state.
 - Unloading a shard drops its consumer groups and their timers; a new election reloads them.
+
+Classic groups change by the replay of their records where their state is in records (the
+transient rebalance state stays in memory, as in Kafka): the members get a SyncGroup's
+assignments when its record is committed, a deleted group goes when its tombstone is, and a
+load restores groups with the same replay.
 
 No sockets: ``__consumer_offsets`` is an in-memory partition log.
 """
@@ -20,7 +27,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pydmq.coordinator.api import CoordinatorResult, CoordinatorWriteError
-from pydmq.groups.api import CommitRequest, GroupConfig
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.consumer.api import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from pydmq.groups.consumer.group import ConsumerGroup
 from pydmq.groups.coordinator import GroupCoordinator
@@ -392,5 +399,96 @@ def test_unloading_a_shard_drops_its_consumer_groups_and_their_timers() -> None:
         assert reloaded_timer is not None and reloaded_timer is not timer
         assert reloaded_timer.is_scheduled(("consumer-session", "g", "b"))
         c.stop()
+
+    run(scenario())
+
+
+def join_request(group: str) -> JoinRequest:
+    return JoinRequest(
+        group_id=group,
+        member_id="",
+        group_instance_id=None,
+        require_known_member_id=False,
+        client_id="c",
+        client_host="/127.0.0.1",
+        rebalance_timeout_ms=10_000,
+        session_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=[("range", b"meta")],
+    )
+
+
+async def elected(log: OneLog) -> GroupCoordinator:
+    c = make(log, Topics())
+    task = c.on_elected(0, 1)
+    assert task is not None
+    await task
+    return c
+
+
+def test_a_sync_group_assignment_reaches_the_members_when_its_record_is_committed() -> None:
+    async def scenario() -> None:
+        log = OneLog(cluster_mode=True)
+        c = await elected(log)
+        joined = await c.join_group(join_request("cg"))
+        await settle_callbacks()
+        log.settle()
+        log.hold = True
+        member = joined.member_id
+        sync = asyncio.ensure_future(
+            c.sync_group("cg", joined.generation_id, member, None, None, None, {member: b"a"})
+        )
+        await settle_callbacks()
+        assert not sync.done()
+        assert c.groups["cg"].members[member].assignment == b""  # not before the commit
+        log.settle()
+        result = await sync
+        assert result.error_code == E.NONE and result.assignment == b"a"
+        assert c.groups["cg"].members[member].assignment == b"a"
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_deleted_classic_group_goes_when_its_tombstone_is_committed() -> None:
+    async def scenario() -> None:
+        log = OneLog(cluster_mode=True)
+        c = await elected(log)
+        joined = await c.join_group(join_request("cg"))
+        assert c.leave_group("cg", [(joined.member_id, None)]) == (E.NONE, [E.NONE])
+        await settle_callbacks()
+        log.settle()
+        assert c.groups["cg"].state.value == "Empty"
+        log.hold = True
+        assert c.delete_groups(["cg"]) == {"cg": E.NONE}
+        assert "cg" in c.groups  # until the tombstone is committed
+        log.settle()
+        await settle_callbacks()
+        assert "cg" not in c.groups
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_load_restores_classic_groups_with_the_replay_of_their_records() -> None:
+    async def scenario() -> None:
+        log = OneLog()
+        c = make(log, Topics())
+        joined = await c.join_group(join_request("cg"))
+        member = joined.member_id
+        synced = await c.sync_group("cg", joined.generation_id, member, None, None, None, {})
+        assert synced.error_code == E.NONE
+        c.commit_offsets(CommitRequest("simple", "", None, -1, -1, {("t", 0): (1, -1, "")}, 9))
+        c.stop()
+        fresh = make(log, Topics())
+        restored = fresh.groups["cg"]
+        assert restored.state.value == "Empty" and not restored.members  # members are not
+        assert (restored.generation_id, restored.protocol_type) == (
+            joined.generation_id,
+            "consumer",
+        )
+        assert restored.protocol_name is None
+        assert fresh.groups["simple"].generation_id == 0  # offsets only: an Empty group
+        fresh.stop()
 
     run(scenario())
