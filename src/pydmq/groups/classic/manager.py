@@ -29,9 +29,12 @@ runtime and the wait for their commit, committed offsets.
 Timers (a member's session, a pending member's expiry, the join and initial-delay timer, the
 sync timer) are timers of the group's shard (:class:`~pydmq.coordinator.timer.CoordinatorTimer`):
 they fire through the shard's event queue and die with the shard when its partition is
-unloaded. As Kafka's classic groups, they change in place and their records are written
-after (the transient rebalance state, pending joins and awaited futures, is in no record); a
-load restores them from their records as Empty groups.
+unloaded. What a group's record holds changes by the replay of the record
+(:meth:`ClassicGroupManager.replay`, at load and once this node's write is committed): the
+members' assignments of a SyncGroup, a deletion; the rebalance's transient state (joins,
+pending members, awaited futures, the generation bump until the sync record) changes in
+place, as in Kafka's ClassicGroup. A load restores the groups as Empty (members are not
+restored).
 """
 
 from __future__ import annotations
