@@ -22,6 +22,11 @@ leads and owns everything that is not the coordinator's own logic:
   load) and completes the operation's future with its response. Writes complete in the order
   they were appended; a write without records completes when the writes before it do. A write
   whose commit fails is never replayed: its future fails with the produce error.
+- **Keyed writes** (``schedule_write(..., key=...)``): an operation that reads state its own
+  records change (a consumer group) names that state; it runs only once every earlier write
+  with the same key is committed and replayed (or failed), so it computes from the state those
+  writes left, and a failed write leaves nothing behind for it to build on. Writes of other
+  keys, and writes without a key (blind writes such as offset commits), are not held.
 - **Reads** (:meth:`CoordinatorRuntime.read`) run on the shard's state, which holds only
   committed records.
 - **Timers per shard** (:class:`~pydmq.coordinator.timer.CoordinatorTimer`): an expired timer
@@ -38,7 +43,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
 from pydmq.coordinator.api import (
@@ -75,24 +80,50 @@ class _ShardState(enum.Enum):
 
 
 class _PendingWrite:
-    """A write appended but not yet replayed: its records, response and future."""
+    """A write appended but not yet replayed: its records, response, future and key."""
 
-    __slots__ = ("error", "future", "records", "response")
+    __slots__ = ("error", "future", "key", "records", "response")
 
     def __init__(
-        self, records: Sequence[object], response: object, future: asyncio.Future[Any]
+        self,
+        records: Sequence[object],
+        response: object,
+        future: asyncio.Future[Any],
+        key: Hashable | None,
     ) -> None:
         self.records = records
         self.response = response
         self.future = future
+        self.key = key
         self.error: int | None = None  # None: not settled; NONE: committed; else why not
+
+
+class _ParkedWrite:
+    """A keyed write waiting for the earlier write of its key to be committed."""
+
+    __slots__ = ("future", "operation")
+
+    def __init__(self, operation: WriteOperation[Any, Any], future: asyncio.Future[Any]) -> None:
+        self.operation = operation
+        self.future = future
 
 
 class _ShardContext(Generic[S]):
     """A partition led here: its shard, queue, timer and uncommitted writes (Kafka's
     CoordinatorContext)."""
 
-    __slots__ = ("epoch", "load_task", "partition", "pending", "queue", "shard", "state", "timer")
+    __slots__ = (
+        "busy",
+        "epoch",
+        "load_task",
+        "parked",
+        "partition",
+        "pending",
+        "queue",
+        "shard",
+        "state",
+        "timer",
+    )
 
     def __init__(self, partition: int, epoch: int, queue: EventQueue) -> None:
         self.partition = partition
@@ -100,6 +131,8 @@ class _ShardContext(Generic[S]):
         self.queue = queue
         self.state = _ShardState.LOADING
         self.pending: deque[_PendingWrite] = deque()
+        self.busy: dict[Hashable, _PendingWrite] = {}  # key -> its write not yet replayed
+        self.parked: dict[Hashable, deque[_ParkedWrite]] = {}  # key -> writes waiting for it
         self.load_task: asyncio.Task[None] | None = None
         self.timer: CoordinatorTimer[S]
         self.shard: S
@@ -215,17 +248,21 @@ class CoordinatorRuntime(Generic[S, Rec]):
             raise CoordinatorError(_status(context))
         return operation(context.shard)
 
-    def schedule_write(self, partition: int, operation: WriteOperation[S, R]) -> asyncio.Future[R]:
+    def schedule_write(
+        self, partition: int, operation: WriteOperation[S, R], *, key: Hashable | None = None
+    ) -> asyncio.Future[R]:
         """Queue ``operation`` on ``partition``'s shard (needs the running loop). The future
         resolves with its response once its records are committed and replayed, or fails with
         :class:`CoordinatorError`. An idle shard runs it at once: a write the log commits at
-        append time (a single node) is complete when this returns."""
+        append time (a single node) is complete when this returns. With a ``key``, the
+        operation runs only after the earlier writes with that key are committed and replayed
+        (or failed), in the order they were scheduled."""
         context = self._contexts.get(partition)
         if context is None:
             future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
             future.set_exception(CoordinatorError(ErrorCode.NOT_COORDINATOR))
             return future
-        return self._write_to(context, operation)
+        return self._write_to(context, operation, key)
 
     # -- internals -------------------------------------------------------------------
     def _maybe_bump_epoch(self, partition: int, leader_epoch: int) -> bool:
@@ -239,16 +276,16 @@ class CoordinatorRuntime(Generic[S, Rec]):
     def _new_context(self, partition: int, leader_epoch: int) -> _ShardContext[S]:
         name = f"{self.topic}-{partition}"
         context: _ShardContext[S] = _ShardContext(partition, leader_epoch, EventQueue(name))
-        context.timer = CoordinatorTimer(name, lambda op: self._write_to(context, op))
+        context.timer = CoordinatorTimer(name, lambda op, key: self._write_to(context, op, key))
         context.shard = self._build_shard(partition, context.timer)
         self._contexts[partition] = context
         return context
 
     def _write_to(
-        self, context: _ShardContext[S], operation: WriteOperation[S, R]
+        self, context: _ShardContext[S], operation: WriteOperation[S, R], key: Hashable | None
     ) -> asyncio.Future[R]:
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        context.queue.schedule(lambda: self._run_write(context, operation, future))
+        context.queue.schedule(lambda: self._run_write(context, operation, future, key))
         return future
 
     async def _load(self, context: _ShardContext[S]) -> None:
@@ -305,17 +342,44 @@ class CoordinatorRuntime(Generic[S, Rec]):
         context.timer.cancel_all()
         if was_active:
             context.shard.on_unloaded()
-        pending = list(context.pending)
+        futures = [write.future for write in context.pending]
+        futures += [write.future for parked in context.parked.values() for write in parked]
         context.pending.clear()
-        for write in pending:
-            if not write.future.done():
-                write.future.set_exception(CoordinatorError(ErrorCode.NOT_COORDINATOR))
+        context.busy.clear()
+        context.parked.clear()
+        for future in futures:
+            if not future.done():
+                future.set_exception(CoordinatorError(ErrorCode.NOT_COORDINATOR))
 
     def _run_write(
         self,
         context: _ShardContext[S],
         operation: WriteOperation[S, R],
         future: asyncio.Future[R],
+        key: Hashable | None,
+    ) -> None:
+        if future.done():
+            return
+        if key is not None and (key in context.busy or key in context.parked):
+            context.parked.setdefault(key, deque()).append(_ParkedWrite(operation, future))
+            return
+        self._execute(context, operation, future, key)
+
+    def _drain(self, context: _ShardContext[S], key: Hashable) -> None:
+        """Run the writes parked on ``key`` until one of them holds it again."""
+        parked = context.parked.get(key)
+        while parked and key not in context.busy and context.state is _ShardState.ACTIVE:
+            write = parked.popleft()
+            self._execute(context, write.operation, write.future, key)
+        if not parked and context.parked.get(key) is parked:
+            del context.parked[key]
+
+    def _execute(
+        self,
+        context: _ShardContext[S],
+        operation: WriteOperation[S, R],
+        future: asyncio.Future[R],
+        key: Hashable | None,
     ) -> None:
         if future.done():
             return
@@ -343,8 +407,10 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 log.exception("appending to %s-%d failed", self.topic, context.partition)
                 future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 return
-        write = _PendingWrite(result.records, result.response, future)
+        write = _PendingWrite(result.records, result.response, future, key)
         context.pending.append(write)
+        if key is not None:
+            context.busy[key] = write
         if committed is None:
             write.error = ErrorCode.NONE
             self._complete(context)
@@ -373,14 +439,21 @@ class CoordinatorRuntime(Generic[S, Rec]):
             if write.error:
                 if not write.future.done():
                     write.future.set_exception(CoordinatorError(write.error))
-                continue
-            try:
-                for record in write.records:
-                    context.shard.replay(record)
-            except Exception:
-                log.exception("replaying a write of %s-%d failed", self.topic, context.partition)
-            if not write.future.done():
-                write.future.set_result(write.response)
+            else:
+                try:
+                    for record in write.records:
+                        context.shard.replay(record)
+                except Exception:
+                    log.exception(
+                        "replaying a write of %s-%d failed", self.topic, context.partition
+                    )
+                if not write.future.done():
+                    write.future.set_result(write.response)
+            key = write.key
+            if key is not None and context.busy.get(key) is write:
+                del context.busy[key]
+                if key in context.parked:
+                    context.queue.schedule(functools.partial(self._drain, context, key))
 
 
 def _status(context: _ShardContext[Any]) -> int:

@@ -21,7 +21,7 @@ TimerKey = Hashable
 TimerOperation = Callable[[S], CoordinatorResult[Any, None]]
 """What an expired timer does: a write operation of its shard."""
 
-ScheduleWrite = Callable[[TimerOperation[S]], "asyncio.Future[None]"]
+ScheduleWrite = Callable[[TimerOperation[S], Hashable | None], "asyncio.Future[None]"]
 
 
 def run_callback(
@@ -53,11 +53,19 @@ class CoordinatorTimer(Generic[S]):
         self._write = write
         self._timers: dict[TimerKey, asyncio.TimerHandle] = {}
 
-    def schedule(self, key: TimerKey, delay_ms: int, operation: TimerOperation[S]) -> None:
-        """Run ``operation`` in ``delay_ms`` (needs the running loop), replacing ``key``'s."""
+    def schedule(
+        self,
+        key: TimerKey,
+        delay_ms: int,
+        operation: TimerOperation[S],
+        *,
+        write_key: Hashable | None = None,
+    ) -> None:
+        """Run ``operation`` in ``delay_ms`` (needs the running loop), replacing ``key``'s;
+        with ``write_key`` it is a keyed write (see ``CoordinatorRuntime.schedule_write``)."""
         self.cancel(key)
         self._timers[key] = asyncio.get_running_loop().call_later(
-            max(delay_ms, 0) / 1000, self._fire, key, operation
+            max(delay_ms, 0) / 1000, self._fire, key, operation, write_key
         )
 
     def cancel(self, key: TimerKey) -> None:
@@ -73,9 +81,11 @@ class CoordinatorTimer(Generic[S]):
             handle.cancel()
         self._timers.clear()
 
-    def _fire(self, key: TimerKey, operation: TimerOperation[S]) -> None:
+    def _fire(
+        self, key: TimerKey, operation: TimerOperation[S], write_key: Hashable | None
+    ) -> None:
         del self._timers[key]
-        self._write(operation).add_done_callback(self._report)
+        self._write(operation, write_key).add_done_callback(self._report)
 
     def _report(self, future: asyncio.Future[None]) -> None:
         exc = future.exception()

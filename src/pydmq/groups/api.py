@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pydmq.groups.consumer.coordinator import ConsumerGroupConfig
+from pydmq.groups.consumer.api import ConsumerGroupConfig
 from pydmq.groups.offsets import TopicPartitionKey
 
 __all__ = ["CommitRequest", "GroupConfig", "GroupSummary", "JoinRequest", "MemberSummary"]

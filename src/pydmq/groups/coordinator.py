@@ -1,55 +1,34 @@
-"""GroupCoordinator: the group APIs over the coordinator runtime, owned by the event loop.
+"""GroupCoordinator: the group APIs routed to the shards of the coordinator runtime.
 
 A group is coordinated by the leader of its ``__consumer_offsets`` partition
 (:func:`pydmq.groups.log.partition_for`). Each partition led here is a
 :class:`~pydmq.groups.shard.GroupCoordinatorShard` of a
 :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`, which loads it by replay, serializes its
-writes and replays them into it once committed; the committed offsets
-(:class:`~pydmq.groups.offsets.OffsetMetadataManager`) and the classic groups live in the
-shard, KIP-848 groups still here. Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads
-them all at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when
-it becomes leader of a partition (loaded in the background, yielding to the loop; meanwhile its
-groups answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it
-stops being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered
-NOT_COORDINATOR, timers cancelled); groups of partitions not led here answer NOT_COORDINATOR.
-A write to ``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote
-await :meth:`GroupCoordinator.await_writes`, and a SyncGroup's assignment is handed out only
-after the group's record is committed. Classic groups are served by
-the :class:`~pydmq.groups.classic.manager.ClassicGroupManager` of their partition's shard,
-KIP-848 groups by :attr:`GroupCoordinator.consumer`; this class checks the group id and
-ownership, routes the requests and serves offsets. Flows follow Kafka's classic coordinator:
+writes and replays them into it once committed. A shard holds the partition's committed
+offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`), its classic groups
+(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`, the classic protocol's flows) and
+its KIP-848 consumer groups (:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`).
+This class checks the group id and the ownership of its partition, routes each request to its
+shard, serves the offset APIs, deletions and listings across shards, and keeps a group id
+either classic or consumer: JoinGroup on a consumer group with members (and a
+ConsumerGroupHeartbeat join on a classic group with members) is answered
+INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
 
-- JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
-  v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
-  (expires after its session timeout); v0-v3 join in one round trip. A join (or a changed
-  subscription, or the leader rejoining) moves the group to PreparingRebalance; the rebalance
-  completes when every known member has rejoined or after the largest rebalance timeout
-  (dynamic members that did not rejoin are removed). An Empty group's first rebalance waits
-  ``group.initial.rebalance.delay.ms``, extended while members keep joining, up to the
-  rebalance timeout. Completion bumps the generation, selects the protocol by votes and
-  answers every pending join (the leader gets the members' metadata).
-- SyncGroup: the leader's assignments are stored (``__consumer_offsets``) and handed to every
-  member; the group becomes Stable. Members that do not sync within the rebalance timeout are
-  removed and the group rebalances.
-- Heartbeat/session timeout: every member has a timer of its shard, reset by heartbeats,
-  syncs and commits; expiry removes the member and rebalances (members waiting in a join or
-  sync are bounded by the rebalance timers instead).
-- Static membership (``group.instance.id``, JoinGroup v5+): a known instance id joining with an
-  empty member id replaces the old member id; in a Stable group whose selected protocol and
-  subscribed topics do not change, no rebalance happens and the member gets its assignment back
-  through SyncGroup. The replaced member id is answered FENCED_INSTANCE_ID.
-- Offsets: commits validated like Kafka 4 (simple commits with generation -1 and no member only
-  for Empty groups), written as records through the runtime and visible once committed; Empty
-  groups' offsets expire ``offsets.retention.minutes`` after the group became Empty (simple
-  groups: after the commit), checked every ``offsets.retention.check.interval.ms`` by a timer
-  of each shard; an Empty group without offsets is then removed (Dead).
-- Loading (``load`` or ``on_elected``) replays the partition: offsets, and groups as Empty
-  with their generation and protocol type (members are not restored).
-- Consumer groups (KIP-848) live in :attr:`GroupCoordinator.consumer`
-  (:mod:`pydmq.groups.consumer`); they share the shards' offsets and ``__consumer_offsets``. A
-  group id is either classic or consumer: JoinGroup on a consumer group with members (and a
-  ConsumerGroupHeartbeat join on a classic group with members) is answered
-  INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
+Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads them all
+at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when it becomes
+leader of a partition (loaded in the background, yielding to the loop; meanwhile its groups
+answer COORDINATOR_LOAD_IN_PROGRESS) and :meth:`GroupCoordinator.on_resigned` when it stops
+being leader (its groups are unloaded: pending JoinGroup/SyncGroup answered NOT_COORDINATOR,
+timers cancelled); groups of partitions not led here answer NOT_COORDINATOR. A write to
+``__consumer_offsets`` is answered once committed (acks=-1): requests that wrote await
+:meth:`GroupCoordinator.await_writes` (:class:`~pydmq.groups.writes.GroupWrites`).
+
+Offsets: commits are validated like Kafka 4 (simple commits with generation -1 and no member
+only for Empty groups; a consumer group's member epoch), written as records through the
+runtime and visible once committed; retention (:mod:`pydmq.groups.retention`) is a timer of
+each shard, every ``offsets.retention.check.interval.ms``. Loading (``load`` or
+``on_elected``) replays the partition: offsets, consumer groups as they were, and classic
+groups as Empty with their generation and protocol type (members are not restored).
 """
 
 from __future__ import annotations
@@ -63,12 +42,12 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydmq.coordinator.api import (
     CoordinatorError,
     CoordinatorLog,
-    CoordinatorRecord,
     CoordinatorResult,
 )
-from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
+from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
-from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
+from pydmq.groups import retention
+from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest
 from pydmq.groups.classic.group import (
     ClassicGroup,
     GroupState,
@@ -76,26 +55,26 @@ from pydmq.groups.classic.group import (
     SyncResult,
 )
 from pydmq.groups.classic.manager import ClassicGroupManager
-from pydmq.groups.consumer.coordinator import (
-    ConsumerGroupCoordinator,
-    ConsumerGroupLoad,
+from pydmq.groups.consumer.api import (
+    ConsumerGroupServices,
     HeartbeatRequest,
     HeartbeatResult,
     TopicView,
 )
-from pydmq.groups.consumer.embedded import encode_assignment, encode_subscription
+from pydmq.groups.consumer.group import ConsumerGroup
+from pydmq.groups.consumer.heartbeat import validate
+from pydmq.groups.consumer.manager import ConsumerGroupManager
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.groups.offsets import OffsetAndMetadata, OffsetMetadataManager, TopicPartitionKey
-from pydmq.groups.records import GroupMetadataKey
+from pydmq.groups.records import GroupMetadataRecord
 from pydmq.groups.shard import (
     CommittedOffsets,
-    EncodedGroupRecord,
     GroupCoordinatorShard,
-    GroupLoad,
     GroupRecord,
     GroupRecordSerde,
 )
+from pydmq.groups.writes import GroupWrites
 from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import TopicPartition
 
@@ -156,35 +135,9 @@ def offsets_leadership_listener(
     return listener
 
 
-async def _committed() -> int:
-    return ErrorCode.NONE
-
-
-def _committed_rows(
-    offsets: OffsetMetadataManager,
-    group_id: str,
-    topics: Sequence[tuple[str, Sequence[int]]] | None,
-) -> list[tuple[str, int, OffsetAndMetadata | None]]:
-    """OffsetFetch's rows: the requested partitions (None: every committed one, sorted)."""
-    if topics is None:
-        return [(t, p, o) for (t, p), o in sorted(offsets.all(group_id).items())]
-    return [
-        (topic, p, offsets.get(group_id, topic, p))
-        for topic, partitions in topics
-        for p in partitions
-    ]
-
-
 def _log_failure(write: asyncio.Future[Any]) -> None:
     if not write.cancelled() and write.exception() is not None:
         log.warning("offsets retention failed: %s", write.exception())
-
-
-def _retrieve_failure(write: asyncio.Future[Any]) -> None:
-    """A write's failure is answered by :meth:`GroupCoordinator.await_writes` when a request
-    waits for it; retrieved here so that none is reported as never retrieved."""
-    if not write.cancelled():
-        write.exception()
 
 
 def _now_ms() -> int:
@@ -221,21 +174,13 @@ class GroupCoordinator:
             else owns_all_partitions
         )
         self._started = False
-        self._write_seq = 0
-        self._pending_writes: dict[str, tuple[int, asyncio.Future[Any]]] = {}
+        self._writes = GroupWrites(self._runtime, self._partition_for)
         self._tasks: set[asyncio.Task[None]] = set()
         if assignors is None:
             from pydmq.assignment.plugin import builtin_assignors
 
             assignors = {spec.name: spec for spec in builtin_assignors()}
-        self.consumer = ConsumerGroupCoordinator(
-            config.consumer,
-            self.append_records,
-            self._delete_all_offsets,
-            assignors,
-            topics,
-            timer_for=self.timer_for,
-        )
+        self.consumer = ConsumerGroupServices(config.consumer, assignors, topics)
 
     @property
     def groups(self) -> dict[str, ClassicGroup]:
@@ -255,6 +200,24 @@ class GroupCoordinator:
     def _classic(self, group_id: str) -> ClassicGroupManager:
         """The classic groups of ``group_id``'s partition (its ownership checked before)."""
         return self._runtime.read(self._partition_for(group_id), lambda shard: shard.classic)
+
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        """The consumer groups of every partition loaded here, by group id (a new dict)."""
+        read = self._runtime.read
+        return {
+            group_id: group
+            for p in self._runtime.active_partitions()
+            for group_id, group in read(p, lambda shard: shard.consumer.groups).items()
+        }
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The consumer group ``group_id`` (its ownership checked before); None if none."""
+        return self._consumer(group_id).groups.get(group_id)
+
+    def _consumer(self, group_id: str) -> ConsumerGroupManager:
+        """The consumer groups of ``group_id``'s partition (its ownership checked before)."""
+        return self._runtime.read(self._partition_for(group_id), lambda shard: shard.consumer)
 
     # -- lifecycle -------------------------------------------------------------------
     @property
@@ -280,24 +243,21 @@ class GroupCoordinator:
     ) -> GroupCoordinatorShard:
         offsets = OffsetMetadataManager()
         classic = ClassicGroupManager(self.config, self._clock, self, timer, offsets)
-        return GroupCoordinatorShard(partition, timer, self, offsets, classic)
+        consumer = ConsumerGroupManager(self.consumer, timer)
+        return GroupCoordinatorShard(partition, timer, self, offsets, classic, consumer)
 
-    def replay_consumer_record(
-        self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
-    ) -> None:
-        self.consumer.replay(key, value, into)
-
-    def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None:
+    def shard_loaded(self, shard: GroupCoordinatorShard) -> None:
         """A partition finished loading: its groups come to life (consumer groups' session
         timers start at once for an election or a load after :meth:`start`, else with it)
         and its retention timer starts (after :meth:`start`)."""
-        start_timers = self._started or not self._owns_all
-        self.consumer.finish_load(load.consumer, start_timers=start_timers)
-        count = shard.classic.install(
-            load.metadata, shard.offsets.groups(), self.consumer.groups.__contains__
-        )
+        consumer = shard.consumer.groups
+        if consumer:
+            log.info("%s-%d: %d consumer groups", OFFSETS_TOPIC, shard.partition, len(consumer))
+        count = shard.classic.finish_load(shard.offsets.groups(), consumer.__contains__)
         if count:
             log.info("%s-%d: %d classic groups", OFFSETS_TOPIC, shard.partition, count)
+        if self._started or not self._owns_all:
+            shard.consumer.start_timers()
         if self._started:
             self._schedule_retention(shard)
 
@@ -309,15 +269,14 @@ class GroupCoordinator:
             return self._log.partition_for(group_id) == index
 
         classic = shard.classic.unload()
-        consumer = self.consumer.unload(owned_elsewhere)
-        for group_id in [g for g in self._pending_writes if owned_elsewhere(g)]:
-            del self._pending_writes[group_id]
+        consumer = len(shard.consumer.groups)
+        self._writes.forget(owned_elsewhere)
         log.info(
             "unloaded %s-%d: %d classic and %d consumer groups",
             OFFSETS_TOPIC,
             index,
             classic,
-            len(consumer),
+            consumer,
         )
 
     # -- partition ownership (cluster mode) --------------------------------------------
@@ -354,65 +313,25 @@ class GroupCoordinator:
         return partition
 
     # -- writes ----------------------------------------------------------------------
-    def _write(
-        self, group_id: str, operation: WriteOperation[GroupCoordinatorShard, R]
-    ) -> asyncio.Future[R]:
-        """Run the write ``operation`` on the group's shard. Raises :class:`CoordinatorError`
-        when it failed at once (nothing appended); a write not committed yet is remembered
-        for :meth:`await_writes`."""
-        future = self._runtime.schedule_write(self._partition_for(group_id), operation)
-        if future.done():
-            error = future.exception()
-            if error is not None:
-                raise error
-            return future
-        self._write_seq += 1
-        self._pending_writes[group_id] = (self._write_seq, future)
-        future.add_done_callback(_retrieve_failure)
-        return future
-
-    def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None:
-        """Write records of a classic or consumer group (changed in place already)."""
-        batch = [EncodedGroupRecord(key, value) for key, value in records]
-        self._write(group_id, lambda shard: CoordinatorResult(batch, None))
+    def write_records(self, group_id: str, records: Sequence[GroupMetadataRecord]) -> None:
+        """Write records of a classic group (replayed into it once committed)."""
+        batch: list[GroupRecord] = list(records)
+        self._writes.write(group_id, lambda shard: CoordinatorResult(batch, None))
 
     @property
     def write_mark(self) -> int:
-        """Taken before serving a request; :meth:`await_writes` then waits for what the
-        request wrote."""
-        return self._write_seq
+        """See :attr:`GroupWrites.write_mark`."""
+        return self._writes.write_mark
 
     def wrote_since(self, group_id: str, mark: int) -> bool:
-        """True when records of ``group_id`` written since ``mark`` may be uncommitted (never
-        in single-node mode: handlers then answer without awaiting)."""
-        entry = self._pending_writes.get(group_id)
-        return entry is not None and entry[0] > mark
+        """See :meth:`GroupWrites.wrote_since`."""
+        return self._writes.wrote_since(group_id, mark)
 
     def await_writes(
         self, group_id: str, mark: int, *, offsets: bool = False
     ) -> Coroutine[Any, Any, int]:
-        """An awaitable of the commit of what was written for ``group_id`` since ``mark``:
-        NONE, or the error a group API answers (NOT_COORDINATOR on a resignation meanwhile).
-        Call it right after serving the request (it picks the write to wait for then)."""
-        entry = self._pending_writes.get(group_id)
-        if entry is None or entry[0] <= mark:
-            return _committed()
-        return self._await_commit(group_id, entry[1], offsets=offsets)
-
-    @staticmethod
-    async def _await_commit(
-        group_id: str, write: asyncio.Future[Any], *, offsets: bool = False
-    ) -> int:
-        try:
-            await asyncio.shield(write)
-        except CoordinatorError as exc:
-            return coordinator_error(exc.error_code, offsets=offsets)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("waiting for the commit of group %s records failed", group_id)
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        return ErrorCode.NONE
+        """See :meth:`GroupWrites.await_writes`."""
+        return self._writes.await_writes(group_id, mark, offsets=offsets)
 
     def timer_for(self, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard] | None:
         """The timer of the group's shard; None when its partition is not loaded here."""
@@ -431,15 +350,13 @@ class GroupCoordinator:
         """Start the session timers of the consumer groups loaded so far and the retention
         timer of every partition loaded (later loads start theirs); needs the running loop."""
         self._started = True
-        self.consumer.start()
         for partition in self._runtime.active_partitions():
-            self._runtime.schedule_write(partition, self._start_retention)
+            self._runtime.schedule_write(partition, self._start_shard)
 
     def stop(self) -> None:
         for task in list(self._tasks):
             task.cancel()
         self._runtime.close()
-        self.consumer.stop()
 
     # -- classic groups --------------------------------------------------------------
     async def join_group(self, request: JoinRequest) -> JoinResult:
@@ -453,12 +370,20 @@ class GroupCoordinator:
 
     def _convert_consumer_group(self, group_id: str) -> int:
         """A classic member joins ``group_id``: refuse a consumer group with members,
-        convert an empty one."""
-        consumer_group = self.consumer.groups.get(group_id)
-        if consumer_group is not None:
-            if consumer_group.members:
-                return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-            self.consumer.drop_group(group_id)  # an empty consumer group becomes classic
+        convert an empty one (its records are tombstoned; its committed offsets stay)."""
+        consumer = self._consumer(group_id)
+        if group_id not in consumer.groups:
+            return ErrorCode.NONE
+        if consumer.delete_error(group_id):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        try:
+            self._writes.write(
+                group_id,
+                lambda shard: CoordinatorResult(shard.consumer.delete_records(group_id), None),
+                key=group_id,
+            )
+        except CoordinatorError as exc:
+            return coordinator_error(exc.error_code)
         return ErrorCode.NONE
 
     async def sync_group(
@@ -510,15 +435,43 @@ class GroupCoordinator:
         return self._classic(group_id).leave_group(group_id, members)
 
     # -- ConsumerGroupHeartbeat (KIP-848) --------------------------------------------
-    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
-        if req.group_id:
-            error = self.ownership_error(req.group_id)
-            if error:
-                return HeartbeatResult(error)
-        return self.consumer.heartbeat(req, self._convert_classic_group)
+    def consumer_group_heartbeat(self, req: HeartbeatRequest) -> asyncio.Future[HeartbeatResult]:
+        """Serve one ConsumerGroupHeartbeat: a write of the group's shard, keyed by the group
+        (it runs once the group's earlier writes are committed). The future resolves with the
+        answer once the heartbeat's records are committed and replayed (at once when the log
+        commits at append time, a single node); a failed write answers its error."""
+        answer: asyncio.Future[HeartbeatResult] = asyncio.get_running_loop().create_future()
+        error = self.ownership_error(req.group_id) if req.group_id else ErrorCode.NONE
+        invalid = HeartbeatResult(error) if error else validate(self.consumer, req)
+        if invalid is not None:
+            answer.set_result(invalid)
+            return answer
+        group_id = req.group_id
 
-    def _convert_classic_group(self, group_id: str) -> int:
-        return self._classic(group_id).convert_to_consumer(group_id)
+        def operation(
+            shard: GroupCoordinatorShard,
+        ) -> CoordinatorResult[GroupRecord, HeartbeatResult]:
+            return shard.consumer.heartbeat(req, shard.classic.convert_to_consumer)
+
+        def settle(write: asyncio.Future[HeartbeatResult]) -> None:
+            if answer.done():
+                return
+            exc = None if write.cancelled() else write.exception()
+            if isinstance(exc, CoordinatorError):
+                answer.set_result(HeartbeatResult(coordinator_error(exc.error_code)))
+            elif write.cancelled() or exc is not None:
+                answer.set_result(HeartbeatResult(ErrorCode.COORDINATOR_NOT_AVAILABLE))
+            else:
+                answer.set_result(write.result())
+
+        write = self._writes.schedule(group_id, operation, key=group_id)
+        if not write.done():
+            write.add_done_callback(settle)
+        elif write.cancelled() or write.exception() is not None:
+            settle(write)
+        else:
+            return write  # answered already (a single node): no second future
+        return answer
 
     # -- offsets ---------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest) -> dict[TopicPartitionKey, int]:
@@ -532,8 +485,9 @@ class GroupCoordinator:
         error = self.ownership_error(req.group_id)
         if error:
             return all_fail(error)
-        if req.group_id in self.consumer.groups:
-            error = self.consumer.validate_offset_commit(
+        consumer = self._consumer(req.group_id)
+        if req.group_id in consumer.groups:
+            error = consumer.validate_offset_commit(
                 req.group_id, req.member_id, req.generation_id, req.api_version
             )
             if error:
@@ -563,7 +517,7 @@ class GroupCoordinator:
             return results
         group_id = req.group_id
         try:
-            self._write(
+            self._writes.write(
                 group_id,
                 lambda shard: CoordinatorResult(
                     shard.offsets.commit_records(group_id, accepted), None
@@ -590,13 +544,14 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, []
-        if group_id in self.consumer.groups:
-            error = self.consumer.validate_offset_fetch(group_id, member_id, member_epoch)
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
+            error = consumer.validate_offset_fetch(group_id, member_id, member_epoch)
             if error:
                 return error, []
         return ErrorCode.NONE, self._runtime.read(
             self._log.partition_for(group_id),
-            lambda shard: _committed_rows(shard.offsets, group_id, topics),
+            lambda shard: shard.offsets.rows(group_id, topics),
         )
 
     def delete_offsets(
@@ -607,10 +562,11 @@ class GroupCoordinator:
         error = self.ownership_error(group_id)
         if error:
             return error, {}
-        if group_id in self.consumer.groups:
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
             consumer_results: dict[TopicPartitionKey, int] = {
                 tp: ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-                if self.consumer.is_subscribed_to(group_id, tp[0])
+                if consumer.is_subscribed_to(group_id, tp[0])
                 else ErrorCode.NONE
                 for tp in partitions
             }
@@ -658,10 +614,7 @@ class GroupCoordinator:
             records: list[GroupRecord] = [*shard.offsets.delete_records(group_id, partitions)]
             return CoordinatorResult([*records, *more], None)
 
-        self._write(group_id, delete)
-
-    def _delete_all_offsets(self, group_id: str) -> None:
-        self._delete_offset_records(group_id, list(self.offsets.all(group_id)))
+        self._writes.write(group_id, delete)
 
     def delete_groups(self, group_ids: Sequence[str]) -> dict[str, int]:
         results: dict[str, int] = {}
@@ -681,8 +634,12 @@ class GroupCoordinator:
         return results
 
     def _delete_group_by_id(self, group_id: str) -> int:
-        if group_id in self.consumer.groups:
-            return self.consumer.delete_group(group_id)
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
+            error = consumer.delete_error(group_id)
+            if not error:
+                self._delete_consumer_group(group_id)
+            return error
         group = self._classic(group_id).groups.get(group_id)
         if group is None:
             return ErrorCode.GROUP_ID_NOT_FOUND
@@ -695,22 +652,35 @@ class GroupCoordinator:
             case _:
                 return ErrorCode.NON_EMPTY_GROUP
 
+    def _delete_consumer_group(self, group_id: str) -> None:
+        """Tombstone an empty consumer group and its committed offsets (one write, keyed by
+        the group: it fails with NON_EMPTY_GROUP if a member joined meanwhile)."""
+
+        def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+            offsets = shard.offsets
+            records: list[GroupRecord] = [
+                *offsets.delete_records(group_id, list(offsets.all(group_id))),
+                *shard.consumer.delete_records(group_id),
+            ]
+            return CoordinatorResult(records, None)
+
+        self._writes.write(group_id, delete, key=group_id)
+
     def _delete_group(self, group: ClassicGroup) -> None:
         group_id = group.group_id
         classic = self._classic(group_id)
         classic.forget_pending_members(group)
-        tombstone = EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None)
+        tombstone = GroupMetadataRecord(group_id, None)  # its replay deletes the group
         self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])
-        group.transition_to(GroupState.DEAD, self._clock())
-        classic.groups.pop(group_id, None)
 
     # -- describe / list -------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
         error = self.ownership_error(group_id)
         if error:
             return error, GroupSummary(group_id, "", "", "")
-        if group_id in self.consumer.groups:
-            return ErrorCode.NONE, self._describe_consumer_group(group_id)
+        consumer = self._consumer(group_id)
+        if group_id in consumer.groups:
+            return ErrorCode.NONE, consumer.describe(group_id)
         return ErrorCode.NONE, self._classic(group_id).describe(group_id)
 
     def list_groups_error(self) -> int:
@@ -724,7 +694,7 @@ class GroupCoordinator:
             (g.group_id, g.protocol_type or "", g.state.value)
             for g in self.groups.values()
             if not g.is_in(GroupState.DEAD)
-        ] + self.consumer.list_rows()
+        ] + self._consumer_rows()
 
     def list_groups_with_type(self) -> list[tuple[str, str, str, str]]:
         """(group id, protocol type, state, group type "classic" or "consumer")."""
@@ -733,33 +703,15 @@ class GroupCoordinator:
             for g in self.groups.values()
             if not g.is_in(GroupState.DEAD)
         ]
-        return classic + [(g, p, s, "consumer") for g, p, s in self.consumer.list_rows()]
+        return classic + [(g, p, s, "consumer") for g, p, s in self._consumer_rows()]
 
-    def _describe_consumer_group(self, group_id: str) -> GroupSummary:
-        """DescribeGroups of a consumer group, as Kafka 4 answers it: protocol type
-        "consumer", the group's assignor as protocol, each member's subscription and current
-        assignment in the embedded consumer protocol format."""
-        consumer = self.consumer
-        group = consumer.groups[group_id]
-        members = []
-        for m in group.members.values():
-            assigned = consumer.topic_names(m.assigned)
-            topics = sorted(
-                name for name in group.subscription_metadata if m.subscribes_to(name)
-            ) or sorted(m.subscribed_topic_names)
-            members.append(
-                MemberSummary(
-                    m.member_id,
-                    m.instance_id,
-                    m.client_id,
-                    m.client_host,
-                    encode_subscription(topics),
-                    encode_assignment([(name, ps) for _, name, ps in assigned if name]),
-                )
-            )
-        return GroupSummary(
-            group_id, group.state.value, "consumer", consumer.assignor_for(group), members
-        )
+    def _consumer_rows(self) -> list[tuple[str, str, str]]:
+        read = self._runtime.read
+        return [
+            row
+            for p in self._runtime.active_partitions()
+            for row in read(p, lambda shard: shard.consumer.list_rows())
+        ]
 
     # -- retention -------------------------------------------------------------------
     def _schedule_retention(self, shard: GroupCoordinatorShard) -> None:
@@ -767,15 +719,14 @@ class GroupCoordinator:
             _RETENTION_TIMER, self.config.retention_check_interval_ms, self._retention_tick
         )
 
-    def _start_retention(
-        self, shard: GroupCoordinatorShard
-    ) -> CoordinatorResult[GroupRecord, None]:
+    def _start_shard(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+        shard.consumer.start_timers()
         self._schedule_retention(shard)
         return CoordinatorResult((), None)
 
     def _retention_tick(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
         self._schedule_retention(shard)
-        result = self._expire(shard, self._clock())
+        result = retention.expire(shard, self._clock(), self.config.offsets_retention_ms)
         if result.response:
             log.info(
                 "expiring %d committed offsets of %s-%d",
@@ -793,7 +744,7 @@ class GroupCoordinator:
 
         def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, int]:
             nonlocal expired
-            result = self._expire(shard, now)
+            result = retention.expire(shard, now, self.config.offsets_retention_ms)
             expired += result.response
             return result
 
@@ -802,43 +753,6 @@ class GroupCoordinator:
         if expired:
             log.info("expired %d committed offsets", expired)
         return expired
-
-    def _expire(
-        self, shard: GroupCoordinatorShard, now: int
-    ) -> CoordinatorResult[GroupRecord, int]:
-        """The tombstones of ``shard``'s expired offsets and of its Empty classic groups left
-        without offsets (dropped here at once, as they were when the tombstone was written
-        straight away); the response counts the offsets."""
-        retention = self.config.offsets_retention_ms
-        offsets = shard.offsets
-        records: list[GroupRecord] = []
-        expired = 0
-        classic = shard.classic.groups
-        for group in list(classic.values()):
-            group_id = group.group_id
-            if not group.is_in(GroupState.EMPTY):
-                continue
-            base = group.state_timestamp_ms if group.protocol_type else None
-            doomed = offsets.expired(group_id, now, retention, base)
-            records += offsets.delete_records(group_id, doomed)
-            expired += len(doomed)
-            if len(doomed) < offsets.count(group_id) or group.members:
-                continue
-            if base is not None and base + retention > now:
-                continue
-            records.append(EncodedGroupRecord(GroupMetadataKey(group_id).encode(), None))
-            group.transition_to(GroupState.DEAD, now)
-            del classic[group_id]
-        for group_id, consumer_group in list(self.consumer.groups.items()):
-            if consumer_group.members or self._in_other_partition(group_id, shard):
-                continue
-            doomed = offsets.expired(group_id, now, retention, None)
-            records += offsets.delete_records(group_id, doomed)
-            expired += len(doomed)
-        return CoordinatorResult(records, expired)
-
-    def _in_other_partition(self, group_id: str, shard: GroupCoordinatorShard) -> bool:
-        return self._log.partition_for(group_id) != shard.partition
 
     # -- helpers for handlers ----------------------------------------------------------
     def is_member(self, group_id: str, member_id: str) -> bool:

@@ -16,7 +16,7 @@ as committed (control characters and non-ASCII included). The records are
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydmq.groups.records import OffsetCommitKey, OffsetCommitValue
@@ -83,6 +83,18 @@ class OffsetMetadataManager:
 
     def all(self, group_id: str) -> dict[TopicPartitionKey, OffsetAndMetadata]:
         return dict(self._offsets.get(group_id, {}))
+
+    def rows(
+        self, group_id: str, topics: Sequence[tuple[str, Sequence[int]]] | None
+    ) -> list[tuple[str, int, OffsetAndMetadata | None]]:
+        """OffsetFetch's rows: the requested partitions (None: every committed one, sorted)."""
+        if topics is None:
+            return [(t, p, o) for (t, p), o in sorted(self.all(group_id).items())]
+        return [
+            (topic, p, self.get(group_id, topic, p))
+            for topic, partitions in topics
+            for p in partitions
+        ]
 
     def count(self, group_id: str) -> int:
         return len(self._offsets.get(group_id, {}))

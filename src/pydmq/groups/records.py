@@ -7,12 +7,14 @@ and the codec is generated from them (:mod:`pydmq.groups.generated_records`): ke
 public face: the classes, and decoders that raise :class:`GroupRecordError` on anything
 malformed (every length is bounded by the bytes that remain).
 
-A record with a null value (a tombstone) deletes its key.
+A record with a null value (a tombstone) deletes its key. :class:`GroupMetadataRecord` is a
+classic group's record, typed, as a write builds it and as the load decodes it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 from pydmq.groups import generated_records as gen
@@ -30,6 +32,7 @@ __all__ = [
     "GROUP_METADATA_KEY_VERSION",
     "OFFSET_COMMIT_KEY_VERSION",
     "GroupMetadataKey",
+    "GroupMetadataRecord",
     "GroupMetadataValue",
     "GroupRecordError",
     "MemberMetadataValue",
@@ -49,6 +52,18 @@ _T = TypeVar("_T")
 
 class GroupRecordError(ValueError):
     """A ``__consumer_offsets`` record that does not decode."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupMetadataRecord:
+    """A classic group's record: its id and value (None: the group is deleted)."""
+
+    group: str
+    value: GroupMetadataValue | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        value = None if self.value is None else self.value.encode()
+        return GroupMetadataKey(self.group).encode(), value
 
 
 def decoded(decode: Callable[[Buffer], _T], data: Buffer) -> _T:

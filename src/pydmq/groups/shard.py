@@ -1,29 +1,31 @@
 """GroupCoordinatorShard: the group coordinator's state of one ``__consumer_offsets``
 partition, hosted by the :class:`~pydmq.coordinator.runtime.CoordinatorRuntime`.
 
-The committed offsets (:class:`~pydmq.groups.offsets.OffsetMetadataManager`) live here and
-change only by replay; so do the partition's classic groups
-(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`), changed in place. The shard's records (:data:`GroupRecord`) are offset commits, typed, and
-classic or consumer group records, kept encoded (:class:`EncodedGroupRecord`);
-:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. Classic and KIP-848 groups change in place and their records are written through the runtime
-(KIP-848 groups are still kept by the :class:`~pydmq.groups.coordinator.GroupCoordinator`):
-the shard collects their records while the partition loads (:class:`GroupLoad`) and hands
-them over when the load completes; afterwards it replays only offset records.
+The shard is the partition's group metadata: its committed offsets
+(:class:`~pydmq.groups.offsets.OffsetMetadataManager`), its KIP-848 consumer groups
+(:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`) and its classic groups
+(:class:`~pydmq.groups.classic.manager.ClassicGroupManager`). Every record the shard replays,
+at load and once a write of this node is committed, goes to its owner by type
+(:data:`GroupRecord`: offset commits, consumer group records, classic group records);
+:class:`GroupRecordSerde` converts them for ``__consumer_offsets``.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
 from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.classic.manager import ClassicGroupManager
-from pydmq.groups.consumer.coordinator import ConsumerGroupLoad
-from pydmq.groups.consumer.records import is_consumer_key
+from pydmq.groups.consumer.manager import ConsumerGroupManager
+from pydmq.groups.consumer.records import (
+    ConsumerGroupRecord,
+    decode_consumer_record,
+    is_consumer_key,
+)
 from pydmq.groups.offsets import (
     OffsetAndMetadata,
     OffsetCommitRecord,
@@ -31,8 +33,7 @@ from pydmq.groups.offsets import (
     TopicPartitionKey,
 )
 from pydmq.groups.records import (
-    GroupMetadataKey,
-    GroupMetadataValue,
+    GroupMetadataRecord,
     GroupRecordError,
     OffsetCommitKey,
     decode_group_metadata_value,
@@ -42,9 +43,7 @@ from pydmq.groups.records import (
 
 __all__ = [
     "CommittedOffsets",
-    "EncodedGroupRecord",
     "GroupCoordinatorShard",
-    "GroupLoad",
     "GroupRecord",
     "GroupRecordSerde",
     "ShardOwner",
@@ -55,16 +54,7 @@ log = logging.getLogger(__name__)
 R = TypeVar("R")
 
 
-@dataclass(frozen=True, slots=True)
-class EncodedGroupRecord:
-    """A classic or KIP-848 group record, written encoded: those groups still change in place
-    and are rebuilt from their records only when a partition loads."""
-
-    key: bytes
-    value: bytes | None
-
-
-GroupRecord = OffsetCommitRecord | EncodedGroupRecord
+GroupRecord = OffsetCommitRecord | ConsumerGroupRecord | GroupMetadataRecord
 
 
 class GroupRecordSerde:
@@ -74,50 +64,38 @@ class GroupRecordSerde:
         if isinstance(record, OffsetCommitRecord):
             value = None if record.value is None else record.value.encode()
             return record.key.encode(), value
-        return record.key, record.value
+        return record.encode()
 
     def deserialize(self, key: bytes | None, value: bytes | None) -> GroupRecord | None:
         if key is None:
             return None
-        if is_consumer_key(key):
-            return EncodedGroupRecord(key, value)
         try:
+            if is_consumer_key(key):
+                return decode_consumer_record(key, value)
             decoded = decode_key(key)
             if isinstance(decoded, OffsetCommitKey):
                 commit = None if value is None else decode_offset_commit_value(value)
                 return OffsetCommitRecord(decoded, commit)
+            metadata = None if value is None else decode_group_metadata_value(value)
+            return GroupMetadataRecord(decoded.group, metadata)
         except GroupRecordError as exc:
             log.warning("skipping undecodable __consumer_offsets record: %s", exc)
             return None
-        return EncodedGroupRecord(key, value)
-
-
-class GroupLoad:
-    """The classic and consumer group records of a partition being loaded, by group id."""
-
-    __slots__ = ("consumer", "metadata")
-
-    def __init__(self) -> None:
-        self.metadata: dict[str, GroupMetadataValue] = {}
-        self.consumer: ConsumerGroupLoad = {}
 
 
 class ShardOwner(Protocol):
-    """What the shard needs of the group coordinator that keeps the groups."""
+    """What the shard needs of the group coordinator that routes to it."""
 
-    def replay_consumer_record(
-        self, key: bytes, value: bytes | None, into: ConsumerGroupLoad
-    ) -> None: ...
-
-    def shard_loaded(self, shard: GroupCoordinatorShard, load: GroupLoad) -> None: ...
+    def shard_loaded(self, shard: GroupCoordinatorShard) -> None: ...
 
     def shard_unloaded(self, shard: GroupCoordinatorShard) -> None: ...
 
 
 class GroupCoordinatorShard:
-    """One ``__consumer_offsets`` partition led here; owned by its runtime event queue."""
+    """One ``__consumer_offsets`` partition led here (Kafka's GroupCoordinatorShard with its
+    GroupMetadataManager and OffsetMetadataManager); owned by its runtime event queue."""
 
-    __slots__ = ("_load", "_owner", "classic", "offsets", "partition", "timer")
+    __slots__ = ("_owner", "classic", "consumer", "offsets", "partition", "timer")
 
     def __init__(
         self,
@@ -126,38 +104,25 @@ class GroupCoordinatorShard:
         owner: ShardOwner,
         offsets: OffsetMetadataManager,
         classic: ClassicGroupManager,
+        consumer: ConsumerGroupManager,
     ) -> None:
         self.partition = partition
         self.timer = timer
         self.offsets = offsets
         self.classic = classic
+        self.consumer = consumer
         self._owner = owner
-        self._load: GroupLoad | None = GroupLoad()
 
     def replay(self, record: GroupRecord) -> None:
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay(record)
-            return
-        if self._load is None:
-            return  # a group record of this node's write: the group changed already
-        key, value = record.key, record.value
-        try:
-            if is_consumer_key(key):
-                self._owner.replay_consumer_record(key, value, self._load.consumer)
-                return
-            decoded = decode_key(key)
-            if not isinstance(decoded, GroupMetadataKey):
-                return
-            if value is None:
-                self._load.metadata.pop(decoded.group, None)
-            else:
-                self._load.metadata[decoded.group] = decode_group_metadata_value(value)
-        except GroupRecordError as exc:
-            log.warning("skipping undecodable __consumer_offsets record: %s", exc)
+        elif isinstance(record, ConsumerGroupRecord):
+            self.consumer.replay(record)
+        else:
+            self.classic.replay(record)
 
     def on_loaded(self) -> None:
-        load, self._load = self._load, None
-        self._owner.shard_loaded(self, load or GroupLoad())
+        self._owner.shard_loaded(self)
 
     def on_unloaded(self) -> None:
         self._owner.shard_unloaded(self)

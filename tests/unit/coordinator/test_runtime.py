@@ -440,3 +440,112 @@ def test_a_writes_records_are_replayed_as_built_and_decoded_only_at_load() -> No
         assert rt.read(0, lambda s: s.state) == {b"old": b"1", b"new": b"2"}
 
     run(scenario())
+
+
+def increment(key: bytes) -> Any:
+    """A read-modify-write: the next value of ``key`` is computed from the shard's."""
+
+    def operation(shard: MapShard) -> CoordinatorResult[KV, int]:
+        value = int(shard.state.get(key, b"0")) + 1
+        return CoordinatorResult([(key, str(value).encode())], value)
+
+    return operation
+
+
+def test_a_keyed_write_waits_for_the_commit_of_the_earlier_write_of_its_key() -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0)
+        first = rt.schedule_write(0, increment(b"g"), key="g")
+        second = rt.schedule_write(0, increment(b"g"), key="g")
+        other = rt.schedule_write(0, increment(b"h"), key="h")
+        assert len(log.waiting) == 2  # g's first write and h's; g's second one waits
+        log.settle(1)  # h commits first: g's second write still waits for g's first
+        await settle_callbacks()
+        assert len(log.waiting) == 2 and not second.done()
+        log.settle(0)
+        await settle_callbacks()
+        assert first.result() == 1
+        assert len(log.waiting) == 3  # computed from the committed 1
+        log.settle(2)
+        await settle_callbacks()
+        assert second.result() == 2 and other.result() == 1
+        assert value_of(rt, 0, b"g") == b"2"
+
+    run(scenario())
+
+
+def test_a_failed_write_leaves_the_next_write_of_its_key_the_state_before_it() -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0)
+        first = rt.schedule_write(0, increment(b"g"), key="g")
+        second = rt.schedule_write(0, increment(b"g"), key="g")
+        log.settle(0, E.NOT_ENOUGH_REPLICAS)
+        await settle_callbacks()
+        with pytest.raises(CoordinatorError) as failed:
+            first.result()
+        assert failed.value.error_code == E.NOT_ENOUGH_REPLICAS
+        assert log.logs[0][-1] == (b"g", b"1")  # recomputed from the state before the failure
+        log.settle(1)
+        await settle_callbacks()
+        assert second.result() == 1 and value_of(rt, 0, b"g") == b"1"
+        log.refuse = E.KAFKA_STORAGE_ERROR  # refused at append: the parked write runs next
+        refused = rt.schedule_write(0, increment(b"g"), key="g")
+        with pytest.raises(CoordinatorError) as failed:
+            refused.result()
+        assert failed.value.error_code == E.KAFKA_STORAGE_ERROR
+        log.refuse = None
+        third = rt.schedule_write(0, increment(b"g"), key="g")
+        assert len(log.waiting) == 3  # the key is free: the refused write left nothing pending
+        log.settle(2)
+        await settle_callbacks()
+        assert third.result() == 2
+
+    run(scenario())
+
+
+def test_unloading_fails_the_parked_writes() -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0)
+        first = rt.schedule_write(0, increment(b"g"), key="g")
+        parked = rt.schedule_write(0, increment(b"g"), key="g")
+        rt.schedule_unload(0)
+        await settle_callbacks()
+        for future in (first, parked):
+            with pytest.raises(CoordinatorError) as failed:
+                future.result()
+            assert failed.value.error_code == E.NOT_COORDINATOR
+        assert len(log.waiting) == 1  # the parked write never ran
+
+    run(scenario())
+
+
+def test_a_timer_fires_as_a_keyed_write() -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0)
+        pending = rt.schedule_write(0, increment(b"g"), key="g")
+        timer = rt.read(0, lambda shard: shard.timer)
+        timer.schedule("tick", 0, increment(b"g"), write_key="g")
+        for _ in range(20):
+            await asyncio.sleep(0.001)
+            if not timer.is_scheduled("tick"):
+                break
+        await settle_callbacks()
+        assert len(log.waiting) == 1  # the expiry waits for the pending write of g
+        log.settle(0)
+        await settle_callbacks()
+        assert pending.result() == 1 and len(log.waiting) == 2
+        assert log.logs[0][-1] == (b"g", b"2")
+
+    run(scenario())

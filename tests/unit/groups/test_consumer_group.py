@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
-from pydmq.groups.consumer.coordinator import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
+from pydmq.groups.consumer.api import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from pydmq.groups.consumer.group import ConsumerGroupState, MemberState
 from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.errors import ErrorCode as E
@@ -104,7 +104,7 @@ def hb(
             topic_partitions=owned,
             **kw,
         )
-    )
+    ).result()
 
 
 def parts(result: HeartbeatResult) -> set[int]:
@@ -138,7 +138,7 @@ class Client:
 
 
 def check_invariants(c: GroupCoordinator, group: str = "g") -> None:
-    g = c.consumer.groups[group]
+    g = c.consumer_groups[group]
     seen: dict[tuple[uuid.UUID, int], str] = {}
     for m in g.members.values():
         for bucket in (m.assigned, m.pending_revocation):
@@ -161,7 +161,7 @@ def test_single_member_joins_and_gets_everything() -> None:
         assert r.heartbeat_interval_ms == 5000
         again = hb(c, "m1", 1)
         assert again.assignment is None and again.member_epoch == 1
-        assert c.consumer.groups["g"].state is ConsumerGroupState.STABLE
+        assert c.consumer_groups["g"].state is ConsumerGroupState.STABLE
 
     run(scenario())
 
@@ -178,11 +178,11 @@ def test_revocation_before_assignment_and_epochs() -> None:
         rb = b.beat()
         # b is at the new epoch but gets nothing until a releases
         assert rb.member_epoch == 2 and parts(rb) == set()
-        assert c.consumer.groups["g"].members["b"].state is MemberState.UNRELEASED_PARTITIONS
+        assert c.consumer_groups["g"].members["b"].state is MemberState.UNRELEASED_PARTITIONS
         check_invariants(c)
         ra = a.beat()  # a is asked to revoke 3: its assignment shrinks, its epoch stays
         assert ra.member_epoch == 1 and len(parts(ra)) == 3
-        assert c.consumer.groups["g"].members["a"].state is MemberState.UNREVOKED_PARTITIONS
+        assert c.consumer_groups["g"].members["a"].state is MemberState.UNREVOKED_PARTITIONS
         check_invariants(c)
         rb = b.beat()
         assert parts(rb) == set() if rb.assignment is not None else True  # still held by a
@@ -191,7 +191,7 @@ def test_revocation_before_assignment_and_epochs() -> None:
         rb = b.beat()
         assert len(parts(rb)) == 3 and not parts(rb) & set(a.owned[t.topic_id])
         check_invariants(c)
-        assert c.consumer.groups["g"].state is ConsumerGroupState.STABLE
+        assert c.consumer_groups["g"].state is ConsumerGroupState.STABLE
         assert a.epochs == sorted(a.epochs) and b.epochs == sorted(b.epochs)
 
     run(scenario())
@@ -226,7 +226,7 @@ def test_random_churn_keeps_invariants() -> None:
         for _ in range(10):  # everyone converges
             for client in clients.values():
                 client.beat()
-        g = c.consumer.groups["g"]
+        g = c.consumer_groups["g"]
         assert g.state is ConsumerGroupState.STABLE
         for client in clients.values():
             assert client.epochs == sorted(client.epochs)
@@ -247,7 +247,7 @@ def test_error_codes() -> None:
             hb(c, "m", 0, owned={uuid.uuid4(): [0]}),
             c.consumer_group_heartbeat(
                 HeartbeatRequest("g", "m", 0, rebalance_timeout_ms=1, topic_partitions={})
-            ),
+            ).result(),
             hb(c, "m", -3),
             hb(c, "m", -2),
             hb(c, "m", 0, instance_id=""),
@@ -286,10 +286,10 @@ def test_static_member_leave_and_rejoin_keeps_assignment() -> None:
         )
         for _ in range(3):
             for m in ("a", "b"):
-                g = c.consumer.groups["g"]
+                g = c.consumer_groups["g"]
                 mem = g.members[m]
                 hb(c, m, mem.member_epoch, owned={t: sorted(p) for t, p in mem.assigned.items()})
-        g = c.consumer.groups["g"]
+        g = c.consumer_groups["g"]
         before = dict(g.members["a"].assigned)
         epoch = g.group_epoch
         left = hb(c, "a", -2, instance_id="ia")
@@ -313,12 +313,12 @@ def test_session_timeout_removes_member_and_bumps_epoch() -> None:
         c = make(topics=topics, session_timeout_ms=50)
         hb(c, "a", 0)
         hb(c, "b", 0)
-        epoch = c.consumer.groups["g"].group_epoch
+        epoch = c.consumer_groups["g"].group_epoch
         for _ in range(4):
             await asyncio.sleep(0.02)
-            hb(c, "b", c.consumer.groups["g"].members["b"].member_epoch)
+            hb(c, "b", c.consumer_groups["g"].members["b"].member_epoch)
         await asyncio.sleep(0.06)
-        g = c.consumer.groups["g"]
+        g = c.consumer_groups["g"]
         assert "a" not in g.members and g.group_epoch > epoch
         await asyncio.sleep(0.1)
         assert not g.members and g.state is ConsumerGroupState.EMPTY
@@ -333,10 +333,10 @@ def test_topic_metadata_changes_bump_the_group_epoch() -> None:
         c = make(topics=topics)
         r = hb(c, "a", 0, topics=["late"])
         assert r.assignment == {}
-        epoch = c.consumer.groups["g"].group_epoch
+        epoch = c.consumer_groups["g"].group_epoch
         t = topics.add("late", 3)
         r = hb(c, "a", r.member_epoch)
-        assert c.consumer.groups["g"].group_epoch == epoch + 1
+        assert c.consumer_groups["g"].group_epoch == epoch + 1
         assert r.assignment == {t.topic_id: frozenset({0, 1, 2})}
         r = hb(c, "a", r.member_epoch, subscribed_topic_regex="la.*", topics=[])
         assert r.error_code == E.NONE and r.assignment is None  # same topics via the regex
@@ -395,7 +395,7 @@ def test_offsets_validate_member_epoch() -> None:
         assert commit("", -1) == E.NONE  # empty group: simple commits allowed
         assert ("g", "consumer", "Empty", "consumer") in c.list_groups_with_type()
         assert c.delete_groups(["g"]) == {"g": E.NONE}
-        assert "g" not in c.consumer.groups and c.fetch_offsets("g", None)[1] == []
+        assert "g" not in c.consumer_groups and c.fetch_offsets("g", None)[1] == []
 
     run(scenario())
 
@@ -414,7 +414,7 @@ def test_replay_after_restart() -> None:
         c.commit_offsets(CommitRequest("g", "a", None, a.epoch, -1, {("t", 0): (9, -1, "m")}, 9))
         hb(c, "s", 0, instance_id="i")
         hb(c, "s", -2, instance_id="i")
-        before = c.consumer.groups["g"]
+        before = c.consumer_groups["g"]
         snapshot = (
             before.group_epoch,
             before.assignment_epoch,
@@ -427,7 +427,7 @@ def test_replay_after_restart() -> None:
         )
         c.stop()
         c2 = make(log, topics)
-        after = c2.consumer.groups["g"]
+        after = c2.consumer_groups["g"]
         assert (
             after.group_epoch,
             after.assignment_epoch,
@@ -443,7 +443,7 @@ def test_replay_after_restart() -> None:
         # the restored member keeps heartbeating at its epoch
         r = hb(c2, "a", a.epoch, owned=a.owned)
         assert r.error_code == E.NONE
-        assert t.topic_id in (c2.consumer.groups["g"].members["a"].assigned or {t.topic_id: 0})
+        assert t.topic_id in (c2.consumer_groups["g"].members["a"].assigned or {t.topic_id: 0})
         c2.stop()
 
     run(scenario())

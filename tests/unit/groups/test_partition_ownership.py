@@ -16,7 +16,7 @@ from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.coordinator.api import CoordinatorWriteError
 from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
-from pydmq.groups.consumer.coordinator import HeartbeatRequest
+from pydmq.groups.consumer.api import HeartbeatRequest
 from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.protocol.errors import ErrorCode as E
@@ -131,7 +131,7 @@ def test_cluster_mode_owns_nothing_until_elected() -> None:
         assert c.delete_groups([group]) == {group: E.NOT_COORDINATOR}
         assert c.delete_offsets(group, [("t", 0)])[0] == E.NOT_COORDINATOR
         assert c.leave_group(group, [("m", None)])[0] == E.NOT_COORDINATOR
-        hb = c.consumer_group_heartbeat(HeartbeatRequest(group, "m", 3))
+        hb = c.consumer_group_heartbeat(HeartbeatRequest(group, "m", 3)).result()
         assert hb.error_code == E.NOT_COORDINATOR
         await elect(c, 0)
         assert c.ownership_error(group) == E.NONE
@@ -389,7 +389,7 @@ def test_consumer_groups_follow_their_partition(tmp_path: Path) -> None:
                     subscribed_topic_names=["t"],
                     topic_partitions={},
                 )
-            )
+            ).result()
             assert result.error_code == E.NONE and result.member_epoch == 1
             single.stop()
 
@@ -399,13 +399,17 @@ def test_consumer_groups_follow_their_partition(tmp_path: Path) -> None:
                 GroupConfig(), log, topics=broker.topics, owns_all_partitions=False
             )
             await elect(c, 2)
-            assert group in c.consumer.groups
-            member = next(iter(c.consumer.groups[group].members.values()))
-            assert member.session_timer is not None  # started with the load
+            assert group in c.consumer_groups
+            member = next(iter(c.consumer_groups[group].members.values()))
+            timer = c.timer_for(group)
+            assert timer is not None
+            assert timer.is_scheduled(("consumer-session", group, member.member_id))  # at load
             c.on_resigned(2, 2)
-            assert group not in c.consumer.groups
-            assert member.session_timer is None
-            stale = c.consumer_group_heartbeat(HeartbeatRequest(group, member.member_id, 1))
+            assert group not in c.consumer_groups
+            assert len(timer) == 0
+            stale = c.consumer_group_heartbeat(
+                HeartbeatRequest(group, member.member_id, 1)
+            ).result()
             assert stale.error_code == E.NOT_COORDINATOR
         finally:
             broker.replica_manager.shutdown()

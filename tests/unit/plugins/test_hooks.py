@@ -172,7 +172,7 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
 
     from pydmq.broker.server import Broker
     from pydmq.config import BrokerConfig
-    from pydmq.groups.consumer.coordinator import HeartbeatRequest
+    from pydmq.groups.consumer.api import HeartbeatRequest
     from pydmq.protocol.errors import ErrorCode
 
     assignors = PluginHost([AssignorPlugin()]).group_assignors()
@@ -198,12 +198,12 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
                         server_assignor="everything-to-first",
                         topic_partitions={},
                     )
-                )
+                ).result()
 
             b = join("b")
             a = join("a")
             assert b.error_code == a.error_code == ErrorCode.NONE
-            group = groups.consumer.groups["g"]
+            group = groups.consumer_groups["g"]
             assert groups.consumer.assignor_for(group) == "everything-to-first"
             assert {m: sum(map(len, p.values())) for m, p in group.target.items()} == {
                 "a": 3,
@@ -219,7 +219,7 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
                     server_assignor="nope",
                     topic_partitions={},
                 )
-            )
+            ).result()
             assert unknown.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
         finally:
             await broker.stop()

@@ -54,7 +54,7 @@ def handle(
         if error:
             response.groups.append(DescribedGroup(group_id=group_id, error_code=error))
             continue
-        group = consumer.groups.get(group_id)
+        group = groups.consumer_group(group_id)
         if group is None:
             message = (
                 f"Group {group_id} is not a consumer group."

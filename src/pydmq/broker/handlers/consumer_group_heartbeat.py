@@ -1,7 +1,8 @@
 """ConsumerGroupHeartbeat (key 68), v0-v1: the consumer group protocol of KIP-848.
 
-Served by :class:`~pydmq.groups.consumer.coordinator.ConsumerGroupCoordinator` (through the
-group coordinator, which keeps classic and consumer group ids apart). Joins (member epoch 0),
+Served by the consumer groups of the group's shard
+(:class:`~pydmq.groups.consumer.manager.ConsumerGroupManager`, through the group coordinator,
+which keeps classic and consumer group ids apart). Joins (member epoch 0),
 heartbeats, and leaves (-1; -2 = a static member's temporary leave); answers the member epoch,
 ``group.consumer.heartbeat.interval.ms``, and the member's full assignment (topic ids and
 partitions) when it changed, else null. Version notes: v0 lets the coordinator generate the
@@ -9,17 +10,19 @@ member id on join (an empty member id); v1 (KIP-1082) requires the client's own 
 every request, and adds ``subscribed_topic_regex`` (RE2/J syntax; evaluated with Python ``re``,
 full match). Cluster mode: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is
 not coordinated here / still loading; a heartbeat that wrote records (epoch, member,
-assignment changes) is answered once they are committed.
+assignment changes) is answered once they are committed (and, converting an empty classic
+group, once its tombstone is).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+import asyncio
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
-from pydmq.groups.consumer.coordinator import HeartbeatRequest, HeartbeatResult
+from pydmq.groups.consumer.api import HeartbeatRequest, HeartbeatResult
+from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.messages.consumer_group_heartbeat import (
     Assignment,
     ConsumerGroupHeartbeatRequest,
@@ -55,15 +58,19 @@ def handle(ctx: BrokerContext, request: ConsumerGroupHeartbeatRequest) -> object
             api_version=ctx.api_version,
         )
     )
-    if group_coordinator.wrote_since(request.group_id, mark):
-        return _when_committed(group_coordinator.await_writes(request.group_id, mark), result)
-    return _response(result)
+    if result.done() and not group_coordinator.wrote_since(request.group_id, mark):
+        return _response(result.result())
+    return _when_committed(group_coordinator, request.group_id, mark, result)
 
 
 async def _when_committed(
-    committed: Awaitable[int], result: HeartbeatResult
+    group_coordinator: GroupCoordinator,
+    group_id: str,
+    mark: int,
+    answer: asyncio.Future[HeartbeatResult],
 ) -> ConsumerGroupHeartbeatResponse:
-    error = await committed
+    result = await answer
+    error = await group_coordinator.await_writes(group_id, mark)
     if error and not result.error_code:
         result = HeartbeatResult(error)
     return _response(result)

@@ -11,7 +11,11 @@ Pure state (no timers, no I/O): the
 
 Protocol selection is Kafka's: among the protocols every member supports, each member votes
 for the first one in its own preference order that all support; the most votes wins (ties go
-to the candidate listed first by the first member).
+to the candidate listed first by the first member). As Kafka's ClassicGroup, the group also
+validates a member's requests against itself (:meth:`ClassicGroup.validate_member`,
+:meth:`ClassicGroup.validate_offset_commit`), builds its ``__consumer_offsets`` record
+(:meth:`ClassicGroup.to_record`) and its DescribeGroups summary
+(:meth:`ClassicGroup.summary`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ import struct
 from collections import Counter
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+
+from pydmq.groups.api import CommitRequest, GroupSummary, MemberSummary
+from pydmq.groups.records import GroupMetadataValue, MemberMetadataValue
+from pydmq.protocol.errors import ErrorCode
 
 __all__ = [
     "ClassicGroup",
@@ -314,3 +322,114 @@ class ClassicGroup:
             if topics is None or topic in topics:
                 return True
         return False
+
+    # -- validation ------------------------------------------------------------------
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> int:
+        """Whether ``member_id`` (with ``group_instance_id``) is a member: NONE,
+        UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID."""
+        if group_instance_id is not None:
+            existing = self.static_member_id(group_instance_id)
+            if existing is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID
+            if existing != member_id:
+                return ErrorCode.FENCED_INSTANCE_ID
+            return ErrorCode.NONE
+        if not self.has(member_id):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE
+
+    def validate_offset_commit(self, req: CommitRequest) -> int:
+        """Kafka 4's rules for an OffsetCommit to this group (NONE: accepted)."""
+        if self.is_in(GroupState.DEAD):
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        if req.generation_id < 0 and self.is_in(GroupState.EMPTY):
+            return ErrorCode.NONE  # admin client or a consumer not using group management
+        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            error = self.validate_member(req.member_id, req.group_instance_id)
+            if error:
+                return error
+            if req.generation_id != self.generation_id:
+                return ErrorCode.ILLEGAL_GENERATION
+        elif not self.is_in(GroupState.EMPTY):
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if self.is_in(GroupState.COMPLETING_REBALANCE):
+            return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.NONE
+
+    # -- record and description ----------------------------------------------------------
+    def to_record(self, assignments: dict[str, bytes] | None = None) -> GroupMetadataValue:
+        """The group's ``__consumer_offsets`` value: generation, protocol, leader, members
+        with the metadata of the selected protocol and their assignments (``assignments``,
+        when given, instead of the members' own)."""
+        protocol = self.protocol_name
+        return GroupMetadataValue(
+            protocol_type=self.protocol_type or "",
+            generation=self.generation_id,
+            protocol=protocol,
+            leader=self.leader_id if self.members else None,
+            current_state_timestamp=self.state_timestamp_ms,
+            members=tuple(
+                MemberMetadataValue(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    m.rebalance_timeout_ms,
+                    m.session_timeout_ms,
+                    dict(m.protocols).get(protocol or "", b""),
+                    m.assignment if assignments is None else assignments.get(m.member_id, b""),
+                )
+                for m in self.members.values()
+            ),
+        )
+
+    def replay(self, value: GroupMetadataValue) -> None:
+        """Apply the group's committed record: generation, protocol type, and for the members
+        the group has (none at load: members are not restored) the protocol, the leader and
+        their assignments; an Empty group's record also says since when it is Empty. A record
+        of an older generation than the group's (a rebalance completed meanwhile) changes
+        nothing."""
+        if value.generation < self.generation_id:
+            return
+        self.generation_id = value.generation
+        self.protocol_type = value.protocol_type or None
+        if not self.members:
+            self.protocol_name = None
+            if not value.members and value.current_state_timestamp > 0:
+                self.state_timestamp_ms = value.current_state_timestamp
+            return
+        self.protocol_name = value.protocol
+        if value.leader in self.members:
+            self.leader_id = value.leader
+        for stored in value.members:
+            member = self.members.get(stored.member_id)
+            if member is not None:
+                member.assignment = stored.assignment
+
+    def summary(self) -> GroupSummary:
+        """DescribeGroups of this group: members' metadata and assignments only while
+        Stable."""
+        if self.is_in(GroupState.STABLE) and self.protocol_name is not None:
+            protocol = self.protocol_name
+            members = [
+                MemberSummary(
+                    m.member_id,
+                    m.group_instance_id,
+                    m.client_id,
+                    m.client_host,
+                    dict(m.protocols).get(protocol, b""),
+                    m.assignment,
+                )
+                for m in self.members.values()
+            ]
+        else:
+            protocol = ""
+            members = [
+                MemberSummary(
+                    m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b""
+                )
+                for m in self.members.values()
+            ]
+        return GroupSummary(
+            self.group_id, self.state.value, self.protocol_type or "", protocol, members
+        )

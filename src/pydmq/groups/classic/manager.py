@@ -1,19 +1,40 @@
 """ClassicGroupManager: the classic group protocol over the classic groups of this node.
 
-Flows follow Kafka's classic coordinator (see :mod:`pydmq.groups.coordinator` for the rules):
-JoinGroup with MEMBER_ID_REQUIRED, static membership and the initial rebalance delay; the
-rebalance (PreparingRebalance, CompletingRebalance, Stable) with its join and sync timers;
-SyncGroup handing the leader's assignment out once the group's record is committed;
-Heartbeat and session expiry; LeaveGroup; the validation of offset commits. The
-:class:`~pydmq.groups.coordinator.GroupCoordinator` hosts it (:class:`ClassicGroupHost`):
+Flows follow Kafka's classic coordinator:
+
+- JoinGroup: a new member (empty member id) gets an id ``<client id>-<uuid>``; from JoinGroup
+  v4 (``require_known_member_id``) it is first answered MEMBER_ID_REQUIRED and kept pending
+  (expires after its session timeout); v0-v3 join in one round trip. A join (or a changed
+  subscription, or the leader rejoining) moves the group to PreparingRebalance; the rebalance
+  completes when every known member has rejoined or after the largest rebalance timeout
+  (dynamic members that did not rejoin are removed). An Empty group's first rebalance waits
+  ``group.initial.rebalance.delay.ms``, extended while members keep joining, up to the
+  rebalance timeout. Completion bumps the generation, selects the protocol by votes and
+  answers every pending join (the leader gets the members' metadata).
+- SyncGroup: the leader's assignments are stored (``__consumer_offsets``) and handed to every
+  member; the group becomes Stable. Members that do not sync within the rebalance timeout are
+  removed and the group rebalances.
+- Heartbeat/session timeout: every member has a timer of its shard, reset by heartbeats,
+  syncs and commits; expiry removes the member and rebalances (members waiting in a join or
+  sync are bounded by the rebalance timers instead).
+- Static membership (``group.instance.id``, JoinGroup v5+): a known instance id joining with an
+  empty member id replaces the old member id; in a Stable group whose selected protocol and
+  subscribed topics do not change, no rebalance happens and the member gets its assignment back
+  through SyncGroup. The replaced member id is answered FENCED_INSTANCE_ID.
+
+The :class:`~pydmq.groups.coordinator.GroupCoordinator` hosts it (:class:`ClassicGroupHost`):
 ownership of the group's ``__consumer_offsets`` partition, writes through the coordinator
 runtime and the wait for their commit, committed offsets.
 
 Timers (a member's session, a pending member's expiry, the join and initial-delay timer, the
 sync timer) are timers of the group's shard (:class:`~pydmq.coordinator.timer.CoordinatorTimer`):
 they fire through the shard's event queue and die with the shard when its partition is
-unloaded. Transitional (issue 16): groups still change in place, then their records are
-written.
+unloaded. What a group's record holds changes by the replay of the record
+(:meth:`ClassicGroupManager.replay`, at load and once this node's write is committed): the
+members' assignments of a SyncGroup, a deletion; the rebalance's transient state (joins,
+pending members, awaited futures, the generation bump until the sync record) changes in
+place, as in Kafka's ClassicGroup. A load restores the groups as Empty (members are not
+restored).
 """
 
 from __future__ import annotations
@@ -24,9 +45,9 @@ import uuid
 from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol
 
-from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
+from pydmq.coordinator.api import CoordinatorError
 from pydmq.coordinator.timer import CoordinatorTimer, TimerKey, run_callback
-from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest, MemberSummary
+from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest
 from pydmq.groups.classic.group import (
     ClassicGroup,
     GroupState,
@@ -37,7 +58,7 @@ from pydmq.groups.classic.group import (
 )
 from pydmq.groups.errors import coordinator_error
 from pydmq.groups.offsets import OffsetMetadataManager
-from pydmq.groups.records import GroupMetadataKey, GroupMetadataValue, MemberMetadataValue
+from pydmq.groups.records import GroupMetadataRecord
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
@@ -56,7 +77,7 @@ class ClassicGroupHost(Protocol):
     @property
     def write_mark(self) -> int: ...
 
-    def append_records(self, group_id: str, records: Sequence[CoordinatorRecord]) -> None: ...
+    def write_records(self, group_id: str, records: Sequence[GroupMetadataRecord]) -> None: ...
 
     def wrote_since(self, group_id: str, mark: int) -> bool: ...
 
@@ -86,30 +107,32 @@ class ClassicGroupManager:
         self.groups: dict[str, ClassicGroup] = {}
 
     # -- lifecycle -------------------------------------------------------------------
-    def install(
-        self,
-        stored: dict[str, GroupMetadataValue],
-        with_offsets: Iterable[str],
-        skip: Callable[[str], bool],
-    ) -> int:
-        """Restore the groups of a loaded partition as Empty (generation, protocol type and
-        since when Empty; members are not restored): those with a stored record or committed
-        offsets, except those ``skip`` selects (consumer groups). Returns how many."""
+    def replay(self, record: GroupMetadataRecord) -> None:
+        """Apply a group's committed record (at load, and once a write of this node is
+        committed): a new group is restored Empty (members are not restored); a tombstone
+        deletes the group unless members joined it since it was written."""
+        group = self.groups.get(record.group)
+        if record.value is None:
+            if group is not None and not group.members and group.is_in(GroupState.EMPTY):
+                self.forget_pending_members(group)
+                group.transition_to(GroupState.DEAD, self._clock())
+                del self.groups[record.group]
+            return
+        if group is None:
+            group = self.groups[record.group] = ClassicGroup(record.group, self._clock())
+        group.replay(record.value)
+
+    def finish_load(self, with_offsets: Iterable[str], consumer: Callable[[str], bool]) -> int:
+        """The partition is loaded: groups with committed offsets but no record are Empty
+        groups too, and a group id that is a consumer group is not also a classic one.
+        Returns how many classic groups there are."""
         now = self._clock()
-        count = 0
-        for group_id in set(stored) | set(with_offsets):
-            if skip(group_id):
-                continue
-            group = ClassicGroup(group_id, now)
-            value = stored.get(group_id)
-            if value is not None:
-                group.generation_id = value.generation
-                group.protocol_type = value.protocol_type or None
-                if not value.members and value.current_state_timestamp > 0:
-                    group.state_timestamp_ms = value.current_state_timestamp
-            self.groups[group_id] = group
-            count += 1
-        return count
+        for group_id in with_offsets:
+            if group_id not in self.groups:
+                self.groups[group_id] = ClassicGroup(group_id, now)
+        for group_id in [g for g in self.groups if consumer(g)]:
+            del self.groups[group_id]
+        return len(self.groups)
 
     def unload(self) -> int:
         """The partition is led elsewhere: forget every group (waiting requests answered
@@ -232,7 +255,7 @@ class ClassicGroupManager:
                 return JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
             self._cancel(group.pending_members.pop(member_id))
             return self._add_member_and_rebalance(group, member_id, req)
-        error = self._validate_member(group, member_id, req.group_instance_id)
+        error = group.validate_member(member_id, req.group_instance_id)
         if error:
             return JoinResult(error, member_id)
         if not group.supports_protocols(req.protocol_type, req.protocols):
@@ -603,20 +626,6 @@ class ClassicGroupManager:
         ):
             del self.groups[group.group_id]
 
-    def _validate_member(
-        self, group: ClassicGroup, member_id: str, group_instance_id: str | None
-    ) -> int:
-        if group_instance_id is not None:
-            existing = group.static_member_id(group_instance_id)
-            if existing is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if existing != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-            return ErrorCode.NONE
-        if not group.has(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE
-
     # -- SyncGroup -------------------------------------------------------------------
     async def sync_group(
         self,
@@ -656,7 +665,7 @@ class ClassicGroupManager:
             return SyncResult(ErrorCode.UNKNOWN_MEMBER_ID)
         if group.is_in(GroupState.DEAD):
             return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
-        error = self._validate_member(group, member_id, group_instance_id)
+        error = group.validate_member(member_id, group_instance_id)
         if error:
             return SyncResult(error)
         if generation_id != group.generation_id:
@@ -692,11 +701,9 @@ class ClassicGroupManager:
                 return SyncResult(ErrorCode.COORDINATOR_NOT_AVAILABLE)
 
     def _complete_sync(self, group: ClassicGroup, assignments: dict[str, bytes]) -> None:
-        for member in group.members.values():
-            member.assignment = assignments.get(member.member_id, b"")
         mark = self._host.write_mark
         try:
-            self._store_group(group)
+            self._store_group(group, assignments)  # the members get them by its replay
         except Exception as exc:
             if isinstance(exc, CoordinatorError):
                 log.warning("storing group %s failed: %s", group.group_id, exc)
@@ -762,7 +769,7 @@ class ClassicGroupManager:
             return ErrorCode.UNKNOWN_MEMBER_ID
         if group.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        error = self._validate_member(group, member_id, group_instance_id)
+        error = group.validate_member(member_id, group_instance_id)
         if error:
             return error
         if generation_id != group.generation_id:
@@ -789,9 +796,7 @@ class ClassicGroupManager:
             return ErrorCode.NONE
         if group.members or group.pending_members or not group.is_in(GroupState.EMPTY):
             return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        self._host.append_records(group_id, [(GroupMetadataKey(group_id).encode(), None)])
-        group.transition_to(GroupState.DEAD, self._clock())
-        del self.groups[group_id]
+        self._host.write_records(group_id, [GroupMetadataRecord(group_id, None)])
         return ErrorCode.NONE
 
     # -- LeaveGroup ------------------------------------------------------------------
@@ -818,7 +823,7 @@ class ClassicGroupManager:
                 errors.append(ErrorCode.NONE)
                 continue
             else:
-                error = self._validate_member(group, member_id, instance_id)
+                error = group.validate_member(member_id, instance_id)
                 if error:
                     errors.append(error)
                     continue
@@ -838,7 +843,7 @@ class ClassicGroupManager:
                 return ErrorCode.ILLEGAL_GENERATION, None
             group = ClassicGroup(req.group_id, self._clock())
             self.groups[req.group_id] = group
-        error = self._validate_offset_commit(group, req)
+        error = group.validate_offset_commit(req)
         if error:
             return error, group
         member = group.members.get(req.member_id)
@@ -846,48 +851,14 @@ class ClassicGroupManager:
             self._schedule_heartbeat(group, member)
         return ErrorCode.NONE, group
 
-    def _validate_offset_commit(self, group: ClassicGroup, req: CommitRequest) -> int:
-        if group.is_in(GroupState.DEAD):
-            return ErrorCode.COORDINATOR_NOT_AVAILABLE
-        if req.generation_id < 0 and group.is_in(GroupState.EMPTY):
-            return ErrorCode.NONE  # admin client or a consumer not using group management
-        if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
-            error = self._validate_member(group, req.member_id, req.group_instance_id)
-            if error:
-                return error
-            if req.generation_id != group.generation_id:
-                return ErrorCode.ILLEGAL_GENERATION
-        elif not group.is_in(GroupState.EMPTY):
-            return ErrorCode.UNKNOWN_MEMBER_ID
-        if group.is_in(GroupState.COMPLETING_REBALANCE):
-            return ErrorCode.REBALANCE_IN_PROGRESS
-        return ErrorCode.NONE
-
     # -- persistence -----------------------------------------------------------------
-    def _store_group(self, group: ClassicGroup) -> None:
-        protocol = group.protocol_name
-        value = GroupMetadataValue(
-            protocol_type=group.protocol_type or "",
-            generation=group.generation_id,
-            protocol=protocol,
-            leader=group.leader_id if group.members else None,
-            current_state_timestamp=group.state_timestamp_ms,
-            members=tuple(
-                MemberMetadataValue(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    m.rebalance_timeout_ms,
-                    m.session_timeout_ms,
-                    dict(m.protocols).get(protocol or "", b""),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            ),
-        )
-        key = GroupMetadataKey(group.group_id).encode()
-        self._host.append_records(group.group_id, [(key, value.encode())])
+    def _store_group(
+        self, group: ClassicGroup, assignments: dict[str, bytes] | None = None
+    ) -> None:
+        """Write the group's record (with ``assignments``, a SyncGroup's); its replay, once
+        committed, sets what it holds."""
+        record = GroupMetadataRecord(group.group_id, group.to_record(assignments))
+        self._host.write_records(group.group_id, [record])
 
     # -- timers of the group's shard ------------------------------------------------------
     def _schedule(
@@ -910,35 +881,11 @@ class ClassicGroupManager:
 
     # -- describe ---------------------------------------------------------------------
     def describe(self, group_id: str) -> GroupSummary:
-        """DescribeGroups of a classic group (Dead when unknown): members' metadata and
-        assignments only while Stable."""
+        """DescribeGroups of a classic group (Dead when unknown)."""
         group = self.groups.get(group_id)
         if group is None:
             return GroupSummary(group_id, GroupState.DEAD.value, "", "")
-        if group.is_in(GroupState.STABLE) and group.protocol_name is not None:
-            protocol = group.protocol_name
-            members = [
-                MemberSummary(
-                    m.member_id,
-                    m.group_instance_id,
-                    m.client_id,
-                    m.client_host,
-                    dict(m.protocols).get(protocol, b""),
-                    m.assignment,
-                )
-                for m in group.members.values()
-            ]
-        else:
-            protocol = ""
-            members = [
-                MemberSummary(
-                    m.member_id, m.group_instance_id, m.client_id, m.client_host, b"", b""
-                )
-                for m in group.members.values()
-            ]
-        return GroupSummary(
-            group_id, group.state.value, group.protocol_type or "", protocol, members
-        )
+        return group.summary()
 
     def is_member(self, group_id: str, member_id: str) -> bool:
         group = self.groups.get(group_id)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydmq.groups.consumer.topic_regex import TopicRegex
@@ -84,9 +84,28 @@ class ConsumerGroupMember:
     assigned: Partitions = field(default_factory=dict)
     pending_revocation: Partitions = field(default_factory=dict)
     left_static: bool = False  # left with epoch -2; its assignment is kept for the instance
-    session_timer: Hashable | None = None  # keys of its timers in its shard
-    rebalance_timer: Hashable | None = None
     compiled_regex: TopicRegex | None = None
+
+    def clone(self) -> ConsumerGroupMember:
+        """A copy (partition sets are shared: they are replaced, never changed in place)."""
+        return ConsumerGroupMember(
+            self.member_id,
+            self.instance_id,
+            self.rack_id,
+            self.client_id,
+            self.client_host,
+            self.rebalance_timeout_ms,
+            self.subscribed_topic_names,
+            self.subscribed_topic_regex,
+            self.server_assignor,
+            self.member_epoch,
+            self.previous_member_epoch,
+            self.state,
+            self.assigned,
+            self.pending_revocation,
+            self.left_static,
+            self.compiled_regex,
+        )
 
     @property
     def reported_epoch(self) -> int:
@@ -193,7 +212,8 @@ def _next_assignment(
 
 
 class ConsumerGroup:
-    """A consumer-protocol group. Owned by the event loop; the coordinator drives it."""
+    """A consumer-protocol group. Owned by its shard's event queue; changed only by replaying
+    its records (:mod:`pydmq.groups.consumer.replay`)."""
 
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
@@ -224,6 +244,20 @@ class ConsumerGroup:
     def owner_of(self, topic_id: uuid.UUID, partition: int) -> str | None:
         return self.owners.get((topic_id, partition))
 
+    def copy(self) -> ConsumerGroup:
+        """A copy to compute a write on: members are copied, partition sets are shared (they
+        are never changed in place, only replaced)."""
+        other = ConsumerGroup(self.group_id)
+        other.group_epoch = self.group_epoch
+        other.assignment_epoch = self.assignment_epoch
+        other.members = {m: v.clone() for m, v in self.members.items()}
+        other.static_members = dict(self.static_members)
+        other.target = dict(self.target)
+        other.subscription_metadata = dict(self.subscription_metadata)
+        other.owners = dict(self.owners)
+        other.dead = self.dead
+        return other
+
     # -- members ---------------------------------------------------------------------
     def add_member(self, member: ConsumerGroupMember) -> None:
         self.members[member.member_id] = member
@@ -244,25 +278,32 @@ class ConsumerGroup:
             del self.static_members[member.instance_id]
         return member
 
-    def update_assignment(self, member: ConsumerGroupMember, next_state: Reconciled) -> None:
+    def update_assignment(self, member: ConsumerGroupMember, next_state: Reconciled) -> bool:
+        """Give ``member`` its next epochs, state and partitions. A partition another member
+        holds is never taken: then the member is reset (epoch 0, nothing held) and False is
+        returned (only a damaged log can ask for that: reconciliation never does)."""
         self._release(member)
+        conflict = any(
+            self.owners.get((topic_id, p), member.member_id) != member.member_id
+            for parts in (next_state.assigned, next_state.pending_revocation)
+            for topic_id, ps in parts.items()
+            for p in ps
+        )
+        if conflict:
+            next_state = Reconciled(0, next_state.previous_member_epoch, MemberState.STABLE, {}, {})
         member.member_epoch = next_state.member_epoch
         member.previous_member_epoch = next_state.previous_member_epoch
         member.state = next_state.state
         member.assigned = next_state.assigned
         member.pending_revocation = next_state.pending_revocation
         self._hold(member)
+        return not conflict
 
     def _hold(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):
             for topic_id, ps in parts.items():
                 for p in ps:
-                    holder = self.owners.setdefault((topic_id, p), member.member_id)
-                    if holder != member.member_id:
-                        raise AssertionError(
-                            f"group {self.group_id}: partition {topic_id}-{p} held by "
-                            f"{holder} and {member.member_id}"
-                        )
+                    self.owners[(topic_id, p)] = member.member_id
 
     def _release(self, member: ConsumerGroupMember) -> None:
         for parts in (member.assigned, member.pending_revocation):

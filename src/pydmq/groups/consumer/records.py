@@ -20,13 +20,16 @@ This module maps the generated values to the coordinator's shapes: partition set
 ``{topic id: partitions}`` (written sorted, empty sets left out), subscribed topics
 ``{name: (topic id, partition count)}`` (written sorted by name). A null value deletes its
 key. Decoders bound every length and raise :class:`~pydmq.groups.records.GroupRecordError`
-on malformed input.
+on malformed input. :class:`ConsumerGroupRecord` is one record, typed, as a write builds it
+and as the load decodes it (the builders below make each kind).
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeAlias
 
 from pydmq.groups.consumer import generated_records as gen
 from pydmq.groups.consumer.generated_records import (
@@ -40,9 +43,12 @@ from pydmq.protocol.primitives import Buffer
 __all__ = [
     "CONSUMER_KEY_VERSIONS",
     "ConsumerGroupKey",
+    "ConsumerGroupRecord",
     "CurrentMemberValue",
     "MemberMetadataValue",
+    "current_member_record",
     "decode_consumer_key",
+    "decode_consumer_record",
     "decode_current_member",
     "decode_epoch",
     "decode_member_metadata",
@@ -53,7 +59,12 @@ __all__ = [
     "encode_member_metadata",
     "encode_partition_metadata",
     "encode_partitions",
+    "group_epoch_record",
     "is_consumer_key",
+    "member_metadata_record",
+    "partition_metadata_record",
+    "target_epoch_record",
+    "target_member_record",
 ]
 
 GROUP_METADATA = 3
@@ -151,3 +162,79 @@ def decode_current_member(data: Buffer) -> CurrentMemberValue:
         _partitions(value.assigned_partitions),
         _partitions(value.partitions_pending_revocation),
     )
+
+
+SubscriptionMetadata: TypeAlias = dict[str, tuple[uuid.UUID, int]]
+ConsumerGroupValue: TypeAlias = (
+    int | SubscriptionMetadata | MemberMetadataValue | Partitions | CurrentMemberValue
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRecord:
+    """One consumer-group record: its key and typed value (None: a tombstone). The value's
+    type follows ``key.kind``: an epoch (group and target metadata), the subscription metadata
+    (partition metadata), a :class:`MemberMetadataValue`, the partitions of a member's target,
+    or a :class:`CurrentMemberValue`."""
+
+    key: ConsumerGroupKey
+    value: ConsumerGroupValue | None
+
+    def encode(self) -> tuple[bytes, bytes | None]:
+        value = self.value
+        if value is None:
+            return self.key.encode(), None
+        return self.key.encode(), _CODECS[self.key.kind][0](value)
+
+
+def decode_consumer_record(key: Buffer, value: Buffer | None) -> ConsumerGroupRecord:
+    """The record stored as ``key``/``value`` (raises ``GroupRecordError`` if malformed)."""
+    decoded_key = decode_consumer_key(key)
+    if value is None:
+        return ConsumerGroupRecord(decoded_key, None)
+    return ConsumerGroupRecord(decoded_key, _CODECS[decoded_key.kind][1](value))
+
+
+_CODECS: dict[int, tuple[Callable[[Any], bytes], Callable[[Buffer], ConsumerGroupValue]]] = {
+    GROUP_METADATA: (encode_epoch, decode_epoch),
+    PARTITION_METADATA: (encode_partition_metadata, decode_partition_metadata),
+    MEMBER_METADATA: (encode_member_metadata, decode_member_metadata),
+    TARGET_METADATA: (encode_epoch, decode_epoch),
+    TARGET_MEMBER: (encode_partitions, decode_partitions),
+    CURRENT_MEMBER: (encode_current_member, decode_current_member),
+}
+"""Each kind's value encoder and decoder."""
+
+
+def group_epoch_record(group_id: str, epoch: int | None) -> ConsumerGroupRecord:
+    """The group's epoch (None: the group is deleted)."""
+    return ConsumerGroupRecord(ConsumerGroupKey(GROUP_METADATA, group_id), epoch)
+
+
+def partition_metadata_record(
+    group_id: str, metadata: SubscriptionMetadata | None
+) -> ConsumerGroupRecord:
+    return ConsumerGroupRecord(ConsumerGroupKey(PARTITION_METADATA, group_id), metadata)
+
+
+def member_metadata_record(
+    group_id: str, member_id: str, value: MemberMetadataValue | None
+) -> ConsumerGroupRecord:
+    """A member's metadata (None: the member leaves the group)."""
+    return ConsumerGroupRecord(ConsumerGroupKey(MEMBER_METADATA, group_id, member_id), value)
+
+
+def target_epoch_record(group_id: str, epoch: int | None) -> ConsumerGroupRecord:
+    return ConsumerGroupRecord(ConsumerGroupKey(TARGET_METADATA, group_id), epoch)
+
+
+def target_member_record(
+    group_id: str, member_id: str, partitions: Partitions | None
+) -> ConsumerGroupRecord:
+    return ConsumerGroupRecord(ConsumerGroupKey(TARGET_MEMBER, group_id, member_id), partitions)
+
+
+def current_member_record(
+    group_id: str, member_id: str, value: CurrentMemberValue | None
+) -> ConsumerGroupRecord:
+    return ConsumerGroupRecord(ConsumerGroupKey(CURRENT_MEMBER, group_id, member_id), value)

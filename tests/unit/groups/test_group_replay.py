@@ -1,0 +1,494 @@
+"""Groups change by replaying their records (issue 16, part 3).
+
+KIP-848 consumer groups change only by replay:
+
+- The group a series of live operations built equals, after every operation, the group a
+  fresh load rebuilds from the records those operations wrote (one replay code).
+- A write that fails (refused at append, or not committed) leaves the group as it was, and the
+  next operation on the group computes from that state.
+- Unloading a shard drops its consumer groups and their timers; a new election reloads them.
+
+Classic groups change by the replay of their records where their state is in records (the
+transient rebalance state stays in memory, as in Kafka): the members get a SyncGroup's
+assignments when its record is committed, a deleted group goes when its tombstone is, and a
+load restores groups with the same replay.
+
+No sockets: ``__consumer_offsets`` is an in-memory partition log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pytest
+
+from pydmq.coordinator.api import CoordinatorResult, CoordinatorWriteError
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
+from pydmq.groups.consumer.api import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
+from pydmq.groups.consumer.group import ConsumerGroup
+from pydmq.groups.coordinator import GroupCoordinator
+from pydmq.groups.shard import GroupCoordinatorShard
+from pydmq.protocol.errors import ErrorCode as E
+from pydmq.protocol.records import Record
+
+pytestmark = pytest.mark.timeout(30)
+
+T = TypeVar("T")
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+
+@dataclass
+class Topics:
+    by_name: dict[str, Topic] = field(default_factory=dict)
+
+    def add(self, name: str, n: int) -> Topic:
+        self.by_name[name] = Topic(name, uuid.uuid4(), list(range(n)))
+        return self.by_name[name]
+
+    def get(self, name: str) -> Topic | None:
+        return self.by_name.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return next((t for t in self.by_name.values() if t.topic_id == topic_id), None)
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(list(self.by_name.values()))
+
+
+class OneLog:
+    """``__consumer_offsets`` as one partition in memory. ``cluster_mode``: led only once
+    elected; with ``hold``, appends wait for :meth:`settle`; ``refuse`` refuses appends."""
+
+    num_partitions = 1
+
+    def __init__(self, *, cluster_mode: bool = False) -> None:
+        self.cluster_mode = cluster_mode
+        self.records: list[tuple[bytes, bytes | None]] = []
+        self.hold = False
+        self.refuse: int | None = None
+        self.waiting: list[tuple[int, asyncio.Future[int]]] = []
+
+    def partition_for(self, group_id: str) -> int:
+        return 0
+
+    def append(
+        self, partition: int, records: Sequence[tuple[bytes, bytes | None]]
+    ) -> asyncio.Future[int] | None:
+        if self.refuse is not None:
+            raise CoordinatorWriteError(self.refuse)
+        start = len(self.records)
+        self.records.extend(records)
+        if not self.hold:
+            return None
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.waiting.append((start, future))
+        return future
+
+    def settle(self, code: int = E.NONE) -> None:
+        """Commit (or fail, truncating them) the appends waiting, oldest first."""
+        for start, future in self.waiting:
+            if code:
+                del self.records[start:]
+            future.set_result(code)
+        self.waiting.clear()
+
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        for offset, (key, value) in enumerate(list(self.records)):
+            yield Record(offset, 0, key, value, ())
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+async def settle_callbacks() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+def make(log: OneLog, topics: Topics, *, owns_all: bool | None = None) -> GroupCoordinator:
+    config = GroupConfig(
+        initial_rebalance_delay_ms=0,
+        min_session_timeout_ms=10,
+        consumer=ConsumerGroupConfig(session_timeout_ms=60_000),
+    )
+    coordinator = GroupCoordinator(config, log, topics=topics, owns_all_partitions=owns_all)
+    coordinator.load()
+    return coordinator
+
+
+def beat(
+    c: GroupCoordinator,
+    member: str,
+    epoch: int,
+    *,
+    group: str = "g",
+    topics: list[str] | None = None,
+    owned: dict[uuid.UUID, list[int]] | None = None,
+    **kw: Any,
+) -> asyncio.Future[HeartbeatResult]:
+    if epoch == 0:
+        kw.setdefault("rebalance_timeout_ms", 30_000)
+        if topics is None and "subscribed_topic_regex" not in kw:
+            topics = ["t"]
+        owned = owned or {}
+    return c.consumer_group_heartbeat(
+        HeartbeatRequest(
+            group_id=group,
+            member_id=member,
+            member_epoch=epoch,
+            subscribed_topic_names=topics,
+            topic_partitions=owned,
+            client_id=f"client-{member}",
+            client_host="/127.0.0.1",
+            **kw,
+        )
+    )
+
+
+def hb(c: GroupCoordinator, member: str, epoch: int, **kw: Any) -> HeartbeatResult:
+    future = beat(c, member, epoch, **kw)
+    assert future.done()
+    return future.result()
+
+
+def state(group: ConsumerGroup) -> tuple[object, ...]:
+    """Everything a consumer group holds, comparable."""
+    members = {
+        m.member_id: (
+            m.instance_id,
+            m.rack_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.subscribed_topic_names,
+            m.subscribed_topic_regex,
+            m.compiled_regex is not None,
+            m.server_assignor,
+            m.member_epoch,
+            m.previous_member_epoch,
+            m.state,
+            m.assigned,
+            m.pending_revocation,
+            m.left_static,
+        )
+        for m in group.members.values()
+    }
+    return (
+        group.group_epoch,
+        group.assignment_epoch,
+        group.state,
+        dict(group.subscription_metadata),
+        dict(group.target),
+        dict(group.owners),
+        dict(group.static_members),
+        members,
+    )
+
+
+def states(c: GroupCoordinator) -> dict[str, tuple[object, ...]]:
+    return {group_id: state(group) for group_id, group in c.consumer_groups.items()}
+
+
+def reloaded(log: OneLog, topics: Topics) -> dict[str, tuple[object, ...]]:
+    fresh = make(log, topics, owns_all=True)
+    try:
+        return states(fresh)
+    finally:
+        fresh.stop()
+
+
+class Member:
+    """A well-behaved client: acknowledges whatever the coordinator takes away."""
+
+    def __init__(self, c: GroupCoordinator, member_id: str, group: str = "g", **join: Any) -> None:
+        self.c, self.id, self.group, self.join = c, member_id, group, join
+        self.epoch = 0
+        self.owned: dict[uuid.UUID, list[int]] = {}
+
+    def beat(self, **extra: Any) -> HeartbeatResult:
+        kw = {**(self.join if self.epoch == 0 else {}), **extra}
+        r = hb(self.c, self.id, self.epoch, group=self.group, owned=self.owned, **kw)
+        assert r.error_code == E.NONE, r
+        self.epoch = r.member_epoch
+        if r.assignment is not None:
+            self.owned = {t: sorted(ps) for t, ps in r.assignment.items()}
+        return r
+
+
+def expire_session(c: GroupCoordinator, group: str, member: str) -> None:
+    """Fire ``member``'s session timer now (its operation, as the timer would run it)."""
+    timer = c.timer_for(group)
+    assert timer is not None
+
+    def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[Any, None]:
+        return shard.consumer.expire_session(group, member)
+
+    timer.schedule(("consumer-session", group, member), 0, expire, write_key=group)
+
+
+def test_the_live_groups_equal_the_groups_a_load_rebuilds_after_every_operation() -> None:
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 6)
+        topics.add("orders.a", 2)
+        log = OneLog()
+        c = make(log, topics)
+        c.start()
+        steps = 0
+
+        def check() -> None:
+            nonlocal steps
+            steps += 1
+            assert states(c) == reloaded(log, topics), f"after step {steps}"
+
+        a = Member(c, "a", topics=["t"])
+        b = Member(c, "b", topics=["t"], rack_id="r1")
+        s = Member(c, "s", topics=["t"], instance_id="i")
+        x = Member(c, "x", group="other", subscribed_topic_regex="orders\\..*")
+        for _ in range(4):
+            for m in (a, b, s):
+                m.beat()
+                check()
+        x.beat()
+        check()
+        # a static member leaves for a while, then comes back under the same member id
+        assert hb(c, "s", -2, instance_id="i").member_epoch == -2
+        check()
+        s.epoch, s.owned = 0, {}
+        s.beat()
+        check()
+        # ... and again, replaced by a new member id with the same instance id
+        assert hb(c, "s", -2, instance_id="i").error_code == E.NONE
+        check()
+        s2 = Member(c, "s2", topics=["t"], instance_id="i")
+        s2.beat()
+        check()
+        # a subscription change, a new topic matching a regex, a leave, an expiry
+        a.beat(topics=["t", "orders.a"])
+        check()
+        topics.add("orders.b", 3)
+        x.beat()
+        check()
+        assert hb(c, "b", -1).member_epoch == -1
+        check()
+        for m in (a, s2, a, s2):
+            m.beat()
+            check()
+        expire_session(c, "g", "s2")
+        await settle_callbacks()
+        assert "s2" not in c.consumer_groups["g"].members
+        check()
+        c.commit_offsets(CommitRequest("other", "", None, -1, -1, {("t", 0): (5, -1, "")}, 9))
+        assert hb(c, "x", -1, group="other").error_code == E.NONE
+        check()
+        assert c.delete_groups(["other"]) == {"other": E.NONE}
+        assert "other" not in c.consumer_groups
+        check()
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_refused_write_leaves_the_group_as_it_was() -> None:
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog()
+        c = make(log, topics)
+        a = Member(c, "a", topics=["t"])
+        a.beat()
+        a.beat()
+        before = states(c)
+        epoch = c.consumer_groups["g"].group_epoch
+        log.refuse = E.NOT_ENOUGH_REPLICAS
+        assert hb(c, "b", 0).error_code == E.COORDINATOR_NOT_AVAILABLE  # a join
+        assert hb(c, "a", a.epoch, topics=["t", "u"], owned=a.owned).error_code == (
+            E.COORDINATOR_NOT_AVAILABLE
+        )
+        assert hb(c, "a", -1).error_code == E.COORDINATOR_NOT_AVAILABLE  # a leave
+        assert c.delete_groups(["g"]) == {"g": E.NON_EMPTY_GROUP}
+        assert states(c) == before
+        timer = c.timer_for("g")
+        assert timer is not None  # the member that did not leave keeps its session timer
+        assert timer.is_scheduled(("consumer-session", "g", "a"))
+        log.refuse = None
+        assert hb(c, "b", 0).error_code == E.NONE
+        assert c.consumer_groups["g"].group_epoch == epoch + 1
+        c.stop()
+
+    run(scenario())
+
+
+def test_an_uncommitted_write_that_fails_leaves_the_group_as_it_was() -> None:
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog(cluster_mode=True)
+        c = make(log, topics)
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        first = beat(c, "a", 0)
+        await settle_callbacks()
+        log.settle()
+        await settle_callbacks()
+        assert first.result().error_code == E.NONE
+        before = states(c)
+        epoch = c.consumer_groups["g"].group_epoch
+        log.hold = True
+        joining = beat(c, "b", 0)
+        following = beat(c, "c", 0)  # waits for b's write: it must not build on it
+        await settle_callbacks()
+        assert not joining.done() and not following.done()
+        assert states(c) == before  # nothing is applied before the commit
+        log.settle(E.NOT_ENOUGH_REPLICAS)
+        await settle_callbacks()
+        assert joining.result().error_code == E.COORDINATOR_NOT_AVAILABLE
+        assert "b" not in c.consumer_groups["g"].members
+        assert not following.done()  # its write is appended, computed from the state before b
+        log.settle()
+        await settle_callbacks()
+        joined = following.result()
+        assert joined.error_code == E.NONE
+        group = c.consumer_groups["g"]
+        assert set(group.members) == {"a", "c"}
+        assert group.group_epoch == epoch + 1
+        assert states(c) == reloaded(log, topics)
+        c.stop()
+
+    run(scenario())
+
+
+def test_unloading_a_shard_drops_its_consumer_groups_and_their_timers() -> None:
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog(cluster_mode=True)
+        c = make(log, topics)
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        for member, group in (("a", "g"), ("b", "g"), ("c", "h")):
+            assert hb(c, member, 0, group=group).error_code == E.NONE
+        timer = c.timer_for("g")
+        assert timer is not None
+        assert timer.is_scheduled(("consumer-session", "g", "a"))
+        assert timer.is_scheduled(("consumer-session", "h", "c"))
+        before = states(c)
+        c.on_resigned(0, 2)
+        await settle_callbacks()
+        assert c.consumer_groups == {}
+        assert len(timer) == 0
+        assert hb(c, "a", 1).error_code == E.NOT_COORDINATOR
+        task = c.on_elected(0, 3)
+        assert task is not None
+        await task
+        assert states(c) == before
+        reloaded_timer = c.timer_for("g")
+        assert reloaded_timer is not None and reloaded_timer is not timer
+        assert reloaded_timer.is_scheduled(("consumer-session", "g", "b"))
+        c.stop()
+
+    run(scenario())
+
+
+def join_request(group: str) -> JoinRequest:
+    return JoinRequest(
+        group_id=group,
+        member_id="",
+        group_instance_id=None,
+        require_known_member_id=False,
+        client_id="c",
+        client_host="/127.0.0.1",
+        rebalance_timeout_ms=10_000,
+        session_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=[("range", b"meta")],
+    )
+
+
+async def elected(log: OneLog) -> GroupCoordinator:
+    c = make(log, Topics())
+    task = c.on_elected(0, 1)
+    assert task is not None
+    await task
+    return c
+
+
+def test_a_sync_group_assignment_reaches_the_members_when_its_record_is_committed() -> None:
+    async def scenario() -> None:
+        log = OneLog(cluster_mode=True)
+        c = await elected(log)
+        joined = await c.join_group(join_request("cg"))
+        await settle_callbacks()
+        log.settle()
+        log.hold = True
+        member = joined.member_id
+        sync = asyncio.ensure_future(
+            c.sync_group("cg", joined.generation_id, member, None, None, None, {member: b"a"})
+        )
+        await settle_callbacks()
+        assert not sync.done()
+        assert c.groups["cg"].members[member].assignment == b""  # not before the commit
+        log.settle()
+        result = await sync
+        assert result.error_code == E.NONE and result.assignment == b"a"
+        assert c.groups["cg"].members[member].assignment == b"a"
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_deleted_classic_group_goes_when_its_tombstone_is_committed() -> None:
+    async def scenario() -> None:
+        log = OneLog(cluster_mode=True)
+        c = await elected(log)
+        joined = await c.join_group(join_request("cg"))
+        assert c.leave_group("cg", [(joined.member_id, None)]) == (E.NONE, [E.NONE])
+        await settle_callbacks()
+        log.settle()
+        assert c.groups["cg"].state.value == "Empty"
+        log.hold = True
+        assert c.delete_groups(["cg"]) == {"cg": E.NONE}
+        assert "cg" in c.groups  # until the tombstone is committed
+        log.settle()
+        await settle_callbacks()
+        assert "cg" not in c.groups
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_load_restores_classic_groups_with_the_replay_of_their_records() -> None:
+    async def scenario() -> None:
+        log = OneLog()
+        c = make(log, Topics())
+        joined = await c.join_group(join_request("cg"))
+        member = joined.member_id
+        synced = await c.sync_group("cg", joined.generation_id, member, None, None, None, {})
+        assert synced.error_code == E.NONE
+        c.commit_offsets(CommitRequest("simple", "", None, -1, -1, {("t", 0): (1, -1, "")}, 9))
+        c.stop()
+        fresh = make(log, Topics())
+        restored = fresh.groups["cg"]
+        assert restored.state.value == "Empty" and not restored.members  # members are not
+        assert (restored.generation_id, restored.protocol_type) == (
+            joined.generation_id,
+            "consumer",
+        )
+        assert restored.protocol_name is None
+        assert fresh.groups["simple"].generation_id == 0  # offsets only: an Empty group
+        fresh.stop()
+
+    run(scenario())
