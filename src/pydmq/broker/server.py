@@ -149,6 +149,9 @@ class Broker:
             from pydmq.broker.cluster.topic_ops import ClusterTopicOperations
 
             self.cluster = BrokerCluster(self)
+            self.replica_manager.attach_cluster(
+                self.cluster.metadata_cache, self.cluster.alter_partition.wake
+            )
             self.topics = self.cluster.metadata_cache.topics
             self.topic_ops = ClusterTopicOperations(self)
         else:
