@@ -433,9 +433,7 @@ class Broker:
         if self.controller is not None:
             with contextlib.suppress(Exception):
                 await self.controller.stop()
-        self.replica_manager.fetch_purgatory.notify_all()
-        self.replica_manager.produce_purgatory.notify_all()
-        self.replica_manager.delete_records_purgatory.notify_all()
+        self.replica_manager.wake_waiters()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()

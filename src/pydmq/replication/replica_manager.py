@@ -416,6 +416,13 @@ class ReplicaManager:
         self.fetch_purgatory.notify(tp)
         self.delete_records_purgatory.notify(tp)
 
+    def wake_waiters(self) -> None:
+        """Wake every parked request (long polls, acks=-1 produces, DeleteRecords) to re-check
+        now: the broker is stopping."""
+        self.fetch_purgatory.notify_all()
+        self.produce_purgatory.notify_all()
+        self.delete_records_purgatory.notify_all()
+
     def update_config(self, topic: str, topic_config: TopicConfig) -> None:
         """Apply a topic's new configs to its hosted partitions: append policy, min ISR and
         the engine log's retention/segment/flush settings."""

@@ -41,6 +41,7 @@ from pydmq.protocol.batch_header import (
 )
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.produce import (
+    PartitionProduceData,
     PartitionProduceResponse,
     ProduceRequest,
     ProduceResponse,
@@ -110,59 +111,71 @@ def handle(
     valid_acks = acks in (0, 1, -1)
     response = ProduceResponse()
     entries: list[ProduceEntry] = []
-    answers: list[PartitionProduceResponse] = []  # the response of each entry
+    # The topics whose partitions became entries, with their responses to fill from results.
+    appended: list[tuple[TopicProduceResponse, list[PartitionProduceData]]] = []
     for topic_data in request.topic_data:
         name = topic_data.name
         topic_response = TopicProduceResponse(name=name)
         response.responses.append(topic_response)
-        partition_responses = topic_response.partition_responses
         if name in INTERNAL_TOPICS:
             # Only the coordinator that owns an internal topic appends to it (through the
             # replica manager, not this handler); Kafka answers clients this code.
             message = f"Cannot append to internal topic {name}"
+            topic_response.partition_responses = [
+                _partition_error(data.index, ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+                for data in topic_data.partition_data
+            ]
+        elif not valid_acks:
+            topic_response.partition_responses = [
+                _partition_error(data.index, ErrorCode.INVALID_REQUIRED_ACKS)
+                for data in topic_data.partition_data
+            ]
+        else:
             for data in topic_data.partition_data:
-                partition_responses.append(
-                    _partition_error(data.index, ErrorCode.INVALID_TOPIC_EXCEPTION, message)
+                entries.append(
+                    _entry(TopicPartition(name, data.index), data.records, version, transactional)
                 )
-            continue
-        for data in topic_data.partition_data:
-            if not valid_acks:
-                partition_responses.append(
-                    _partition_error(data.index, ErrorCode.INVALID_REQUIRED_ACKS)
-                )
-                continue
-            entries.append(
-                _entry(TopicPartition(name, data.index), data.records, version, transactional)
-            )
-            answer = _partition_error(data.index, ErrorCode.NONE)
-            partition_responses.append(answer)
-            answers.append(answer)
+            appended.append((topic_response, topic_data.partition_data))
     if not entries:
         return None if acks == 0 else response
     results = ctx.broker.replica_manager.append_records(entries, acks, request.timeout)
     if acks == 0:
         return None
     if isinstance(results, list):
-        _fill(answers, results)
+        _fill(appended, results)
         return response
-    return _respond_when_acked(response, answers, results)
+    return _respond_when_acked(response, appended, results)
 
 
-def _fill(answers: list[PartitionProduceResponse], results: list[AppendResult]) -> None:
-    for answer, result in zip(answers, results, strict=True):
-        answer.error_code = result.error_code
-        answer.base_offset = result.base_offset
-        answer.log_append_time = result.log_append_time
-        answer.log_start_offset = result.log_start_offset
-        answer.error_message = result.error_message
+def _fill(
+    appended: list[tuple[TopicProduceResponse, list[PartitionProduceData]]],
+    results: list[AppendResult],
+) -> None:
+    """The partition responses of the appended topics, from the results in entry order."""
+    i = 0
+    for topic_response, partitions in appended:
+        responses = topic_response.partition_responses
+        for data in partitions:
+            result = results[i]
+            i += 1
+            responses.append(
+                PartitionProduceResponse(
+                    index=data.index,
+                    error_code=result.error_code,
+                    base_offset=result.base_offset,
+                    log_append_time=result.log_append_time,
+                    log_start_offset=result.log_start_offset,
+                    error_message=result.error_message,
+                )
+            )
 
 
 async def _respond_when_acked(
     response: ProduceResponse,
-    answers: list[PartitionProduceResponse],
+    appended: list[tuple[TopicProduceResponse, list[PartitionProduceData]]],
     waiting: Awaitable[list[AppendResult]],
 ) -> ProduceResponse:
-    _fill(answers, await waiting)
+    _fill(appended, await waiting)
     return response
 
 
