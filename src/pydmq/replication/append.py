@@ -118,7 +118,7 @@ def append_records(
             ack = PendingAck(
                 partition,
                 info.last_offset + 1,
-                _DelayedAnswer(result, entry.tp, _writer_of(records)).report,
+                _DelayedAnswer(result, entry.tp, _writer_of(records)),
             )
             if not check_acks(ack):
                 pending.append(ack)
@@ -138,7 +138,8 @@ async def _when_acked(
 
 
 class _DelayedAnswer:
-    """Where the produce purgatory reports one partition's settled acks=-1 append."""
+    """Where the produce purgatory reports one partition's settled acks=-1 append: called with
+    the error code (an object, not a closure or bound method: one allocation per partition)."""
 
     __slots__ = ("result", "tp", "writer")
 
@@ -147,7 +148,7 @@ class _DelayedAnswer:
         self.tp = tp
         self.writer = writer
 
-    def report(self, code: int) -> None:
+    def __call__(self, code: int) -> None:
         result = self.result
         result.error_code = code
         if code == ErrorCode.NONE:
