@@ -149,6 +149,9 @@ class Broker:
             from pydmq.broker.cluster.runtime import BrokerCluster
 
             self.cluster = BrokerCluster(self)
+            self.replica_manager.attach_cluster(
+                self.cluster.metadata_cache, self.cluster.alter_partition.wake
+            )
             self.topics = self.cluster.metadata_cache.topics
         else:
             metadata_log = LocalMetadataLog(
@@ -438,9 +441,7 @@ class Broker:
         if self.controller is not None:
             with contextlib.suppress(Exception):
                 await self.controller.stop()
-        self.replica_manager.fetch_purgatory.notify_all()
-        self.replica_manager.produce_purgatory.notify_all()
-        self.replica_manager.delete_records_purgatory.notify_all()
+        self.replica_manager.wake_waiters()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         self.replica_manager.shutdown()

@@ -31,18 +31,32 @@ from pydmq.storage.api import TopicPartition
 if TYPE_CHECKING:
     from pydmq.replication.partition import Partition
 
-__all__ = ["PendingDelete", "await_deletes", "check_delete"]
+__all__ = ["DeleteRecordsResult", "PendingDelete", "await_deletes", "check_delete"]
+
+
+@dataclass(slots=True)
+class DeleteRecordsResult:
+    """One partition's DeleteRecords answer: its error and low watermark (-1 on error)."""
+
+    error_code: int = ErrorCode.NONE
+    low_watermark: int = -1
 
 
 @dataclass(slots=True)
 class PendingDelete:
-    """One partition of a parked DeleteRecords: the offset its replicas' log starts must reach."""
+    """One partition of a parked DeleteRecords: the offset its replicas' log starts must reach,
+    and the result to settle."""
 
     partition: Partition
     required_offset: int
     low_watermark: int  # when the request arrived: answered with REQUEST_TIMED_OUT
-    report: Callable[[int, int], None]  # (error code, low watermark) of the partition result
+    result: DeleteRecordsResult
     done: bool = False
+
+    def settle(self, error_code: int, low_watermark: int) -> None:
+        self.result.error_code = error_code
+        self.result.low_watermark = low_watermark
+        self.done = True
 
 
 def check_delete(
@@ -66,8 +80,7 @@ def check_delete(
     else:
         done, error, low = partition.delete_records_satisfied(pending.required_offset, is_alive)
     if done:
-        pending.report(error, low)
-        pending.done = True
+        pending.settle(error, low)
     return pending.done
 
 
@@ -86,5 +99,4 @@ async def await_deletes(
     )
     for p in pending:
         if not check_delete(p, hosted, is_alive):
-            p.report(ErrorCode.REQUEST_TIMED_OUT, p.low_watermark)
-            p.done = True
+            p.settle(ErrorCode.REQUEST_TIMED_OUT, p.low_watermark)

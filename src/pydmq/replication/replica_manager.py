@@ -1,8 +1,20 @@
 """ReplicaManager: the partitions hosted here, their logs, appends and reads.
 
 Opens logs through the storage engine chosen per topic (``pydmq.engine`` topic config, default
-``log.engine``), wakes delayed fetches after appends, and runs log maintenance (retention,
-segment roll by time, flushes, checkpoints). Owned by the event loop.
+``log.engine``), and runs log maintenance (retention, segment roll by time, flushes,
+checkpoints). Owned by the event loop.
+
+Requests reach the partitions through it, as Kafka's: :meth:`ReplicaManager.append_records`
+(leader checks, appends, the delayed produce of ``acks=-1``: :mod:`pydmq.replication.append`),
+:meth:`ReplicaManager.fetch_messages` (follower identity and fetch state, high watermark
+moves, reads and the long poll: :mod:`pydmq.replication.fetch`),
+:meth:`ReplicaManager.delete_records_on_leader` with
+:meth:`ReplicaManager.delayed_delete_records`, and :meth:`ReplicaManager.leader_partition`
+(the leader checks of the other partition APIs). Parameters and results are neutral
+dataclasses; the handlers map them from and to the wire. In cluster mode the broker attaches
+the cluster metadata at start-up (:meth:`ReplicaManager.attach_cluster`): which partitions the
+cluster knows, the brokers' registration epochs and liveness, and where to ask for an ISR
+expansion.
 
 Single-node mode opens every partition as its leader (:meth:`ReplicaManager.make_leader`).
 Cluster mode opens a partition only when the controller's LeaderAndIsr names this broker a
@@ -38,20 +50,43 @@ import gc
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
+from pydmq.protocol.errors import ErrorCode
+from pydmq.replication.append import AppendResult, ProduceEntry, append_records
+from pydmq.replication.delayed_delete_records import (
+    DeleteRecordsResult,
+    PendingDelete,
+    await_deletes,
+)
+from pydmq.replication.fetch import FetchParams, FetchPartitionResult, FetchTarget, fetch_messages
 from pydmq.replication.partition import Partition, append_policy
 from pydmq.replication.purgatory import DelayedOperationPurgatory
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
-from pydmq.storage.api import LogConfig, StorageEngine, StorageEngineSpec, TopicPartition
+from pydmq.storage.api import (
+    LogConfig,
+    OffsetOutOfRangeError,
+    StorageEngine,
+    StorageEngineSpec,
+    TopicPartition,
+)
 from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.errors import KafkaStorageError
 from pydmq.storage.log import AppendPolicy, LogAppendInfo, LogStorageError, UnifiedLog
 
-__all__ = ["SETTLE_EVERY", "PartitionState", "ReplicaManager", "Transition", "UnknownEngineError"]
+__all__ = [
+    "HIGH_WATERMARK",
+    "SETTLE_EVERY",
+    "ClusterMetadata",
+    "PartitionState",
+    "ReplicaManager",
+    "Transition",
+    "UnknownEngineError",
+]
 
 log = logging.getLogger(__name__)
 
@@ -59,8 +94,29 @@ SETTLE_EVERY = 250
 """Partitions opened between two :meth:`ReplicaManager.settle` calls."""
 
 
+HIGH_WATERMARK = -1
+"""The offset a DeleteRecords names to delete up to the high watermark."""
+
+
 class UnknownEngineError(ValueError):
     """A topic names a storage engine no plugin registered."""
+
+
+class ClusterMetadata(Protocol):
+    """What the replica manager asks of the cluster metadata (cluster mode; the broker's
+    metadata cache)."""
+
+    def partition(self, tp: TopicPartition, /) -> object | None:
+        """The cluster's record of ``tp`` (None: the cluster does not know it)."""
+        ...
+
+    def broker_epoch(self, broker_id: int, /) -> int:
+        """The registration epoch of an alive broker; -1 when it is not alive (or unknown)."""
+        ...
+
+    def is_alive(self, broker_id: int, /) -> bool:
+        """Whether ``broker_id`` is registered and not fenced."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +178,18 @@ class ReplicaManager:
         self._unsettled = 0  # partitions opened since the last settle()
         self.offline_log_dirs: dict[str, str] = {}  # log dir -> what took it offline
         self.log_dir_failure_listeners: list[Callable[[str], None]] = []
+        # Cluster mode (attach_cluster at start-up): the cluster metadata, and where to ask
+        # for an ISR expansion when a follower outside the ISR caught up.
+        self.cluster: ClusterMetadata | None = None
+        self._isr_expansion_wanted: Callable[[], None] | None = None
+
+    def attach_cluster(
+        self, metadata: ClusterMetadata, isr_expansion_wanted: Callable[[], None]
+    ) -> None:
+        """Cluster mode, at start-up: the cluster metadata this broker follows, and the call
+        that wakes the ISR change proposer."""
+        self.cluster = metadata
+        self._isr_expansion_wanted = isr_expansion_wanted
 
     # -- storage failures ------------------------------------------------------------
     def log_dir_failed(self, log_dir: str, reason: str) -> None:
@@ -348,6 +416,13 @@ class ReplicaManager:
         self.fetch_purgatory.notify(tp)
         self.delete_records_purgatory.notify(tp)
 
+    def wake_waiters(self) -> None:
+        """Wake every parked request (long polls, acks=-1 produces, DeleteRecords) to re-check
+        now: the broker is stopping."""
+        self.fetch_purgatory.notify_all()
+        self.produce_purgatory.notify_all()
+        self.delete_records_purgatory.notify_all()
+
     def update_config(self, topic: str, topic_config: TopicConfig) -> None:
         """Apply a topic's new configs to its hosted partitions: append policy, min ISR and
         the engine log's retention/segment/flush settings."""
@@ -378,6 +453,116 @@ class ReplicaManager:
             partition.log.engine_log.close()
         self.engine(engine_name).delete_log(tp)
         self.notify_high_watermark(tp)
+
+    # -- requests: leader checks, appends, reads, deletions ------------------------------
+    def unknown_partition_error(self, tp: TopicPartition) -> int:
+        """The error for ``tp`` not hosted here: NOT_LEADER_OR_FOLLOWER when the cluster knows
+        it (clients refresh metadata), else UNKNOWN_TOPIC_OR_PARTITION."""
+        cluster = self.cluster
+        if cluster is not None and cluster.partition(tp) is not None:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+    def leader_partition(
+        self, tp: TopicPartition, current_leader_epoch: int = -1
+    ) -> tuple[Partition | None, int]:
+        """The partition if this broker may serve ``tp`` as leader, else None and an error.
+
+        Kafka's order (``Partition.localLogWithEpochOrThrow``): an unknown partition first
+        (:meth:`unknown_partition_error`), then the client's ``current_leader_epoch`` (older
+        than ours: FENCED_LEADER_EPOCH; newer, an epoch we have not heard of:
+        UNKNOWN_LEADER_EPOCH; -1: not checked), then leadership (NOT_LEADER_OR_FOLLOWER). In
+        single-node mode every hosted partition is led here.
+        """
+        partition = self.partitions.get(tp)
+        if partition is None:
+            return None, self.unknown_partition_error(tp)
+        if current_leader_epoch >= 0 and current_leader_epoch != partition.leader_epoch:
+            return None, (
+                ErrorCode.FENCED_LEADER_EPOCH
+                if current_leader_epoch < partition.leader_epoch
+                else ErrorCode.UNKNOWN_LEADER_EPOCH
+            )
+        if not partition.is_leader:
+            return None, ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return partition, ErrorCode.NONE
+
+    def is_known_follower(self, replica_id: int, replica_epoch: int, inter_broker: bool) -> bool:
+        """Whether a fetch claiming to come from broker ``replica_id`` is believed: it came
+        over the inter-broker listener at a version carrying ``replica_epoch`` (the caller's
+        part), this is a cluster-mode broker, ``replica_id`` is another broker and
+        ``replica_epoch`` is that broker's registration epoch."""
+        cluster = self.cluster
+        if cluster is None or not inter_broker:
+            return False
+        return (
+            replica_id != self.config.node_id
+            and replica_epoch >= 0
+            and replica_epoch == cluster.broker_epoch(replica_id)
+        )
+
+    def isr_expansion_wanted(self) -> None:
+        """A follower outside the ISR caught up: wake the ISR change proposer (cluster mode)."""
+        if self._isr_expansion_wanted is not None:
+            self._isr_expansion_wanted()
+
+    def append_records(
+        self, entries: list[ProduceEntry], acks: int, timeout_ms: int
+    ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
+        """Append produced record sets as leader (Kafka's appendRecords): one result per
+        entry, now or, for ``acks=-1``, once settled (see :mod:`pydmq.replication.append`)."""
+        return append_records(self, entries, acks, timeout_ms)
+
+    def fetch_messages(
+        self, params: FetchParams, targets: list[FetchTarget]
+    ) -> list[FetchPartitionResult] | Awaitable[list[FetchPartitionResult]]:
+        """Read partitions led here (Kafka's fetchMessages): one result per target, now or
+        after the long poll (see :mod:`pydmq.replication.fetch`)."""
+        return fetch_messages(self, params, targets)
+
+    def delete_records_on_leader(
+        self, partition: Partition, offset: int
+    ) -> tuple[DeleteRecordsResult, PendingDelete | None]:
+        """Raise the log start offset of ``partition`` (led here) to ``offset`` (or the high
+        watermark for :data:`HIGH_WATERMARK`): the partition's answer, and what settles it
+        later when it must wait.
+
+        OFFSET_OUT_OF_RANGE (low watermark -1) for an offset above the high watermark or
+        negative; an offset below the log start changes nothing and is no error. A moved log
+        start wakes parked fetches, so parked follower fetches bring it to the followers. The
+        answer carries the low watermark (:meth:`Partition.low_watermark`, counting the
+        followers on alive brokers); while it is below the offset, the answer waits: the
+        returned :class:`PendingDelete`, for :meth:`delayed_delete_records`.
+        """
+        log = partition.log
+        high_watermark = log.high_watermark
+        target = high_watermark if offset == HIGH_WATERMARK else offset
+        if target < 0 or target > high_watermark:
+            return DeleteRecordsResult(ErrorCode.OFFSET_OUT_OF_RANGE), None
+        try:
+            changed = log.maybe_increment_log_start_offset(target)
+        except OffsetOutOfRangeError:
+            return DeleteRecordsResult(ErrorCode.OFFSET_OUT_OF_RANGE), None
+        if changed:
+            self.fetch_purgatory.notify(partition.tp)
+        low_watermark = partition.low_watermark(self._is_alive())
+        result = DeleteRecordsResult(ErrorCode.NONE, low_watermark)
+        if low_watermark >= target:
+            return result, None
+        return result, PendingDelete(partition, target, low_watermark, result)
+
+    def delayed_delete_records(
+        self, pending: Sequence[PendingDelete], timeout_ms: int
+    ) -> Awaitable[None]:
+        """Wait until the low watermark of every pending deletion reached its offset, or
+        ``timeout_ms`` (see :mod:`pydmq.replication.delayed_delete_records`)."""
+        return await_deletes(
+            self.delete_records_purgatory, pending, timeout_ms, self.get, self._is_alive()
+        )
+
+    def _is_alive(self) -> Callable[[int], bool] | None:
+        cluster = self.cluster
+        return cluster.is_alive if cluster is not None else None
 
     def append(
         self, partition: Partition, records: memoryview, required_acks: int = 1

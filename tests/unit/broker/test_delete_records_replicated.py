@@ -58,9 +58,12 @@ def _broker(*partitions: Partition, cluster: bool = True, dead: Iterable[int] = 
     replica_manager = ReplicaManager(config, {})
     for p in partitions:
         replica_manager.partitions[p.tp] = p
+    metadata = _Metadata(dead)
+    if cluster:
+        replica_manager.attach_cluster(metadata, lambda: None)
     return SimpleNamespace(
         replica_manager=replica_manager,
-        cluster=SimpleNamespace(metadata_cache=_Metadata(dead)) if cluster else None,
+        cluster=SimpleNamespace(metadata_cache=metadata) if cluster else None,
         topic_config=lambda name: TopicConfig(config, {}),
     )
 

@@ -6,25 +6,22 @@ of up to :data:`SLICE_ELEMENTS` elements, every request of a normal workload, is
 once and answered synchronously, as before (deterministic: the decision depends on the
 request only). A larger one (up to its decode budget, e.g. a ListOffsets of 100,000
 partitions: ~0.5 s of handler work here) returns a coroutine that gives the event loop back
-after every slice of :data:`SLICE_ELEMENTS` elements or :data:`SLICE_SECONDS`, whichever comes
-first (steps differ in cost: deleting a topic removes files), so no connection waits for the
-whole request. Everything runs on the event loop; a slice sees the broker state of its own
-moment, as two consecutive requests would.
+at the cadence of :mod:`pydmq.api.slices` (after every slice of :data:`SLICE_ELEMENTS`
+elements or ``SLICE_SECONDS``, whichever comes first: steps differ in cost, deleting a topic
+removes files), so no connection waits for the whole request. Everything runs on the event
+loop; a slice sees the broker state of its own moment, as two consecutive requests would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
 from typing import TypeVar, cast
 
-__all__ = ["SLICE_ELEMENTS", "in_slices"]
+from pydmq.api.slices import SLICE_ELEMENTS, run_sliced
 
-# ~10-50 ms of handler work per slice on the 2-core VM of DESIGN.md §8.
-SLICE_ELEMENTS = 5_000
-SLICE_SECONDS = 0.02
+__all__ = ["SLICE_ELEMENTS", "in_slices"]
 
 T = TypeVar("T")
 
@@ -41,16 +38,12 @@ def in_slices(steps: Iterator[int], finish: Callable[[], T | Awaitable[T]]) -> T
 
 async def _rest(steps: Iterator[int], finish: Callable[[], T | Awaitable[T]]) -> T:
     await asyncio.sleep(0)
-    done = 0
-    clock = time.monotonic
-    deadline = clock() + SLICE_SECONDS
-    for elements in steps:
-        done += elements
-        if done >= SLICE_ELEMENTS or clock() >= deadline:
-            await asyncio.sleep(0)
-            done = 0
-            deadline = clock() + SLICE_SECONDS
+    await run_sliced(_drain(steps))
     result = finish()
     if inspect.isawaitable(result):
         return cast("T", await result)
     return result
+
+
+def _drain(steps: Iterator[int]) -> Generator[int, None, None]:
+    yield from steps

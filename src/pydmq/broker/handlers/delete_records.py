@@ -7,7 +7,10 @@ POLICY_VIOLATION; an offset above the high watermark, or negative other than -1 
 watermark), gets OFFSET_OUT_OF_RANGE. Otherwise the leader raises its log start offset to the
 offset with ``UnifiedLog.maybe_increment_log_start_offset`` (segments wholly below it are
 deleted; an offset below the current log start changes nothing and is no error) and wakes
-waiting fetches, so that parked replica fetches bring the new log start to the followers.
+waiting fetches, so that parked replica fetches bring the new log start to the followers. This
+handler keeps the wire mapping and the topic's policy; the leader checks, the deletion and
+its wait are the replica manager's
+(:meth:`~pydmq.replication.replica_manager.ReplicaManager.delete_records_on_leader`).
 
 ``low_watermark`` is the partition's low watermark (``Partition.low_watermark``: the smallest
 log start offset over the leader and its followers), -1 on error. While it is below the
@@ -22,11 +25,10 @@ decode budget, 110,000 elements) is handled in slices (:mod:`pydmq.broker.handle
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_records import (
@@ -35,36 +37,28 @@ from pydmq.protocol.messages.delete_records import (
     DeleteRecordsResponse,
     DeleteRecordsTopicResult,
 )
-from pydmq.replication.delayed_delete_records import PendingDelete, await_deletes
-from pydmq.storage.api import OffsetOutOfRangeError, TopicPartition
+from pydmq.replication.delayed_delete_records import DeleteRecordsResult, PendingDelete
+from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
 
-HIGH_WATERMARK = -1
-
-
-def _reporter(result: DeleteRecordsPartitionResult) -> Callable[[int, int], None]:
-    def report(code: int, low_watermark: int) -> None:
-        result.error_code = code
-        result.low_watermark = low_watermark
-
-    return report
+# A partition's answer on the wire and the replica manager's result it waits for.
+_Waiting = list[tuple[DeleteRecordsPartitionResult, DeleteRecordsResult]]
 
 
 def handle(
     ctx: BrokerContext, request: DeleteRecordsRequest
 ) -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
-    cluster = ctx.broker.cluster
-    is_alive = cluster.metadata_cache.is_alive if cluster is not None else None
     response = DeleteRecordsResponse()
     pending: list[PendingDelete] = []
+    waiting: _Waiting = []
 
     def finish() -> DeleteRecordsResponse | Awaitable[DeleteRecordsResponse]:
         if pending:
-            return _respond_when_replicated(ctx, response, pending, request.timeout, is_alive)
+            return _respond_when_replicated(ctx, response, pending, waiting, request.timeout)
         return response
 
-    return in_slices(_delete(ctx, request, response, pending, is_alive), finish)
+    return in_slices(_delete(ctx, request, response, pending, waiting), finish)
 
 
 def _delete(
@@ -72,10 +66,10 @@ def _delete(
     request: DeleteRecordsRequest,
     response: DeleteRecordsResponse,
     pending: list[PendingDelete],
-    is_alive: Callable[[int], bool] | None,
+    waiting: _Waiting,
 ) -> Iterator[int]:
-    """Fill ``response`` and ``pending`` one partition at a time; yields 1 per topic and per
-    partition."""
+    """Fill ``response``, ``pending`` and ``waiting`` one partition at a time; yields 1 per
+    topic and per partition."""
     broker = ctx.broker
     replica_manager = broker.replica_manager
     for topic in request.topics:
@@ -90,7 +84,7 @@ def _delete(
             )
             topic_result.partitions.append(result)
             tp = TopicPartition(topic.name, p.partition_index)
-            partition, error = leader_partition(broker, tp)
+            partition, error = replica_manager.leader_partition(tp)
             if partition is None:
                 result.error_code = error
                 continue
@@ -100,39 +94,25 @@ def _delete(
             if not deletable:
                 result.error_code = ErrorCode.POLICY_VIOLATION
                 continue
-            log = partition.log
-            offset = log.high_watermark if p.offset == HIGH_WATERMARK else p.offset
-            if offset < 0 or offset > log.high_watermark:
-                result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                continue
-            try:
-                changed = log.maybe_increment_log_start_offset(offset)
-            except OffsetOutOfRangeError:
-                result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                continue
-            if changed:
-                replica_manager.fetch_purgatory.notify(tp)
-            low_watermark = partition.low_watermark(is_alive)
-            result.low_watermark = low_watermark
-            if low_watermark < offset:
-                pending.append(PendingDelete(partition, offset, low_watermark, _reporter(result)))
+            deleted, delayed = replica_manager.delete_records_on_leader(partition, p.offset)
+            result.error_code = deleted.error_code
+            result.low_watermark = deleted.low_watermark
+            if delayed is not None:
+                pending.append(delayed)
+                waiting.append((result, deleted))
 
 
 async def _respond_when_replicated(
     ctx: BrokerContext,
     response: DeleteRecordsResponse,
     pending: list[PendingDelete],
+    waiting: _Waiting,
     timeout_ms: int,
-    is_alive: Callable[[int], bool] | None,
 ) -> DeleteRecordsResponse:
-    replica_manager = ctx.broker.replica_manager
-    await await_deletes(
-        replica_manager.delete_records_purgatory,
-        pending,
-        timeout_ms,
-        replica_manager.get,
-        is_alive,
-    )
+    await ctx.broker.replica_manager.delayed_delete_records(pending, timeout_ms)
+    for result, deleted in waiting:
+        result.error_code = deleted.error_code
+        result.low_watermark = deleted.low_watermark
     return response
 
 

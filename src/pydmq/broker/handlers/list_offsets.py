@@ -25,8 +25,6 @@ from collections.abc import Awaitable, Iterator
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._corruption import corrupt_read_error
-from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_offsets import (
@@ -36,6 +34,7 @@ from pydmq.protocol.messages.list_offsets import (
     ListOffsetsTopicResponse,
 )
 from pydmq.protocol.records import CorruptRecordError
+from pydmq.replication.corruption import corrupt_read_error
 from pydmq.storage.api import StorageCorruptionError, TopicPartition
 from pydmq.storage.log import UnifiedLog
 
@@ -62,7 +61,7 @@ def _answer(
     ctx: BrokerContext, request: ListOffsetsRequest, response: ListOffsetsResponse
 ) -> Iterator[int]:
     """Fill ``response`` one partition at a time; yields 1 per topic and per partition."""
-    broker = ctx.broker
+    replica_manager = ctx.broker.replica_manager
     named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     yield len(named)  # the counting above
     for topic in request.topics:
@@ -86,8 +85,8 @@ def _answer(
                 result.error_code = ErrorCode.UNSUPPORTED_VERSION
                 continue
             epoch = p.current_leader_epoch if ctx.api_version >= 4 else -1
-            partition, error = leader_partition(
-                broker, TopicPartition(topic.name, p.partition_index), epoch
+            partition, error = replica_manager.leader_partition(
+                TopicPartition(topic.name, p.partition_index), epoch
             )
             if partition is None:
                 result.error_code = error

@@ -5,14 +5,14 @@ next epoch, or the log end offset for the current epoch); UNDEFINED (-1, -1) for
 than the log. ``current_leader_epoch`` is checked: FENCED_LEADER_EPOCH when older than ours,
 UNKNOWN_LEADER_EPOCH when newer. Java consumers validate positions with it (KIP-320); followers
 (``replica_id`` >= 0) truncate with it before fetching from a new leader. Only the leader
-answers (NOT_LEADER_OR_FOLLOWER).
+answers (NOT_LEADER_OR_FOLLOWER): the replica manager's leader checks
+(:meth:`~pydmq.replication.replica_manager.ReplicaManager.leader_partition`).
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._leadership import leader_partition
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -28,6 +28,7 @@ __all__ = ["HANDLER"]
 def handle(
     ctx: BrokerContext, request: OffsetForLeaderEpochRequest
 ) -> OffsetForLeaderEpochResponse:
+    replica_manager = ctx.broker.replica_manager
     response = OffsetForLeaderEpochResponse()
     for topic in request.topics:
         result = OffsetForLeaderTopicResult(topic=topic.topic)
@@ -37,8 +38,8 @@ def handle(
                 error_code=ErrorCode.NONE, partition=p.partition, leader_epoch=-1, end_offset=-1
             )
             result.partitions.append(entry)
-            partition, error = leader_partition(
-                ctx.broker, TopicPartition(topic.topic, p.partition), p.current_leader_epoch
+            partition, error = replica_manager.leader_partition(
+                TopicPartition(topic.topic, p.partition), p.current_leader_epoch
             )
             if partition is None:
                 entry.error_code = error
