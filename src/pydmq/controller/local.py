@@ -174,19 +174,24 @@ class LocalController:
             return
         try:
             yield from preparation.steps()
-            self.append(records)
+            delta = self.metadata_log.append(records)
         except Exception as exc:
             preparation.rollback()
             raise ControllerError(ErrorCode.KAFKA_STORAGE_ERROR, preparation.failure(exc)) from None
         except BaseException:  # abandoned (cancelled, closed): nothing of it may stay
             preparation.rollback()
             raise
+        # Committed: the prepared partitions stay whatever a listener does with the delta.
+        self._publish(delta)
 
     def append(self, records: Sequence[MetadataRecord]) -> None:
         """Commit ``records`` as one entry and publish the delta (nothing when empty)."""
         if not records:
             return
-        delta = self.metadata_log.append(records)
+        self._publish(self.metadata_log.append(records))
+
+    def _publish(self, delta: MetadataDelta) -> None:
+        """Hand a committed delta to the listeners, in the order they were added."""
         for listener in self._listeners:
             listener(self.image, delta)
         if any(kind == RESOURCE_BROKER for kind, _ in delta.changed_config_resources()):

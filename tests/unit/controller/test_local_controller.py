@@ -170,3 +170,22 @@ def test_operations_run_one_at_a_time_each_seeing_the_one_before(tmp_path: Path)
     context = controller.operation_context
     assert asyncio.run(run()) == (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
     assert len(made) == 1  # the refused creation had nothing to prepare
+
+
+def test_a_listener_failing_after_the_commit_does_not_undo_the_preparation(
+    tmp_path: Path,
+) -> None:
+    """Once the entry is in the log the partitions it creates must stay open: a listener that
+    raises while applying the delta reaches the caller, and nothing is rolled back."""
+    made: list[Opening] = []
+    controller = open_controller(tmp_path, preparer(made))
+    controller.register_node(1, None)
+
+    def failing(image: MetadataImage, delta: MetadataDelta) -> None:
+        raise RuntimeError("listener failed")
+
+    controller.add_listener(failing)
+    with pytest.raises(RuntimeError, match="listener failed"):
+        asyncio.run(create(controller, "t", 3))  # type: ignore[arg-type]
+    assert made[0].opened == made[0].count and not made[0].rolled_back
+    assert list(controller.image.topics.by_name) == ["t"]
