@@ -23,10 +23,14 @@ from typing import Protocol, runtime_checkable
 from pydmq.protocol.records import BatchHeader
 
 __all__ = [
+    "CleanedSegment",
+    "CompactableLog",
     "FetchDataInfo",
     "LogConfig",
     "OffsetOutOfRangeError",
     "PartitionLog",
+    "SegmentBatches",
+    "SegmentInfo",
     "StorageCorruptionError",
     "StorageEngine",
     "StorageEngineSpec",
@@ -200,6 +204,99 @@ class StorageEngine(Protocol):
     def list_logs(self) -> list[TopicPartition]: ...
 
     def close(self) -> None: ...
+
+
+# -- log compaction -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """A closed segment as the log cleaner sees it (engine-agnostic).
+
+    ``next_offset`` is one past its last batch's last offset (``base_offset`` when empty);
+    ``first_timestamp`` the max timestamp of its first batch and ``largest_timestamp`` the
+    largest of its batches (-1 when empty): ``min.compaction.lag.ms`` (KIP-58) and
+    ``max.compaction.lag.ms`` (KIP-354) are measured against them.
+    """
+
+    base_offset: int
+    next_offset: int
+    size: int
+    first_timestamp: int
+    largest_timestamp: int
+
+
+class SegmentBatches(Protocol):
+    """The whole batches of one closed segment, read by the log cleaner's thread.
+
+    Made on the event loop by :meth:`CompactableLog.open_segment_batches`; afterwards only the
+    cleaner thread uses it, and nothing the event loop does to the log (appends, retention,
+    a truncation) makes it return torn bytes: it reads what the segment held when it was
+    opened, or stops early (the swap is then refused, see ``replace_segments``)."""
+
+    def batches(self) -> Iterator[bytes | memoryview]:
+        """Each batch (12-byte log overhead included), in offset order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CleanedSegment(Protocol):
+    """A cleaned segment being written by the log cleaner's thread; invisible to readers until
+    :meth:`CompactableLog.replace_segments` swaps it in."""
+
+    @property
+    def size(self) -> int: ...
+
+    def append(self, batch: bytes | memoryview) -> None:
+        """Add one whole batch (offsets kept from the segments it replaces)."""
+        ...
+
+    def finish(self) -> None:
+        """Make the written batches durable (the swap follows on the event loop)."""
+        ...
+
+    def abort(self) -> None:
+        """Discard it (a cleaning aborted or refused); idempotent."""
+        ...
+
+
+@runtime_checkable
+class CompactableLog(Protocol):
+    """What an engine's log provides so the engine-agnostic cleaner can compact it.
+
+    Every method but the objects' own is called on the event loop that owns the log; the
+    reading and writing of segment bytes happen on a cleaner thread through
+    :class:`SegmentBatches` and :class:`CleanedSegment`. The active segment is never listed.
+    """
+
+    @property
+    def cleaning_generation(self) -> int:
+        """Changes whenever batches may have been removed or rewritten other than by a swap
+        (truncation, full truncation): a swap prepared under another generation is refused."""
+        ...
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        """Every segment but the active one, in offset order."""
+        ...
+
+    def open_segment_batches(self, segment: SegmentInfo) -> SegmentBatches: ...
+
+    def new_cleaned_segment(self, base_offset: int, end_offset: int) -> CleanedSegment:
+        """A cleaned segment that will replace the closed segments covering offsets
+        ``[base_offset, end_offset)``; it is named after ``base_offset``."""
+        ...
+
+    def replace_segments(
+        self, old: Sequence[SegmentInfo], cleaned: CleanedSegment, generation: int
+    ) -> bool:
+        """Atomically replace the adjacent closed segments ``old`` by ``cleaned`` (finished).
+
+        Refused (False, ``cleaned`` aborted) if ``generation`` is not the current one or
+        ``old`` are no longer exactly the log's segments (a retention or a truncation came
+        first). A crash at any point leaves either the old or the new segments. In-flight
+        reads of the old segments stay valid."""
+        ...
 
 
 class EngineFactory(Protocol):
