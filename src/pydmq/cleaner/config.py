@@ -1,23 +1,12 @@
-"""The settings the log cleaner honours: per log (topic configs) and per broker
-(``log.cleaner.*``). Values only; derived from the configs by :mod:`pydmq.config`."""
+"""The broker-level settings the log cleaner honours (``log.cleaner.*``); values only, derived
+from the broker config by :mod:`pydmq.config`. The per-log knobs are in
+:class:`~pydmq.storage.api.LogConfig` (Kafka's LogConfig has them too)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CleanerSettings", "CompactionConfig"]
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionConfig:
-    """One log's compaction knobs (Kafka topic-config names in Python casing)."""
-
-    compact: bool = False  # cleanup.policy contains compact
-    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
-    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms (KIP-58)
-    max_compaction_lag_ms: int = 2**63 - 1  # max.compaction.lag.ms (KIP-354)
-    delete_retention_ms: int = 86400000  # delete.retention.ms
-    segment_bytes: int = 1024 * 1024 * 1024  # segment.bytes: the size cleaned groups stay under
+__all__ = ["CleanerSettings"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,10 +18,15 @@ from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
 from pydmq.cleaner.cleaning import BatchCleaner, CleaningRules, CleaningStats, OffsetMapBuilder
-from pydmq.cleaner.config import CompactionConfig
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
-from pydmq.storage.api import CompactableLog, SegmentBatches, SegmentInfo, TopicPartition
+from pydmq.storage.api import (
+    CompactableLog,
+    LogConfig,
+    SegmentBatches,
+    SegmentInfo,
+    TopicPartition,
+)
 from pydmq.storage.log import UnifiedLog
 
 __all__ = [
@@ -65,7 +70,7 @@ class LogToClean:
     tp: TopicPartition
     log: UnifiedLog
     engine: CompactableLog
-    config: CompactionConfig
+    config: LogConfig
     generation: int
     first_dirty: int
     first_uncleanable: int
@@ -87,16 +92,16 @@ class LogToClean:
         return self.max_lag_exceeded or self.dirty_ratio >= self.config.min_cleanable_dirty_ratio
 
 
-def plan_cleaning(
-    tp: TopicPartition, log: UnifiedLog, config: CompactionConfig, now_ms: int
-) -> LogToClean | None:
+def plan_cleaning(tp: TopicPartition, log: UnifiedLog, now_ms: int) -> LogToClean | None:
     """Run on the owner. The dirty section runs from the cleaner checkpoint (log start if it
     is outside the log) to the first uncleanable offset: the active segment, the high
     watermark, the first unstable offset (an open transaction), and the first segment newer
-    than ``min.compaction.lag.ms``. None if the engine cannot compact."""
+    than ``min.compaction.lag.ms``. None if the engine cannot compact. The knobs are the
+    engine log's :class:`~pydmq.storage.api.LogConfig`."""
     engine = log.engine_log
     if not isinstance(engine, CompactableLog):
         return None
+    config = engine.config
     closed = engine.closed_segments()
     start, end = log.log_start_offset, log.log_end_offset
     first_dirty = read_cleaner_checkpoint(log)

@@ -153,8 +153,22 @@ class TopicConfig:
     def get_str(self, name: str) -> str:
         return str(self.get(name))
 
+    def cleanup_policy(self) -> list[str]:
+        value = self.get("cleanup.policy")
+        assert isinstance(value, list), value
+        return [str(v) for v in value]
+
     def log_config(self) -> LogConfig:
+        policy = self.cleanup_policy()
+        ratio = self.get("min.cleanable.dirty.ratio")
+        assert isinstance(ratio, float | int), ratio
         return LogConfig(
+            delete="delete" in policy,
+            compact="compact" in policy,
+            min_cleanable_dirty_ratio=float(ratio),
+            min_compaction_lag_ms=self.get_int("min.compaction.lag.ms"),
+            max_compaction_lag_ms=self.get_int("max.compaction.lag.ms"),
+            delete_retention_ms=self.get_int("delete.retention.ms"),
             segment_bytes=self.get_int("segment.bytes"),
             segment_ms=self.get_int("segment.ms"),
             segment_index_bytes=self.get_int("segment.index.bytes"),

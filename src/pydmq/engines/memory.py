@@ -215,7 +215,7 @@ class MemoryLog:
         return True
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        if self.config.retention_ms < 0:
+        if self.config.retention_ms < 0 or not self.config.delete:
             return 0
         doomed = 0
         while doomed < len(self._headers) - 1:
@@ -226,7 +226,7 @@ class MemoryLog:
 
     def delete_retention_size_breached(self) -> int:
         retention = self.config.retention_bytes
-        if retention < 0 or self._size < retention:
+        if retention < 0 or self._size < retention or not self.config.delete:
             return 0
         diff = self._size - retention
         doomed = 0

@@ -63,6 +63,14 @@ class LogConfig:
     flush_messages: int = 2**63 - 1  # flush.messages (1 = fsync every batch)
     flush_ms: int = 2**63 - 1  # flush.ms
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
+    # cleanup.policy: retention.ms/retention.bytes delete segments only with "delete" in it
+    # (Kafka's LogConfig.delete); "compact" makes the log cleaner compact the log.
+    delete: bool = True
+    compact: bool = False
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms (KIP-58)
+    max_compaction_lag_ms: int = 2**63 - 1  # max.compaction.lag.ms (KIP-354)
+    delete_retention_ms: int = 86400000  # delete.retention.ms (tombstones)
     # A follower replica of a partition with other replicas (cluster mode): the leader holds
     # the data, so damage found at open may be repaired by truncating the log before it (the
     # replica fetches the rest again). False: damage found at open below what was flushed
@@ -161,11 +169,13 @@ class PartitionLog(Protocol):
         ...
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        """Delete old closed segments by retention.ms; returns the number of segments deleted."""
+        """Delete old closed segments by retention.ms; returns the number of segments deleted.
+        Nothing is deleted unless ``LogConfig.delete`` (cleanup.policy has delete)."""
         ...
 
     def delete_retention_size_breached(self) -> int:
-        """Delete the oldest closed segments while size exceeds retention.bytes."""
+        """Delete the oldest closed segments while size exceeds retention.bytes (only with
+        ``LogConfig.delete``)."""
         ...
 
     def maybe_roll(self, now_ms: int) -> None:
@@ -269,6 +279,11 @@ class CompactableLog(Protocol):
     reading and writing of segment bytes happen on a cleaner thread through
     :class:`SegmentBatches` and :class:`CleanedSegment`. The active segment is never listed.
     """
+
+    @property
+    def config(self) -> LogConfig:
+        """The log's settings, compaction knobs included (updated on config changes)."""
+        ...
 
     @property
     def cleaning_generation(self) -> int:

@@ -13,12 +13,12 @@ must be the one before the cleaning. Engines without the port skip these tests.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass, field
 
 import pytest
 
-from pydmq.cleaner.config import CompactionConfig
 from pydmq.cleaner.log_cleaner import CleaningResult, clean_log, plan_cleaning
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
@@ -77,11 +77,14 @@ def producer_summary(log: PartitionLog) -> dict[int, tuple[int, int, int]]:
     }
 
 
-def run_cleaning(log: PartitionLog, config: CompactionConfig, now_ms: int) -> CleaningResult:
-    """One cleaning of ``log`` by the real cleaner, inline (this thread owns the log)."""
+def run_cleaning(log: PartitionLog, now_ms: int, **config: object) -> CleaningResult:
+    """One cleaning of ``log`` by the real cleaner, inline (this thread owns the log), with
+    ``config`` replacing fields of the log's LogConfig (``compact=True`` always)."""
+    assert isinstance(log, CompactableLog)
+    log.config = dataclasses.replace(log.config, compact=True, **config)  # type: ignore[misc,arg-type]
     unified = UnifiedLog(log)
     unified.update_high_watermark(log.log_end_offset)
-    plan = plan_cleaning(TP, unified, config, now_ms)
+    plan = plan_cleaning(TP, unified, now_ms)
     assert plan is not None
     return clean_log(plan, lambda fn: fn(), OffsetMap(1 << 20), Throttler(float("inf")), now_ms)
 
@@ -162,16 +165,13 @@ class CompactionConformance:
         log = self._compactable(engine)
         rng = random.Random(seed)
         model = CompactionModel()
-        config = CompactionConfig(
-            compact=True, delete_retention_ms=RETENTION_MS, segment_bytes=SEGMENT_BYTES * 3
-        )
         now = BASE_TS
         size_before = 0
         for _ in range(3):
             self._workload(rng, log, model)
             producers = producer_summary(log)
             size_before = log.size_in_bytes
-            result = run_cleaning(log, config, now)
+            result = run_cleaning(log, now, delete_retention_ms=RETENTION_MS)
             assert result.end_offset > 0 and not result.aborted, result
             model.cleaned(result, now)
             assert read_all_records(log) == model.rows
@@ -186,7 +186,7 @@ class CompactionConformance:
         unified = UnifiedLog(log)
         unified.update_high_watermark(log.log_end_offset)
         assert isinstance(log, CompactableLog)
-        plan = plan_cleaning(TP, unified, CompactionConfig(compact=True), BASE_TS)
+        plan = plan_cleaning(TP, unified, BASE_TS)
         assert plan is not None and plan.segments
         first = plan.segments[0]
         cleaned = log.new_cleaned_segment(first.base_offset, first.next_offset)
@@ -202,7 +202,7 @@ class CompactionConformance:
         self._workload(random.Random(5), log, CompactionModel())
         before = log.read(0, 1 << 20, log.log_end_offset, True)
         copies = [bytes(b) for b in before.buffers]
-        result = run_cleaning(log, CompactionConfig(compact=True), BASE_TS)
+        result = run_cleaning(log, BASE_TS)
         assert result.groups_swapped > 0
         assert [bytes(b) for b in before.buffers] == copies
         assert read_all_records(log) != []
@@ -213,7 +213,7 @@ class CompactionConformance:
             log = self._compactable(engine)
             model = CompactionModel()
             self._workload(random.Random(6), log, model)
-            result = run_cleaning(log, CompactionConfig(compact=True), BASE_TS)
+            result = run_cleaning(log, BASE_TS)
             model.cleaned(result, BASE_TS)
             log.flush()
         finally:

@@ -44,7 +44,6 @@ CONFIG = LogConfig(segment_bytes=2048, index_interval_bytes=256, retention_ms=-1
 # The workload and the cleaning, shared by the child and the reference run in this process.
 WORKLOAD = textwrap.dedent(
     """
-    from pydmq.cleaner.config import CompactionConfig
     from pydmq.engines.segment.engine import SegmentStorageEngine
     from pydmq.protocol.records import SimpleRecord, build_batch, iter_batch_headers
     from pydmq.storage.api import LogConfig, TopicPartition
@@ -66,8 +65,7 @@ WORKLOAD = textwrap.dedent(
             log.append(batch, list(iter_batch_headers(batch)))
         log.flush()
         report("flushed", log.log_end_offset, flush=True)
-        result = run_cleaning(log, CompactionConfig(compact=True, segment_bytes=1 << 30),
-                              1_700_000_000_000)
+        result = run_cleaning(log, 1_700_000_000_000, segment_bytes=1 << 30)
         report("cleaned", result.groups_swapped, flush=True)
         return engine, log
     """

@@ -445,7 +445,7 @@ class SegmentLog:
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
         retention_ms = self.config.retention_ms
-        if retention_ms < 0:
+        if retention_ms < 0 or not self.config.delete:
             return 0
         doomed = 0
         for segment in list(self._segments)[:-1]:
@@ -456,7 +456,7 @@ class SegmentLog:
 
     def delete_retention_size_breached(self) -> int:
         retention_bytes = self.config.retention_bytes
-        if retention_bytes < 0 or self._size < retention_bytes:
+        if retention_bytes < 0 or self._size < retention_bytes or not self.config.delete:
             return 0
         diff = self._size - retention_bytes
         doomed = 0
