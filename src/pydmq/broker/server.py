@@ -50,6 +50,7 @@ from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.metadata_publisher import LocalMetadataPublisher
 from pydmq.broker.topic_ops import TopicOperations
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
+from pydmq.cleaner.manager import LogCleanerManager
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.local import LocalController
@@ -128,6 +129,7 @@ class Broker:
         self.replica_manager = ReplicaManager(
             config, self.plugins.storage_engines(), self.plugins.replication_strategies()
         )
+        self.log_cleaner: LogCleanerManager | None = None  # started by start()
         self.listeners = [parse_listener(uri) for uri in config.listeners]
         self.advertised = [parse_listener(uri) for uri in config.advertised_listeners]
         # Cluster mode: the broker role (None in single-node mode or on a controller-only node)
@@ -308,6 +310,10 @@ class Broker:
                 for a in self.advertised
             ]
         self._tasks.append(asyncio.create_task(self._maintenance_loop()))
+        self.log_cleaner = LogCleanerManager.on_loop(
+            self.config.cleaner_settings, self.replica_manager.logs, asyncio.get_running_loop()
+        )
+        self.log_cleaner.start()
         if self.cluster is not None:
             early = {self.control_plane_listener, *self._controller_listeners}
             await self._start_serving(s for name, s in servers if name in early)
@@ -440,6 +446,8 @@ class Broker:
         self.replica_manager.delete_records_purgatory.notify_all()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
+        if self.log_cleaner is not None:
+            self.log_cleaner.stop()
         self.replica_manager.shutdown()
         if self.local_controller is not None:
             self.local_controller.metadata_log.close()

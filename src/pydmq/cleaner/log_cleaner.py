@@ -31,6 +31,7 @@ from pydmq.storage.log import UnifiedLog
 
 __all__ = [
     "CLEANER_CHECKPOINT",
+    "CleanerStoppedError",
     "CleaningResult",
     "LogToClean",
     "Owner",
@@ -46,6 +47,10 @@ CLEANER_CHECKPOINT = "cleaner-offset"  # the first dirty offset (Kafka's cleaner
 _MAX_GROUP_OFFSETS = 2**31 - 1  # a segment's relative offsets are int32 in Kafka
 
 T = TypeVar("T")
+
+
+class CleanerStoppedError(Exception):
+    """The cleaner is stopping: the cleaning in progress is abandoned where it is."""
 
 
 class Owner(Protocol):
@@ -187,9 +192,12 @@ def clean_log(
     offset_map: OffsetMap,
     throttler: Throttler,
     now_ms: int,
+    stopping: Callable[[], bool] = lambda: False,
 ) -> CleaningResult:
     """Run on a cleaner thread: map the dirty section, then clean every group of segments
-    from the log start to where the map reached, swapping each in on the owner."""
+    from the log start to where the map reached, swapping each in on the owner. ``stopping``
+    is asked between batches: once true, CleanerStoppedError (nothing swapped is undone)."""
+    budget = _Budget(throttler, stopping)
     engine = plan.engine
     result = CleaningResult()
     readers: dict[int, SegmentBatches] = owner(
@@ -201,7 +209,7 @@ def clean_log(
         for segment in plan.segments:
             if segment.next_offset <= plan.first_dirty:
                 continue
-            if not _map_segment(builder, readers[segment.base_offset], throttler):
+            if not _map_segment(builder, readers[segment.base_offset], budget):
                 break
         end = builder.reached
         if end <= plan.first_dirty:
@@ -220,7 +228,7 @@ def clean_log(
         result.stats = cleaner.stats
         cleanable = [s for s in plan.segments if s.base_offset < end]
         for group in group_segments_by_size(cleanable, plan.config.segment_bytes):
-            if not _clean_group(plan, owner, group, readers, cleaner, throttler):
+            if not _clean_group(plan, owner, group, readers, cleaner, budget):
                 log.info("%s: cleaning abandoned: the log changed under it", plan.tp)
                 result.aborted = True
                 return result
@@ -234,15 +242,29 @@ def clean_log(
             reader.close()
 
 
+class _Budget:
+    """Every batch read or written passes through it: the throttler's rate, and
+    CleanerStoppedError once ``stopping()`` is true."""
+
+    def __init__(self, inner: Throttler, stopping: Callable[[], bool]) -> None:
+        self._inner = inner
+        self._stopping = stopping
+
+    def acquire(self, n: int) -> None:
+        if self._stopping():
+            raise CleanerStoppedError
+        self._inner.acquire(n)
+
+
 def _write_checkpoint(plan: LogToClean, end: int) -> None:
     """Record the new first dirty offset (on the owner)."""
     plan.log.engine_log.write_checkpoint(CLEANER_CHECKPOINT, str(end).encode())
 
 
-def _map_segment(builder: OffsetMapBuilder, reader: SegmentBatches, throttler: Throttler) -> bool:
+def _map_segment(builder: OffsetMapBuilder, reader: SegmentBatches, budget: _Budget) -> bool:
     """Map one segment's batches; False once the map is full or past the dirty section."""
     for batch in reader.batches():
-        throttler.acquire(len(batch))
+        budget.acquire(len(batch))
         if not builder.add(batch):
             return False
     return True
@@ -254,7 +276,7 @@ def _clean_group(
     group: list[SegmentInfo],
     readers: dict[int, SegmentBatches],
     cleaner: BatchCleaner,
-    throttler: Throttler,
+    budget: _Budget,
 ) -> bool:
     """Write the cleaned segment of one group and swap it in; False if the log refused."""
     engine = plan.engine
@@ -262,10 +284,10 @@ def _clean_group(
     try:
         for segment in group:
             for batch in readers[segment.base_offset].batches():
-                throttler.acquire(len(batch))
+                budget.acquire(len(batch))
                 kept = cleaner.clean(batch)
                 if kept is not None:
-                    throttler.acquire(len(kept))
+                    budget.acquire(len(kept))
                     cleaned.append(kept)
         cleaned.finish()
     except BaseException:

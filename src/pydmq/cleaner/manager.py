@@ -22,13 +22,19 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from pydmq.cleaner.config import CleanerSettings
-from pydmq.cleaner.log_cleaner import LogToClean, Owner, clean_log, plan_cleaning
+from pydmq.cleaner.log_cleaner import (
+    CleanerStoppedError,
+    LogToClean,
+    Owner,
+    clean_log,
+    plan_cleaning,
+)
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import UnifiedLog
 
-__all__ = ["CleanerStoppedError", "LogCleanerManager", "LoopOwner"]
+__all__ = ["LogCleanerManager", "LoopOwner"]
 
 log = logging.getLogger(__name__)
 
@@ -36,10 +42,6 @@ T = TypeVar("T")
 
 # What the broker lists: every log it hosts.
 LogSource = Callable[[], Iterable[tuple[TopicPartition, UnifiedLog]]]
-
-
-class CleanerStoppedError(Exception):
-    """The cleaner is stopping: a thread waiting for the event loop gives up."""
 
 
 class LoopOwner:
@@ -162,7 +164,9 @@ class LogCleanerManager:
     def _clean(self, plan: LogToClean, offset_map: OffsetMap) -> None:
         now_ms = int(time.time() * 1000)
         try:
-            result = clean_log(plan, self._owner, offset_map, self.throttler, now_ms)
+            result = clean_log(
+                plan, self._owner, offset_map, self.throttler, now_ms, self._stopping.is_set
+            )
         except CleanerStoppedError:
             raise
         except Exception:

@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from pydmq.cleaner.config import CleanerSettings
 from pydmq.config.definitions import (
     ConfigDef,
     ConfigError,
@@ -835,6 +836,18 @@ class BrokerConfig(ConfigValues):
                 raise ConfigError(
                     f"control.plane.listener.name {control_plane} is not in listeners"
                 )
+
+    def cleaner_settings(self) -> CleanerSettings:
+        """The ``log.cleaner.*`` settings as they are now (static, then dynamic layers)."""
+        rate = self.get("log.cleaner.io.max.bytes.per.second")
+        assert isinstance(rate, float | int), rate
+        return CleanerSettings(
+            enable=self.get_bool("log.cleaner.enable"),
+            threads=self.get_int("log.cleaner.threads"),
+            dedupe_buffer_size=self.get_int("log.cleaner.dedupe.buffer.size"),
+            io_max_bytes_per_second=float(rate),
+            backoff_ms=self.get_int("log.cleaner.backoff.ms"),
+        )
 
     def retention_ms(self) -> int:
         for name, factor in (("log.retention.ms", 1), ("log.retention.minutes", 60000)):

@@ -74,8 +74,9 @@ class MemoryLog:
 
     checkpoints_thread_safe = True  # write_checkpoint may run on the checkpoint writer thread
 
-    def __init__(self, config: LogConfig) -> None:
+    def __init__(self, config: LogConfig, tp: TopicPartition | None = None) -> None:
         self.config = config
+        self.tp = tp
         self._bases: list[int] = []
         self._headers: list[BatchHeader] = []
         self._data: list[bytes] = []
@@ -304,7 +305,7 @@ class MemoryStorageEngine:
     def open_log(self, tp: TopicPartition, config: LogConfig) -> MemoryLog:
         log = self._logs.get(tp)
         if log is None:
-            log = self._logs[tp] = MemoryLog(config)
+            log = self._logs[tp] = MemoryLog(config, tp)
         else:
             log.config = config
         return log
