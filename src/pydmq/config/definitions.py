@@ -132,11 +132,13 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
-def list_of(*choices: str) -> Validator:
+def list_of(*choices: str, allow_empty: bool = False) -> Validator:
     def check(value: object) -> str | None:
         assert isinstance(value, list)
         bad = [v for v in value if v not in choices]
-        return None if value and not bad else f"must be a non-empty list of {', '.join(choices)}"
+        if not bad and (value or allow_empty):
+            return None
+        return f"must be a {'' if allow_empty else 'non-empty '}list of {', '.join(choices)}"
 
     return check
 
