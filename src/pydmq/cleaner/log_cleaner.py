@@ -200,6 +200,8 @@ def clean_log(
     budget = _Budget(throttler, stopping)
     engine = plan.engine
     result = CleaningResult()
+    if plan.first_uncleanable <= plan.first_dirty:
+        return result  # no dirty section: nothing to do
     readers: dict[int, SegmentBatches] = owner(
         lambda: {s.base_offset: engine.open_segment_batches(s) for s in plan.segments}
     )

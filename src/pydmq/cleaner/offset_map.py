@@ -14,10 +14,11 @@ __all__ = ["DEDUPE_BUFFER_LOAD_FACTOR", "ENTRY_BYTES", "OffsetMap"]
 # log.cleaner.io.buffer.load.factor (0.9) of the slots used before the map counts as full.
 ENTRY_BYTES: Final = 16 + 8
 DEDUPE_BUFFER_LOAD_FACTOR: Final = 0.9
+_EXACT_KEY_BYTES: Final = 64
 
 
 class OffsetMap:
-    """The last offset of each key (by its MD5) seen in the dirty section.
+    """The last offset of each key seen in the dirty section.
 
     ``dedupe_buffer_bytes`` (``log.cleaner.dedupe.buffer.size`` divided among the cleaner
     threads) bounds the number of keys as Kafka bounds it: ``bytes / 24`` slots, full at 90 %.
@@ -37,6 +38,10 @@ class OffsetMap:
 
     @staticmethod
     def _hash(key: bytes) -> bytes:
+        """Keys up to 64 bytes are their own entry (exact, and no hashing cost); longer ones
+        are their MD5, as Kafka's every key (a collision is as unlikely as there)."""
+        if len(key) <= _EXACT_KEY_BYTES:
+            return key
         return hashlib.md5(key, usedforsecurity=False).digest()
 
     def put(self, key: bytes, offset: int) -> None:
