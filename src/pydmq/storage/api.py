@@ -78,6 +78,15 @@ class LogConfig:
     replicated: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)  # engine-specific settings
 
+    @property
+    def max_segment_ms(self) -> int:
+        """How old the active segment may get before it rolls: ``segment.ms``, and on a
+        compacted log at most ``max.compaction.lag.ms`` (KIP-354: the active segment is never
+        cleaned, so it must roll for the lag to be kept; Kafka's LogConfig.maxSegmentMs)."""
+        if self.compact:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
+
 
 @dataclass(frozen=True, slots=True)
 class FetchDataInfo:
@@ -179,7 +188,7 @@ class PartitionLog(Protocol):
         ...
 
     def maybe_roll(self, now_ms: int) -> None:
-        """Roll the active segment if segment.ms has elapsed."""
+        """Roll the active segment if ``LogConfig.max_segment_ms`` has elapsed."""
         ...
 
     def flush(self) -> None:

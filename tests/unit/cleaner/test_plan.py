@@ -74,3 +74,24 @@ def test_groups_stay_under_the_segment_size() -> None:
     groups = group_segments_by_size(segments, 1000)
     assert [[s.base_offset for s in g] for g in groups] == [[0, 10], [20, 30], [40]]
     assert group_segments_by_size(segments[:1], 100) == [segments[:1]]
+
+
+def test_the_active_segment_rolls_at_max_compaction_lag(tmp_path: object) -> None:
+    """KIP-354: a compacted log's active segment rolls once max.compaction.lag.ms passes
+    (segment.ms otherwise), so that its records can be cleaned in time."""
+    from pydmq.engines.segment import SegmentStorageEngine
+
+    engine = SegmentStorageEngine(str(tmp_path))
+    try:
+        config = LogConfig(compact=True, segment_ms=10**9, max_compaction_lag_ms=1000)
+        assert config.max_segment_ms == 1000
+        assert dataclasses.replace(config, compact=False).max_segment_ms == 10**9
+        log = engine.open_log(TP, config)
+        data = build_batch([SimpleRecord(b"k", b"v", (), TS)], base_offset=0)
+        log.append(data, list(iter_batch_headers(data)))
+        log.maybe_roll(TS + 1000)
+        assert len(log.segments) == 1
+        log.maybe_roll(TS + 1001)
+        assert len(log.segments) == 2
+    finally:
+        engine.close()

@@ -237,7 +237,7 @@ class SegmentLog:
         if (
             active.size
             and active.rolling_base_timestamp >= 0
-            and now_ms - active.rolling_base_timestamp > self.config.segment_ms
+            and now_ms - active.rolling_base_timestamp > self.config.max_segment_ms
         ):
             self._roll(active.next_offset)
 
