@@ -198,13 +198,15 @@ def clean_log(
     from the log start to where the map reached, swapping each in on the owner. ``stopping``
     is asked between batches: once true, CleanerStoppedError (nothing swapped is undone)."""
     budget = _Budget(throttler, stopping)
-    engine = plan.engine
     result = CleaningResult()
     if plan.first_uncleanable <= plan.first_dirty:
         return result  # no dirty section: nothing to do
-    readers: dict[int, SegmentBatches] = owner(
-        lambda: {s.base_offset: engine.open_segment_batches(s) for s in plan.segments}
-    )
+    try:
+        readers: dict[int, SegmentBatches] = owner(lambda: _open_readers(plan))
+    except (ValueError, FileNotFoundError):  # retention or a truncation came first
+        log.info("%s: cleaning abandoned: the log changed under it", plan.tp)
+        result.aborted = True
+        return result
     try:
         offset_map.clear()
         builder = OffsetMapBuilder(offset_map, plan.first_dirty, plan.first_uncleanable)
@@ -256,6 +258,19 @@ class _Budget:
         if self._stopping():
             raise CleanerStoppedError
         self._inner.acquire(n)
+
+
+def _open_readers(plan: LogToClean) -> dict[int, SegmentBatches]:
+    """On the owner: a reader per planned segment (all or none)."""
+    readers: dict[int, SegmentBatches] = {}
+    try:
+        for segment in plan.segments:
+            readers[segment.base_offset] = plan.engine.open_segment_batches(segment)
+    except BaseException:
+        for reader in readers.values():
+            reader.close()
+        raise
+    return readers
 
 
 def _write_checkpoint(plan: LogToClean, end: int) -> None:

@@ -95,3 +95,16 @@ def test_the_active_segment_rolls_at_max_compaction_lag(tmp_path: object) -> Non
         assert len(log.segments) == 2
     finally:
         engine.close()
+
+
+def test_a_cleaning_planned_before_retention_is_abandoned_quietly() -> None:
+    from pydmq.cleaner.log_cleaner import clean_log
+    from pydmq.cleaner.offset_map import OffsetMap
+    from pydmq.cleaner.throttler import Throttler
+
+    log = log_of(10, retention_ms=5, delete=True)
+    plan = plan_cleaning(TP, log, TS)
+    assert plan is not None
+    assert log.delete_old_segments(TS + 7) > 0  # compact,delete: retention came first
+    result = clean_log(plan, lambda fn: fn(), OffsetMap(1 << 16), Throttler(float("inf")), TS)
+    assert result.aborted and result.groups_swapped == 0
