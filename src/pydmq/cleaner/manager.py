@@ -112,7 +112,12 @@ class LogCleanerManager:
             self._ensure_threads()
 
     def _ensure_threads(self) -> None:
+        """Start the threads up to ``log.cleaner.threads`` (a thread beyond it ends at its next
+        pass; a count raised from 0 takes effect at the next start, no thread being left to
+        notice it)."""
         with self._lock:
+            if self._stopping.is_set():
+                return
             wanted = self._settings().threads
             for index in range(wanted):
                 thread = self._threads.get(index)
@@ -127,10 +132,12 @@ class LogCleanerManager:
         """Stop every thread (a cleaning in progress stops at its next hand-off to the loop;
         a cleaned segment not swapped in yet is discarded, at the latest by the next open)."""
         self._stopping.set()
-        for thread in list(self._threads.values()):
+        with self._lock:  # no thread starts another once stopping is set
+            threads = list(self._threads.values())
+            self._threads.clear()
+        for thread in threads:
             if thread is not threading.current_thread():
                 thread.join()
-        self._threads.clear()
 
     # -- the cleaner threads --------------------------------------------------------------
 
