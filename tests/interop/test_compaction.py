@@ -5,7 +5,7 @@ and pydmq refuse ``segment.bytes`` under 1 MiB with INVALID_CONFIG) receives man
 few keys and some tombstones; the broker's cleaner thread compacts it while the producer runs.
 Then a consumer reading from the beginning sees, for every key, its latest value last, with
 offset gaps where older values were, and the partition's segment files are much smaller than
-what was produced.
+what was produced; after a restart the same is read again.
 """
 
 from __future__ import annotations
@@ -105,9 +105,30 @@ def test_a_consumer_reads_the_latest_value_of_every_key(broker: BrokerProcess) -
     print(f"\nproduced {produced} bytes of keys and values; {on_disk} bytes of segments remain")
     assert on_disk * 10 <= produced, "the log was not compacted within 60 s"
 
+    offsets, seen, high = read_from_the_beginning(broker.bootstrap, topic)
+    assert offsets and offsets[-1] == high - 1 == KEYS * UPDATES - 1
+    assert seen == latest  # the last value read of every key is its latest (a tombstone too)
+    assert offsets == sorted(set(offsets))
+    assert len(offsets) < KEYS * UPDATES // 4, "the consumer read the old values"
+    # Offsets skipped where older values were (the first batches read start past offset 0).
+    gaps = sum(1 for a, b in itertools.pairwise([-1, *offsets]) if b != a + 1)
+    assert gaps > 0
+    print(f"read {len(offsets)} of {KEYS * UPDATES} offsets, {gaps} gaps")
+
+    # A restart opens the swapped segments (their LMDB entries, the cleaner checkpoint).
+    broker.restart()
+    offsets_again, seen_again, high_again = read_from_the_beginning(broker.bootstrap, topic)
+    assert (seen_again, high_again) == (latest, high)
+    assert set(offsets_again) <= set(offsets)  # the cleaner may have gone on meanwhile
+
+
+def read_from_the_beginning(
+    bootstrap: str, topic: str
+) -> tuple[list[int], dict[bytes, bytes | None], int]:
+    """(offsets read, the last value read per key, the high watermark) of partition 0."""
     consumer = Consumer(
         {
-            "bootstrap.servers": broker.bootstrap,
+            "bootstrap.servers": bootstrap,
             "group.id": unique_topic("g"),
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
@@ -125,11 +146,4 @@ def test_a_consumer_reads_the_latest_value_of_every_key(broker: BrokerProcess) -
         offsets.append(message.offset())
         seen[message.key()] = message.value()
     consumer.close()
-    assert offsets and offsets[-1] == high - 1 == KEYS * UPDATES - 1
-    assert seen == latest  # the last value read of every key is its latest (a tombstone too)
-    assert offsets == sorted(set(offsets))
-    assert len(offsets) < KEYS * UPDATES // 4, "the consumer read the old values"
-    # Offsets skipped where older values were (the first batches read start past offset 0).
-    gaps = sum(1 for a, b in itertools.pairwise([-1, *offsets]) if b != a + 1)
-    assert gaps > 0
-    print(f"read {len(offsets)} of {KEYS * UPDATES} offsets, {gaps} gaps")
+    return offsets, seen, high
