@@ -81,6 +81,13 @@ POINTS: Final = WRITE_POINTS | frozenset(
         "checkpoint.rename.before",  # write_atomically, temp file fsynced, before os.replace
         "checkpoint.rename.after",  # write_atomically, after os.replace, before the dir fsync
         "retention.delete.segment",  # SegmentLog._delete_prefix, after each segment deletion
+        "cleaner.cleaned.fsync",  # CleanedSegmentFile.finish, the fdatasync of a cleaned segment
+        "cleaner.swap.before_rename",  # the .cleaned file is synced, before its rename to .swap
+        "cleaner.swap.renamed",  # the .swap rename and its directory fsync are done
+        "cleaner.swap.index_dropped",  # the replaced segments' LMDB entries are dropped, synced
+        "cleaner.swap.delete.segment",  # SegmentLog.replace_segments, after each old unlink
+        "cleaner.swap.after_rename",  # the .swap file renamed to .log, before the directory fsync
+        "cleaner.swap.done",  # the new segment is scanned and indexed
         "raft.fsync",  # FileRaftLog.flush, the fsync of a segment file
         "quorum_state.write",  # FileQuorumStateStore.write, before the atomic write
     }

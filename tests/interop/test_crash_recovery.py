@@ -384,7 +384,7 @@ def test_torn_tails_and_lost_indexes_are_recovered(broker: BrokerProcess) -> Non
 
     topic = unique_topic("torn")
     with RawClient(broker.bootstrap) as client:
-        assert create_topic(client, topic, PARTITIONS, {"segment.bytes": "16384"}) == 0
+        assert create_topic(client, topic, PARTITIONS, {"internal.segment.bytes": "16384"}) == 0
     acked = _produce_acked(broker.bootstrap, topic, 0, 15_000)
     _, latest = _offsets(broker.bootstrap, topic)
     assert sum(latest.values()) == 15_000

@@ -35,8 +35,15 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the storage port and log, producer state, cluster metadata, the Raft core (sans-IO or
     # files only)
     ("pydmq.storage", "pydmq.producers", "pydmq.metadata", "pydmq.raft"),
-    # configuration, sockets, the CLI's client, engines, assignors and placers
-    ("pydmq.config", "pydmq.net", "pydmq.client", "pydmq.engines", "pydmq.assignment"),
+    # configuration, sockets, the CLI's client, engines, assignors and placers, the log cleaner
+    (
+        "pydmq.config",
+        "pydmq.net",
+        "pydmq.client",
+        "pydmq.engines",
+        "pydmq.assignment",
+        "pydmq.cleaner",
+    ),
     # partitions and replication; the request layer both roles sit on; the coordinator
     # runtime the coordinators over internal topics sit on
     ("pydmq.replication", "pydmq.api", "pydmq.coordinator"),
@@ -158,6 +165,7 @@ def test_the_rules_of_issue_16_follow_from_the_layer_order() -> None:
         "pydmq.replication",
         "pydmq.plugins",
         "pydmq.engines",
+        "pydmq.cleaner",
         "pydmq.net",
         "pydmq.client",
         "pydmq.config",

@@ -52,6 +52,7 @@ from pydmq.broker.metadata_publisher import LocalMetadataPublisher
 from pydmq.broker.partition_creation import prepare_partitions
 from pydmq.broker.topic_creator import TopicCreator
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
+from pydmq.cleaner.manager import LogCleanerManager
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.local import LocalController
@@ -130,6 +131,7 @@ class Broker:
         self.replica_manager = ReplicaManager(
             config, self.plugins.storage_engines(), self.plugins.replication_strategies()
         )
+        self.log_cleaner: LogCleanerManager | None = None  # started by start()
         self.listeners = [parse_listener(uri) for uri in config.listeners]
         self.advertised = [parse_listener(uri) for uri in config.advertised_listeners]
         # Cluster mode: the broker role (None in single-node mode or on a controller-only node)
@@ -314,6 +316,10 @@ class Broker:
                 for a in self.advertised
             ]
         self._tasks.append(asyncio.create_task(self._maintenance_loop()))
+        self.log_cleaner = LogCleanerManager.on_loop(
+            self.config.cleaner_settings, self.replica_manager.logs, asyncio.get_running_loop()
+        )
+        self.log_cleaner.start()
         if self.cluster is not None:
             early = {self.control_plane_listener, *self._controller_listeners}
             await self._start_serving(s for name, s in servers if name in early)
@@ -444,6 +450,8 @@ class Broker:
         self.replica_manager.wake_waiters()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
+        if self.log_cleaner is not None:
+            self.log_cleaner.stop()
         self.replica_manager.shutdown()
         if self.local_controller is not None:
             self.local_controller.metadata_log.close()

@@ -7,6 +7,7 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from pydmq.cleaner.config import CleanerSettings
 from pydmq.config.definitions import (
     ConfigDef,
     ConfigError,
@@ -371,6 +372,38 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef("log.segment.delete.delay.ms", T.LONG, 60000, "Delay before a deleted segment goes."),
+    ConfigDef("log.cleaner.enable", T.BOOLEAN, True, "Run the log cleaner.", read_only=True),
+    ConfigDef("log.cleaner.threads", T.INT, 1, "Log cleaner threads.", at_least(0)),
+    ConfigDef(
+        "log.cleaner.dedupe.buffer.size",
+        T.LONG,
+        134217728,
+        "Offset map memory of all cleaner threads.",
+        at_least(0),
+    ),
+    ConfigDef(
+        "log.cleaner.io.max.bytes.per.second",
+        T.DOUBLE,
+        1.7976931348623157e308,
+        "Cleaner I/O throttle (read plus written).",
+    ),
+    ConfigDef("log.cleaner.backoff.ms", T.LONG, 15000, "Cleaner sleep when idle.", at_least(0)),
+    ConfigDef(
+        "log.cleaner.delete.retention.ms", T.LONG, 86400000, "Tombstone retention.", at_least(0)
+    ),
+    ConfigDef(
+        "log.cleaner.min.cleanable.ratio", T.DOUBLE, 0.5, "Dirty ratio that triggers cleaning."
+    ),
+    ConfigDef(
+        "log.cleaner.min.compaction.lag.ms", T.LONG, 0, "Min age before compaction.", at_least(0)
+    ),
+    ConfigDef(
+        "log.cleaner.max.compaction.lag.ms",
+        T.LONG,
+        2**63 - 1,
+        "Max age before compaction.",
+        at_least(1),
+    ),
     ConfigDef(
         "log.cleanup.policy",
         T.LIST,
@@ -524,6 +557,7 @@ TOPIC_DEFAULT_SOURCES: dict[str, str] = {
     # topic config -> broker config that supplies its default
     "cleanup.policy": "log.cleanup.policy",
     "compression.type": "compression.type",
+    "delete.retention.ms": "log.cleaner.delete.retention.ms",
     "file.delete.delay.ms": "log.segment.delete.delay.ms",
     "flush.messages": "log.flush.interval.messages",
     "flush.ms": "log.flush.interval.ms",
@@ -532,6 +566,9 @@ TOPIC_DEFAULT_SOURCES: dict[str, str] = {
     "message.timestamp.type": "log.message.timestamp.type",
     "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
     "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
+    "max.compaction.lag.ms": "log.cleaner.max.compaction.lag.ms",
+    "min.cleanable.dirty.ratio": "log.cleaner.min.cleanable.ratio",
+    "min.compaction.lag.ms": "log.cleaner.min.compaction.lag.ms",
     "min.insync.replicas": "min.insync.replicas",
     "retention.bytes": "log.retention.bytes",
     "retention.ms": "log.retention.ms",
@@ -799,6 +836,18 @@ class BrokerConfig(ConfigValues):
                 raise ConfigError(
                     f"control.plane.listener.name {control_plane} is not in listeners"
                 )
+
+    def cleaner_settings(self) -> CleanerSettings:
+        """The ``log.cleaner.*`` settings as they are now (static, then dynamic layers)."""
+        rate = self.get("log.cleaner.io.max.bytes.per.second")
+        assert isinstance(rate, float | int), rate
+        return CleanerSettings(
+            enable=self.get_bool("log.cleaner.enable"),
+            threads=self.get_int("log.cleaner.threads"),
+            dedupe_buffer_size=self.get_int("log.cleaner.dedupe.buffer.size"),
+            io_max_bytes_per_second=float(rate),
+            backoff_ms=self.get_int("log.cleaner.backoff.ms"),
+        )
 
     def retention_ms(self) -> int:
         for name, factor in (("log.retention.ms", 1), ("log.retention.minutes", 60000)):

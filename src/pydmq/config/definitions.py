@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 
 __all__ = ["ConfigDef", "ConfigError", "ConfigType", "ConfigValues", "parse_value"]
 
@@ -63,7 +64,25 @@ class ConfigDef:
         if self.type == ConfigType.LIST:
             assert isinstance(value, list | tuple)
             return ",".join(str(v) for v in value)
+        if self.type == ConfigType.DOUBLE and isinstance(value, float):
+            return java_double(value)
         return str(value)
+
+
+def java_double(value: float) -> str:
+    """``value`` as Java's ``Double.toString`` writes it (Kafka's DescribeConfigs answers):
+    plain between 10^-3 and 10^7, else ``d.dddE<n>`` (``1.7976931348623157E308``)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    magnitude = abs(value)
+    if magnitude == 0 or 1e-3 <= magnitude < 1e7:
+        return repr(float(value))
+    digits = Decimal(repr(value)).normalize().as_tuple()
+    text = "".join(map(str, digits.digits))
+    exponent = len(text) - 1 + int(digits.exponent)
+    return f"{'-' if digits.sign else ''}{text[0]}.{text[1:] or '0'}E{exponent}"
 
 
 def parse_value(kind: ConfigType, raw: object, name: str) -> object:
@@ -113,11 +132,13 @@ def one_of(*choices: str) -> Validator:
     return check
 
 
-def list_of(*choices: str) -> Validator:
+def list_of(*choices: str, allow_empty: bool = False) -> Validator:
     def check(value: object) -> str | None:
         assert isinstance(value, list)
         bad = [v for v in value if v not in choices]
-        return None if value and not bad else f"must be a non-empty list of {', '.join(choices)}"
+        if not bad and (value or allow_empty):
+            return None
+        return f"must be a {'' if allow_empty else 'non-empty '}list of {', '.join(choices)}"
 
     return check
 

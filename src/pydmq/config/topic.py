@@ -10,6 +10,7 @@ from pydmq.config.definitions import ConfigDef, ConfigError, ConfigType, at_leas
 from pydmq.storage.api import LogConfig
 
 __all__ = [
+    "INTERNAL_TOPIC_CONFIGS",
     "TOPIC_CONFIGS",
     "TOPIC_DEFAULT_SYNONYMS",
     "TopicConfig",
@@ -29,7 +30,11 @@ def _strategy_name(value: object) -> str | None:
 
 TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(
-        "cleanup.policy", T.LIST, ["delete"], "delete and/or compact.", list_of("delete", "compact")
+        "cleanup.policy",
+        T.LIST,
+        ["delete"],
+        "delete and/or compact; empty: neither (Kafka 4).",
+        list_of("delete", "compact", allow_empty=True),
     ),
     ConfigDef(
         "compression.type",
@@ -60,7 +65,8 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef("preallocate", T.BOOLEAN, False, "Preallocate segment files."),
     ConfigDef("retention.bytes", T.LONG, -1, "Size retention (-1 unlimited)."),
     ConfigDef("retention.ms", T.LONG, 604800000, "Time retention (-1 unlimited).", at_least(-1)),
-    ConfigDef("segment.bytes", T.INT, 1073741824, "Segment size.", at_least(14)),
+    # Kafka 4 refuses segments under 1 MiB (KIP-1030); tests use internal.segment.bytes.
+    ConfigDef("segment.bytes", T.INT, 1073741824, "Segment size.", at_least(1024 * 1024)),
     ConfigDef("segment.index.bytes", T.INT, 10485760, "Index size.", at_least(4)),
     ConfigDef("segment.jitter.ms", T.LONG, 0, "Random roll jitter.", at_least(0)),
     ConfigDef("segment.ms", T.LONG, 604800000, "Roll after this time.", at_least(1)),
@@ -75,7 +81,19 @@ TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
     ),
 )
 
-_BY_NAME = {d.name: d for d in TOPIC_CONFIGS}
+# Accepted at creation and by AlterConfigs, never described (Kafka's LogConfig internal
+# configs): a segment size below segment.bytes's minimum, for tests (Kafka's own tests too).
+INTERNAL_TOPIC_CONFIGS: tuple[ConfigDef, ...] = (
+    ConfigDef(
+        "internal.segment.bytes",
+        T.INT,
+        None,
+        "Segment size overriding segment.bytes, without its 1 MiB minimum (tests).",
+        at_least(14),
+    ),
+)
+
+_BY_NAME = {d.name: d for d in (*TOPIC_CONFIGS, *INTERNAL_TOPIC_CONFIGS)}
 
 # topic config -> the broker configs its default comes from, in Kafka's precedence order
 # (the first one set wins; e.g. log.retention.ms over .minutes over .hours).
@@ -153,9 +171,27 @@ class TopicConfig:
     def get_str(self, name: str) -> str:
         return str(self.get(name))
 
+    def _segment_bytes(self) -> int:
+        internal = self.explicit.get("internal.segment.bytes")
+        return internal if isinstance(internal, int) else self.get_int("segment.bytes")
+
+    def cleanup_policy(self) -> list[str]:
+        value = self.get("cleanup.policy")
+        assert isinstance(value, list), value
+        return [str(v) for v in value]
+
     def log_config(self) -> LogConfig:
+        policy = self.cleanup_policy()
+        ratio = self.get("min.cleanable.dirty.ratio")
+        assert isinstance(ratio, float | int), ratio
         return LogConfig(
-            segment_bytes=self.get_int("segment.bytes"),
+            delete="delete" in policy,
+            compact="compact" in policy,
+            min_cleanable_dirty_ratio=float(ratio),
+            min_compaction_lag_ms=self.get_int("min.compaction.lag.ms"),
+            max_compaction_lag_ms=self.get_int("max.compaction.lag.ms"),
+            delete_retention_ms=self.get_int("delete.retention.ms"),
+            segment_bytes=self._segment_bytes(),
             segment_ms=self.get_int("segment.ms"),
             segment_index_bytes=self.get_int("segment.index.bytes"),
             index_interval_bytes=self.get_int("index.interval.bytes"),

@@ -1,7 +1,9 @@
 """The ``memory`` storage engine: PartitionLog semantics in RAM, for tests and ephemeral topics.
 
-Each batch is kept as its own bytes and counts as one "segment" for retention (so the active
-segment is the last batch); ``maybe_roll`` has nothing to do. Nothing survives the engine.
+Each batch is kept as its own bytes and counts as one "segment" for retention and compaction
+(so the active segment is the last batch); ``maybe_roll`` has nothing to do. A compaction swap
+replaces a run of batches by the cleaned ones in one list assignment on the event loop; readers
+hold the old ``bytes`` objects. Nothing survives the engine.
 """
 
 from __future__ import annotations
@@ -11,17 +13,57 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 
 from pydmq.plugins.markers import hookimpl
-from pydmq.protocol.records import BatchHeader
+from pydmq.protocol.records import BatchHeader, parse_batch_header
 from pydmq.storage.api import (
+    CleanedSegment,
     FetchDataInfo,
     LogConfig,
     OffsetOutOfRangeError,
+    SegmentInfo,
     StorageEngineSpec,
     TimestampAndOffset,
     TopicPartition,
 )
 
 __all__ = ["MemoryLog", "MemoryStorageEngine", "pydmq_register_storage_engines"]
+
+
+class MemoryBatches:
+    """The bytes of one batch ("segment"), taken on the event loop; read on a cleaner thread."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def batches(self) -> Iterator[bytes]:
+        yield self._data
+
+    def close(self) -> None:
+        return None
+
+
+class MemoryCleanedSegment:
+    """Cleaned batches collected by a cleaner thread until the swap takes them."""
+
+    def __init__(self, owner: MemoryLog, base_offset: int) -> None:
+        self.owner = owner
+        self.base_offset = base_offset
+        self.batches: list[bytes] = []
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def append(self, batch: bytes | memoryview) -> None:
+        self.batches.append(bytes(batch))
+        self._size += len(batch)
+
+    def finish(self) -> None:
+        return None
+
+    def abort(self) -> None:
+        self.batches = []
+        self._size = 0
 
 
 class MemoryLog:
@@ -32,8 +74,9 @@ class MemoryLog:
 
     checkpoints_thread_safe = True  # write_checkpoint may run on the checkpoint writer thread
 
-    def __init__(self, config: LogConfig) -> None:
+    def __init__(self, config: LogConfig, tp: TopicPartition | None = None) -> None:
         self.config = config
+        self.tp = tp
         self._bases: list[int] = []
         self._headers: list[BatchHeader] = []
         self._data: list[bytes] = []
@@ -41,6 +84,7 @@ class MemoryLog:
         self._log_end_offset = 0
         self._size = 0
         self._checkpoints: dict[str, bytes] = {}
+        self._cleaning_generation = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -131,6 +175,7 @@ class MemoryLog:
     def truncate_to(self, offset: int) -> None:
         if offset >= self._log_end_offset:
             return
+        self._cleaning_generation += 1
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -142,6 +187,7 @@ class MemoryLog:
         del self._bases[i:], self._headers[i:], self._data[i:]
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._cleaning_generation += 1
         self._bases.clear()
         self._headers.clear()
         self._data.clear()
@@ -170,7 +216,7 @@ class MemoryLog:
         return True
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        if self.config.retention_ms < 0:
+        if self.config.retention_ms < 0 or not self.config.delete:
             return 0
         doomed = 0
         while doomed < len(self._headers) - 1:
@@ -181,7 +227,7 @@ class MemoryLog:
 
     def delete_retention_size_breached(self) -> int:
         retention = self.config.retention_bytes
-        if retention < 0 or self._size < retention:
+        if retention < 0 or self._size < retention or not self.config.delete:
             return 0
         diff = self._size - retention
         doomed = 0
@@ -192,6 +238,50 @@ class MemoryLog:
 
     def maybe_roll(self, now_ms: int) -> None:
         return None
+
+    # -- compaction (the CompactableLog port): each batch is a segment --------------------
+
+    @property
+    def cleaning_generation(self) -> int:
+        return self._cleaning_generation
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        return [self._info(i) for i in range(len(self._headers) - 1)]
+
+    def _info(self, i: int) -> SegmentInfo:
+        h = self._headers[i]
+        return SegmentInfo(h.base_offset, h.next_offset, h.size, h.max_timestamp, h.max_timestamp)
+
+    def open_segment_batches(self, segment: SegmentInfo) -> MemoryBatches:
+        i = bisect_right(self._bases, segment.base_offset) - 1
+        if i < 0 or i >= len(self._headers) - 1 or self._info(i) != segment:
+            raise ValueError(f"{segment} is not a closed segment of the log")
+        return MemoryBatches(self._data[i])
+
+    def new_cleaned_segment(self, base_offset: int, end_offset: int) -> MemoryCleanedSegment:
+        return MemoryCleanedSegment(self, base_offset)
+
+    def replace_segments(
+        self, old: Sequence[SegmentInfo], cleaned: CleanedSegment, generation: int
+    ) -> bool:
+        if not isinstance(cleaned, MemoryCleanedSegment) or cleaned.owner is not self:
+            raise TypeError(f"not a cleaned segment of this log: {cleaned!r}")
+        first = bisect_right(self._bases, old[0].base_offset) - 1 if old else -1
+        last = first + len(old)
+        if (
+            generation != self._cleaning_generation
+            or first < 0
+            or last >= len(self._headers)  # the active "segment" is never replaced
+            or [self._info(i) for i in range(first, last)] != list(old)
+        ):
+            cleaned.abort()
+            return False
+        headers = [replace(parse_batch_header(b, 0), position=0) for b in cleaned.batches]
+        self._size += cleaned.size - sum(len(d) for d in self._data[first:last])
+        self._bases[first:last] = [h.base_offset for h in headers]
+        self._headers[first:last] = headers
+        self._data[first:last] = cleaned.batches
+        return True
 
     def flush(self) -> None:
         return None
@@ -215,7 +305,7 @@ class MemoryStorageEngine:
     def open_log(self, tp: TopicPartition, config: LogConfig) -> MemoryLog:
         log = self._logs.get(tp)
         if log is None:
-            log = self._logs[tp] = MemoryLog(config)
+            log = self._logs[tp] = MemoryLog(config, tp)
         else:
             log.config = config
         return log

@@ -279,6 +279,10 @@ class ReplicaManager:
     def get(self, tp: TopicPartition) -> Partition | None:
         return self.partitions.get(tp)
 
+    def logs(self) -> list[tuple[TopicPartition, UnifiedLog]]:
+        """Every hosted partition's log (the log cleaner enumerates them on the event loop)."""
+        return [(tp, partition.log) for tp, partition in self.partitions.items()]
+
     def settle(self) -> None:
         """Keep the partitions opened so far out of the cyclic garbage collector's walks:
         collect the objects allocated since the last settle, then freeze what is alive."""

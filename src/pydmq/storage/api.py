@@ -23,10 +23,14 @@ from typing import Protocol, runtime_checkable
 from pydmq.protocol.records import BatchHeader
 
 __all__ = [
+    "CleanedSegment",
+    "CompactableLog",
     "FetchDataInfo",
     "LogConfig",
     "OffsetOutOfRangeError",
     "PartitionLog",
+    "SegmentBatches",
+    "SegmentInfo",
     "StorageCorruptionError",
     "StorageEngine",
     "StorageEngineSpec",
@@ -59,12 +63,29 @@ class LogConfig:
     flush_messages: int = 2**63 - 1  # flush.messages (1 = fsync every batch)
     flush_ms: int = 2**63 - 1  # flush.ms
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
+    # cleanup.policy: retention.ms/retention.bytes delete segments only with "delete" in it
+    # (Kafka's LogConfig.delete); "compact" makes the log cleaner compact the log.
+    delete: bool = True
+    compact: bool = False
+    min_cleanable_dirty_ratio: float = 0.5  # min.cleanable.dirty.ratio
+    min_compaction_lag_ms: int = 0  # min.compaction.lag.ms (KIP-58)
+    max_compaction_lag_ms: int = 2**63 - 1  # max.compaction.lag.ms (KIP-354)
+    delete_retention_ms: int = 86400000  # delete.retention.ms (tombstones)
     # A follower replica of a partition with other replicas (cluster mode): the leader holds
     # the data, so damage found at open may be repaired by truncating the log before it (the
     # replica fetches the rest again). False: damage found at open below what was flushed
     # refuses the open (StorageCorruptionError); damage found later fails the reads over it.
     replicated: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)  # engine-specific settings
+
+    @property
+    def max_segment_ms(self) -> int:
+        """How old the active segment may get before it rolls: ``segment.ms``, and on a
+        compacted log at most ``max.compaction.lag.ms`` (KIP-354: the active segment is never
+        cleaned, so it must roll for the lag to be kept; Kafka's LogConfig.maxSegmentMs)."""
+        if self.compact:
+            return min(self.segment_ms, self.max_compaction_lag_ms)
+        return self.segment_ms
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,15 +178,17 @@ class PartitionLog(Protocol):
         ...
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        """Delete old closed segments by retention.ms; returns the number of segments deleted."""
+        """Delete old closed segments by retention.ms; returns the number of segments deleted.
+        Nothing is deleted unless ``LogConfig.delete`` (cleanup.policy has delete)."""
         ...
 
     def delete_retention_size_breached(self) -> int:
-        """Delete the oldest closed segments while size exceeds retention.bytes."""
+        """Delete the oldest closed segments while size exceeds retention.bytes (only with
+        ``LogConfig.delete``)."""
         ...
 
     def maybe_roll(self, now_ms: int) -> None:
-        """Roll the active segment if segment.ms has elapsed."""
+        """Roll the active segment if ``LogConfig.max_segment_ms`` has elapsed."""
         ...
 
     def flush(self) -> None:
@@ -200,6 +223,104 @@ class StorageEngine(Protocol):
     def list_logs(self) -> list[TopicPartition]: ...
 
     def close(self) -> None: ...
+
+
+# -- log compaction -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInfo:
+    """A closed segment as the log cleaner sees it (engine-agnostic).
+
+    ``next_offset`` is one past its last batch's last offset (``base_offset`` when empty);
+    ``first_timestamp`` the max timestamp of its first batch and ``largest_timestamp`` the
+    largest of its batches (-1 when empty): ``min.compaction.lag.ms`` (KIP-58) and
+    ``max.compaction.lag.ms`` (KIP-354) are measured against them.
+    """
+
+    base_offset: int
+    next_offset: int
+    size: int
+    first_timestamp: int
+    largest_timestamp: int
+
+
+class SegmentBatches(Protocol):
+    """The whole batches of one closed segment, read by the log cleaner's thread.
+
+    Made on the event loop by :meth:`CompactableLog.open_segment_batches`; afterwards only the
+    cleaner thread uses it, and nothing the event loop does to the log (appends, retention,
+    a truncation) makes it return torn bytes: it reads what the segment held when it was
+    opened, or stops early (the swap is then refused, see ``replace_segments``)."""
+
+    def batches(self) -> Iterator[bytes | memoryview]:
+        """Each batch (12-byte log overhead included), in offset order."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class CleanedSegment(Protocol):
+    """A cleaned segment being written by the log cleaner's thread; invisible to readers until
+    :meth:`CompactableLog.replace_segments` swaps it in."""
+
+    @property
+    def size(self) -> int: ...
+
+    def append(self, batch: bytes | memoryview) -> None:
+        """Add one whole batch (offsets kept from the segments it replaces)."""
+        ...
+
+    def finish(self) -> None:
+        """Make the written batches durable (the swap follows on the event loop)."""
+        ...
+
+    def abort(self) -> None:
+        """Discard it (a cleaning aborted or refused); idempotent."""
+        ...
+
+
+@runtime_checkable
+class CompactableLog(Protocol):
+    """What an engine's log provides so the engine-agnostic cleaner can compact it.
+
+    Every method but the objects' own is called on the event loop that owns the log; the
+    reading and writing of segment bytes happen on a cleaner thread through
+    :class:`SegmentBatches` and :class:`CleanedSegment`. The active segment is never listed.
+    """
+
+    @property
+    def config(self) -> LogConfig:
+        """The log's settings, compaction knobs included (updated on config changes)."""
+        ...
+
+    @property
+    def cleaning_generation(self) -> int:
+        """Changes whenever batches may have been removed or rewritten other than by a swap
+        (truncation, full truncation): a swap prepared under another generation is refused."""
+        ...
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        """Every segment but the active one, in offset order."""
+        ...
+
+    def open_segment_batches(self, segment: SegmentInfo) -> SegmentBatches: ...
+
+    def new_cleaned_segment(self, base_offset: int, end_offset: int) -> CleanedSegment:
+        """A cleaned segment that will replace the closed segments covering offsets
+        ``[base_offset, end_offset)``; it is named after ``base_offset``."""
+        ...
+
+    def replace_segments(
+        self, old: Sequence[SegmentInfo], cleaned: CleanedSegment, generation: int
+    ) -> bool:
+        """Atomically replace the adjacent closed segments ``old`` by ``cleaned`` (finished).
+
+        Refused (False, ``cleaned`` aborted) if ``generation`` is not the current one or
+        ``old`` are no longer exactly the log's segments (a retention or a truncation came
+        first). A crash at any point leaves either the old or the new segments. In-flight
+        reads of the old segments stay valid."""
+        ...
 
 
 class EngineFactory(Protocol):

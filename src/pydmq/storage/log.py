@@ -50,6 +50,7 @@ from pydmq.protocol.records import (
 )
 from pydmq.storage.api import (
     FetchDataInfo,
+    LogConfig,
     OffsetOutOfRangeError,
     PartitionLog,
     TimestampAndOffset,
@@ -388,7 +389,31 @@ class UnifiedLog:
                 ErrorCode.INVALID_RECORD,
                 "Produce v3+ requests carry exactly one record batch per partition",
             )
+        if self._compacted():
+            self._require_keys(records, headers[0], policy)
         return headers
+
+    def _compacted(self) -> bool:
+        """cleanup.policy has compact (the engine log's LogConfig, as the built-in engines
+        keep it in ``config``)."""
+        config = getattr(self.engine_log, "config", None)
+        return isinstance(config, LogConfig) and config.compact
+
+    def _require_keys(self, records: memoryview, header: BatchHeader, policy: AppendPolicy) -> None:
+        """Kafka's LogValidator: a compacted topic refuses a record without a key (the
+        records are decoded for it, on compacted topics only)."""
+        try:
+            decoded = decode_records(
+                records, header, max_decompressed=policy.max_decompressed_bytes
+            )
+        except CorruptRecordError as exc:
+            raise LogAppendError(exc.error_code, str(exc)) from None
+        if any(record.key is None for record in decoded):
+            tp = getattr(self.engine_log, "tp", None)  # both built-in engines know theirs
+            raise LogAppendError(
+                ErrorCode.INVALID_RECORD,
+                f"Compacted topic cannot accept message without key in topic partition {tp}.",
+            )
 
     @staticmethod
     def _recompress(

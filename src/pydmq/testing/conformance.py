@@ -11,7 +11,8 @@ Use it from a test module of your own::
 Set ``persistent = False`` on the subclass for an engine whose data does not outlive it.
 The suite covers reads (whole batches, ``max_bytes``, ``min_one_batch``, ``max_offset``,
 out-of-range), timestamp lookups, truncation, log start increments, retention, rolling,
-checkpoints, reopening and the log listing, plus a Hypothesis stateful test comparing the
+checkpoints, reopening, the log listing and log compaction (for engines implementing
+:class:`~pydmq.storage.api.CompactableLog`), plus a Hypothesis stateful test comparing the
 engine with a trivial model (:func:`model_state_machine`).
 
 Damaged data: override :meth:`StorageEngineConformance.damage_batch` (damage the stored bytes
@@ -58,6 +59,7 @@ from pydmq.storage.api import (
     StorageEngine,
     TopicPartition,
 )
+from pydmq.testing.conformance_compaction import CompactionConformance
 
 __all__ = [
     "StorageEngineConformance",
@@ -148,8 +150,11 @@ def _cfg(**kwargs: int) -> LogConfig:
     return LogConfig(**kwargs)  # type: ignore[arg-type]
 
 
-class StorageEngineConformance:
-    """Base class of the conformance tests; subclasses provide :meth:`make_engine`."""
+class StorageEngineConformance(CompactionConformance):
+    """Base class of the conformance tests; subclasses provide :meth:`make_engine`.
+
+    The compaction tests (:class:`~pydmq.testing.conformance_compaction.CompactionConformance`)
+    run for engines whose logs implement :class:`~pydmq.storage.api.CompactableLog`."""
 
     persistent: ClassVar[bool] = True
     model_examples: ClassVar[int] = 60

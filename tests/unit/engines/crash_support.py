@@ -115,6 +115,18 @@ CASES: dict[str, tuple[str, int, int, int]] = {
 # Points outside the segment engine (the Raft metadata log and the quorum state): covered by
 # tests/unit/raft, not by this child.
 NOT_SEGMENT_ENGINE = frozenset({"raft.append.write", "raft.fsync", "quorum_state.write"})
+# Points of a compaction swap: reached by the cleaning child of test_compaction_power_loss.py.
+COMPACTION_POINTS = frozenset(
+    {
+        "cleaner.cleaned.fsync",
+        "cleaner.swap.before_rename",
+        "cleaner.swap.renamed",
+        "cleaner.swap.index_dropped",
+        "cleaner.swap.delete.segment",
+        "cleaner.swap.after_rename",
+        "cleaner.swap.done",
+    }
+)
 
 
 def run_child(data_dir: Path, point: str, prelude: str = "") -> tuple[int, list[str], str]:

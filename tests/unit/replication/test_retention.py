@@ -36,7 +36,7 @@ def test_time_retention_deletes_old_segments(tmp_path: Path) -> None:
     overrides = {"log.retention.check.interval.ms": 200}
     with EmbeddedBroker(tmp_path / "d", overrides=overrides) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        configs = {"retention.ms": "1000", "segment.bytes": "1024"}
+        configs = {"retention.ms": "1000", "internal.segment.bytes": "1024"}
         for future in admin.create_topics([NewTopic("old", 1, 1, config=configs)]).values():
             future.result(10)
         old = int(time.time() * 1000) - 3_600_000  # an hour ago: past retention.ms
@@ -55,7 +55,7 @@ def test_size_retention_keeps_the_newest_bytes(tmp_path: Path) -> None:
     overrides = {"log.retention.check.interval.ms": 200}
     with EmbeddedBroker(tmp_path / "d", overrides=overrides) as broker:
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-        configs = {"retention.bytes": "3000", "segment.bytes": "1024"}
+        configs = {"retention.bytes": "3000", "internal.segment.bytes": "1024"}
         for future in admin.create_topics([NewTopic("big", 1, 1, config=configs)]).values():
             future.result(10)
         _produce(broker.bootstrap, "big", 40)

@@ -6,8 +6,11 @@ fsynced) tells what a crash may have damaged: bytes at or past R may be torn by 
 power loss (our own doing, repaired as Kafka does); bytes below R were promised durable, so
 damage there is corruption, never repaired silently. The rules, in order:
 
-1. ``*.tmp`` and ``*.truncating`` files are our own leftovers of an atomic write or of a
-   truncation copy (the original is intact): deleted. ``*.stray`` files are left alone.
+1. A ``*.swap`` file is a compaction swap that must complete (see
+   :mod:`~pydmq.engines.segment.compaction`): the segments it replaces are removed and it
+   takes its final name. ``*.tmp``, ``*.truncating`` and ``*.cleaned`` files are our own
+   leftovers of an atomic write, a truncation copy or an unfinished cleaning (the original is
+   intact): deleted. ``*.stray`` files are left alone.
 2. A segment file whose base offset lies inside the previous segment's offsets (an overlap):
    empty, it is a stray and is set aside (renamed ``<name>.stray``, WARNING); with data, the
    open is refused (:class:`~pydmq.storage.api.StorageCorruptionError` naming both files):
@@ -43,6 +46,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from pydmq.engines.segment.compaction import CLEANED_SUFFIX, complete_swaps
 from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, segment_prefix
 from pydmq.engines.segment.segment import LogSegment
@@ -66,7 +70,7 @@ RECOVERY_POINT_CHECKPOINT = "_recovery-point.checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "_log-start-offset.checkpoint"
 STRAY_SUFFIX = ".stray"
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
-_LEFTOVER_SUFFIXES = (".tmp", ".truncating")
+_LEFTOVER_SUFFIXES = (".tmp", ".truncating", CLEANED_SUFFIX)
 
 
 @dataclass(slots=True)
@@ -114,6 +118,8 @@ class LogLoader:
         )
 
     def _list_segments(self) -> list[int]:
+        if complete_swaps(self._dir, self._tp, self._index):
+            log.warning("%s: completed a compaction swap interrupted by a crash", self._tp)
         bases: list[int] = []
         for name in os.listdir(self._dir):
             if name.endswith(_LEFTOVER_SUFFIXES):

@@ -11,6 +11,12 @@ import stat
 import time
 from collections.abc import Iterator, Sequence
 
+from pydmq.engines.segment.compaction import (
+    CleanedSegmentFile,
+    SegmentFileBatches,
+    forget_segments,
+    rename_swap_into_place,
+)
 from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import tp_prefix
 from pydmq.engines.segment.loader import (
@@ -25,9 +31,11 @@ from pydmq.engines.segment.shared import IndexBatch, SharedDurability
 from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BatchHeader
 from pydmq.storage.api import (
+    CleanedSegment,
     FetchDataInfo,
     LogConfig,
     OffsetOutOfRangeError,
+    SegmentInfo,
     StorageCorruptionError,
     TimestampAndOffset,
     TopicPartition,
@@ -110,6 +118,7 @@ class SegmentLog:
         self._last_flush = time.monotonic()
         self._last_index_write = time.monotonic()
         self._closed = False
+        self._cleaning_generation = 0  # bumped by truncations (see replace_segments)
 
     def _new_log(self) -> LoadedLog:
         """An empty log at offset 0 whose directory and first segment are created on first
@@ -228,7 +237,7 @@ class SegmentLog:
         if (
             active.size
             and active.rolling_base_timestamp >= 0
-            and now_ms - active.rolling_base_timestamp > self.config.segment_ms
+            and now_ms - active.rolling_base_timestamp > self.config.max_segment_ms
         ):
             self._roll(active.next_offset)
 
@@ -346,6 +355,7 @@ class SegmentLog:
 
     def truncate_to(self, offset: int) -> None:
         self._shared.check_online()
+        self._cleaning_generation += 1
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -376,6 +386,7 @@ class SegmentLog:
         self._unflushed = [s for s in self._unflushed if s in self._segments]
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._cleaning_generation += 1
         for segment in list(self._segments):
             self._delete_segment(segment)
         self._unflushed = []
@@ -434,7 +445,7 @@ class SegmentLog:
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
         retention_ms = self.config.retention_ms
-        if retention_ms < 0:
+        if retention_ms < 0 or not self.config.delete:
             return 0
         doomed = 0
         for segment in list(self._segments)[:-1]:
@@ -445,7 +456,7 @@ class SegmentLog:
 
     def delete_retention_size_breached(self) -> int:
         retention_bytes = self.config.retention_bytes
-        if retention_bytes < 0 or self._size < retention_bytes:
+        if retention_bytes < 0 or self._size < retention_bytes or not self.config.delete:
             return 0
         diff = self._size - retention_bytes
         doomed = 0
@@ -455,6 +466,83 @@ class SegmentLog:
             diff -= segment.size
             doomed += 1
         return self._delete_prefix(doomed)
+
+    # -- compaction (the CompactableLog port) -----------------------------------------------
+
+    @property
+    def cleaning_generation(self) -> int:
+        return self._cleaning_generation
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        return [_segment_info(s) for s in list(self._segments)[:-1]]
+
+    def open_segment_batches(self, segment: SegmentInfo) -> SegmentFileBatches:
+        current = self._segments.floor(segment.base_offset)
+        if current is None or _segment_info(current) != segment or current.active:
+            raise ValueError(f"{self.tp}: {segment} is not a closed segment of the log")
+        return SegmentFileBatches(current.path, current.size)
+
+    def new_cleaned_segment(self, base_offset: int, end_offset: int) -> CleanedSegmentFile:
+        return CleanedSegmentFile(self.dir, base_offset, end_offset)
+
+    def replace_segments(
+        self, old: Sequence[SegmentInfo], cleaned: CleanedSegment, generation: int
+    ) -> bool:
+        """The swap of :mod:`~pydmq.engines.segment.compaction` (its steps 1-5).
+
+        The log is flushed first when its recovery point lies inside the replaced range: a
+        cleaned segment that ends early leaves a gap, which the loader must find below the
+        recovery point (a gap past it reads as a power loss's hole). The old segments are
+        deleted as retention deletes them: views of them handed out stay valid."""
+        if not isinstance(cleaned, CleanedSegmentFile) or cleaned.log_dir != self.dir:
+            raise TypeError(f"{self.tp}: not a cleaned segment of this log: {cleaned!r}")
+        replaced = self._replaceable(old, generation)
+        if replaced is None or not old or cleaned.base_offset != old[0].base_offset:
+            cleaned.abort()
+            return False
+        self._shared.check_online()
+        try:
+            if self.recovery_point < cleaned.end_offset:
+                self.flush()
+            swap = cleaned.rename_to_swap()
+        except BaseException:
+            cleaned.abort()
+            raise
+        try:
+            forget_segments(self.tp, self._index, [s.base_offset for s in replaced])
+            for segment in replaced:
+                self._delete_segment(segment)
+                failpoint("cleaner.swap.delete.segment")
+            rename_swap_into_place(self.dir, swap, cleaned.base_offset)
+            segment = self._segment(cleaned.base_offset)
+            damage = segment.recover()
+        except OSError as exc:  # the .swap file stays: the next open completes the swap
+            what = f"swapping a cleaned segment into {self.tp}"
+            raise self._shared.storage_error(what, exc) from exc
+        if damage is not None:
+            raise self._shared.storage_error(
+                f"scanning the cleaned segment {segment.path}", OSError(damage.reason)
+            )
+        self._segments.add(segment)
+        self._size += segment.size
+        self._index_from = min(self._index_from, segment.base_offset)
+        self._write_index()
+        failpoint("cleaner.swap.done")
+        return True
+
+    def _replaceable(self, old: Sequence[SegmentInfo], generation: int) -> list[LogSegment] | None:
+        """The segments ``old`` describes, if they still are exactly the log's closed segments
+        over their range and no truncation happened since ``generation``."""
+        if generation != self._cleaning_generation or not old or self._closed:
+            return None
+        found = [
+            s
+            for s in self._segments.from_offset(old[0].base_offset)
+            if s.base_offset < old[-1].next_offset or s.base_offset <= old[-1].base_offset
+        ]
+        if [_segment_info(s) for s in found] != list(old) or any(s.active for s in found):
+            return None
+        return found
 
     # -- durability and checkpoints ------------------------------------------------------------
 
@@ -550,6 +638,16 @@ class SegmentLog:
     def has_directory(self) -> bool:
         """False for a new log nothing was written to yet: nothing of it is on disk."""
         return self._dir_exists
+
+
+def _segment_info(segment: LogSegment) -> SegmentInfo:
+    return SegmentInfo(
+        segment.base_offset,
+        segment.next_offset,
+        segment.size,
+        segment.rolling_base_timestamp,
+        segment.max_timestamp,
+    )
 
 
 def _is_directory(path: str) -> bool:
