@@ -27,7 +27,9 @@ from typing import Any, TypeVar
 import pytest
 
 from pydmq.coordinator.api import CoordinatorResult, CoordinatorWriteError
+from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
+from pydmq.groups.classic.group import ClassicGroup, JoinResult
 from pydmq.groups.consumer.api import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from pydmq.groups.consumer.group import ConsumerGroup
 from pydmq.groups.coordinator import GroupCoordinator
@@ -105,6 +107,12 @@ class OneLog:
     def replay_partition(self, partition: int) -> Iterator[Record]:
         for offset, (key, value) in enumerate(list(self.records)):
             yield Record(offset, 0, key, value, ())
+
+
+def shard_timer(c: GroupCoordinator, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard]:
+    """The timers of the shard of ``group_id``'s partition (which must be loaded here)."""
+    partition = c._log.partition_for(group_id)
+    return c._runtime.read(partition, lambda shard: shard.timer)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -196,11 +204,46 @@ def state(group: ConsumerGroup) -> tuple[object, ...]:
     )
 
 
-def states(c: GroupCoordinator) -> dict[str, tuple[object, ...]]:
-    return {group_id: state(group) for group_id, group in c.consumer_groups.items()}
+def classic_state(group: ClassicGroup) -> tuple[object, ...]:
+    """Everything a classic group's record holds (the members' metadata of the selected
+    protocol only: a load restores that one), comparable; not the state timestamp (the
+    record's is when the group entered CompletingRebalance, as Kafka's)."""
+    protocol = group.protocol_name
+    members = {
+        m.member_id: (
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.session_timeout_ms,
+            m.protocol_type,
+            None if protocol is None else m.metadata_for(protocol),
+            m.assignment,
+        )
+        for m in group.members.values()
+    }
+    return (
+        group.state,
+        group.generation_id,
+        group.protocol_type,
+        protocol,
+        group.leader_id,
+        dict(group.static_members),
+        members,
+    )
 
 
-def reloaded(log: OneLog, topics: Topics) -> dict[str, tuple[object, ...]]:
+def states(c: GroupCoordinator) -> dict[object, tuple[object, ...]]:
+    """The consumer groups by id and the classic groups by ("classic", id)."""
+    found: dict[object, tuple[object, ...]] = {
+        group_id: state(group) for group_id, group in c.consumer_groups.items()
+    }
+    for group_id, classic in c.groups.items():
+        found["classic", group_id] = classic_state(classic)
+    return found
+
+
+def reloaded(log: OneLog, topics: Topics) -> dict[object, tuple[object, ...]]:
     fresh = make(log, topics, owns_all=True)
     try:
         return states(fresh)
@@ -228,7 +271,7 @@ class Member:
 
 def expire_session(c: GroupCoordinator, group: str, member: str) -> None:
     """Fire ``member``'s session timer now (its operation, as the timer would run it)."""
-    timer = c.timer_for(group)
+    timer = shard_timer(c, group)
     assert timer is not None
 
     def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[Any, None]:
@@ -295,6 +338,7 @@ def test_the_live_groups_equal_the_groups_a_load_rebuilds_after_every_operation(
         assert c.delete_groups(["other"]) == {"other": E.NONE}
         assert "other" not in c.consumer_groups
         check()
+        await classic_scenario(c, check)
         c.stop()
 
     run(scenario())
@@ -319,7 +363,7 @@ def test_a_refused_write_leaves_the_group_as_it_was() -> None:
         assert hb(c, "a", -1).error_code == E.COORDINATOR_NOT_AVAILABLE  # a leave
         assert c.delete_groups(["g"]) == {"g": E.NON_EMPTY_GROUP}
         assert states(c) == before
-        timer = c.timer_for("g")
+        timer = shard_timer(c, "g")
         assert timer is not None  # the member that did not leave keeps its session timer
         assert timer.is_scheduled(("consumer-session", "g", "a"))
         log.refuse = None
@@ -381,7 +425,7 @@ def test_unloading_a_shard_drops_its_consumer_groups_and_their_timers() -> None:
         await task
         for member, group in (("a", "g"), ("b", "g"), ("c", "h")):
             assert hb(c, member, 0, group=group).error_code == E.NONE
-        timer = c.timer_for("g")
+        timer = shard_timer(c, "g")
         assert timer is not None
         assert timer.is_scheduled(("consumer-session", "g", "a"))
         assert timer.is_scheduled(("consumer-session", "h", "c"))
@@ -395,12 +439,89 @@ def test_unloading_a_shard_drops_its_consumer_groups_and_their_timers() -> None:
         assert task is not None
         await task
         assert states(c) == before
-        reloaded_timer = c.timer_for("g")
+        reloaded_timer = shard_timer(c, "g")
         assert reloaded_timer is not None and reloaded_timer is not timer
         assert reloaded_timer.is_scheduled(("consumer-session", "g", "b"))
         c.stop()
 
     run(scenario())
+
+
+def classic_join(
+    member_id: str, client: str, *, group: str = "cg", instance: str | None = None
+) -> JoinRequest:
+    return JoinRequest(
+        group_id=group,
+        member_id=member_id,
+        group_instance_id=instance,
+        require_known_member_id=False,
+        client_id=client,
+        client_host="/127.0.0.1",
+        rebalance_timeout_ms=20_000,
+        session_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=[("range", f"range-{client}".encode()), ("roundrobin", b"rr")],
+    )
+
+
+async def rebalance(c: GroupCoordinator, *joins: JoinRequest) -> list[JoinResult]:
+    """Join concurrently (new members first: a known member's rejoin alone would complete
+    the rebalance without them), then sync every member (the leader hands out
+    assignments)."""
+    joined = await asyncio.gather(*(c.join_group(r) for r in joins))
+    assert all(j.error_code == E.NONE for j in joined), joined
+    generation, leader = joined[0].generation_id, joined[0].leader_id
+    assignments = {j.member_id: f"{j.member_id}@{generation}".encode() for j in joined}
+    synced = await asyncio.gather(
+        *(
+            c.sync_group(
+                r.group_id,
+                generation,
+                j.member_id,
+                r.group_instance_id,
+                None,
+                None,
+                assignments if j.member_id == leader else {},
+            )
+            for r, j in zip(joins, joined, strict=True)
+        )
+    )
+    assert [s.assignment for s in synced] == [assignments[j.member_id] for j in joined]
+    return list(joined)
+
+
+async def classic_scenario(c: GroupCoordinator, check: Any) -> None:
+    """Classic rebalances, heartbeats, a static member's restart, leaves and a deletion,
+    with ``check()`` after each (at rest: a rebalance's record is written by its sync)."""
+    (a,) = await rebalance(c, classic_join("", "a"))
+    check()
+    b, a = await rebalance(c, classic_join("", "b"), classic_join(a.member_id, "a"))
+    check()
+    for member in (a, b):
+        assert c.heartbeat("cg", member.generation_id, member.member_id, None) == E.NONE
+    check()
+    s, a, b = await rebalance(
+        c,
+        classic_join("", "s", instance="i"),
+        classic_join(a.member_id, "a"),
+        classic_join(b.member_id, "b"),
+    )
+    check()
+    # the static member restarts: a new member id, no rebalance, the record is rewritten
+    restarted = await c.join_group(classic_join("", "s", instance="i"))
+    assert restarted.error_code == E.NONE and restarted.generation_id == s.generation_id
+    check()
+    assert c.leave_group("cg", [(b.member_id, None)]) == (E.NONE, [E.NONE])
+    a, s = await rebalance(
+        c, classic_join(a.member_id, "a"), classic_join(restarted.member_id, "s", instance="i")
+    )
+    check()
+    assert c.leave_group("cg", [(a.member_id, None), ("", "i")]) == (E.NONE, [E.NONE, E.NONE])
+    check()
+    assert c.groups["cg"].state.value == "Empty"
+    assert c.delete_groups(["cg"]) == {"cg": E.NONE}
+    assert "cg" not in c.groups
+    check()
 
 
 def join_request(group: str) -> JoinRequest:
@@ -470,7 +591,7 @@ def test_a_deleted_classic_group_goes_when_its_tombstone_is_committed() -> None:
     run(scenario())
 
 
-def test_a_load_restores_classic_groups_with_the_replay_of_their_records() -> None:
+def test_a_load_restores_classic_groups_with_their_members() -> None:
     async def scenario() -> None:
         log = OneLog()
         c = make(log, Topics())
@@ -482,13 +603,24 @@ def test_a_load_restores_classic_groups_with_the_replay_of_their_records() -> No
         c.stop()
         fresh = make(log, Topics())
         restored = fresh.groups["cg"]
-        assert restored.state.value == "Empty" and not restored.members  # members are not
-        assert (restored.generation_id, restored.protocol_type) == (
+        assert restored.state.value == "Stable" and list(restored.members) == [member]
+        assert (restored.generation_id, restored.protocol_type, restored.protocol_name) == (
             joined.generation_id,
             "consumer",
+            "range",
         )
-        assert restored.protocol_name is None
+        assert restored.leader_id == member
+        assert restored.members[member].metadata_for("range") == b"meta"
         assert fresh.groups["simple"].generation_id == 0  # offsets only: an Empty group
+        timer = shard_timer(fresh, "cg")
+        assert not timer.is_scheduled(("heartbeat", "cg", member))  # until started
+        fresh.start()
+        await settle_callbacks()
+        assert timer.is_scheduled(("heartbeat", "cg", member))  # its session runs
+        # the member carries on at its generation: no rebalance
+        assert fresh.heartbeat("cg", joined.generation_id, member, None) == E.NONE
+        resynced = await fresh.sync_group("cg", joined.generation_id, member, None, None, None, {})
+        assert resynced.error_code == E.NONE
         fresh.stop()
 
     run(scenario())
