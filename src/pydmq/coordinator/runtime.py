@@ -366,8 +366,11 @@ class CoordinatorRuntime(Generic[S, Rec]):
         self._execute(context, operation, future, key)
 
     def _drain(self, context: _ShardContext[S], key: Hashable) -> None:
-        """Run the writes parked on ``key`` until one of them holds it again."""
+        """Run the writes parked on ``key`` until one of them holds it again (nothing when
+        an earlier drain ran them all: one that completed at once scheduled this one)."""
         parked = context.parked.get(key)
+        if parked is None:
+            return
         while parked and key not in context.busy and context.state is _ShardState.ACTIVE:
             write = parked.popleft()
             self._execute(context, write.operation, write.future, key)

@@ -7,6 +7,7 @@ uncommitted until the test commits (or fails) them, and can refuse an append out
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -549,3 +550,34 @@ def test_a_timer_fires_as_a_keyed_write() -> None:
         assert log.logs[0][-1] == (b"g", b"2")
 
     run(scenario())
+
+
+def read_of(key: bytes) -> Any:
+    """A keyed operation that writes nothing: answered once the writes before it are."""
+
+    def operation(shard: MapShard) -> CoordinatorResult[KV, bytes | None]:
+        return CoordinatorResult((), shard.state.get(key))
+
+    return operation
+
+
+def test_parked_writes_that_complete_at_once_drain_without_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0)
+        first = rt.schedule_write(0, put(b"g", b"1"), key="g")
+        reads = [rt.schedule_write(0, read_of(b"g"), key="g") for _ in range(3)]
+        log.settle(0)
+        await settle_callbacks()
+        assert first.result() == "ok"
+        assert [r.result() for r in reads] == [b"1", b"1", b"1"]
+        later = rt.schedule_write(0, read_of(b"g"), key="g")
+        assert later.result() == b"1"
+
+    with caplog.at_level(logging.ERROR):
+        run(scenario())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

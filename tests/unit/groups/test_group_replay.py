@@ -624,3 +624,115 @@ def test_a_load_restores_classic_groups_with_their_members() -> None:
         fresh.stop()
 
     run(scenario())
+
+
+def test_a_classic_join_waits_for_a_pending_heartbeat_and_then_refuses_to_convert() -> None:
+    """An empty consumer group whose uncommitted heartbeat adds a member is not converted:
+    the join decides once that write is committed, and no id is both group types."""
+
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog(cluster_mode=True)
+        c = make(log, topics)
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        assert hb(c, "a", 0).error_code == E.NONE
+        assert hb(c, "a", -1).member_epoch == -1  # the group is empty now, committed
+        assert not c.consumer_groups["g"].members
+        log.hold = True
+        joining = beat(c, "b", 0)
+        await settle_callbacks()
+        classic = asyncio.ensure_future(c.join_group(join_request("g")))
+        await settle_callbacks()
+        assert not classic.done()  # keyed by the group: after the heartbeat's write
+        log.settle()
+        await settle_callbacks()
+        assert joining.result().error_code == E.NONE
+        assert (await classic).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "g" not in c.groups
+        assert set(c.consumer_groups["g"].members) == {"b"}
+        assert states(c) == reloaded(log, topics)
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_classic_join_converts_an_empty_consumer_group_once_its_tombstones_commit() -> None:
+    """The conversion is a write keyed by the group: the join runs once the tombstones are
+    committed; a heartbeat scheduled meanwhile runs before the join's retry, takes the id
+    for a consumer group, and the join is refused (never both group types)."""
+
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog(cluster_mode=True)
+        c = make(log, topics)
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        for group in ("g", "h"):
+            assert hb(c, "a", 0, group=group).error_code == E.NONE
+            assert hb(c, "a", -1, group=group).member_epoch == -1
+        log.hold = True
+        classic = asyncio.ensure_future(c.join_group(join_request("g")))
+        await settle_callbacks()
+        assert not classic.done() and "g" in c.consumer_groups  # tombstones in flight
+        assert "g" not in c.groups
+        log.settle()
+        await settle_callbacks()
+        assert "g" not in c.consumer_groups
+        joined = await classic
+        assert joined.error_code == E.NONE and "g" in c.groups
+        # the other group: a heartbeat waits behind the conversion and wins the id
+        classic = asyncio.ensure_future(c.join_group(join_request("h")))
+        await settle_callbacks()
+        following = beat(c, "b", 0, group="h")
+        log.settle()  # the conversion
+        await settle_callbacks()
+        assert not following.done()  # its write (a new consumer group) is held
+        log.settle()
+        await settle_callbacks()
+        assert following.result().error_code == E.NONE
+        assert (await classic).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "h" not in c.groups and set(c.consumer_groups["h"].members) == {"b"}
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_join_while_a_classic_group_tombstone_is_in_flight_joins_a_new_group() -> None:
+    """DeleteGroups answered NONE deleted the group: a JoinGroup that lands while its
+    tombstone is in flight runs after it, in a new group."""
+
+    async def scenario() -> None:
+        log = OneLog(cluster_mode=True)
+        c = await elected(log)
+        joined = await c.join_group(join_request("cg"))
+        member = joined.member_id
+        synced = await c.sync_group("cg", joined.generation_id, member, None, None, None, {})
+        assert synced.error_code == E.NONE
+        assert c.leave_group("cg", [(member, None)]) == (E.NONE, [E.NONE])
+        commit = CommitRequest("cg", "", None, -1, -1, {("t", 0): (7, -1, "")}, 9)
+        assert c.commit_offsets(commit) == {("t", 0): E.NONE}
+        assert c.groups["cg"].generation_id == 2
+        log.hold = True
+        assert c.delete_groups(["cg"]) == {"cg": E.NONE}
+        join = asyncio.ensure_future(c.join_group(join_request("cg")))
+        await settle_callbacks()
+        assert not join.done()  # keyed by the group: after the tombstone
+        log.settle()
+        rejoined = await join
+        assert rejoined.error_code == E.NONE
+        assert rejoined.generation_id == 1  # a new group, not generation 3 of the old one
+        assert c.offsets.all("cg") == {}
+        log.hold = False
+        resynced = await c.sync_group(
+            "cg", 1, rejoined.member_id, None, None, None, {rejoined.member_id: b"x"}
+        )
+        assert resynced.error_code == E.NONE and resynced.assignment == b"x"
+        assert states(c) == reloaded(log, Topics())
+        c.stop()
+
+    run(scenario())
