@@ -12,7 +12,10 @@ This class checks the group id and the ownership of its partition, routes each r
 shard, serves the offset APIs, deletions and listings across shards, and keeps a group id
 either classic or consumer: JoinGroup on a consumer group with members (and a
 ConsumerGroupHeartbeat join on a classic group with members) is answered
-INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
+INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted. JoinGroup, a
+ConsumerGroupHeartbeat and a deletion are writes keyed by the group id, so each decides on the
+group's committed state, after the group's earlier writes (no id ever has both group types,
+and no member joins a group whose tombstone is in flight).
 
 Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads them all
 at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when it becomes
@@ -28,7 +31,8 @@ only for Empty groups; a consumer group's member epoch), written as records thro
 runtime and visible once committed; retention (:mod:`pydmq.groups.retention`) is a timer of
 each shard, every ``offsets.retention.check.interval.ms``. Loading (``load`` or
 ``on_elected``) replays the partition: offsets, consumer groups as they were, and classic
-groups as Empty with their generation and protocol type (members are not restored).
+groups as Kafka restores them (generation, protocol, leader and members, whose session timers
+start once loaded)
 """
 
 from __future__ import annotations
@@ -242,7 +246,7 @@ class GroupCoordinator:
 
     def load(self) -> None:
         """Single-node mode: load every partition of ``__consumer_offsets`` (committed offsets
-        and Empty groups) synchronously, before serving. Cluster mode: nothing (see
+        and groups) synchronously, before serving. Cluster mode: nothing (see
         :meth:`on_elected`)."""
         if not self._owns_all:
             return
