@@ -32,7 +32,7 @@ runtime and visible once committed; retention (:mod:`pydmq.groups.retention`) is
 each shard, every ``offsets.retention.check.interval.ms``. Loading (``load`` or
 ``on_elected``) replays the partition: offsets, consumer groups as they were, and classic
 groups as Kafka restores them (generation, protocol, leader and members, whose session timers
-start once loaded)
+start once loaded).
 """
 
 from __future__ import annotations
