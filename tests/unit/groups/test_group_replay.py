@@ -736,3 +736,34 @@ def test_a_join_while_a_classic_group_tombstone_is_in_flight_joins_a_new_group()
         c.stop()
 
     run(scenario())
+
+
+def test_a_group_loaded_over_its_maximum_size_rebalances() -> None:
+    """As Kafka: ``group.max.size`` lowered since, the loaded group rebalances at once; the
+    members rejoining within the size stay, the others are left out."""
+
+    async def scenario() -> None:
+        log = OneLog()
+        c = make(log, Topics())
+        members = await rebalance(
+            c, classic_join("", "a"), classic_join("", "b"), classic_join("", "c")
+        )
+        c.stop()
+        config = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10, max_size=2)
+        fresh = GroupCoordinator(config, log, topics=Topics())
+        fresh.load()
+        assert fresh.groups["cg"].state.value == "Stable"
+        fresh.start()
+        await settle_callbacks()
+        assert fresh.groups["cg"].state.value == "PreparingRebalance"
+        rejoined = await asyncio.gather(
+            fresh.join_group(classic_join(members[0].member_id, "a")),
+            fresh.join_group(classic_join(members[1].member_id, "b")),
+            fresh.join_group(classic_join(members[2].member_id, "c")),
+        )
+        codes = sorted(r.error_code for r in rejoined)
+        assert codes == [E.NONE, E.NONE, E.GROUP_MAX_SIZE_REACHED]
+        assert len(fresh.groups["cg"].members) == 2
+        fresh.stop()
+
+    run(scenario())

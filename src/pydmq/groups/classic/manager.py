@@ -147,11 +147,21 @@ class ClassicGroupManager:
     def start_timers(self) -> None:
         """Start the session timer of every member the load restored (needs the loop), as
         Kafka does once a partition is loaded: a member that does not heartbeat within its
-        session timeout is removed and its group rebalances."""
+        session timeout is removed and its group rebalances. A group loaded with more members
+        than ``group.max.size`` (lowered since) rebalances at once, as in Kafka, so that its
+        members can commit their offsets before the extra ones are left out."""
         for group in self.groups.values():
             for member in group.members.values():
                 if member.heartbeat_timer is None:
                     self._schedule_heartbeat(group, member)
+            if len(group) > self.config.max_size and group.is_in(GroupState.STABLE):
+                log.info(
+                    "group %s loaded with %d members, over group.max.size %d: rebalancing",
+                    group.group_id,
+                    len(group),
+                    self.config.max_size,
+                )
+                self._prepare_rebalance(group)
 
     def unload(self) -> int:
         """The partition is led elsewhere: forget every group (waiting requests answered
@@ -199,6 +209,9 @@ class ClassicGroupManager:
         if group.state is GroupState.DEAD:
             outcome = JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id)
         elif not self._accept_joining_member(group, req.member_id):
+            refused = group.members.get(req.member_id)
+            if refused is not None:  # a member over the size leaves the group, as in Kafka
+                self._remove_member_and_update_group(group, refused)
             outcome = JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, req.member_id)
         elif is_unknown:
             outcome = self._join_new_member(group, req)
