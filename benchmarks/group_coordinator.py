@@ -9,7 +9,11 @@ of one partition that commits at append time (a single node), called directly, n
   ``--partitions`` partitions, then heartbeat (acknowledging revocations) until every member
   is stable at the group's epoch: milliseconds for the whole convergence, and how many
   heartbeats it took;
-- ``load``: replaying the partition the rebalance wrote into a new coordinator.
+- ``load``: replaying the partition the rebalance wrote into a new coordinator;
+- ``classic rebalance``: ``--classic-groups`` classic groups of ``--classic-members``
+  members each, every member joining (JoinGroup) then syncing (SyncGroup) until Stable, then
+  one heartbeat each: milliseconds for all of it;
+- ``classic load``: replaying the partition those groups wrote (their members are restored).
 
 Prints the median and the minimum over ``--rounds`` rounds, in CPU time of the process (the
 machine may be shared); nothing is asserted. It measures whichever pydmq is importable, so
@@ -33,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydmq.groups.api import CommitRequest, GroupConfig
+from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.protocol.records import Record
 
@@ -180,17 +184,65 @@ def bench_load(log: MemoryLog, topics: Topics) -> float:
     return elapsed
 
 
+async def bench_classic(groups: int, members: int) -> tuple[float, MemoryLog]:
+    log = MemoryLog()
+    c = make(log, Topics())
+    started = time.process_time()
+    for g in range(groups):
+        group_id = f"classic-{g}"
+        joins = [
+            JoinRequest(
+                group_id=group_id,
+                member_id="",
+                group_instance_id=None,
+                require_known_member_id=False,
+                client_id=f"client-{m}",
+                client_host="/127.0.0.1",
+                rebalance_timeout_ms=30_000,
+                session_timeout_ms=30_000,
+                protocol_type="consumer",
+                protocols=[("range", b"subscription"), ("roundrobin", b"subscription")],
+            )
+            for m in range(members)
+        ]
+        joined = await asyncio.gather(*(c.join_group(j) for j in joins))
+        generation, leader = joined[0].generation_id, joined[0].leader_id
+        assignments = {j.member_id: b"assignment" for j in joined}
+        await asyncio.gather(
+            *(
+                c.sync_group(
+                    group_id,
+                    generation,
+                    j.member_id,
+                    None,
+                    None,
+                    None,
+                    assignments if j.member_id == leader else {},
+                )
+                for j in joined
+            )
+        )
+        for j in joined:
+            c.heartbeat(group_id, generation, j.member_id, None)
+    elapsed = (time.process_time() - started) * 1000
+    c.stop()
+    return elapsed, log
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--members", type=int, default=50)
     parser.add_argument("--partitions", type=int, default=200)
+    parser.add_argument("--classic-groups", type=int, default=200)
+    parser.add_argument("--classic-members", type=int, default=5)
     args = parser.parse_args()
 
     async def run() -> None:
         commits, steadies, rebalances, loads = [], [], [], []
-        beats = records = 0
+        classics, classic_loads = [], []
+        beats = records = classic_records = 0
         for _ in range(args.rounds):
             commits.append(bench_commit(args.calls))
             steadies.append(bench_steady(args.calls))
@@ -198,6 +250,10 @@ def main() -> None:
             rebalances.append(elapsed)
             records = len(log.records)
             loads.append(bench_load(log, topics))
+            elapsed, log = await bench_classic(args.classic_groups, args.classic_members)
+            classics.append(elapsed)
+            classic_records = len(log.records)
+            classic_loads.append(bench_load(log, Topics()))
 
         def show(name: str, values: list[float], unit: str) -> None:
             print(
@@ -210,6 +266,12 @@ def main() -> None:
         show(f"rebalance {args.members} members/{args.partitions} p", rebalances, "ms")
         print(f"{'':<34} {beats} heartbeats, {records} records written")
         show(f"load of those {records} records", loads, "ms")
+        show(
+            f"classic {args.classic_groups} groups x {args.classic_members} members",
+            classics,
+            "ms",
+        )
+        show(f"load of those {classic_records} records", classic_loads, "ms")
 
     asyncio.run(run())
 

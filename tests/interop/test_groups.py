@@ -4,7 +4,9 @@ Covers: subscribe + commit + restart from the committed offset (librdkafka), kaf
 aiokafka groups, two librdkafka members sharing a 6-partition topic disjointly, a member
 killed with SIGKILL (its partitions move to the survivor, nothing skipped), committed offsets
 (metadata with control characters) surviving a broker kill -9, and static membership (a member
-restarting with the same group.instance.id gets its partitions back without a rebalance).
+restarting with the same group.instance.id gets its partitions back without a rebalance), and
+a kafka-python member keeping its generation and assignment across a broker restart (the load
+restores classic groups with their members).
 Every wait is bounded; only PIDs started here are signalled.
 """
 
@@ -406,3 +408,64 @@ def test_kafka_python_and_aiokafka_groups(gbroker: BrokerProcess) -> None:
         return out
 
     assert sorted(asyncio.run(aio())) == list(range(90))
+
+
+@pytest.mark.timeout(180)
+def test_a_classic_member_keeps_its_generation_across_a_broker_restart(tmp_path: Path) -> None:
+    """A single node restarts within the member's session timeout: the load restores the
+    classic group with its members (as Kafka's), so the kafka-python member's heartbeats
+    succeed at its old generation, with no rebalance."""
+    if os.environ.get("PYDMQ_TEST_BOOTSTRAP"):
+        pytest.skip("needs its own broker process")
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+    events: list[tuple[str, list[int]]] = []
+
+    class Listener(ConsumerRebalanceListener):  # type: ignore[misc]
+        def on_partitions_revoked(self, revoked: set[TopicPartitionKP]) -> None:
+            events.append(("revoked", sorted(p.partition for p in revoked)))
+
+        def on_partitions_assigned(self, assigned: set[TopicPartitionKP]) -> None:
+            events.append(("assigned", sorted(p.partition for p in assigned)))
+
+    b = BrokerProcess(tmp_path / "data", GROUP_OVERRIDES)
+    b.start()
+    kp = None
+    try:
+        topic = create_topic(b.bootstrap, 3)
+        kp = KafkaConsumer(
+            bootstrap_servers=b.bootstrap,
+            group_id=unique_topic("restart-generation"),
+            session_timeout_ms=30_000,
+            heartbeat_interval_ms=300,
+            enable_auto_commit=False,
+        )
+        kp.subscribe([topic], listener=Listener())
+        coordinator = kp._coordinator
+        deadline = time.monotonic() + TIMEOUT
+        while coordinator.generation_if_stable() is None or len(kp.assignment()) < 3:
+            assert time.monotonic() < deadline, "never joined"
+            kp.poll(timeout_ms=200)
+        before = coordinator.generation_if_stable()
+        assignment = kp.assignment()
+        rebalances = list(events)
+        assert rebalances[-1] == ("assigned", [0, 1, 2])
+        b.restart()
+        restarted = time.monotonic()
+        deadline = restarted + TIMEOUT
+        # the member's heartbeats reach the restarted broker and succeed (a few of them)
+        while coordinator.heartbeat.last_receive < restarted + 2.0:
+            assert time.monotonic() < deadline, "no heartbeat succeeded after the restart"
+            kp.poll(timeout_ms=200)
+        after = coordinator.generation_if_stable()
+        assert after is not None
+        assert (after.generation_id, after.member_id) == (
+            before.generation_id,
+            before.member_id,
+        )
+        assert kp.assignment() == assignment
+        assert events == rebalances, "no rebalance"
+    finally:
+        if kp is not None:
+            kp.close()
+        b.stop()

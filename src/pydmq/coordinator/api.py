@@ -94,6 +94,13 @@ class CoordinatorLog(Protocol):
         """The records of ``partition`` up to its log end offset, in offset order."""
         ...
 
+    def await_committed(self, partition: int) -> asyncio.Future[int] | None:
+        """Everything appended to ``partition`` so far being committed: None when it is
+        already, else a future resolved with 0 once the high watermark reaches the log end
+        offset of now (no timeout), or with NOT_LEADER_OR_FOLLOWER once this node stops
+        leading the partition. The runtime never cancels it."""
+        ...
+
 
 class CoordinatorError(Exception):
     """An operation could not be served: ``error_code`` is NOT_COORDINATOR (the partition is

@@ -21,7 +21,10 @@ leads and owns everything that is not the coordinator's own logic:
   committed (the high watermark passed them), replays them into the shard (the code path of the
   load) and completes the operation's future with its response. Writes complete in the order
   they were appended; a write without records completes when the writes before it do. A write
-  whose commit fails is never replayed: its future fails with the produce error.
+  whose commit fails is never replayed: its future fails with the produce error. A commit that
+  timed out (or lost replicas after the append) leaves its records in the log, where they may
+  still commit: the shard is then reloaded from the log (failed over), so its state stays the
+  replay of what the log holds.
 - **Keyed writes** (``schedule_write(..., key=...)``): an operation that reads state its own
   records change (a consumer group) names that state; it runs only once every earlier write
   with the same key is committed and replayed (or failed), so it computes from the state those
@@ -288,10 +291,19 @@ class CoordinatorRuntime(Generic[S, Rec]):
         context.queue.schedule(lambda: self._run_write(context, operation, future, key))
         return future
 
-    async def _load(self, context: _ShardContext[S]) -> None:
+    async def _load(self, context: _ShardContext[S], *, after_commit: bool = False) -> None:
+        """Replay the partition into ``context``'s shard, yielding to the loop; with
+        ``after_commit``, once everything the log holds is committed."""
         started = time.monotonic()
         count = 0
         try:
+            committed = self._log.await_committed(context.partition) if after_commit else None
+            if committed is not None and await committed:
+                log.warning("%s-%d: not reloaded: leadership moved", self.topic, context.partition)
+                self._load_failed(context)
+                return
+            if self._contexts.get(context.partition) is not context:
+                return  # unloaded meanwhile
             for stored in self._log.replay_partition(context.partition):
                 self._replay_stored(context, stored.key, stored.value)
                 count += 1
@@ -366,8 +378,11 @@ class CoordinatorRuntime(Generic[S, Rec]):
         self._execute(context, operation, future, key)
 
     def _drain(self, context: _ShardContext[S], key: Hashable) -> None:
-        """Run the writes parked on ``key`` until one of them holds it again."""
+        """Run the writes parked on ``key`` until one of them holds it again (nothing when
+        an earlier drain ran them all: one that completed at once scheduled this one)."""
         parked = context.parked.get(key)
+        if parked is None:
+            return
         while parked and key not in context.busy and context.state is _ShardState.ACTIVE:
             write = parked.popleft()
             self._execute(context, write.operation, write.future, key)
@@ -431,6 +446,31 @@ class CoordinatorRuntime(Generic[S, Rec]):
         else:
             write.error = committed.result()
         self._complete(context)
+        if write.error in _IN_DOUBT:
+            self._fail_over(context, write.error)
+
+    def _fail_over(self, context: _ShardContext[S], error: int) -> None:
+        """A write's commit failed after its records were appended (``error``): they stay
+        in the leader's log and commit once the high watermark passes them, unknown to the
+        shard. So the shard is failed over: dropped (its pending writes fail with
+        NOT_COORDINATOR) and loaded again once everything in the log is committed, so its
+        state is again the replay of the committed log, and shows nothing uncommitted.
+        Meanwhile the partition answers COORDINATOR_LOAD_IN_PROGRESS; if leadership moves
+        first, the load fails (the resignation that follows finds the partition gone)."""
+        partition = context.partition
+        if self._contexts.get(partition) is not context:
+            return
+        log.warning(
+            "%s-%d: a write failed after its append (error %d): reloading the partition",
+            self.topic,
+            partition,
+            error,
+        )
+        del self._contexts[partition]
+        context.queue.schedule(functools.partial(self._close, context))
+        reloaded = self._new_context(partition, context.epoch)
+        loop = asyncio.get_running_loop()
+        reloaded.load_task = loop.create_task(self._load(reloaded, after_commit=True))
 
     def _complete(self, context: _ShardContext[S]) -> None:
         """Replay and answer the settled writes at the head of the queue, in append order."""
@@ -454,6 +494,11 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 del context.busy[key]
                 if key in context.parked:
                     context.queue.schedule(functools.partial(self._drain, context, key))
+
+
+_IN_DOUBT = frozenset({ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND})
+"""Errors of a commit that leave the write's records in the leader's log: they commit once the
+high watermark passes them, unless leadership moves (then the partition is unloaded)."""
 
 
 def _status(context: _ShardContext[Any]) -> int:

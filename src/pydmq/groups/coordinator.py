@@ -12,7 +12,10 @@ This class checks the group id and the ownership of its partition, routes each r
 shard, serves the offset APIs, deletions and listings across shards, and keeps a group id
 either classic or consumer: JoinGroup on a consumer group with members (and a
 ConsumerGroupHeartbeat join on a classic group with members) is answered
-INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted.
+INCONSISTENT_GROUP_PROTOCOL; an empty group of the other type is converted. JoinGroup, a
+ConsumerGroupHeartbeat and a deletion are writes keyed by the group id, so each decides on the
+group's committed state, after the group's earlier writes (no id ever has both group types,
+and no member joins a group whose tombstone is in flight).
 
 Single-node mode: every partition is led here and :meth:`GroupCoordinator.load` loads them all
 at start-up. Cluster mode: the broker calls :meth:`GroupCoordinator.on_elected` when it becomes
@@ -28,7 +31,8 @@ only for Empty groups; a consumer group's member epoch), written as records thro
 runtime and visible once committed; retention (:mod:`pydmq.groups.retention`) is a timer of
 each shard, every ``offsets.retention.check.interval.ms``. Loading (``load`` or
 ``on_elected``) replays the partition: offsets, consumer groups as they were, and classic
-groups as Empty with their generation and protocol type (members are not restored).
+groups as Kafka restores them (generation, protocol, leader and members, whose session timers
+start once loaded).
 """
 
 from __future__ import annotations
@@ -44,7 +48,7 @@ from pydmq.coordinator.api import (
     CoordinatorLog,
     CoordinatorResult,
 )
-from pydmq.coordinator.runtime import CoordinatorRuntime
+from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
 from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups import retention
 from pydmq.groups.api import CommitRequest, GroupConfig, GroupSummary, JoinRequest
@@ -91,6 +95,10 @@ log = logging.getLogger(__name__)
 
 R = TypeVar("R")
 
+_JoinStart = tuple[ClassicGroupManager, int, JoinResult | asyncio.Future[JoinResult]]
+"""A JoinGroup served on its group's shard: the shard's classic groups, the write mark taken
+before, and the outcome."""
+
 _RETENTION_TIMER = "offsets-retention"
 
 
@@ -133,6 +141,13 @@ def offsets_leadership_listener(
             coordinator.on_resigned(tp.partition, None if replica is None else replica.leader_epoch)
 
     return listener
+
+
+def _classic_delete_error(group: ClassicGroup | None) -> int:
+    """Why a classic group cannot be deleted (NONE: it can, being Empty)."""
+    if group is None or group.is_in(GroupState.DEAD):
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    return ErrorCode.NONE if group.is_in(GroupState.EMPTY) else ErrorCode.NON_EMPTY_GROUP
 
 
 def _log_failure(write: asyncio.Future[Any]) -> None:
@@ -231,7 +246,7 @@ class GroupCoordinator:
 
     def load(self) -> None:
         """Single-node mode: load every partition of ``__consumer_offsets`` (committed offsets
-        and Empty groups) synchronously, before serving. Cluster mode: nothing (see
+        and groups) synchronously, before serving. Cluster mode: nothing (see
         :meth:`on_elected`)."""
         if not self._owns_all:
             return
@@ -258,6 +273,7 @@ class GroupCoordinator:
             log.info("%s-%d: %d classic groups", OFFSETS_TOPIC, shard.partition, count)
         if self._started or not self._owns_all:
             shard.consumer.start_timers()
+            shard.classic.start_timers()
         if self._started:
             self._schedule_retention(shard)
 
@@ -333,13 +349,6 @@ class GroupCoordinator:
         """See :meth:`GroupWrites.await_writes`."""
         return self._writes.await_writes(group_id, mark, offsets=offsets)
 
-    def timer_for(self, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard] | None:
-        """The timer of the group's shard; None when its partition is not loaded here."""
-        try:
-            return self._runtime.read(self._partition_for(group_id), lambda shard: shard.timer)
-        except CoordinatorError:
-            return None
-
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` as a task of the coordinator (cancelled by :meth:`stop`)."""
         task = asyncio.get_running_loop().create_task(coro)
@@ -365,26 +374,47 @@ class GroupCoordinator:
         error = self.ownership_error(request.group_id)
         if error:
             return JoinResult(error, request.member_id)
-        classic = self._classic(request.group_id)
-        return await classic.join_group(request, self._convert_consumer_group)
-
-    def _convert_consumer_group(self, group_id: str) -> int:
-        """A classic member joins ``group_id``: refuse a consumer group with members,
-        convert an empty one (its records are tombstoned; its committed offsets stay)."""
-        consumer = self._consumer(group_id)
-        if group_id not in consumer.groups:
-            return ErrorCode.NONE
-        if consumer.delete_error(group_id):
-            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
-        try:
-            self._writes.write(
-                group_id,
-                lambda shard: CoordinatorResult(shard.consumer.delete_records(group_id), None),
-                key=group_id,
+        loop = asyncio.get_running_loop()
+        while True:
+            started: asyncio.Future[_JoinStart] = loop.create_future()
+            write = self._writes.schedule(
+                request.group_id, self._join_operation(request, started), key=request.group_id
             )
-        except CoordinatorError as exc:
-            return coordinator_error(exc.error_code)
-        return ErrorCode.NONE
+            if not started.done():
+                await asyncio.wait((started, write), return_when=asyncio.FIRST_COMPLETED)
+            if started.done():
+                classic, mark, outcome = started.result()
+                return await classic.joined(request, mark, outcome)
+            failure = None if write.cancelled() else write.exception()
+            if isinstance(failure, CoordinatorError):
+                return JoinResult(coordinator_error(failure.error_code), request.member_id)
+            if write.cancelled() or failure is not None:
+                return JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, request.member_id)
+            # an empty consumer group was converted: join the group id again
+
+    def _join_operation(
+        self, request: JoinRequest, started: asyncio.Future[_JoinStart]
+    ) -> WriteOperation[GroupCoordinatorShard, None]:
+        """JoinGroup as an operation keyed by the group id, so it decides on the group's
+        committed state, after the writes before it (a ConsumerGroupHeartbeat's, a
+        deletion's): a consumer group with members refuses the join; an empty one is
+        converted (its records are tombstoned, its committed offsets stay) and the join runs
+        again once that is committed; else the classic join is served and ``started`` set."""
+        group_id = request.group_id
+
+        def operation(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+            consumer = shard.consumer
+            if group_id in consumer.groups:
+                if consumer.delete_error(group_id):
+                    refused = JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, request.member_id)
+                    started.set_result((shard.classic, self.write_mark, refused))
+                    return CoordinatorResult((), None)
+                return CoordinatorResult(consumer.delete_records(group_id), None)
+            mark = self.write_mark
+            started.set_result((shard.classic, mark, shard.classic.join(request)))
+            return CoordinatorResult((), None)
+
+        return operation
 
     async def sync_group(
         self,
@@ -599,20 +629,16 @@ class GroupCoordinator:
         return ErrorCode.NONE, results
 
     def _delete_offset_records(
-        self,
-        group_id: str,
-        partitions: Sequence[TopicPartitionKey],
-        more: Sequence[GroupRecord] = (),
+        self, group_id: str, partitions: Sequence[TopicPartitionKey]
     ) -> None:
         """Write the tombstones of ``group_id``'s committed offsets among ``partitions``
-        (nothing when none is committed), then the ``more`` records."""
+        (nothing when none is committed)."""
         stored = self.offsets.all(group_id)
-        if not more and not any(tp in stored for tp in partitions):
+        if not any(tp in stored for tp in partitions):
             return
 
         def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
-            records: list[GroupRecord] = [*shard.offsets.delete_records(group_id, partitions)]
-            return CoordinatorResult([*records, *more], None)
+            return CoordinatorResult(shard.offsets.delete_records(group_id, partitions), None)
 
         self._writes.write(group_id, delete)
 
@@ -640,17 +666,10 @@ class GroupCoordinator:
             if not error:
                 self._delete_consumer_group(group_id)
             return error
-        group = self._classic(group_id).groups.get(group_id)
-        if group is None:
-            return ErrorCode.GROUP_ID_NOT_FOUND
-        match group.state:
-            case GroupState.DEAD:
-                return ErrorCode.GROUP_ID_NOT_FOUND
-            case GroupState.EMPTY:
-                self._delete_group(group)
-                return ErrorCode.NONE
-            case _:
-                return ErrorCode.NON_EMPTY_GROUP
+        error = _classic_delete_error(self._classic(group_id).groups.get(group_id))
+        if not error:
+            self._delete_classic_group(group_id)
+        return error
 
     def _delete_consumer_group(self, group_id: str) -> None:
         """Tombstone an empty consumer group and its committed offsets (one write, keyed by
@@ -666,12 +685,27 @@ class GroupCoordinator:
 
         self._writes.write(group_id, delete, key=group_id)
 
-    def _delete_group(self, group: ClassicGroup) -> None:
-        group_id = group.group_id
-        classic = self._classic(group_id)
-        classic.forget_pending_members(group)
-        tombstone = GroupMetadataRecord(group_id, None)  # its replay deletes the group
-        self._delete_offset_records(group_id, list(self.offsets.all(group_id)), [tombstone])
+    def _delete_classic_group(self, group_id: str) -> None:
+        """Tombstone an Empty classic group and its committed offsets: one write keyed by the
+        group, as JoinGroup is, so no member joins while the tombstone is in flight (the
+        write fails with NON_EMPTY_GROUP or GROUP_ID_NOT_FOUND if the group changed before it
+        ran)."""
+
+        def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
+            group = shard.classic.groups.get(group_id)
+            error = _classic_delete_error(group)
+            if error:
+                raise CoordinatorError(error)
+            assert group is not None
+            shard.classic.forget_pending_members(group)
+            offsets = shard.offsets
+            records: list[GroupRecord] = [
+                *offsets.delete_records(group_id, list(offsets.all(group_id))),
+                GroupMetadataRecord(group_id, None),  # its replay deletes the group
+            ]
+            return CoordinatorResult(records, None)
+
+        self._writes.write(group_id, delete, key=group_id)
 
     # -- describe / list -------------------------------------------------------------
     def describe_group(self, group_id: str) -> tuple[int, GroupSummary]:
@@ -721,6 +755,7 @@ class GroupCoordinator:
 
     def _start_shard(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
         shard.consumer.start_timers()
+        shard.classic.start_timers()
         self._schedule_retention(shard)
         return CoordinatorResult((), None)
 

@@ -44,6 +44,7 @@ from pydmq.storage.log import LogAppendError
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
+    from pydmq.replication.partition import Partition
     from pydmq.replication.replica_manager import ReplicaManager
 
 __all__ = [
@@ -100,6 +101,10 @@ class OffsetsTopicWriter(Protocol):
     """
 
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None: ...
+
+    def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
+        """See :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed`."""
+        ...
 
 
 class _HostedTopic(Protocol):
@@ -180,6 +185,41 @@ class ReplicaManagerOffsetsWriter:
         self._waiting.add(task)
         task.add_done_callback(self._waiting.discard)
         return future
+
+    def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
+        """The high watermark reaching the partition's log end offset of now (see
+        :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed`): waits through the
+        purgatory, ``offsets.commit.timeout.ms`` at a time, until it does or leadership
+        moves."""
+        tp = TopicPartition(OFFSETS_TOPIC, partition)
+        hosted = self._broker.replica_manager.get(tp)
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if hosted is None:
+            future.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return future
+        required_offset = hosted.log.log_end_offset
+        if hosted.high_watermark >= required_offset:
+            return None
+        task = asyncio.ensure_future(self._await_high_watermark(hosted, required_offset, future))
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+        return future
+
+    async def _await_high_watermark(
+        self, hosted: Partition, required_offset: int, future: asyncio.Future[int]
+    ) -> None:
+        def report(code: int) -> None:
+            if code == ErrorCode.REQUEST_TIMED_OUT or future.done():
+                return  # not yet: wait again
+            # NOT_ENOUGH_REPLICAS_AFTER_APPEND: the high watermark passed, on fewer replicas
+            committed = code in (ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+            future.set_result(ErrorCode.NONE if committed else code)
+
+        purgatory = self._broker.replica_manager.produce_purgatory
+        while not future.done():
+            await await_acks(
+                purgatory, [PendingAck(hosted, required_offset, report)], self._timeout_ms
+            )
 
 
 class ConsumerOffsetsLog:
@@ -263,6 +303,10 @@ class ConsumerOffsetsLog:
             if waiter is not None:
                 pending = waiter  # the last batch committing commits the earlier ones
         return pending
+
+    def await_committed(self, partition: int) -> asyncio.Future[int] | None:
+        """See :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed`."""
+        return self.writer.await_log_end(partition)
 
     def replay_partition(self, partition: int) -> Iterator[Record]:
         """The records of ``partition`` up to its current log end offset."""

@@ -7,6 +7,7 @@ uncommitted until the test commits (or fails) them, and can refuse an append out
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Coroutine, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -74,6 +75,7 @@ class MemoryPartitions:
         self.hold = False
         self.refuse: int | None = None
         self.waiting: list[asyncio.Future[int]] = []
+        self.log_end: list[asyncio.Future[int]] = []  # await_committed's, settled by tests
 
     def append(
         self, partition: int, records: Sequence[CoordinatorRecord]
@@ -92,6 +94,10 @@ class MemoryPartitions:
     def replay_partition(self, partition: int) -> Iterator[Record]:
         for offset, (key, value) in enumerate(list(self.logs.get(partition, []))):
             yield Record(offset, 0, key, value, ())
+
+    def await_committed(self, partition: int) -> asyncio.Future[int] | None:
+        self.log_end.append(asyncio.get_running_loop().create_future())
+        return self.log_end[-1]
 
 
 def put(key: bytes, value: bytes | None, response: str = "ok") -> Any:
@@ -194,11 +200,11 @@ def test_a_write_whose_commit_fails_is_never_replayed() -> None:
         rt.load_now(0)
         failed = rt.schedule_write(0, put(b"k", b"lost"))
         kept = rt.schedule_write(0, put(b"j", b"kept"))
-        log.settle(0, E.REQUEST_TIMED_OUT)
+        log.settle(0, E.NOT_LEADER_OR_FOLLOWER)
         log.settle(1)
         with pytest.raises(CoordinatorError) as caught:
             await failed
-        assert caught.value.error_code == E.REQUEST_TIMED_OUT
+        assert caught.value.error_code == E.NOT_LEADER_OR_FOLLOWER
         assert await kept == "ok"
         assert value_of(rt, 0, b"k") is None and value_of(rt, 0, b"j") == b"kept"
 
@@ -547,5 +553,92 @@ def test_a_timer_fires_as_a_keyed_write() -> None:
         await settle_callbacks()
         assert pending.result() == 1 and len(log.waiting) == 2
         assert log.logs[0][-1] == (b"g", b"2")
+
+    run(scenario())
+
+
+def read_of(key: bytes) -> Any:
+    """A keyed operation that writes nothing: answered once the writes before it are."""
+
+    def operation(shard: MapShard) -> CoordinatorResult[KV, bytes | None]:
+        return CoordinatorResult((), shard.state.get(key))
+
+    return operation
+
+
+def test_parked_writes_that_complete_at_once_drain_without_error(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0)
+        first = rt.schedule_write(0, put(b"g", b"1"), key="g")
+        reads = [rt.schedule_write(0, read_of(b"g"), key="g") for _ in range(3)]
+        log.settle(0)
+        await settle_callbacks()
+        assert first.result() == "ok"
+        assert [r.result() for r in reads] == [b"1", b"1", b"1"]
+        later = rt.schedule_write(0, read_of(b"g"), key="g")
+        assert later.result() == b"1"
+
+    with caplog.at_level(logging.ERROR):
+        run(scenario())
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("error", [E.REQUEST_TIMED_OUT, E.NOT_ENOUGH_REPLICAS_AFTER_APPEND])
+def test_a_write_left_in_doubt_fails_the_shard_over_until_the_log_is_committed(
+    error: int,
+) -> None:
+    """A commit that failed after the append leaves the records in the log, where they may
+    still commit: the shard reloads once everything in the log is committed, so its state is
+    the replay of the log, never of uncommitted records."""
+
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0, 1)
+        done = rt.schedule_write(0, put(b"j", b"1"))
+        log.settle(0)
+        assert await done == "ok"
+        in_doubt = rt.schedule_write(0, put(b"k", b"late"))
+        after = rt.schedule_write(0, put(b"j", b"2"))
+        log.settle(1, error)
+        with pytest.raises(CoordinatorError) as caught:
+            await in_doubt
+        assert caught.value.error_code == error
+        with pytest.raises(CoordinatorError) as dropped:
+            await after  # pending when the shard was failed over
+        assert dropped.value.error_code == E.NOT_COORDINATOR
+        assert rt.status(0) == E.COORDINATOR_LOAD_IN_PROGRESS
+        assert rt.partitions() == {0: (1, True)}
+        await settle_callbacks()
+        assert rt.status(0) == E.COORDINATOR_LOAD_IN_PROGRESS  # the log's tail is not committed
+        (tail,) = log.log_end
+        tail.set_result(E.NONE)
+        await settle_callbacks()
+        assert rt.status(0) == E.NONE
+        assert value_of(rt, 0, b"k") == b"late" and value_of(rt, 0, b"j") == b"2"
+
+    run(scenario())
+
+
+def test_a_shard_failed_over_is_not_reloaded_when_leadership_moves_first() -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log)
+        rt.load_now(0, 1)
+        in_doubt = rt.schedule_write(0, put(b"k", b"late"))
+        log.settle(0, E.REQUEST_TIMED_OUT)
+        with pytest.raises(CoordinatorError):
+            await in_doubt
+        await settle_callbacks()
+        log.log_end[0].set_result(E.NOT_LEADER_OR_FOLLOWER)
+        await settle_callbacks()
+        assert rt.status(0) == E.NOT_COORDINATOR
 
     run(scenario())

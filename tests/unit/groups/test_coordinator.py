@@ -379,7 +379,8 @@ def test_offsets_commit_fetch_and_validation() -> None:
         fresh.load()
         fresh_zero = fresh.offsets.get("simple", "t", 0)
         assert fresh_zero is not None and fresh_zero.metadata == metadata
-        assert fresh.groups["g"].state is GroupState.EMPTY
+        assert fresh.groups["g"].state is GroupState.STABLE  # members restored, as Kafka's
+        assert set(fresh.groups["g"].members) == {a.member_id}
         assert fresh.groups["g"].generation_id == a.generation_id
         assert fresh.groups["g"].protocol_type == "consumer"
 

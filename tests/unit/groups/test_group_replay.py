@@ -27,7 +27,9 @@ from typing import Any, TypeVar
 import pytest
 
 from pydmq.coordinator.api import CoordinatorResult, CoordinatorWriteError
+from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
+from pydmq.groups.classic.group import ClassicGroup, JoinResult
 from pydmq.groups.consumer.api import ConsumerGroupConfig, HeartbeatRequest, HeartbeatResult
 from pydmq.groups.consumer.group import ConsumerGroup
 from pydmq.groups.coordinator import GroupCoordinator
@@ -105,6 +107,12 @@ class OneLog:
     def replay_partition(self, partition: int) -> Iterator[Record]:
         for offset, (key, value) in enumerate(list(self.records)):
             yield Record(offset, 0, key, value, ())
+
+
+def shard_timer(c: GroupCoordinator, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard]:
+    """The timers of the shard of ``group_id``'s partition (which must be loaded here)."""
+    partition = c._log.partition_for(group_id)
+    return c._runtime.read(partition, lambda shard: shard.timer)
 
 
 def run(coro: Coroutine[Any, Any, T]) -> T:
@@ -196,11 +204,46 @@ def state(group: ConsumerGroup) -> tuple[object, ...]:
     )
 
 
-def states(c: GroupCoordinator) -> dict[str, tuple[object, ...]]:
-    return {group_id: state(group) for group_id, group in c.consumer_groups.items()}
+def classic_state(group: ClassicGroup) -> tuple[object, ...]:
+    """Everything a classic group's record holds (the members' metadata of the selected
+    protocol only: a load restores that one), comparable; not the state timestamp (the
+    record's is when the group entered CompletingRebalance, as Kafka's)."""
+    protocol = group.protocol_name
+    members = {
+        m.member_id: (
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.rebalance_timeout_ms,
+            m.session_timeout_ms,
+            m.protocol_type,
+            None if protocol is None else m.metadata_for(protocol),
+            m.assignment,
+        )
+        for m in group.members.values()
+    }
+    return (
+        group.state,
+        group.generation_id,
+        group.protocol_type,
+        protocol,
+        group.leader_id,
+        dict(group.static_members),
+        members,
+    )
 
 
-def reloaded(log: OneLog, topics: Topics) -> dict[str, tuple[object, ...]]:
+def states(c: GroupCoordinator) -> dict[object, tuple[object, ...]]:
+    """The consumer groups by id and the classic groups by ("classic", id)."""
+    found: dict[object, tuple[object, ...]] = {
+        group_id: state(group) for group_id, group in c.consumer_groups.items()
+    }
+    for group_id, classic in c.groups.items():
+        found["classic", group_id] = classic_state(classic)
+    return found
+
+
+def reloaded(log: OneLog, topics: Topics) -> dict[object, tuple[object, ...]]:
     fresh = make(log, topics, owns_all=True)
     try:
         return states(fresh)
@@ -228,7 +271,7 @@ class Member:
 
 def expire_session(c: GroupCoordinator, group: str, member: str) -> None:
     """Fire ``member``'s session timer now (its operation, as the timer would run it)."""
-    timer = c.timer_for(group)
+    timer = shard_timer(c, group)
     assert timer is not None
 
     def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[Any, None]:
@@ -295,6 +338,7 @@ def test_the_live_groups_equal_the_groups_a_load_rebuilds_after_every_operation(
         assert c.delete_groups(["other"]) == {"other": E.NONE}
         assert "other" not in c.consumer_groups
         check()
+        await classic_scenario(c, check)
         c.stop()
 
     run(scenario())
@@ -319,7 +363,7 @@ def test_a_refused_write_leaves_the_group_as_it_was() -> None:
         assert hb(c, "a", -1).error_code == E.COORDINATOR_NOT_AVAILABLE  # a leave
         assert c.delete_groups(["g"]) == {"g": E.NON_EMPTY_GROUP}
         assert states(c) == before
-        timer = c.timer_for("g")
+        timer = shard_timer(c, "g")
         assert timer is not None  # the member that did not leave keeps its session timer
         assert timer.is_scheduled(("consumer-session", "g", "a"))
         log.refuse = None
@@ -381,7 +425,7 @@ def test_unloading_a_shard_drops_its_consumer_groups_and_their_timers() -> None:
         await task
         for member, group in (("a", "g"), ("b", "g"), ("c", "h")):
             assert hb(c, member, 0, group=group).error_code == E.NONE
-        timer = c.timer_for("g")
+        timer = shard_timer(c, "g")
         assert timer is not None
         assert timer.is_scheduled(("consumer-session", "g", "a"))
         assert timer.is_scheduled(("consumer-session", "h", "c"))
@@ -395,12 +439,89 @@ def test_unloading_a_shard_drops_its_consumer_groups_and_their_timers() -> None:
         assert task is not None
         await task
         assert states(c) == before
-        reloaded_timer = c.timer_for("g")
+        reloaded_timer = shard_timer(c, "g")
         assert reloaded_timer is not None and reloaded_timer is not timer
         assert reloaded_timer.is_scheduled(("consumer-session", "g", "b"))
         c.stop()
 
     run(scenario())
+
+
+def classic_join(
+    member_id: str, client: str, *, group: str = "cg", instance: str | None = None
+) -> JoinRequest:
+    return JoinRequest(
+        group_id=group,
+        member_id=member_id,
+        group_instance_id=instance,
+        require_known_member_id=False,
+        client_id=client,
+        client_host="/127.0.0.1",
+        rebalance_timeout_ms=20_000,
+        session_timeout_ms=10_000,
+        protocol_type="consumer",
+        protocols=[("range", f"range-{client}".encode()), ("roundrobin", b"rr")],
+    )
+
+
+async def rebalance(c: GroupCoordinator, *joins: JoinRequest) -> list[JoinResult]:
+    """Join concurrently (new members first: a known member's rejoin alone would complete
+    the rebalance without them), then sync every member (the leader hands out
+    assignments)."""
+    joined = await asyncio.gather(*(c.join_group(r) for r in joins))
+    assert all(j.error_code == E.NONE for j in joined), joined
+    generation, leader = joined[0].generation_id, joined[0].leader_id
+    assignments = {j.member_id: f"{j.member_id}@{generation}".encode() for j in joined}
+    synced = await asyncio.gather(
+        *(
+            c.sync_group(
+                r.group_id,
+                generation,
+                j.member_id,
+                r.group_instance_id,
+                None,
+                None,
+                assignments if j.member_id == leader else {},
+            )
+            for r, j in zip(joins, joined, strict=True)
+        )
+    )
+    assert [s.assignment for s in synced] == [assignments[j.member_id] for j in joined]
+    return list(joined)
+
+
+async def classic_scenario(c: GroupCoordinator, check: Any) -> None:
+    """Classic rebalances, heartbeats, a static member's restart, leaves and a deletion,
+    with ``check()`` after each (at rest: a rebalance's record is written by its sync)."""
+    (a,) = await rebalance(c, classic_join("", "a"))
+    check()
+    b, a = await rebalance(c, classic_join("", "b"), classic_join(a.member_id, "a"))
+    check()
+    for member in (a, b):
+        assert c.heartbeat("cg", member.generation_id, member.member_id, None) == E.NONE
+    check()
+    s, a, b = await rebalance(
+        c,
+        classic_join("", "s", instance="i"),
+        classic_join(a.member_id, "a"),
+        classic_join(b.member_id, "b"),
+    )
+    check()
+    # the static member restarts: a new member id, no rebalance, the record is rewritten
+    restarted = await c.join_group(classic_join("", "s", instance="i"))
+    assert restarted.error_code == E.NONE and restarted.generation_id == s.generation_id
+    check()
+    assert c.leave_group("cg", [(b.member_id, None)]) == (E.NONE, [E.NONE])
+    a, s = await rebalance(
+        c, classic_join(a.member_id, "a"), classic_join(restarted.member_id, "s", instance="i")
+    )
+    check()
+    assert c.leave_group("cg", [(a.member_id, None), ("", "i")]) == (E.NONE, [E.NONE, E.NONE])
+    check()
+    assert c.groups["cg"].state.value == "Empty"
+    assert c.delete_groups(["cg"]) == {"cg": E.NONE}
+    assert "cg" not in c.groups
+    check()
 
 
 def join_request(group: str) -> JoinRequest:
@@ -470,7 +591,7 @@ def test_a_deleted_classic_group_goes_when_its_tombstone_is_committed() -> None:
     run(scenario())
 
 
-def test_a_load_restores_classic_groups_with_the_replay_of_their_records() -> None:
+def test_a_load_restores_classic_groups_with_their_members() -> None:
     async def scenario() -> None:
         log = OneLog()
         c = make(log, Topics())
@@ -482,13 +603,167 @@ def test_a_load_restores_classic_groups_with_the_replay_of_their_records() -> No
         c.stop()
         fresh = make(log, Topics())
         restored = fresh.groups["cg"]
-        assert restored.state.value == "Empty" and not restored.members  # members are not
-        assert (restored.generation_id, restored.protocol_type) == (
+        assert restored.state.value == "Stable" and list(restored.members) == [member]
+        assert (restored.generation_id, restored.protocol_type, restored.protocol_name) == (
             joined.generation_id,
             "consumer",
+            "range",
         )
-        assert restored.protocol_name is None
+        assert restored.leader_id == member
+        assert restored.members[member].metadata_for("range") == b"meta"
         assert fresh.groups["simple"].generation_id == 0  # offsets only: an Empty group
+        timer = shard_timer(fresh, "cg")
+        assert not timer.is_scheduled(("heartbeat", "cg", member))  # until started
+        fresh.start()
+        await settle_callbacks()
+        assert timer.is_scheduled(("heartbeat", "cg", member))  # its session runs
+        # the member carries on at its generation: no rebalance
+        assert fresh.heartbeat("cg", joined.generation_id, member, None) == E.NONE
+        resynced = await fresh.sync_group("cg", joined.generation_id, member, None, None, None, {})
+        assert resynced.error_code == E.NONE
+        fresh.stop()
+
+    run(scenario())
+
+
+def test_a_classic_join_waits_for_a_pending_heartbeat_and_then_refuses_to_convert() -> None:
+    """An empty consumer group whose uncommitted heartbeat adds a member is not converted:
+    the join decides once that write is committed, and no id is both group types."""
+
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog(cluster_mode=True)
+        c = make(log, topics)
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        assert hb(c, "a", 0).error_code == E.NONE
+        assert hb(c, "a", -1).member_epoch == -1  # the group is empty now, committed
+        assert not c.consumer_groups["g"].members
+        log.hold = True
+        joining = beat(c, "b", 0)
+        await settle_callbacks()
+        classic = asyncio.ensure_future(c.join_group(join_request("g")))
+        await settle_callbacks()
+        assert not classic.done()  # keyed by the group: after the heartbeat's write
+        log.settle()
+        await settle_callbacks()
+        assert joining.result().error_code == E.NONE
+        assert (await classic).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "g" not in c.groups
+        assert set(c.consumer_groups["g"].members) == {"b"}
+        assert states(c) == reloaded(log, topics)
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_classic_join_converts_an_empty_consumer_group_once_its_tombstones_commit() -> None:
+    """The conversion is a write keyed by the group: the join runs once the tombstones are
+    committed; a heartbeat scheduled meanwhile runs before the join's retry, takes the id
+    for a consumer group, and the join is refused (never both group types)."""
+
+    async def scenario() -> None:
+        topics = Topics()
+        topics.add("t", 4)
+        log = OneLog(cluster_mode=True)
+        c = make(log, topics)
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        for group in ("g", "h"):
+            assert hb(c, "a", 0, group=group).error_code == E.NONE
+            assert hb(c, "a", -1, group=group).member_epoch == -1
+        log.hold = True
+        classic = asyncio.ensure_future(c.join_group(join_request("g")))
+        await settle_callbacks()
+        assert not classic.done() and "g" in c.consumer_groups  # tombstones in flight
+        assert "g" not in c.groups
+        log.settle()
+        await settle_callbacks()
+        assert "g" not in c.consumer_groups
+        joined = await classic
+        assert joined.error_code == E.NONE and "g" in c.groups
+        # the other group: a heartbeat waits behind the conversion and wins the id
+        classic = asyncio.ensure_future(c.join_group(join_request("h")))
+        await settle_callbacks()
+        following = beat(c, "b", 0, group="h")
+        log.settle()  # the conversion
+        await settle_callbacks()
+        assert not following.done()  # its write (a new consumer group) is held
+        log.settle()
+        await settle_callbacks()
+        assert following.result().error_code == E.NONE
+        assert (await classic).error_code == E.INCONSISTENT_GROUP_PROTOCOL
+        assert "h" not in c.groups and set(c.consumer_groups["h"].members) == {"b"}
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_join_while_a_classic_group_tombstone_is_in_flight_joins_a_new_group() -> None:
+    """DeleteGroups answered NONE deleted the group: a JoinGroup that lands while its
+    tombstone is in flight runs after it, in a new group."""
+
+    async def scenario() -> None:
+        log = OneLog(cluster_mode=True)
+        c = await elected(log)
+        joined = await c.join_group(join_request("cg"))
+        member = joined.member_id
+        synced = await c.sync_group("cg", joined.generation_id, member, None, None, None, {})
+        assert synced.error_code == E.NONE
+        assert c.leave_group("cg", [(member, None)]) == (E.NONE, [E.NONE])
+        commit = CommitRequest("cg", "", None, -1, -1, {("t", 0): (7, -1, "")}, 9)
+        assert c.commit_offsets(commit) == {("t", 0): E.NONE}
+        assert c.groups["cg"].generation_id == 2
+        log.hold = True
+        assert c.delete_groups(["cg"]) == {"cg": E.NONE}
+        join = asyncio.ensure_future(c.join_group(join_request("cg")))
+        await settle_callbacks()
+        assert not join.done()  # keyed by the group: after the tombstone
+        log.settle()
+        rejoined = await join
+        assert rejoined.error_code == E.NONE
+        assert rejoined.generation_id == 1  # a new group, not generation 3 of the old one
+        assert c.offsets.all("cg") == {}
+        log.hold = False
+        resynced = await c.sync_group(
+            "cg", 1, rejoined.member_id, None, None, None, {rejoined.member_id: b"x"}
+        )
+        assert resynced.error_code == E.NONE and resynced.assignment == b"x"
+        assert states(c) == reloaded(log, Topics())
+        c.stop()
+
+    run(scenario())
+
+
+def test_a_group_loaded_over_its_maximum_size_rebalances() -> None:
+    """As Kafka: ``group.max.size`` lowered since, the loaded group rebalances at once; the
+    members rejoining within the size stay, the others are left out."""
+
+    async def scenario() -> None:
+        log = OneLog()
+        c = make(log, Topics())
+        members = await rebalance(
+            c, classic_join("", "a"), classic_join("", "b"), classic_join("", "c")
+        )
+        c.stop()
+        config = GroupConfig(initial_rebalance_delay_ms=0, min_session_timeout_ms=10, max_size=2)
+        fresh = GroupCoordinator(config, log, topics=Topics())
+        fresh.load()
+        assert fresh.groups["cg"].state.value == "Stable"
+        fresh.start()
+        await settle_callbacks()
+        assert fresh.groups["cg"].state.value == "PreparingRebalance"
+        rejoined = await asyncio.gather(
+            fresh.join_group(classic_join(members[0].member_id, "a")),
+            fresh.join_group(classic_join(members[1].member_id, "b")),
+            fresh.join_group(classic_join(members[2].member_id, "c")),
+        )
+        codes = sorted(r.error_code for r in rejoined)
+        assert codes == [E.NONE, E.NONE, E.GROUP_MAX_SIZE_REACHED]
+        assert len(fresh.groups["cg"].members) == 2
         fresh.stop()
 
     run(scenario())

@@ -15,10 +15,12 @@ from typing import Any, TypeVar
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.coordinator.api import CoordinatorWriteError
+from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
 from pydmq.groups.consumer.api import HeartbeatRequest
 from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
+from pydmq.groups.shard import GroupCoordinatorShard
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
 
@@ -68,6 +70,12 @@ class PartitionedLog:
         for offset, (key, value) in enumerate(list(self.partitions[index])):
             self.replayed += 1
             yield Record(offset, 0, key, value, ())
+
+
+def shard_timer(c: GroupCoordinator, group_id: str) -> CoordinatorTimer[GroupCoordinatorShard]:
+    """The timers of the shard of ``group_id``'s partition (which must be loaded here)."""
+    partition = c._log.partition_for(group_id)
+    return c._runtime.read(partition, lambda shard: shard.timer)
 
 
 def groups_in(index: int, count: int = 1, prefix: str = "g") -> list[str]:
@@ -401,7 +409,7 @@ def test_consumer_groups_follow_their_partition(tmp_path: Path) -> None:
             await elect(c, 2)
             assert group in c.consumer_groups
             member = next(iter(c.consumer_groups[group].members.values()))
-            timer = c.timer_for(group)
+            timer = shard_timer(c, group)
             assert timer is not None
             assert timer.is_scheduled(("consumer-session", group, member.member_id))  # at load
             c.on_resigned(2, 2)

@@ -28,6 +28,7 @@ class HeldLog:
         self.hold = hold
         self.records: list[tuple[bytes, bytes | None]] = []
         self.futures: list[asyncio.Future[int]] = []
+        self.log_end: list[asyncio.Future[int]] = []  # await_committed's, settled by tests
 
     def partition_for(self, group_id: str) -> int:
         return 0
@@ -44,6 +45,10 @@ class HeldLog:
     def replay_partition(self, partition: int) -> Iterator[Record]:
         for i, (k, v) in enumerate(self.records):
             yield Record(i, 0, k, v, ())
+
+    def await_committed(self, partition: int) -> asyncio.Future[int] | None:
+        self.log_end.append(asyncio.get_running_loop().create_future())
+        return self.log_end[-1]
 
 
 async def _elected(log: HeldLog) -> GroupCoordinator:
@@ -94,10 +99,33 @@ def test_failed_append_is_never_applied() -> None:
         log.futures[0].set_result(ErrorCode.NONE)
         await _settled()
         _commit(c, {("t", 0): 9})
-        log.futures[1].set_result(ErrorCode.REQUEST_TIMED_OUT)
+        log.futures[1].set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
         await _settled()
         assert _offset(c, 0) == 5
         assert c._runtime.pending_writes(0) == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_timed_out_commit_shows_once_the_log_holding_it_is_committed() -> None:
+    """A commit whose replication timed out stays in the leader's log and may commit later:
+    the shard is reloaded once the log is committed, so OffsetFetch then shows it, and never
+    before (the partition answers COORDINATOR_LOAD_IN_PROGRESS meanwhile)."""
+
+    async def scenario() -> None:
+        log = HeldLog()
+        c = await _elected(log)
+        _commit(c, {("t", 0): 5})
+        log.futures[0].set_result(ErrorCode.NONE)
+        await _settled()
+        _commit(c, {("t", 0): 9})
+        log.futures[1].set_result(ErrorCode.REQUEST_TIMED_OUT)
+        await _settled()
+        assert c.fetch_offsets("g", None)[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        log.log_end[0].set_result(ErrorCode.NONE)  # the follower caught up
+        await _settled()
+        assert c.fetch_offsets("g", None)[0] == ErrorCode.NONE
+        assert _offset(c, 0) == 9
 
     asyncio.run(scenario())
 

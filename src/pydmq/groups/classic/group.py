@@ -14,7 +14,8 @@ for the first one in its own preference order that all support; the most votes w
 to the candidate listed first by the first member). As Kafka's ClassicGroup, the group also
 validates a member's requests against itself (:meth:`ClassicGroup.validate_member`,
 :meth:`ClassicGroup.validate_offset_commit`), builds its ``__consumer_offsets`` record
-(:meth:`ClassicGroup.to_record`) and its DescribeGroups summary
+(:meth:`ClassicGroup.to_record`), is restored from it at load
+(:meth:`ClassicGroup.from_record`) and builds its DescribeGroups summary
 (:meth:`ClassicGroup.summary`).
 """
 
@@ -383,12 +384,42 @@ class ClassicGroup:
             ),
         )
 
+    @classmethod
+    def from_record(cls, group_id: str, value: GroupMetadataValue, now_ms: int) -> ClassicGroup:
+        """The group a load restores from its record, as Kafka's: Stable with the record's
+        generation, protocol, leader and members (each with the record's subscription as its
+        only protocol, and its assignment), or Empty when the record has no members; since
+        the record's timestamp (``now_ms`` when it has none)."""
+        since = value.current_state_timestamp if value.current_state_timestamp > 0 else now_ms
+        state = GroupState.STABLE if value.members else GroupState.EMPTY
+        group = cls(group_id, since, state)
+        group.generation_id = value.generation
+        group.protocol_type = value.protocol_type or None
+        group.protocol_name = value.protocol
+        for stored in value.members:
+            group.add(
+                MemberMetadata(
+                    member_id=stored.member_id,
+                    group_instance_id=stored.group_instance_id,
+                    client_id=stored.client_id,
+                    client_host=stored.client_host,
+                    rebalance_timeout_ms=stored.rebalance_timeout,
+                    session_timeout_ms=stored.session_timeout,
+                    protocol_type=value.protocol_type,
+                    protocols=[(value.protocol or "", stored.subscription)],
+                    assignment=stored.assignment,
+                )
+            )
+        if value.leader in group.members:
+            group.leader_id = value.leader
+        return group
+
     def replay(self, value: GroupMetadataValue) -> None:
-        """Apply the group's committed record: generation, protocol type, and for the members
-        the group has (none at load: members are not restored) the protocol, the leader and
-        their assignments; an Empty group's record also says since when it is Empty. A record
-        of an older generation than the group's (a rebalance completed meanwhile) changes
-        nothing."""
+        """Apply the group's committed record, written by this node while it leads the group
+        (its members and their rebalance state are live here): generation, protocol type,
+        and for the members the group has the protocol, the leader and their assignments; an
+        Empty group's record also says since when it is Empty. A record of an older
+        generation than the group's (a rebalance completed meanwhile) changes nothing."""
         if value.generation < self.generation_id:
             return
         self.generation_id = value.generation

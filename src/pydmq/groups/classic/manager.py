@@ -33,8 +33,11 @@ unloaded. What a group's record holds changes by the replay of the record
 (:meth:`ClassicGroupManager.replay`, at load and once this node's write is committed): the
 members' assignments of a SyncGroup, a deletion; the rebalance's transient state (joins,
 pending members, awaited futures, the generation bump until the sync record) changes in
-place, as in Kafka's ClassicGroup. A load restores the groups as Empty (members are not
-restored).
+place, as in Kafka's ClassicGroup. A load restores each group from its last record as Kafka
+does: generation, protocol, leader and members with their subscriptions and assignments
+(Stable, or Empty without members), and each member's session timer starts once loaded
+(:meth:`ClassicGroupManager.start_timers`), so a group survives a failover or a restart
+without a rebalance: its members' next heartbeats are accepted at the same generation.
 """
 
 from __future__ import annotations
@@ -61,13 +64,9 @@ from pydmq.groups.offsets import OffsetMetadataManager
 from pydmq.groups.records import GroupMetadataRecord
 from pydmq.protocol.errors import ErrorCode
 
-__all__ = ["ClassicGroupHost", "ClassicGroupManager", "ProtocolGuard"]
+__all__ = ["ClassicGroupHost", "ClassicGroupManager"]
 
 log = logging.getLogger(__name__)
-
-
-ProtocolGuard = Callable[[str], int]
-"""Asked before a member of one protocol joins a group id: NONE, or the error to answer."""
 
 
 class ClassicGroupHost(Protocol):
@@ -105,21 +104,31 @@ class ClassicGroupManager:
         self._timer = timer
         self._offsets = offsets
         self.groups: dict[str, ClassicGroup] = {}
+        self._loaded = False
 
     # -- lifecycle -------------------------------------------------------------------
     def replay(self, record: GroupMetadataRecord) -> None:
-        """Apply a group's committed record (at load, and once a write of this node is
-        committed): a new group is restored Empty (members are not restored); a tombstone
-        deletes the group unless members joined it since it was written."""
+        """Apply a group's committed record. At load each record restores its group as
+        Kafka's load does (:meth:`ClassicGroup.from_record`: members included, Stable or
+        Empty) and a tombstone deletes it. Once loaded, the records replayed are this node's
+        own writes, applied to the live group (:meth:`ClassicGroup.replay`; a group that is
+        not here is restored as at load), and a tombstone deletes the group unless members
+        joined it since it was written."""
         group = self.groups.get(record.group)
         if record.value is None:
-            if group is not None and not group.members and group.is_in(GroupState.EMPTY):
-                self.forget_pending_members(group)
-                group.transition_to(GroupState.DEAD, self._clock())
-                del self.groups[record.group]
+            if group is None:
+                return
+            if self._loaded and (group.members or not group.is_in(GroupState.EMPTY)):
+                return
+            self.forget_pending_members(group)
+            group.transition_to(GroupState.DEAD, self._clock())
+            del self.groups[record.group]
             return
-        if group is None:
-            group = self.groups[record.group] = ClassicGroup(record.group, self._clock())
+        if group is None or not self._loaded:
+            self.groups[record.group] = ClassicGroup.from_record(
+                record.group, record.value, self._clock()
+            )
+            return
         group.replay(record.value)
 
     def finish_load(self, with_offsets: Iterable[str], consumer: Callable[[str], bool]) -> int:
@@ -132,7 +141,27 @@ class ClassicGroupManager:
                 self.groups[group_id] = ClassicGroup(group_id, now)
         for group_id in [g for g in self.groups if consumer(g)]:
             del self.groups[group_id]
+        self._loaded = True
         return len(self.groups)
+
+    def start_timers(self) -> None:
+        """Start the session timer of every member the load restored (needs the loop), as
+        Kafka does once a partition is loaded: a member that does not heartbeat within its
+        session timeout is removed and its group rebalances. A group loaded with more members
+        than ``group.max.size`` (lowered since) rebalances at once, as in Kafka, so that its
+        members can commit their offsets before the extra ones are left out."""
+        for group in self.groups.values():
+            for member in group.members.values():
+                if member.heartbeat_timer is None:
+                    self._schedule_heartbeat(group, member)
+            if len(group) > self.config.max_size and group.is_in(GroupState.STABLE):
+                log.info(
+                    "group %s loaded with %d members, over group.max.size %d: rebalancing",
+                    group.group_id,
+                    len(group),
+                    self.config.max_size,
+                )
+                self._prepare_rebalance(group)
 
     def unload(self) -> int:
         """The partition is led elsewhere: forget every group (waiting requests answered
@@ -160,29 +189,13 @@ class ClassicGroupManager:
                 member.sync_future.set_result(SyncResult(error))
 
     # -- JoinGroup -------------------------------------------------------------------
-    async def join_group(self, request: JoinRequest, consumer_guard: ProtocolGuard) -> JoinResult:
-        """Serve one JoinGroup. ``consumer_guard(group_id)`` is asked before a member joins:
-        a KIP-848 group with members answers an error code, an empty one is converted."""
-        mark = self._host.write_mark
-        outcome = self._join(request, consumer_guard)
-        if isinstance(outcome, JoinResult):
-            if outcome.error_code == ErrorCode.NONE:
-                # a static member replaced in a Stable group: answered once stored
-                error = await self._host.await_writes(request.group_id, mark)
-                if error:
-                    return JoinResult(error, outcome.member_id)
-            return outcome
-        return await outcome
-
-    def _join(
-        self, req: JoinRequest, consumer_guard: ProtocolGuard
-    ) -> JoinResult | asyncio.Future[JoinResult]:
+    def join(self, req: JoinRequest) -> JoinResult | asyncio.Future[JoinResult]:
+        """Serve one JoinGroup on the group (the coordinator runs it as an operation keyed by
+        the group id, once no other group type holds the id): the answer, or the future of
+        the answer when the member waits for the rebalance. See :meth:`joined`."""
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.session_timeout_ms <= cfg.max_session_timeout_ms:
             return JoinResult(ErrorCode.INVALID_SESSION_TIMEOUT, req.member_id)
-        error = consumer_guard(req.group_id)
-        if error:
-            return JoinResult(error, req.member_id)
         is_unknown = req.member_id == ""
         group = self.groups.get(req.group_id)
         created = False
@@ -196,6 +209,9 @@ class ClassicGroupManager:
         if group.state is GroupState.DEAD:
             outcome = JoinResult(ErrorCode.COORDINATOR_NOT_AVAILABLE, req.member_id)
         elif not self._accept_joining_member(group, req.member_id):
+            refused = group.members.get(req.member_id)
+            if refused is not None:  # a member over the size leaves the group, as in Kafka
+                self._remove_member_and_update_group(group, refused)
             outcome = JoinResult(ErrorCode.GROUP_MAX_SIZE_REACHED, req.member_id)
         elif is_unknown:
             outcome = self._join_new_member(group, req)
@@ -209,6 +225,19 @@ class ClassicGroupManager:
             and not group.pending_members
         ):
             del self.groups[req.group_id]
+        return outcome
+
+    async def joined(
+        self, req: JoinRequest, mark: int, outcome: JoinResult | asyncio.Future[JoinResult]
+    ) -> JoinResult:
+        """The answer of a JoinGroup :meth:`join` served after the write mark ``mark``: a
+        static member replaced in a Stable group is answered once its record is stored."""
+        if not isinstance(outcome, JoinResult):
+            return await outcome
+        if outcome.error_code == ErrorCode.NONE:
+            error = await self._host.await_writes(req.group_id, mark)
+            if error:
+                return JoinResult(error, outcome.member_id)
         return outcome
 
     def _accept_joining_member(self, group: ClassicGroup, member_id: str) -> bool:
