@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydmq.groups.log import OFFSETS_TOPIC
+from pydmq.groups.log import OFFSETS_TOPIC, offsets_topic_configs
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.messages.create_topics import (
     CreatableTopic,
@@ -139,8 +139,8 @@ class TopicCreator:
     async def ensure_offsets_topic(self) -> int:
         """Create ``__consumer_offsets`` unless it exists; its error code. Cluster mode, as
         Kafka does: ``offsets.topic.num.partitions``, ``offsets.topic.replication.factor``
-        capped at the brokers alive, compacted. A single node's group coordinator creates it
-        with its own settings (:meth:`create_topic`)."""
+        capped at the brokers alive, :func:`~pydmq.groups.log.offsets_topic_configs`. A single
+        node's group coordinator creates it itself, with the same configs (:meth:`create_topic`)."""
         broker = self._broker
         if broker.topics.get(OFFSETS_TOPIC) is not None:
             return ErrorCode.NONE
@@ -158,7 +158,7 @@ class TopicCreator:
             OFFSETS_TOPIC,
             config.get_int("offsets.topic.num.partitions"),
             replication,
-            {"cleanup.policy": "compact", "compression.type": "producer"},
+            offsets_topic_configs(config),
         )
         return (await self.create_topics([new]))[OFFSETS_TOPIC]
 

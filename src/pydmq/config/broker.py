@@ -471,6 +471,14 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef(
+        "offsets.topic.segment.bytes",
+        T.INT,
+        104857600,
+        "Segment size of __consumer_offsets: small segments keep it compacted and its load fast.",
+        at_least(1024 * 1024),
+        read_only=True,
+    ),
+    ConfigDef(
         "offsets.topic.replication.factor",
         T.SHORT,
         3,

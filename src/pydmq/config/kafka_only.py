@@ -67,7 +67,7 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         controller.quorum.request.timeout.ms controller.quorum.retry.backoff.ms
         controller.performance.always.log.threshold.ms controller.performance.sample.period.ms
         offsets.commit.timeout.ms offsets.load.buffer.size offsets.topic.compression.codec
-        offsets.topic.segment.bytes group.coordinator.append.linger.ms
+        group.coordinator.append.linger.ms
         group.coordinator.cached.buffer.max.bytes compression.gzip.level compression.lz4.level
         compression.zstd.level
         """,

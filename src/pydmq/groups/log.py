@@ -6,8 +6,8 @@ partition. Records are built as RecordBatch v2 and handed to an :class:`OffsetsT
 which appends them to the partition's leader log (the produce path: validation, offset
 assignment, fetch wake-up) and tells when they are committed.
 
-Single-node mode: the topic is created internal (``cleanup.policy=compact``) on first use with
-``offsets.topic.num.partitions`` partitions (if someone created it first, its actual partition
+Single-node mode: the topic is created internal (:func:`offsets_topic_configs`, as in cluster
+mode) on first use with ``offsets.topic.num.partitions`` partitions (if someone created it first, its actual partition
 count is used), and an append is committed as soon as it is in the log (the high watermark
 follows the log end offset). Cluster mode: the controller creates the topic (FindCoordinator
 asks for it), and an append is committed once the high watermark passed it (acks=-1): the
@@ -55,6 +55,7 @@ __all__ = [
     "ReplicaManagerOffsetsWriter",
     "is_cluster_mode",
     "java_string_hashcode",
+    "offsets_topic_configs",
     "partition_for",
 ]
 
@@ -64,6 +65,17 @@ OFFSETS_TOPIC = "__consumer_offsets"
 _RECORDS_PER_BATCH = 500
 _READ_BYTES = 1 << 20
 _COMMIT_TIMEOUT_MS = 5000  # Kafka's offsets.commit.timeout.ms default
+
+
+def offsets_topic_configs(config: BrokerConfig) -> dict[str, str]:
+    """The configs ``__consumer_offsets`` is created with, in both modes (Kafka's group
+    coordinator's): compacted, batches kept as the coordinator compressed them,
+    ``offsets.topic.segment.bytes`` segments (small segments get cleaned and load fast)."""
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(config.get_int("offsets.topic.segment.bytes")),
+    }
 
 
 def java_string_hashcode(s: str) -> int:
@@ -259,7 +271,7 @@ class ConsumerOffsetsLog:
         self._broker.topic_creator.create_topic(
             OFFSETS_TOPIC,
             num_partitions=self._broker.config.get_int("offsets.topic.num.partitions"),
-            configs={"cleanup.policy": "compact", "retention.ms": "-1"},
+            configs=offsets_topic_configs(self._broker.config),
         )
         log.info("created %s", OFFSETS_TOPIC)
 
