@@ -90,7 +90,8 @@ class ConnectWorker:
         self.props_path = work_dir / f"{name}.properties"
         self.props_path.write_text(
             "\n".join(
-                f"{k}={v}" for k, v in worker_config(bootstrap, replication, self.port, prefix).items()
+                f"{k}={v}"
+                for k, v in worker_config(bootstrap, replication, self.port, prefix).items()
             )
             + "\n"
         )
@@ -238,8 +239,10 @@ def read_topic(bootstrap: str, topic: str, count: int) -> list[str]:
             if msg is None:
                 continue
             assert msg.error() is None, msg.error()
-            offsets.append(msg.offset())
-            values.append(msg.value().decode())
+            offset, value = msg.offset(), msg.value()
+            assert offset is not None and value is not None, msg
+            offsets.append(offset)
+            values.append(value.decode())
     finally:
         consumer.close()
     assert offsets == list(range(len(offsets)))
