@@ -14,7 +14,9 @@ order; the worker is stopped with SIGTERM (it commits its offsets on the way out
 are appended, a new worker starts from the same group and topics and resumes from the stored
 offset: once it is stopped again the topic ends at offset N + M and holds every line once,
 in order. DescribeConfigs then shows the three internal topics compacted and the workers'
-logs hold no "not compacted" refusal. Durations are printed, not asserted.
+logs hold no "not compacted" refusal; and a worker given an offset topic created beforehand
+with ``cleanup.policy=delete`` logs that refusal (so the check is not vacuous: Connect reads
+the policy from pydmq's DescribeConfigs answer). Durations are printed, not asserted.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .support import REPO_ROOT, unique_topic
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, ConfigResource  # noqa: E402
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
@@ -98,6 +100,20 @@ class ConnectWorker:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
+        """Spawn the JVM and wait until its REST API answers."""
+        self.spawn()
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            self.check_alive()
+            try:
+                self.request("GET", "/")
+                return
+            except (OSError, urllib.error.URLError):
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"Connect REST not up\n{self.log_tail()}") from None
+                time.sleep(0.5)
+
+    def spawn(self) -> None:
         cmd = [
             "java",
             "-Xmx512m",
@@ -113,16 +129,12 @@ class ConnectWorker:
             self.proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
             )
-        deadline = time.monotonic() + DEADLINE
-        while True:
-            self.check_alive()
-            try:
-                self.request("GET", "/")
-                return
-            except (OSError, urllib.error.URLError):
-                if time.monotonic() > deadline:
-                    raise AssertionError(f"Connect REST not up\n{self.log_tail()}") from None
-                time.sleep(0.5)
+
+    def kill(self) -> None:
+        """SIGKILL and reap, if it still runs (a worker whose outcome is already known)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
 
     def check_alive(self) -> None:
         assert self.proc is not None
@@ -214,6 +226,10 @@ def worker_config(bootstrap: str, replication: int, port: int, prefix: str) -> d
         "listeners": f"http://127.0.0.1:{port}",
         "plugin.discovery": "service_load",
         "offset.flush.interval.ms": "1000",
+        # a loaded CI machine must not turn a graceful stop into an abandoned task (whose
+        # last offsets would go uncommitted: Connect then copies lines twice, by design)
+        "offset.flush.timeout.ms": "30000",
+        "task.shutdown.graceful.timeout.ms": "30000",
         "scheduled.rebalance.max.delay.ms": "0",
         "exactly.once.source.support": "disabled",
     }
@@ -347,3 +363,26 @@ def test_connect_distributed_three_node_cluster(work_dir: Path) -> None:
         run_connect_scenario(cluster.bootstrap, 3, work_dir, "3-node cluster")
     finally:
         cluster.stop()
+
+
+def test_connect_refuses_an_offset_topic_that_is_not_compacted(
+    broker: BrokerProcess | ExternalBroker, work_dir: Path
+) -> None:
+    """The negative of the check above: an offset topic created beforehand with
+    cleanup.policy=delete is read through DescribeConfigs and refused, with the message the
+    scenario looks for."""
+    prefix = unique_topic("connect")
+    offsets = internal_topics(prefix)[1]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    created = admin.create_topics([NewTopic(offsets, 1, 1, config={"cleanup.policy": "delete"})])
+    created[offsets].result(30)
+    worker = ConnectWorker(work_dir, "worker", broker.bootstrap, 1, prefix)
+    worker.spawn()
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while NOT_COMPACTED not in worker.log_text():
+            assert time.monotonic() < deadline, f"no refusal\n{worker.log_tail()}"
+            time.sleep(0.5)
+    finally:
+        worker.kill()
+    assert f"Topic '{offsets}' supplied via the 'offset.storage.topic'" in worker.log_text()
