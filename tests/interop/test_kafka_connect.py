@@ -294,19 +294,17 @@ def run_connect_scenario(bootstrap: str, replication: int, work_dir: Path, label
     first = ConnectWorker(work_dir, "worker-1", bootstrap, replication, prefix)
     try:
         first.start()
+        # PUT .../config creates the connector and is idempotent, so it can be retried
         first.retry(
-            "POST",
-            "/connectors",
+            "PUT",
+            f"/connectors/{connector}/config",
             {
-                "name": connector,
-                "config": {
-                    "connector.class": CONNECTOR_CLASS,
-                    "tasks.max": "1",
-                    "file": str(source),
-                    "topic": topic,
-                    "topic.creation.default.replication.factor": str(replication),
-                    "topic.creation.default.partitions": "1",
-                },
+                "connector.class": CONNECTOR_CLASS,
+                "tasks.max": "1",
+                "file": str(source),
+                "topic": topic,
+                "topic.creation.default.replication.factor": str(replication),
+                "topic.creation.default.partitions": "1",
             },
         )
         first.wait_running(connector)
