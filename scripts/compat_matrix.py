@@ -57,6 +57,7 @@ SCENARIOS = {
     "test_spark_cluster.py": "Spark against a 3-node cluster",
     "test_foreign_python_suite.py": "kafka-python's own test suite (allow-list)",
     "test_franz_go_suite.py": "franz-go (Go): its own pkg/kgo tests (allow-list)",
+    "test_kafka_connect.py": "Kafka Connect 4.4 distributed mode (source connector, restart)",
 }
 # Suites whose version is pinned in the repository rather than installed in the venv:
 # (test file, client name, file holding the version).

@@ -14,7 +14,10 @@ two headers, CreateTime base_ts + i), so a fresh topic holds index p + 3 * offse
 
 from __future__ import annotations
 
+import itertools
 import json
+import random
+import time
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -420,3 +423,79 @@ def test_stream_fail_on_data_loss(spark: Any, bootstrap: str, tmp_path: Path) ->
     assert positions(parquet_recs(spark, dirs["s"][0])) == expect(
         {p: range(10) for p in range(PARTITIONS)}
     )
+
+
+# -- compacted topic -------------------------------------------------------------------
+
+COMPACT_KEYS = 20
+COMPACT_ROUNDS = 300
+
+
+def produce_updates(bootstrap: str, topic: str) -> tuple[int, dict[bytes, bytes | None]]:
+    """Rounds of updates of COMPACT_KEYS keys, each round in another order; key k is last
+    updated in round (k + 1) * COMPACT_ROUNDS / COMPACT_KEYS - 1, so the latest values lie
+    all along the log, and key 0's last update is a tombstone. Returns (records produced,
+    the latest value of every key)."""
+    from confluent_kafka import Producer
+
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "batch.size": 4096}  # many batches
+    )
+    latest: dict[bytes, bytes | None] = {}
+    produced = 0
+    shuffle = random.Random(42).shuffle
+    for update in range(COMPACT_ROUNDS):
+        keys = [k for k in range(COMPACT_KEYS) if update < (k + 1) * COMPACT_ROUNDS // COMPACT_KEYS]
+        shuffle(keys)
+        for k in keys:
+            last = k == 0 and update == COMPACT_ROUNDS // COMPACT_KEYS - 1
+            latest[b"k%02d" % k] = None if last else b"v%04d-" % update + b"x" * 190
+            producer.produce(topic, latest[b"k%02d" % k], b"k%02d" % k)
+            produced += 1
+        producer.poll(0)
+    assert producer.flush(30) == 0
+    return produced, latest
+
+
+def test_batch_read_of_a_compacted_topic(spark: Any, bootstrap: str) -> None:
+    """Spark's batch source over a topic the cleaner compacted: the latest value of every key
+    (a tombstone as a null value) is the last one read, offsets skip where older values were,
+    and failOnDataLoss (on by default) does not take those gaps for lost data."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from .test_compaction import read_from_the_beginning
+
+    topic = unique_topic("spark-compacted")
+    config = {
+        "cleanup.policy": "compact",
+        "internal.segment.bytes": "16384",  # many closed segments for the cleaner
+        "min.cleanable.dirty.ratio": "0.1",
+        "delete.retention.ms": "3600000",  # the tombstone stays
+    }
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(30)
+    total, latest = produce_updates(bootstrap, topic)
+
+    # The cleaner runs on its own thread (log.cleaner.backoff.ms between idle passes): wait,
+    # bounded, until a consumer reading from the beginning sees most old values gone.
+    deadline = time.monotonic() + 90
+    while True:
+        before, _, high = read_from_the_beginning(bootstrap, topic)
+        if len(before) * 4 < total or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert len(before) * 4 < total, f"not compacted within 90 s: {len(before)} of {total} read"
+    assert high == total
+
+    df = ss.kafka_df(
+        spark, bootstrap, subscribe=topic, startingOffsets="earliest", endingOffsets="latest"
+    )
+    recs = ss.kafka_df_recs(df)
+    offsets = [r.offset for r in recs]
+    assert offsets == sorted(set(offsets)) and set(offsets) <= set(before)
+    assert offsets[-1] == total - 1  # the last record is the latest of its key: never removed
+    seen = {r.key: r.value for r in recs}
+    assert seen == latest
+    gaps = sum(1 for a, b in itertools.pairwise([-1, *offsets]) if b != a + 1)
+    assert gaps >= COMPACT_KEYS // 2  # between the latest values spread along the log
+    print(f"\nSpark read {len(recs)} of {total} offsets of a compacted topic, {gaps} gaps")
