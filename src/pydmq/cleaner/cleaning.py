@@ -41,7 +41,6 @@ from pydmq.protocol.batch_header import (
     MAGIC,
     TIMESTAMP_TYPE_MASK,
 )
-from pydmq.protocol.compression import compress, decompress
 from pydmq.protocol.primitives import Writer
 from pydmq.protocol.records import BatchHeader, CorruptRecordError, crc32c, parse_batch_header
 
@@ -157,6 +156,8 @@ def passes_untouched(header: BatchHeader) -> bool:
 def _payload(buf: bytes | memoryview, header: BatchHeader) -> bytes:
     view = memoryview(buf)[BATCH_HEADER_SIZE : header.size]
     if header.compression:
+        from pydmq.protocol.compression import decompress  # cramjam: not at start-up
+
         return decompress(header.compression, view, MAX_DECOMPRESSED)
     return bytes(view)
 
@@ -297,6 +298,8 @@ def _rebuild(header: BatchHeader, payload: bytes, kept: list[RawRecord], horizon
     else:
         max_timestamp = max(header.base_timestamp + r.timestamp_delta for r in kept)
     codec = header.attributes & COMPRESSION_MASK
+    from pydmq.protocol.compression import compress  # cramjam: not at start-up
+
     records: bytes | bytearray = compress(codec, body) if codec else body
     return _encode(header, attributes, base_timestamp, max_timestamp, len(kept), records)
 

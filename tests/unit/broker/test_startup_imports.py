@@ -98,3 +98,34 @@ def test_the_first_admin_request_imports_the_admin_handlers_only(tmp_path: Path)
         }
         & imported
     )
+
+
+STARTED_NODE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from pydmq.broker.server import Broker
+    from pydmq.config.broker import BrokerConfig
+
+    async def main() -> None:
+        config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]})
+        broker = Broker(config)
+        await broker.start()
+        await broker.stop()
+
+    asyncio.run(main())
+    print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "cramjam")))
+    """
+)
+
+
+def test_a_started_node_does_not_load_the_compression_codecs(tmp_path: Path) -> None:
+    """The codecs (cramjam, a native library) load with the first compressed batch a node
+    decodes or the cleaner rewrites, not at start (the log cleaner starts with the node)."""
+    out = subprocess.run(
+        [sys.executable, "-c", STARTED_NODE, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(out.stdout.splitlines()[-1]) == []
