@@ -52,7 +52,8 @@ with tempfile.TemporaryDirectory(dir=shm) as data_dir:
         timeout=60000,
         validate_only=False,
     )
-    ctx = RequestContext(broker, 19, 7, 1, "bench", "127.0.0.1", 1, "PLAINTEXT", 1)
+    host = getattr(broker, "services", broker)  # the handlers' ports since issue 16 part 2
+    ctx = RequestContext(host, 19, 7, 1, "bench", "127.0.0.1", 1, "PLAINTEXT", 1)
 
     async def run():
         gaps = [0.0]

@@ -221,3 +221,19 @@ def test_no_hand_written_module_grows_past_its_ceiling() -> None:
     assert not over, f"modules over {MAX_MODULE_LINES} lines (or their ceiling): {over}"
     under = sorted(path for path in SIZE_CEILINGS if sizes.get(path, 0) <= MAX_MODULE_LINES)
     assert not under, f"at most {MAX_MODULE_LINES} lines now: remove from SIZE_CEILINGS: {under}"
+
+
+# What the broker's handlers must never import: they take their ports
+# (``pydmq.broker.services.BrokerServices``), not the Broker that builds them.
+HANDLERS = "pydmq.broker.handlers"
+HANDLERS_NEVER_IMPORT = ("pydmq.broker.server",)
+
+
+def test_the_broker_handlers_take_ports_not_the_broker() -> None:
+    found = sorted(
+        f"{importer} -> {imported}"
+        for importer, imported in edges()
+        if (importer == HANDLERS or importer.startswith(HANDLERS + "."))
+        and imported in HANDLERS_NEVER_IMPORT
+    )
+    assert not found, f"handlers importing the broker instead of their ports: {found}"

@@ -38,18 +38,21 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.controller_channel import ControllerChannel
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.metadata_publisher import LocalMetadataPublisher
 from pydmq.broker.partition_creation import prepare_partitions
+from pydmq.broker.services import BrokerServices, MetadataView, ProducerIdSource
+from pydmq.broker.single_node_metadata import SingleNodeMetadata
 from pydmq.broker.topic_creator import TopicCreator
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.config.broker import BrokerConfig
@@ -136,10 +139,10 @@ class Broker:
         # and the controller role (None unless this node is a voter with that role).
         self.cluster: BrokerCluster | None = None
         self.controller: ControllerRuntime | None = None
-        self.controller_dispatcher: RequestDispatcher[Broker] | None = None
+        self.controller_dispatcher: RequestDispatcher[BrokerServices] | None = None
         self._controller_listeners: set[str] = set()
         # The listener serving the controller's pushes (broker role in cluster mode only).
-        self.control_plane_dispatcher: RequestDispatcher[Broker] | None = None
+        self.control_plane_dispatcher: RequestDispatcher[BrokerServices] | None = None
         self.control_plane_listener: str | None = None
         self.topics: TopicRegistry
         # Single-node mode: the node is its own controller, over a local metadata log.
@@ -193,19 +196,20 @@ class Broker:
             self.cluster.leadership_listeners.append(
                 offsets_leadership_listener(self.group_coordinator, self.replica_manager)
             )
+        self.services = self._services()
         handlers = dict(self.plugins.api_handlers())
-        unsupported = partial(unsupported_version_response, self)
-        self.dispatcher = RequestDispatcher(self, handlers, unsupported)
+        unsupported = partial(unsupported_version_response, self.services)
+        self.dispatcher = RequestDispatcher(self.services, handlers, unsupported)
         if self.cluster is not None:
             self._add_control_plane_listener()
             specs = {spec.api_key: spec for spec in control_plane_handlers()}
-            self.control_plane_dispatcher = RequestDispatcher(self, specs, unsupported)
+            self.control_plane_dispatcher = RequestDispatcher(self.services, specs, unsupported)
         if self.cluster_mode and "controller" in roles:
             from pydmq.controller.runtime import ControllerRuntime
 
             self.controller = ControllerRuntime(self)
             self.controller_dispatcher = RequestDispatcher(
-                self, self.controller.handler_specs(), unsupported
+                self.services, self.controller.handler_specs(), unsupported
             )
             self._controller_listeners = set(config.controller_listener_names)
         self._servers: list[asyncio.base_events.Server] = []
@@ -213,6 +217,50 @@ class Broker:
         self.connections: set[KafkaConnection] = set()
         self.started_at = time.time()
         self.bound_ports: dict[str, int] = {}
+
+    def _services(self) -> BrokerServices:
+        """The handlers' ports: in cluster mode the metadata cache's view, the controller's
+        producer id blocks and the control plane; on a single node, itself."""
+        cluster = self.cluster
+        metadata: MetadataView
+        producer_ids: ProducerIdSource
+        if cluster is not None:
+            from pydmq.broker.cluster.metadata_view import ClusterMetadataView
+
+            metadata = ClusterMetadataView(cluster.metadata_cache)
+            producer_ids = cluster.producer_ids
+        else:
+            rack = self.config.get("broker.rack")
+            metadata = SingleNodeMetadata(
+                self.node_id, None if rack is None else str(rack), self.advertised_endpoint
+            )
+            producer_ids = self.producer_ids
+        return BrokerServices(
+            config=self.config,
+            node_id=self.node_id,
+            cluster_id=self.cluster_id,
+            log_dir=self.log_dir,
+            topics=self.topics,
+            metadata=metadata,
+            replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator,
+            group_coordinator_log=self.group_coordinator_log,
+            controller_channel=self.controller_channel,
+            topic_creator=self.topic_creator,
+            producer_ids=producer_ids,
+            fetch_sessions=self.fetch_sessions,
+            advertised_endpoint=self.advertised_endpoint,
+            inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
+            served_apis=self.served_apis,
+            control_plane=cluster,
+        )
+
+    def served_apis(self, listener_name: str | None) -> Mapping[int, ApiHandlerSpec]:
+        """The APIs a listener serves (the client listeners' when None), for ApiVersions."""
+        dispatcher = (
+            self.dispatcher if listener_name is None else self.dispatcher_for(listener_name)
+        )
+        return (dispatcher or self.dispatcher).handlers
 
     def _add_control_plane_listener(self) -> None:
         """Bind and advertise the control-plane listener (see the module docstring).
@@ -359,7 +407,8 @@ class Broker:
                 continue
 
             def factory(
-                name: str = listener.name, dispatcher: RequestDispatcher[Broker] = dispatcher
+                name: str = listener.name,
+                dispatcher: RequestDispatcher[BrokerServices] = dispatcher,
             ) -> KafkaConnection:
                 connection = KafkaConnection(
                     dispatcher, max_request, name, on_close=self._connection_closed
@@ -389,7 +438,7 @@ class Broker:
             if not server.is_serving():
                 await server.start_serving()
 
-    def dispatcher_for(self, listener_name: str) -> RequestDispatcher[Broker] | None:
+    def dispatcher_for(self, listener_name: str) -> RequestDispatcher[BrokerServices] | None:
         """Controller listeners get the controller's APIs only, the control-plane listener
         the controller-to-broker APIs only; the others (client listeners) the broker's."""
         if listener_name in self._controller_listeners:

@@ -43,7 +43,7 @@ def _request(partitions: int) -> FetchRequest:
 
 def _ctx(broker: Broker) -> RequestContext:
     return RequestContext(
-        broker=broker,
+        broker=broker.services,
         api_key=1,
         api_version=12,
         correlation_id=1,

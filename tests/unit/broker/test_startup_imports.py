@@ -67,7 +67,7 @@ FIRST_ADMIN_REQUEST = textwrap.dedent(
     request = CreateTopicsRequest(
         topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)], timeout=1000
     )
-    ctx = RequestContext(broker, 19, 7, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+    ctx = RequestContext(broker.services, 19, 7, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
     response = asyncio.run(create_topics.handle(ctx, request))
     assert response.topics[0].error_code == 0, response
     prefixes = ("pydmq.controller", "pydmq.raft")

@@ -224,7 +224,7 @@ def test_a_cancelled_creation_leaves_nothing_and_the_next_operation_waited_for_i
 
 
 def metadata_request(broker: Broker, names: list[str]) -> dict[str, int]:
-    ctx = RequestContext(broker, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+    ctx = RequestContext(broker.services, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
     request = MetadataRequest(
         topics=[MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=True
     )
@@ -348,7 +348,7 @@ def test_the_offsets_topic_asked_while_the_controller_is_busy_is_being_created(
         creation = asyncio.create_task(create(broker, {"t": 8 * OPEN_CHUNK}))
         for _ in range(3):
             await asyncio.sleep(0)
-        ctx = RequestContext(broker, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+        ctx = RequestContext(broker.services, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
         request = MetadataRequest(
             topics=[MetadataRequestTopic(name=offsets)], allow_auto_topic_creation=True
         )

@@ -477,7 +477,7 @@ class _ClusterBroker:
         self.config = SimpleNamespace(is_cluster_mode=True)
         self.node_id = 1
         self.topics = topics
-        self.cluster = SimpleNamespace(metadata_cache=_Cache(endpoints))
+        self.metadata = _Cache(endpoints)
         self.creations = 0
         broker = self
 

@@ -26,18 +26,17 @@ from pydmq.protocol.messages.api_versions import (
 )
 
 if TYPE_CHECKING:
-    from pydmq.broker.server import Broker
+    from pydmq.broker.services import BrokerServices
 
 __all__ = ["HANDLER", "unsupported_version_response"]
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def _api_keys(broker: Broker, listener: str | None = None) -> list[ApiVersion]:
+def _api_keys(broker: BrokerServices, listener: str | None = None) -> list[ApiVersion]:
     """What the listener serves (the client listeners' APIs when ``listener`` is None): the
     control-plane listener advertises only its own keys, client listeners never those."""
-    dispatcher = broker.dispatcher if listener is None else broker.dispatcher_for(listener)
-    handlers = (dispatcher or broker.dispatcher).handlers
+    handlers = broker.served_apis(listener)
     return [
         ApiVersion(
             api_key=spec.api_key,
@@ -48,7 +47,7 @@ def _api_keys(broker: Broker, listener: str | None = None) -> list[ApiVersion]:
     ]
 
 
-def unsupported_version_response(broker: Broker) -> ApiVersionsResponse:
+def unsupported_version_response(broker: BrokerServices) -> ApiVersionsResponse:
     """The answer to an ApiVersions version outside v0-v4, on any listener: the client
     listeners' APIs (every dispatcher of ``broker`` is given this)."""
     return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
