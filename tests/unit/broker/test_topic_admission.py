@@ -39,6 +39,7 @@ from pydmq.storage.api import LogConfig, PartitionLog, TopicPartition
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from support.admin_requests import create, delete, grow
+from support.nodes import broker_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,7 +50,7 @@ def broker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Broker]:
     config = BrokerConfig(
         {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0", **overrides}
     )
-    node = Broker(config)
+    node = broker_of(config)
     yield node
     node.replica_manager.shutdown()
 

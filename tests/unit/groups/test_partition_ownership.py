@@ -12,7 +12,6 @@ from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.coordinator.api import CoordinatorWriteError
 from pydmq.groups.api import CommitRequest, GroupConfig, JoinRequest
@@ -21,6 +20,7 @@ from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
+from support.nodes import broker_of
 
 T = TypeVar("T")
 PARTITIONS = 4
@@ -364,7 +364,7 @@ def test_consumer_groups_follow_their_partition(tmp_path: Path) -> None:
     (memory engine) read back through ``replay_partition``."""
 
     async def scenario() -> None:
-        broker = Broker(
+        broker = broker_of(
             BrokerConfig(
                 {
                     "listeners": "PLAINTEXT://127.0.0.1:0",

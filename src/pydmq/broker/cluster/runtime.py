@@ -180,7 +180,7 @@ class BrokerCluster:
         controller_names = set(self.broker.config.controller_listener_names)
         protocols = self.broker.config.listener_security_protocols()
         out: list[BrokerEndpoint] = []
-        for listener in self.broker.advertised:
+        for listener in self.broker.listeners.advertised:
             if listener.name in controller_names:
                 continue
             host, port = self.broker.advertised_endpoint(listener.name)
