@@ -35,15 +35,20 @@ from pydmq.broker.handlers import create_topics
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+try:  # the composition root since issue 16 part 2; older trees build the Broker itself
+    from pydmq.node import Node as Root
+except ImportError:
+    Root = Broker
 
 topics, partitions = int(sys.argv[1]), int(sys.argv[2])
 shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
 with tempfile.TemporaryDirectory(dir=shm) as data_dir:
-    broker = Broker(BrokerConfig({
+    node = Root(BrokerConfig({
         "log.dirs": data_dir,
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "pydmq.max.broker.partitions": str(topics * partitions + 1000),
     }))
+    broker = getattr(node, "broker", node)
     request = CreateTopicsRequest(
         topics=[
             CreatableTopic(name=f"bench-{i:05d}", num_partitions=partitions, replication_factor=1)

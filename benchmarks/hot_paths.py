@@ -44,6 +44,11 @@ try:  # the request layer's home since issue 16 part 2; older trees, to compare 
 except ImportError:
     from pydmq.broker.handler import RequestContext  # type: ignore[no-redef]
 
+try:  # the composition root since issue 16 part 2; older trees start the Broker itself
+    from pydmq.node import Node as _Root
+except ImportError:
+    _Root = Broker  # type: ignore[assignment,misc]
+
 PARTITIONS = 10
 BATCHES_PER_PARTITION = 8
 
@@ -130,7 +135,7 @@ def _measure(call: Callable[[], None], calls: int, rounds: int) -> list[float]:
 
 async def _run(calls: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as data_dir:
-        broker = Broker(
+        node = _Root(
             BrokerConfig(
                 {
                     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -139,7 +144,8 @@ async def _run(calls: int, rounds: int) -> None:
                 }
             )
         )
-        await broker.start()
+        broker = getattr(node, "broker", node)
+        await node.start()
         try:
             # topic_ops in trees before the admin path went through the controller (5f48ec2)
             creator = getattr(broker, "topic_creator", None) or broker.topic_ops
@@ -156,7 +162,7 @@ async def _run(calls: int, rounds: int) -> None:
                     f"min {min(figures):.1f} us per call ({rounds} rounds of {calls})"
                 )
         finally:
-            await broker.stop()
+            await node.stop()
 
 
 def main() -> None:
