@@ -493,9 +493,7 @@ class BrokerCluster:
         self._apply_pending()
         if self.topic_hooks_enabled:
             self._fire_topic_hooks(result)
-        # The alive brokers may have changed: DeleteRecords waiting for the low watermark
-        # count the followers on alive brokers.
-        replica_manager.delete_records_purgatory.notify_all()
+        replica_manager.try_complete_delayed_delete_records()
         if self.lifecycle.fenced:
             self.lifecycle.heartbeat_now()
         self._maybe_ready()
