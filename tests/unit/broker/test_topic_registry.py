@@ -8,6 +8,7 @@ release is converted into the log once and kept as ``topics.json.converted``, ne
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from pathlib import Path
 
@@ -27,6 +28,9 @@ from pydmq.metadata.records import (
 )
 from pydmq.plugins.host import PluginHost
 from pydmq.storage.api import TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from support.nodes import broker_of
 
 pytestmark = pytest.mark.timeout(60)

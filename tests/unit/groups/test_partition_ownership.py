@@ -7,6 +7,7 @@ joins failed, timers cancelled), and writes are answered once committed.
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,9 @@ from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
 from support.nodes import broker_of
 
 T = TypeVar("T")
