@@ -35,15 +35,20 @@ from pydmq.broker.handlers import create_topics
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
+try:  # the composition root since issue 16 part 2; older trees build the Broker itself
+    from pydmq.node import Node as Root
+except ImportError:
+    Root = Broker
 
 topics, partitions = int(sys.argv[1]), int(sys.argv[2])
 shm = "/dev/shm" if os.path.isdir("/dev/shm") else None
 with tempfile.TemporaryDirectory(dir=shm) as data_dir:
-    broker = Broker(BrokerConfig({
+    node = Root(BrokerConfig({
         "log.dirs": data_dir,
         "listeners": "PLAINTEXT://127.0.0.1:0",
         "pydmq.max.broker.partitions": str(topics * partitions + 1000),
     }))
+    broker = getattr(node, "broker", node)
     request = CreateTopicsRequest(
         topics=[
             CreatableTopic(name=f"bench-{i:05d}", num_partitions=partitions, replication_factor=1)
@@ -52,7 +57,8 @@ with tempfile.TemporaryDirectory(dir=shm) as data_dir:
         timeout=60000,
         validate_only=False,
     )
-    ctx = RequestContext(broker, 19, 7, 1, "bench", "127.0.0.1", 1, "PLAINTEXT", 1)
+    host = getattr(broker, "services", broker)  # the handlers' ports since issue 16 part 2
+    ctx = RequestContext(host, 19, 7, 1, "bench", "127.0.0.1", 1, "PLAINTEXT", 1)
 
     async def run():
         gaps = [0.0]

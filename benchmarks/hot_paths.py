@@ -44,12 +44,19 @@ try:  # the request layer's home since issue 16 part 2; older trees, to compare 
 except ImportError:
     from pydmq.broker.handler import RequestContext  # type: ignore[no-redef]
 
+try:  # the composition root since issue 16 part 2; older trees start the Broker itself
+    from pydmq.node import Node as _Root
+except ImportError:
+    _Root = Broker  # type: ignore[assignment,misc]
+
 PARTITIONS = 10
 BATCHES_PER_PARTITION = 8
 
 
 def _context(broker: Broker, api_key: int, api_version: int) -> RequestContext:
-    return RequestContext(broker, api_key, api_version, 1, "bench", "127.0.0.1", 1, "PLAINTEXT", 1)
+    # The handlers' ports since issue 16 part 2; older trees' handlers take the broker.
+    host = getattr(broker, "services", broker)
+    return RequestContext(host, api_key, api_version, 1, "bench", "127.0.0.1", 1, "PLAINTEXT", 1)
 
 
 def _batch() -> bytes:
@@ -128,7 +135,7 @@ def _measure(call: Callable[[], None], calls: int, rounds: int) -> list[float]:
 
 async def _run(calls: int, rounds: int) -> None:
     with tempfile.TemporaryDirectory() as data_dir:
-        broker = Broker(
+        node = _Root(
             BrokerConfig(
                 {
                     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -137,7 +144,8 @@ async def _run(calls: int, rounds: int) -> None:
                 }
             )
         )
-        await broker.start()
+        broker = getattr(node, "broker", node)
+        await node.start()
         try:
             # topic_ops in trees before the admin path went through the controller (5f48ec2)
             creator = getattr(broker, "topic_creator", None) or broker.topic_ops
@@ -154,7 +162,7 @@ async def _run(calls: int, rounds: int) -> None:
                     f"min {min(figures):.1f} us per call ({rounds} rounds of {calls})"
                 )
         finally:
-            await broker.stop()
+            await node.stop()
 
 
 def main() -> None:

@@ -46,13 +46,18 @@ _BUILD = """
 import sys
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+try:  # the composition root since issue 16 part 2; older trees build the Broker itself
+    from pydmq.node import Node as Root
+except ImportError:
+    Root = Broker
 data_dir, total, per_topic = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 config = BrokerConfig({
     "log.dirs": data_dir,
     "listeners": "PLAINTEXT://127.0.0.1:0",
     "pydmq.max.broker.partitions": str(total + 1000),
 })
-broker = Broker(config)
+node = Root(config)
+broker = getattr(node, "broker", node)
 # topic_ops in trees before the admin path went through the controller (5f48ec2)
 creator = getattr(broker, "topic_creator", None) or broker.topic_ops
 made = 0
@@ -67,10 +72,15 @@ _TIME_BROKER = """
 import sys, time
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+try:  # the composition root since issue 16 part 2; older trees build the Broker itself
+    from pydmq.node import Node as Root
+except ImportError:
+    Root = Broker
 config = BrokerConfig({"log.dirs": sys.argv[1], "listeners": "PLAINTEXT://127.0.0.1:0"})
 t0 = time.perf_counter()
-broker = Broker(config)
+node = Root(config)
 elapsed = time.perf_counter() - t0
+broker = getattr(node, "broker", node)
 assert sum(len(t.partitions) for t in broker.topics) == int(sys.argv[2])
 print(elapsed)
 """

@@ -141,8 +141,8 @@ class _Errors(logging.Handler):
 def live(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[Any, asyncio.AbstractEventLoop]]:
-    from pydmq.broker.server import Broker
     from pydmq.config.broker import BrokerConfig
+    from pydmq.node import Node
 
     data: Path = tmp_path_factory.mktemp("fuzz-broker")
     config = BrokerConfig(
@@ -154,12 +154,12 @@ def live(
         }
     )
     loop = asyncio.new_event_loop()
-    broker = Broker(config)
-    loop.run_until_complete(broker.start())
+    node = Node(config)
+    loop.run_until_complete(node.start())
     try:
-        yield broker, loop
+        yield node.broker, loop
     finally:
-        loop.run_until_complete(broker.stop())
+        loop.run_until_complete(node.stop())
         loop.close()
 
 

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydmq.api.handler import RequestContext
+from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers import (
     alter_configs,
     create_partitions,
@@ -37,8 +38,10 @@ from pydmq.protocol.messages.delete_topics import (
 )
 
 
-def context(broker: Broker, api_key: int, version: int) -> RequestContext[Broker]:
-    return RequestContext(broker, api_key, version, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+def context(broker: Broker, api_key: int, version: int) -> BrokerContext:
+    return RequestContext(
+        broker.services, api_key, version, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1
+    )
 
 
 async def _call(broker: Broker, api_key: int, version: int, handle: Any, request: Any) -> Any:

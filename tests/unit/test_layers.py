@@ -51,8 +51,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pydmq.plugins", "pydmq.groups"),
     # the controller role
     ("pydmq.controller",),
-    # the broker role, and (until a Node exists) the composition root that starts a controller
+    # the broker role
     ("pydmq.broker",),
+    # the composition root: builds the roles a node has, owns its listeners, start and stop
+    ("pydmq.node",),
     # launching nodes as processes (pydmq cluster up, the test harness, the chaos harness)
     ("pydmq.cluster_process",),
     # the test harness: embedded brokers, broker and cluster processes, the pytest plugin
@@ -155,6 +157,8 @@ def test_the_rules_of_issue_16_follow_from_the_layer_order() -> None:
         ("pydmq.api", "pydmq.broker"),
         ("pydmq.api", "pydmq.controller"),
         ("pydmq.testing", "pydmq.cli"),
+        ("pydmq.broker", "pydmq.node"),  # the broker role never imports its composition root
+        ("pydmq.controller", "pydmq.node"),
     ]
     lower = ("pydmq.protocol", "pydmq.metadata", "pydmq.storage", "pydmq.raft")
     upper = (
@@ -229,3 +233,32 @@ def test_no_hand_written_module_grows_past_its_ceiling() -> None:
     assert not over, f"modules over {MAX_MODULE_LINES} lines (or their ceiling): {over}"
     under = sorted(path for path in SIZE_CEILINGS if sizes.get(path, 0) <= MAX_MODULE_LINES)
     assert not under, f"at most {MAX_MODULE_LINES} lines now: remove from SIZE_CEILINGS: {under}"
+
+
+# What the broker's handlers must never import: they take their ports
+# (``pydmq.broker.services.BrokerServices``), not the Broker that builds them.
+HANDLERS = "pydmq.broker.handlers"
+HANDLERS_NEVER_IMPORT = ("pydmq.broker.server", "pydmq.node")
+
+
+def test_the_broker_handlers_take_ports_not_the_broker() -> None:
+    found = sorted(
+        f"{importer} -> {imported}"
+        for importer, imported in edges()
+        if (importer == HANDLERS or importer.startswith(HANDLERS + "."))
+        and imported in HANDLERS_NEVER_IMPORT
+    )
+    assert not found, f"handlers importing the broker instead of their ports: {found}"
+
+
+# The composition root is imported only by the entry points that start nodes.
+NODE_IMPORTERS = frozenset({"pydmq.cli.serve", "pydmq.testing.embedded"})
+
+
+def test_only_the_entry_points_import_the_node() -> None:
+    found = sorted(
+        f"{importer} -> pydmq.node"
+        for importer, imported in edges()
+        if imported == "pydmq.node" and importer not in NODE_IMPORTERS
+    )
+    assert not found, f"only {sorted(NODE_IMPORTERS)} may import the Node: {found}"

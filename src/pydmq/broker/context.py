@@ -1,4 +1,5 @@
-"""``BrokerContext``: the request context the broker's handlers take, whose host is the Broker.
+"""``BrokerContext``: the request context the broker's handlers take, whose host is the
+handlers' ports (:class:`~pydmq.broker.services.BrokerServices`), never the node itself.
 
 :class:`~pydmq.api.handler.RequestContext` names no role; this alias gives the broker's
 handlers a fully typed ``ctx.broker`` without the request layer importing the broker.
@@ -11,8 +12,8 @@ from typing import TYPE_CHECKING, TypeAlias
 from pydmq.api.handler import RequestContext
 
 if TYPE_CHECKING:
-    from pydmq.broker.server import Broker
+    from pydmq.broker.services import BrokerServices
 
 __all__ = ["BrokerContext"]
 
-BrokerContext: TypeAlias = RequestContext["Broker"]
+BrokerContext: TypeAlias = RequestContext["BrokerServices"]

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from pydmq.broker.server import Broker
     from pydmq.controller.local import LocalController
 
-__all__ = ["ControllerChannel"]
+__all__ = ["ControllerChannel", "ControllerUnavailableError"]
+
+
+class ControllerUnavailableError(ConnectionError):
+    """No voter accepted the request as the active controller before the deadline (cluster
+    mode; a single node's own controller always answers)."""
 
 
 class ControllerChannel:
@@ -41,7 +46,7 @@ class ControllerChannel:
         version: int,
         request: Any,
         timeout_ms: int = 0,
-        ctx: RequestContext[Broker] | None = None,
+        ctx: RequestContext[Any] | None = None,
     ) -> Awaitable[Any]:
         """The controller's response to ``request`` (``ctx``: the client's request it serves,
         None for the broker's own). Cluster mode raises ``ControllerUnavailableError`` when no

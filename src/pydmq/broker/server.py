@@ -1,55 +1,48 @@
-"""Broker: the composition root of one node. Builds the plugin host, the storage engines, the
-replica manager and topic registry, opens listeners and runs log maintenance.
+"""Broker: the broker role of one node, built and driven by the node
+(:class:`pydmq.node.Node`, the composition root, which owns the listeners and start/stop).
+
+It owns what serves clients: the replica manager and topic registry, the group coordinator,
+producer ids, fetch sessions, the way to the controller (:class:`ControllerChannel`,
+:class:`TopicCreator`), the handlers' ports (:class:`~pydmq.broker.services.BrokerServices`)
+and the dispatchers of the client listeners and, in cluster mode, of the control-plane
+listener. It is also the object ``pydmq_broker_startup`` and ``pydmq_broker_shutdown`` receive
+(docs/HOOKS.md: ``broker.topics``, ``broker.config``, ``broker.replica_manager``...).
 
 Single-node mode (no ``controller.quorum.voters``): the topic registry is the view of a local
-metadata log (:class:`~pydmq.controller.local_log.LocalMetadataLog`, replayed at start) and
-this node leads every partition, opened at start.
+metadata log (:class:`~pydmq.controller.local_log.LocalMetadataLog`, replayed at start) whose
+controller is this node's :class:`~pydmq.controller.local.LocalController`, and this node
+leads every partition, opened at start.
 
-Cluster mode is decided here, once, from the configuration (docs/CLUSTER.md):
-
-- the ``controller`` role builds the :class:`~pydmq.controller.runtime.ControllerRuntime`,
-  whose APIs are served on the controller listener(s) by a dispatcher of their own, so a
-  client on a broker listener can never reach them (and vice versa);
-- the ``broker`` role builds :class:`~pydmq.broker.cluster.runtime.BrokerCluster`
-  (registration and heartbeats, metadata cache, replica fetchers, AlterPartition manager,
-  controller client). The topic registry is the metadata cache's in-memory one, fed only by
-  UpdateMetadata; partitions are opened only by LeaderAndIsr. The controller's requests
-  (LeaderAndIsr, StopReplica, UpdateMetadata) are served only on the control-plane listener
-  (``control.plane.listener.name``, KIP-291) by a dispatcher of their own that serves nothing
-  else but ApiVersions; client listeners do not know those keys. Without that listener in
-  ``listeners`` the broker opens one itself on the inter-broker listener's host at an
-  ephemeral port, and registers it under the control-plane name (clients never see it:
-  Metadata answers with the endpoints of the listener the client is connected to).
-
-Start: controller runtime, every listener bound; in cluster mode the controller and
-control-plane listeners serve first, then registration, and the client listeners serve only
-once the broker is ready (registered, unfenced, the controller's FULL metadata applied: see
-:meth:`Broker.start`). Stop (SIGTERM): ControlledShutdown to the active controller (given up
-at once when the quorum has no majority left), fetchers, then the rest.
+Cluster mode: :class:`~pydmq.broker.cluster.runtime.BrokerCluster` (registration and
+heartbeats, metadata cache, replica fetchers, AlterPartition manager, controller client). The
+topic registry is the metadata cache's in-memory one, fed only by UpdateMetadata; partitions
+are opened only by LeaderAndIsr. The controller's requests (LeaderAndIsr, StopReplica,
+UpdateMetadata) are served only on the control-plane listener (``control.plane.listener.name``,
+KIP-291) by a dispatcher of their own that serves nothing else but ApiVersions; client
+listeners do not know those keys. Without that listener in ``listeners`` the broker opens one
+itself (:meth:`~pydmq.net.listeners.NodeListeners.add_control_plane`); clients never see it:
+Metadata answers with the endpoints of the listener the client is connected to.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
-import hashlib
 import logging
-import socket
 import time
-import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.controller_channel import ControllerChannel
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.metadata_publisher import LocalMetadataPublisher
 from pydmq.broker.partition_creation import prepare_partitions
+from pydmq.broker.services import BrokerServices, MetadataView, ProducerIdSource
+from pydmq.broker.single_node_metadata import SingleNodeMetadata
 from pydmq.broker.topic_creator import TopicCreator
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.cleaner.manager import LogCleanerManager
@@ -64,22 +57,23 @@ from pydmq.controller.local_log import (
 from pydmq.groups.api import GroupConfig
 from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
 from pydmq.groups.log import ConsumerOffsetsLog
-from pydmq.net.connection import KafkaConnection
+from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.storage.api import TopicPartition
-from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
     from pydmq.broker.cluster.runtime import BrokerCluster
     from pydmq.controller.runtime import ControllerRuntime
 
-__all__ = ["Broker", "Listener", "parse_listener"]
+__all__ = ["METADATA_DIR", "Broker"]
 
 log = logging.getLogger(__name__)
-_METADATA_DIR = "__pydmq_metadata"
+# Under log.dirs: this node's metadata (the local metadata log, producer id blocks, the
+# Raft log of a voter).
+METADATA_DIR = "__pydmq_metadata"
 _METADATA_LOG_DIR = "metadata-log"
 _CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 # High watermarks are checkpointed every 5 s (Kafka's replica.high.watermark.checkpoint.
@@ -90,63 +84,41 @@ _CONTROLLED_SHUTDOWN_TIMEOUT_S = 5.0
 _PRODUCER_SNAPSHOT_EVERY_S = 60.0
 
 
-@dataclass(frozen=True, slots=True)
-class Listener:
-    """A parsed listener URI: ``NAME://host:port``."""
-
-    name: str
-    host: str
-    port: int
-
-
-def parse_listener(uri: str) -> Listener:
-    """``NAME://host:port``; names may hold ``_`` (``CONTROL_PLANE``), which URL schemes
-    may not, so the name is split off before the address is parsed."""
-    name, sep, address = uri.partition("://")
-    parts = urlsplit(f"//{address}")
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if not (sep and name) or port is None:
-        raise ValueError(f"listener {uri!r} must look like PLAINTEXT://host:port")
-    return Listener(name.strip().upper(), parts.hostname or "", port)
-
-
 class Broker:
-    """One pydmq node (broker + controller roles in single-node mode). Event-loop owned."""
+    """The broker role of one node (see the module docstring). Built by the node; owned by
+    its event loop."""
 
-    def __init__(self, config: BrokerConfig, plugins: Iterable[object] = ()) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        plugins: PluginHost,
+        cluster_id: str,
+        listeners: NodeListeners,
+        controller: ControllerRuntime | None = None,
+    ) -> None:
         self.config = config
         self.node_id = config.node_id
-        self.plugins = PluginHost(plugins)
-        self.plugins.configure({d: str(config.get(d)) for d in config.definitions})
-        self.log_dir = config.log_dir
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.cluster_id = self._load_or_create_cluster_id()
-        metadata_dir = self.log_dir / _METADATA_DIR
-        roles = config.process_roles
-        self.cluster_mode = config.is_cluster_mode
-        self.has_broker_role = not self.cluster_mode or "broker" in roles
+        self.plugins = plugins
+        self.cluster_id = cluster_id
+        self.log_dir: Path = config.log_dir
+        self.listeners = listeners
+        self.advertised_endpoint = listeners.advertised_endpoint
+        # This node's controller role in cluster mode (a combined node), else None.
+        self.controller = controller
+        metadata_dir = self.log_dir / METADATA_DIR
         self.replica_manager = ReplicaManager(
-            config, self.plugins.storage_engines(), self.plugins.replication_strategies()
+            config, plugins.storage_engines(), plugins.replication_strategies()
         )
-        self.log_cleaner: LogCleanerManager | None = None  # started by start()
-        self.listeners = [parse_listener(uri) for uri in config.listeners]
-        self.advertised = [parse_listener(uri) for uri in config.advertised_listeners]
-        # Cluster mode: the broker role (None in single-node mode or on a controller-only node)
-        # and the controller role (None unless this node is a voter with that role).
+        self.log_cleaner: LogCleanerManager | None = None  # started by load()
+        # Cluster mode: the broker role's cluster part; single-node mode: the node is its own
+        # controller, over a local metadata log.
         self.cluster: BrokerCluster | None = None
-        self.controller: ControllerRuntime | None = None
-        self.controller_dispatcher: RequestDispatcher[Broker] | None = None
-        self._controller_listeners: set[str] = set()
-        # The listener serving the controller's pushes (broker role in cluster mode only).
-        self.control_plane_dispatcher: RequestDispatcher[Broker] | None = None
-        self.control_plane_listener: str | None = None
-        self.topics: TopicRegistry
-        # Single-node mode: the node is its own controller, over a local metadata log.
         self.local_controller: LocalController | None = None
-        if self.cluster_mode and self.has_broker_role:
+        self.topics: TopicRegistry
+        # The listener serving the controller's pushes (cluster mode only).
+        self.control_plane_listener: str | None = None
+        self.control_plane_dispatcher: RequestDispatcher[BrokerServices] | None = None
+        if config.is_cluster_mode:
             # Imported only in cluster mode: a single node's start-up does not pay for it.
             from pydmq.broker.cluster.runtime import BrokerCluster
 
@@ -156,26 +128,12 @@ class Broker:
             )
             self.topics = self.cluster.metadata_cache.topics
         else:
-            metadata_log = LocalMetadataLog(
-                metadata_dir / _METADATA_LOG_DIR,
-                snapshot_interval_records=config.get_int(
-                    "metadata.log.max.snapshot.interval.records"
-                ),
-            )
-            convert_dynamic_broker_configs(
-                metadata_log, metadata_dir / DYNAMIC_BROKER_CONFIGS_FILE, self.node_id
-            )
-            image = metadata_log.image
-            config.set_dynamic(image.broker_config(""), image.broker_config(str(self.node_id)))
-            controller = LocalController(
-                metadata_log, config, self.plugins, partial(prepare_partitions, self)
-            )
-            registry = LocalTopicRegistry(controller, metadata_dir)  # its first listener
+            local = self._local_controller(metadata_dir)
+            self.topics = LocalTopicRegistry(local, metadata_dir)  # its first listener
             rack = config.get("broker.rack")
-            controller.register_node(self.node_id, None if rack is None else str(rack))
-            controller.add_listener(LocalMetadataPublisher(self).publish)
-            self.local_controller = controller
-            self.topics = registry
+            local.register_node(self.node_id, None if rack is None else str(rack))
+            local.add_listener(LocalMetadataPublisher(self).publish)
+            self.local_controller = local
         # Admin requests go to the controller: the active one, or this node's in process.
         self.controller_channel = ControllerChannel(self, self.local_controller)
         self.topic_creator = TopicCreator(self, self.local_controller)
@@ -187,7 +145,7 @@ class Broker:
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
             self.group_coordinator_log,
-            assignors=self.plugins.group_assignors(),
+            assignors=plugins.group_assignors(),
             topics=self.topics,
         )
         if self.cluster is not None:
@@ -195,92 +153,94 @@ class Broker:
             self.cluster.leadership_listeners.append(
                 offsets_leadership_listener(self.group_coordinator, self.replica_manager)
             )
-        handlers = dict(self.plugins.api_handlers())
-        unsupported = partial(unsupported_version_response, self)
-        self.dispatcher = RequestDispatcher(self, handlers, unsupported)
+        self.services = self._services()
+        handlers = dict(plugins.api_handlers())
+        # The answer to an unsupported ApiVersions version on any listener of the node.
+        self.unsupported_version = partial(unsupported_version_response, handlers)
+        self.dispatcher = RequestDispatcher(self.services, handlers, self.unsupported_version)
         if self.cluster is not None:
-            self._add_control_plane_listener()
+            name = config.control_plane_listener_name
+            listeners.add_control_plane(name, config.inter_broker_listener_name)
+            self.control_plane_listener = name
             specs = {spec.api_key: spec for spec in control_plane_handlers()}
-            self.control_plane_dispatcher = RequestDispatcher(self, specs, unsupported)
-        if self.cluster_mode and "controller" in roles:
-            from pydmq.controller.runtime import ControllerRuntime
-
-            self.controller = ControllerRuntime(self)
-            self.controller_dispatcher = RequestDispatcher(
-                self, self.controller.handler_specs(), unsupported
+            self.control_plane_dispatcher = RequestDispatcher(
+                self.services, specs, self.unsupported_version
             )
-            self._controller_listeners = set(config.controller_listener_names)
-        self._servers: list[asyncio.base_events.Server] = []
-        self._tasks: list[asyncio.Task[None]] = []
-        self.connections: set[KafkaConnection] = set()
-        self.started_at = time.time()
-        self.bound_ports: dict[str, int] = {}
 
-    def _add_control_plane_listener(self) -> None:
-        """Bind and advertise the control-plane listener (see the module docstring).
+    def _local_controller(self, metadata_dir: Path) -> LocalController:
+        """A single node's controller over its local metadata log, replayed now (the node's
+        dynamic broker configs installed from its image)."""
+        config = self.config
+        metadata_log = LocalMetadataLog(
+            metadata_dir / _METADATA_LOG_DIR,
+            snapshot_interval_records=config.get_int("metadata.log.max.snapshot.interval.records"),
+        )
+        convert_dynamic_broker_configs(
+            metadata_log, metadata_dir / DYNAMIC_BROKER_CONFIGS_FILE, self.node_id
+        )
+        image = metadata_log.image
+        config.set_dynamic(image.broker_config(""), image.broker_config(str(self.node_id)))
+        return LocalController(
+            metadata_log, config, self.plugins, partial(prepare_partitions, self)
+        )
 
-        Not in ``listeners``: opened on the inter-broker listener's host, ephemeral port. Not
-        in ``advertised.listeners``: registered on the inter-broker listener's advertised host
-        and the bound port, so the controllers can reach it wherever the others are reached.
-        """
-        name = self.config.control_plane_listener_name
-        self.control_plane_listener = name
-        inter_broker = self.config.inter_broker_listener_name
-        if not any(item.name == name for item in self.listeners):
-            bind = next((item for item in self.listeners if item.name == inter_broker), None)
-            if bind is None:
-                raise ValueError(f"inter.broker.listener.name {inter_broker} is not in listeners")
-            self.listeners.append(Listener(name, bind.host, 0))
-        if not any(item.name == name for item in self.advertised):
-            bound = next(item for item in self.listeners if item.name == name)
-            peers = next((a for a in self.advertised if a.name == inter_broker), bound)
-            self.advertised.append(Listener(name, peers.host, bound.port))
+    def _services(self) -> BrokerServices:
+        """The handlers' ports: in cluster mode the metadata cache's view, the controller's
+        producer id blocks and the control plane; on a single node, itself."""
+        cluster = self.cluster
+        metadata: MetadataView
+        producer_ids: ProducerIdSource
+        if cluster is not None:
+            from pydmq.broker.cluster.metadata_view import ClusterMetadataView
 
-    # -- identity --------------------------------------------------------------------
-    def _load_or_create_cluster_id(self) -> str:
-        """The id in meta.properties; a configured ``cluster.id`` must match it (Kafka's
-        InconsistentClusterIdException)."""
-        configured = self.config.get_str("cluster.id")
-        path = self.log_dir / "meta.properties"
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                if line.startswith("cluster.id="):
-                    stored = line.split("=", 1)[1].strip()
-                    if configured and configured != stored:
-                        raise ValueError(
-                            f"cluster.id {configured!r} does not match {stored!r} in {path}"
-                        )
-                    return stored
-        cluster_id = configured or self._default_cluster_id()
-        text = f"version=1\ncluster.id={cluster_id}\nnode.id={self.node_id}\n"
-        write_atomically(str(path), text.encode())
-        return cluster_id
-
-    def _default_cluster_id(self) -> str:
-        if self.config.is_cluster_mode:
-            voters = ",".join(
-                f"{i}@{host}:{port}"
-                for i, (host, port) in sorted(self.config.controller_quorum_voters.items())
+            metadata = ClusterMetadataView(cluster.metadata_cache)
+            producer_ids = cluster.producer_ids
+        else:
+            rack = self.config.get("broker.rack")
+            metadata = SingleNodeMetadata(
+                self.node_id, None if rack is None else str(rack), self.advertised_endpoint
             )
-            digest = hashlib.sha256(f"pydmq-cluster:{voters}".encode()).digest()[:16]
-            return base64.urlsafe_b64encode(digest).decode().rstrip("=")
-        return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            producer_ids = self.producer_ids
+        return BrokerServices(
+            config=self.config,
+            node_id=self.node_id,
+            cluster_id=self.cluster_id,
+            log_dir=self.log_dir,
+            topics=self.topics,
+            metadata=metadata,
+            replica_manager=self.replica_manager,
+            group_coordinator=self.group_coordinator,
+            group_coordinator_log=self.group_coordinator_log,
+            controller_channel=self.controller_channel,
+            topic_creator=self.topic_creator,
+            producer_ids=producer_ids,
+            fetch_sessions=self.fetch_sessions,
+            advertised_endpoint=self.advertised_endpoint,
+            inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
+            served_apis=self.served_apis,
+            control_plane=cluster,
+        )
+
+    def served_apis(self, listener_name: str | None) -> dict[int, ApiHandlerSpec]:
+        """The APIs a listener serves (the client listeners' when None), for ApiVersions."""
+        if listener_name is not None and listener_name == self.control_plane_listener:
+            assert self.control_plane_dispatcher is not None
+            return self.control_plane_dispatcher.handlers
+        return self.dispatcher.handlers
+
+    def dispatcher_for(self, listener_name: str) -> RequestDispatcher[BrokerServices]:
+        """The control-plane listener gets the controller-to-broker APIs only; the others
+        (client listeners) the broker's."""
+        if listener_name == self.control_plane_listener:
+            assert self.control_plane_dispatcher is not None
+            return self.control_plane_dispatcher
+        return self.dispatcher
 
     def topic_config(self, name: str) -> TopicConfig:
         info = self.topics.get(name)
         return TopicConfig(self.config, {} if info is None else dict(info.configs))
 
-    def advertised_endpoint(self, listener_name: str) -> tuple[str, int]:
-        for listener in self.advertised:
-            if listener.name == listener_name:
-                port = listener.port or self.bound_ports.get(listener.name, 0)
-                if port == 0:
-                    port = self.bound_ports.get(listener.name, 0)
-                return listener.host or "127.0.0.1", port
-        listener = self.advertised[0]
-        return listener.host or "127.0.0.1", listener.port or self.bound_ports.get(listener.name, 0)
-
-    # -- lifecycle -------------------------------------------------------------------
+    # -- lifecycle (driven by the node) -----------------------------------------------
     def open_logs(self) -> None:
         for topic in self.topics:
             topic_config = self.topic_config(topic.name)
@@ -294,119 +254,50 @@ class Broker:
                     p.isr,
                 )
 
-    async def start(self) -> None:
-        """Open the node. Single-node mode: every listener at once. Cluster mode, broker role:
-        the controller and control-plane listeners first (without them the node could never
-        become ready), then registration, and the client listeners only once the broker is
-        ready (:meth:`BrokerCluster.wait_ready`: registered, unfenced, the controller's FULL
-        metadata applied), as Kafka's BrokerServer starts its data-plane acceptors only once
-        caught up. Every port is bound from the start (so registration advertises the bound
-        ports), but a client listener refuses connections until it serves: an open client
-        port means a ready broker."""
-        if self.controller is not None:
-            await self.controller.start()
-        if self.cluster is None and self.has_broker_role:
-            self.open_logs()  # single-node mode; in cluster mode LeaderAndIsr opens partitions
+    def load(self) -> None:
+        """Before any listener serves, on the event loop: a single node opens every partition
+        (in cluster mode LeaderAndIsr opens them); the group coordinator loads and starts; the
+        log cleaner's threads start (they reach the logs only through this loop)."""
+        if self.cluster is None:
+            self.open_logs()
         self.group_coordinator.load()
         self.group_coordinator.start()
-        servers = await self._bind_listeners()
-        if any(a.port == 0 for a in self.advertised):
-            self.advertised = [
-                Listener(a.name, a.host, a.port or self.bound_ports.get(a.name, 0))
-                for a in self.advertised
-            ]
-        self._tasks.append(asyncio.create_task(self._maintenance_loop()))
         self.log_cleaner = LogCleanerManager.on_loop(
             self.config.cleaner_settings, self.replica_manager.logs, asyncio.get_running_loop()
         )
         self.log_cleaner.start()
-        if self.cluster is not None:
-            early = {self.control_plane_listener, *self._controller_listeners}
-            await self._start_serving(s for name, s in servers if name in early)
-            self.cluster.start()  # registration: the listeners are bound by now
-            started = time.monotonic()
-            await self.cluster.wait_ready()
-            log.info(
-                "broker %d is ready after %.3f s (registered with epoch %d, unfenced, "
-                "metadata at offset %d): opening the client listeners",
-                self.node_id,
-                time.monotonic() - started,
-                self.cluster.broker_epoch,
-                self.cluster.metadata_cache.metadata_offset,
-            )
-        await self._start_serving(s for _, s in servers)
-        if self.cluster is not None:
-            # Nothing awaits from here to the hook: it sees every topic known before the
-            # topic hooks start to fire (BrokerCluster._fire_topic_hooks).
-            self.cluster.topic_hooks_enabled = True
-        self.plugins.broker_startup(self)
+
+    async def join_cluster(self) -> None:
+        """Cluster mode, once the controller and control-plane listeners serve: register, and
+        return once ready (:meth:`BrokerCluster.wait_ready`: registered, unfenced, the
+        controller's FULL metadata applied), as Kafka's BrokerServer starts its data-plane
+        acceptors only once caught up. A single node is ready at once."""
+        cluster = self.cluster
+        if cluster is None:
+            return
+        cluster.start()  # registration: the listeners are bound by now
+        started = time.monotonic()
+        await cluster.wait_ready()
         log.info(
-            "pydmq node %d serving %s (data in %s, cluster id %s%s)",
+            "broker %d is ready after %.3f s (registered with epoch %d, unfenced, "
+            "metadata at offset %d): opening the client listeners",
             self.node_id,
-            ", ".join(
-                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
-                for item in self.listeners
-                if item.name in self.bound_ports
-            ),
-            self.log_dir,
-            self.cluster_id,
-            f", roles {','.join(sorted(self.config.process_roles))}" if self.cluster_mode else "",
+            time.monotonic() - started,
+            cluster.broker_epoch,
+            cluster.metadata_cache.metadata_offset,
         )
 
-    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server]]:
-        """Bind every listener this node serves, without accepting yet (a connection to a
-        bound port that does not listen is refused); returns (listener name, server)."""
-        loop = asyncio.get_running_loop()
-        max_request = self.config.get_int("socket.request.max.bytes")
-        out: list[tuple[str, asyncio.base_events.Server]] = []
-        for listener in self.listeners:
-            dispatcher = self.dispatcher_for(listener.name)
-            if dispatcher is None:
-                continue
+    def serving(self) -> None:
+        """Every listener serves: the start-up state is what ``pydmq_broker_startup`` sees,
+        and from now on the topic hooks fire (BrokerCluster._fire_topic_hooks). Nothing may
+        await between this and the hook."""
+        if self.cluster is not None:
+            self.cluster.topic_hooks_enabled = True
+        self.plugins.broker_startup(self)
 
-            def factory(
-                name: str = listener.name, dispatcher: RequestDispatcher[Broker] = dispatcher
-            ) -> KafkaConnection:
-                connection = KafkaConnection(
-                    dispatcher, max_request, name, on_close=self._connection_closed
-                )
-                self.connections.add(connection)
-                return connection
-
-            server = await loop.create_server(
-                factory,
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-                start_serving=False,
-            )
-            for sock in server.sockets:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
-            self._servers.append(server)
-            out.append((listener.name, server))
-        return out
-
-    @staticmethod
-    async def _start_serving(servers: Iterable[asyncio.base_events.Server]) -> None:
-        for server in servers:
-            if not server.is_serving():
-                await server.start_serving()
-
-    def dispatcher_for(self, listener_name: str) -> RequestDispatcher[Broker] | None:
-        """Controller listeners get the controller's APIs only, the control-plane listener
-        the controller-to-broker APIs only; the others (client listeners) the broker's."""
-        if listener_name in self._controller_listeners:
-            return self.controller_dispatcher
-        if self.cluster_mode and listener_name in self.config.controller_listener_names:
-            return None  # a controller listener on a node without the controller role
-        if listener_name == self.control_plane_listener:
-            return self.control_plane_dispatcher
-        return self.dispatcher if self.has_broker_role else None
-
-    async def _maintenance_loop(self) -> None:
+    async def maintain(self) -> None:
+        """Log maintenance until cancelled: checkpoints, producer snapshots, retention, and
+        the expiry of fetch sessions."""
         retention_every = self.config.get_int("log.retention.check.interval.ms") / 1000
         checkpoint_every = 5.0
         next_retention = time.monotonic() + retention_every
@@ -425,53 +316,30 @@ class Broker:
             except Exception:
                 log.exception("maintenance failed")
 
-    async def stop(self) -> None:
+    async def controlled_shutdown(self) -> None:
+        """Cluster mode, while still serving: leadership moves away so clients fail over
+        without waiting for the session timeout (Kafka's controlled shutdown); the replica
+        fetchers stop."""
         cluster = self.cluster
-        if cluster is not None:
-            # Leadership moves away while this broker still serves, so clients fail over
-            # without waiting for the session timeout (Kafka's controlled shutdown).
-            with contextlib.suppress(Exception):
-                await cluster.controlled_shutdown(_CONTROLLED_SHUTDOWN_TIMEOUT_S)
-            await cluster.fetchers.shutdown()
-        for server in self._servers:
-            server.close()
-        for connection in list(self.connections):
-            connection.close()
-        for server in self._servers:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(server.wait_closed(), 2)
-        for task in self._tasks:
-            task.cancel()
-        if cluster is not None:
-            await cluster.stop()
-        if self.controller is not None:
-            with contextlib.suppress(Exception):
-                await self.controller.stop()
+        if cluster is None:
+            return
+        with contextlib.suppress(Exception):
+            await cluster.controlled_shutdown(_CONTROLLED_SHUTDOWN_TIMEOUT_S)
+        await cluster.fetchers.shutdown()
+
+    async def stop_cluster(self) -> None:
+        """Cluster mode, once no listener serves: heartbeats and the cluster tasks stop."""
+        if self.cluster is not None:
+            await self.cluster.stop()
+
+    def close(self) -> None:
+        """Last: waiters woken, the group coordinator stopped, ``pydmq_broker_shutdown``,
+        the log cleaner stopped, then the logs and the local metadata log closed."""
         self.replica_manager.wake_waiters()
         self.group_coordinator.stop()
         self.plugins.broker_shutdown(self)
         if self.log_cleaner is not None:
-            self.log_cleaner.stop()
+            self.log_cleaner.stop()  # before the logs close
         self.replica_manager.shutdown()
         if self.local_controller is not None:
             self.local_controller.metadata_log.close()
-        log.info("pydmq node %d stopped", self.node_id)
-
-    def _connection_closed(self, connection: KafkaConnection) -> None:
-        self.connections.discard(connection)
-        if self.controller is not None and connection.listener in self._controller_listeners:
-            self.controller.connection_closed(connection.connection_id)
-
-    def bootstrap(self) -> str:
-        """``host:port`` of the first client listener (IPv6 hosts in brackets), for clients."""
-        internal = set(self.config.controller_listener_names) if self.cluster_mode else set()
-        if self.control_plane_listener is not None:
-            internal.add(self.control_plane_listener)
-        listener = next(
-            (item for item in self.listeners if item.name not in internal),
-            self.listeners[0],
-        )
-        host = listener.host or "127.0.0.1"
-        if ":" in host:
-            host = f"[{host}]"
-        return f"{host}:{self.bound_ports.get(listener.name, listener.port)}"

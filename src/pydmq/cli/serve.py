@@ -122,10 +122,10 @@ def _reload_failpoints() -> None:
 async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
     """Start a node, serve until SIGTERM/SIGINT, stop it. A signal during start-up (a cluster
     node waits for its quorum before it serves clients) stops the node as well."""
-    from pydmq.broker.server import Broker
+    from pydmq.node import Node
 
     started = time.perf_counter()
-    broker = Broker(config)
+    node = Node(config)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -133,7 +133,7 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
     if os.environ.get("PYDMQ_FAILPOINTS_FILE"):
         loop.add_signal_handler(signal.SIGUSR2, _reload_failpoints)
     try:
-        starting = asyncio.ensure_future(broker.start())
+        starting = asyncio.ensure_future(node.start())
         stopping = asyncio.ensure_future(stop.wait())
         await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
         if not starting.done():
@@ -144,12 +144,12 @@ async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -
             return
         stopping.cancel()
         starting.result()
-        log.info("ready in %.3f s on %s", time.perf_counter() - started, broker.bootstrap())
+        log.info("ready in %.3f s on %s", time.perf_counter() - started, node.bootstrap())
         if ready is not None:
             ready.set()
         await stop.wait()
     finally:
-        await broker.stop()
+        await node.stop()
 
 
 def _run(args: argparse.Namespace) -> int:

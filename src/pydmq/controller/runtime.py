@@ -99,7 +99,7 @@ R = TypeVar("R")
 
 
 class ControllerHost(Protocol):
-    """What the runtime needs from its node (the :class:`~pydmq.broker.server.Broker`)."""
+    """What the runtime needs from its node (the :class:`~pydmq.node.Node`)."""
 
     config: BrokerConfig
     cluster_id: str

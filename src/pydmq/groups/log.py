@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Iterator, Mapping, Sequence, Sized
+from collections.abc import Awaitable, Iterator, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError
@@ -38,9 +38,9 @@ from pydmq.protocol.records import (
     iter_batch_headers,
     validate_crc,
 )
+from pydmq.replication.append import AppendResult, ProduceEntry
 from pydmq.replication.delayed_produce import PendingAck, await_acks
 from pydmq.storage.api import TopicPartition
-from pydmq.storage.log import LogAppendError
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
@@ -154,14 +154,16 @@ class OffsetsLogHost(Protocol):
 
 
 class ReplicaManagerOffsetsWriter:
-    """The writer over the broker's replica manager: an acks=-1 produce of the coordinator.
+    """The writer over the broker's replica manager: an acks=-1 produce of the coordinator,
+    through ``ReplicaManager.append_records`` as Kafka's coordinator appends through
+    ``appendRecords`` (an internal origin: no produce-request checks).
 
-    Appends through ``ReplicaManager.append(required_acks=-1)`` (refused before appending when
-    the ISR is below the minimum). When the high watermark did not pass the batch at once
-    (cluster mode), the returned future is settled by the delayed-produce purgatory
-    (:func:`pydmq.replication.delayed_produce.await_acks`): NONE once committed,
-    NOT_LEADER_OR_FOLLOWER on a leadership change, NOT_ENOUGH_REPLICAS_AFTER_APPEND, or
-    REQUEST_TIMED_OUT after ``offsets.commit.timeout.ms``.
+    The leader checks and the append happen at once (refused before appending when the ISR
+    is below the minimum: :class:`CoordinatorWriteError`). When the high watermark did not
+    pass the batch at once (cluster mode), the returned future is settled by the
+    delayed-produce purgatory: NONE once committed, NOT_LEADER_OR_FOLLOWER on a leadership
+    change, NOT_ENOUGH_REPLICAS_AFTER_APPEND, or REQUEST_TIMED_OUT after
+    ``offsets.commit.timeout.ms``. Its waiting tasks run on the broker's event loop.
     """
 
     def __init__(self, broker: OffsetsLogHost, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
@@ -171,32 +173,22 @@ class ReplicaManagerOffsetsWriter:
 
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
-        replica_manager = self._broker.replica_manager
-        hosted = replica_manager.get(tp)
-        if hosted is None:
-            raise CoordinatorWriteError(
-                ErrorCode.NOT_LEADER_OR_FOLLOWER, f"{tp} is not hosted here"
-            )
-        try:
-            info = replica_manager.append(hosted, batch, required_acks=-1)
-        except LogAppendError as exc:
-            raise CoordinatorWriteError(exc.error_code, str(exc)) from None
-        required_offset = info.last_offset + 1
-        if hosted.high_watermark >= required_offset:
-            return None
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-
-        def report(code: int) -> None:
-            if not future.done():
-                future.set_result(code)
-
-        pending = PendingAck(hosted, required_offset, report)
-        task = asyncio.ensure_future(
-            await_acks(replica_manager.produce_purgatory, [pending], self._timeout_ms)
+        answer = self._broker.replica_manager.append_records(
+            [ProduceEntry(tp, batch)], -1, self._timeout_ms
         )
-        self._waiting.add(task)
-        task.add_done_callback(self._waiting.discard)
-        return future
+        if not isinstance(answer, list):
+            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+            task = asyncio.ensure_future(_settle(answer, future))
+            self._waiting.add(task)
+            task.add_done_callback(self._waiting.discard)
+            return future
+        [result] = answer
+        if result.error_code != ErrorCode.NONE:
+            raise CoordinatorWriteError(
+                result.error_code,
+                result.error_message or f"{tp}: {ErrorCode(result.error_code).name}",
+            )
+        return None
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """The high watermark reaching the partition's log end offset of now (see
@@ -232,6 +224,13 @@ class ReplicaManagerOffsetsWriter:
             await await_acks(
                 purgatory, [PendingAck(hosted, required_offset, report)], self._timeout_ms
             )
+
+
+async def _settle(answer: Awaitable[list[AppendResult]], future: asyncio.Future[int]) -> None:
+    """Resolve ``future`` with the code of the one acks=-1 append ``answer`` settles."""
+    [result] = await answer
+    if not future.done():
+        future.set_result(result.error_code)
 
 
 class ConsumerOffsetsLog:

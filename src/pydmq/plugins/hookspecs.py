@@ -138,9 +138,9 @@ def pydmq_configure(config: Mapping[str, str]) -> None:
 def pydmq_broker_startup(broker: object) -> None:
     """The broker has opened its logs and listeners and is about to serve requests.
 
-    :param broker: the :class:`~pydmq.broker.server.Broker`.
+    :param broker: the :class:`~pydmq.broker.server.Broker`, the node's broker role.
 
-    Called: once per broker start, on the event loop.
+    Called: once per broker start, on the event loop; never on a controller-only node.
 
     .. versionadded:: 0.1
     """
@@ -150,9 +150,9 @@ def pydmq_broker_startup(broker: object) -> None:
 def pydmq_broker_shutdown(broker: object) -> None:
     """The broker stopped serving and is about to close its logs.
 
-    :param broker: the :class:`~pydmq.broker.server.Broker`.
+    :param broker: the :class:`~pydmq.broker.server.Broker`, the node's broker role.
 
-    Called: once per orderly stop, on the event loop.
+    Called: once per orderly stop, on the event loop; never on a controller-only node.
 
     .. versionadded:: 0.1
     """

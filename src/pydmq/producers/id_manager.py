@@ -19,9 +19,10 @@ __all__ = ["ProducerIdBlockError", "ProducerIdManager"]
 
 
 class ProducerIdBlockError(Exception):
-    """No producer id: the next block could not be made durable."""
+    """No producer id now: the next block could not be made durable (a single node) or
+    obtained from the controller (a cluster, the subclass ProducerIdsUnavailableError)."""
 
-    error_code = ErrorCode.COORDINATOR_NOT_AVAILABLE
+    error_code: int = ErrorCode.COORDINATOR_NOT_AVAILABLE
 
 
 _BLOCK_SIZE = 1000

@@ -420,6 +420,12 @@ class ReplicaManager:
         self.fetch_purgatory.notify(tp)
         self.delete_records_purgatory.notify(tp)
 
+    def try_complete_delayed_delete_records(self) -> None:
+        """Every parked DeleteRecords checks its low watermark again (Kafka's
+        tryCompleteDelayedDeleteRecords): the alive brokers, whose followers it counts, may
+        have changed (an applied UpdateMetadata)."""
+        self.delete_records_purgatory.notify_all()
+
     def wake_waiters(self) -> None:
         """Wake every parked request (long polls, acks=-1 produces, DeleteRecords) to re-check
         now: the broker is stopping."""

@@ -38,7 +38,7 @@ class EmbeddedBroker:
         self.config = BrokerConfig(values)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._broker: object | None = None
+        self._node: object | None = None
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
         self.bootstrap = ""
@@ -66,23 +66,29 @@ class EmbeddedBroker:
         return self
 
     async def _serve(self, ready: threading.Event) -> None:
-        from pydmq.broker.server import Broker
+        from pydmq.node import Node
 
-        broker = Broker(self.config)
-        self._broker = broker
+        node = Node(self.config)
+        self._node = node
         self._stop = asyncio.Event()
-        await broker.start()
-        self.bootstrap = broker.bootstrap()
+        await node.start()
+        self.bootstrap = node.bootstrap()
         ready.set()
         try:
             await self._stop.wait()
         finally:
-            await broker.stop()
+            await node.stop()
+
+    @property
+    def node(self) -> object:
+        """The :class:`~pydmq.node.Node` (touch it only from its loop)."""
+        return self._node
 
     @property
     def broker(self) -> object:
-        """The :class:`~pydmq.broker.server.Broker` (touch it only from its loop)."""
-        return self._broker
+        """The node's :class:`~pydmq.broker.server.Broker`, its broker role (touch it only
+        from its loop)."""
+        return getattr(self._node, "broker", None)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._stop is not None and self._thread is not None:

@@ -16,6 +16,7 @@ from pydmq.broker.handlers import fetch
 from pydmq.broker.handlers._slices import SLICE_ELEMENTS
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.node import Node
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchResponse, FetchTopic
 from pydmq.protocol.records import SimpleRecord, build_batch
@@ -43,7 +44,7 @@ def _request(partitions: int) -> FetchRequest:
 
 def _ctx(broker: Broker) -> RequestContext:
     return RequestContext(
-        broker=broker,
+        broker=broker.services,
         api_key=1,
         api_version=12,
         correlation_id=1,
@@ -57,10 +58,12 @@ def _ctx(broker: Broker) -> RequestContext:
 
 def test_a_large_fetch_gives_the_loop_back_and_answers_the_same(tmp_path: Path) -> None:
     async def scenario() -> None:
-        broker = Broker(
+        node = Node(
             BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)})
         )
-        await broker.start()
+        broker = node.broker
+        assert broker is not None
+        await node.start()
         try:
             broker.topic_creator.create_topic("sliced", 2)
             log = broker.replica_manager.get(TopicPartition("sliced", 1))
@@ -84,6 +87,6 @@ def test_a_large_fetch_gives_the_loop_back_and_answers_the_same(tmp_path: Path) 
             with_records = [p for p in topic.partitions if p.records is not None and len(p.records)]
             assert {p.partition_index for p in with_records} == {1}
         finally:
-            await broker.stop()
+            await node.stop()
 
     asyncio.run(scenario())

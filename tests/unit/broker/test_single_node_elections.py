@@ -32,13 +32,16 @@ from pydmq.protocol.messages.list_partition_reassignments import (
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from support.admin_requests import context
+from support.nodes import broker_of
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
 def broker(tmp_path: Path) -> Iterator[Broker]:
-    node = Broker(BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"}))
+    node = broker_of(
+        BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+    )
     node.topic_creator.create_topic("t", 2)
     yield node
     node.replica_manager.shutdown()

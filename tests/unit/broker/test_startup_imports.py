@@ -17,10 +17,10 @@ from pathlib import Path
 CHILD = textwrap.dedent(
     """
     import json, sys
-    from pydmq.broker.server import Broker
     from pydmq.config.broker import BrokerConfig
+    from pydmq.node import Node
 
-    Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
+    Node(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
     prefixes = ("pydmq.broker.cluster", "pydmq.controller", "pydmq.raft", "pydmq.metadata")
     print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefixes))))
     """
@@ -59,15 +59,15 @@ FIRST_ADMIN_REQUEST = textwrap.dedent(
     import asyncio, json, sys
     from pydmq.api.handler import RequestContext
     from pydmq.broker.handlers import create_topics
-    from pydmq.broker.server import Broker
     from pydmq.config.broker import BrokerConfig
+    from pydmq.node import Node
     from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 
-    broker = Broker(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
+    broker = Node(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
     request = CreateTopicsRequest(
         topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)], timeout=1000
     )
-    ctx = RequestContext(broker, 19, 7, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+    ctx = RequestContext(broker.broker.services, 19, 7, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
     response = asyncio.run(create_topics.handle(ctx, request))
     assert response.topics[0].error_code == 0, response
     prefixes = ("pydmq.controller", "pydmq.raft")
@@ -103,14 +103,14 @@ def test_the_first_admin_request_imports_the_admin_handlers_only(tmp_path: Path)
 STARTED_NODE = textwrap.dedent(
     """
     import asyncio, json, sys
-    from pydmq.broker.server import Broker
     from pydmq.config.broker import BrokerConfig
+    from pydmq.node import Node
 
     async def main() -> None:
         config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]})
-        broker = Broker(config)
-        await broker.start()
-        await broker.stop()
+        node = Node(config)
+        await node.start()
+        await node.stop()
 
     asyncio.run(main())
     print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "cramjam")))

@@ -39,6 +39,7 @@ from pydmq.storage.api import LogConfig, PartitionLog, TopicPartition
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from support.admin_requests import create, delete, grow
+from support.nodes import broker_of
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -49,7 +50,7 @@ def broker(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Broker]:
     config = BrokerConfig(
         {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0", **overrides}
     )
-    node = Broker(config)
+    node = broker_of(config)
     yield node
     node.replica_manager.shutdown()
 
@@ -224,7 +225,7 @@ def test_a_cancelled_creation_leaves_nothing_and_the_next_operation_waited_for_i
 
 
 def metadata_request(broker: Broker, names: list[str]) -> dict[str, int]:
-    ctx = RequestContext(broker, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+    ctx = RequestContext(broker.services, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
     request = MetadataRequest(
         topics=[MetadataRequestTopic(name=n) for n in names], allow_auto_topic_creation=True
     )
@@ -348,7 +349,7 @@ def test_the_offsets_topic_asked_while_the_controller_is_busy_is_being_created(
         creation = asyncio.create_task(create(broker, {"t": 8 * OPEN_CHUNK}))
         for _ in range(3):
             await asyncio.sleep(0)
-        ctx = RequestContext(broker, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
+        ctx = RequestContext(broker.services, 3, 12, 1, "test", "127.0.0.1", 1, "PLAINTEXT", 1)
         request = MetadataRequest(
             topics=[MetadataRequestTopic(name=offsets)], allow_auto_topic_creation=True
         )

@@ -8,12 +8,12 @@ release is converted into the log once and kept as ``topics.json.converted``, ne
 from __future__ import annotations
 
 import json
+import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
-from pydmq.broker.server import Broker
 from pydmq.broker.topics import LocalTopicRegistry, PartitionInfo, TopicInfo
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.local import LocalController
@@ -28,6 +28,10 @@ from pydmq.metadata.records import (
 )
 from pydmq.plugins.host import PluginHost
 from pydmq.storage.api import TopicPartition
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from support.nodes import broker_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -163,7 +167,7 @@ def test_a_node_started_on_a_topics_json_serves_its_topics(tmp_path: Path) -> No
     legacy = orders()
     write_legacy_file(tmp_path / "__pydmq_metadata", legacy)
     config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
-    broker = Broker(config)
+    broker = broker_of(config)
     try:
         broker.open_logs()
         assert sorted(broker.replica_manager.partitions) == [

@@ -22,6 +22,7 @@ from pydmq.protocol.errors import ErrorCode, TopicError
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from support.admin_requests import alter_topic_configs, delete
+from support.nodes import broker_of
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -29,7 +30,9 @@ Arm = Callable[[str], None]
 
 
 def make_broker(data_dir: Path) -> Broker:
-    return Broker(BrokerConfig({"log.dirs": str(data_dir), "listeners": "PLAINTEXT://127.0.0.1:0"}))
+    return broker_of(
+        BrokerConfig({"log.dirs": str(data_dir), "listeners": "PLAINTEXT://127.0.0.1:0"})
+    )
 
 
 def log_files(metadata_log: Path) -> dict[str, bytes]:

@@ -7,12 +7,12 @@ joins failed, timers cancelled), and writes are answered once committed.
 from __future__ import annotations
 
 import asyncio
+import sys
 import uuid
 from collections.abc import Coroutine, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.coordinator.api import CoordinatorWriteError
 from pydmq.coordinator.timer import CoordinatorTimer
@@ -23,6 +23,10 @@ from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.groups.shard import GroupCoordinatorShard
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.records import Record
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from support.nodes import broker_of
 
 T = TypeVar("T")
 PARTITIONS = 4
@@ -372,7 +376,7 @@ def test_consumer_groups_follow_their_partition(tmp_path: Path) -> None:
     (memory engine) read back through ``replay_partition``."""
 
     async def scenario() -> None:
-        broker = Broker(
+        broker = broker_of(
             BrokerConfig(
                 {
                     "listeners": "PLAINTEXT://127.0.0.1:0",
@@ -485,7 +489,7 @@ class _ClusterBroker:
         self.config = SimpleNamespace(is_cluster_mode=True)
         self.node_id = 1
         self.topics = topics
-        self.cluster = SimpleNamespace(metadata_cache=_Cache(endpoints))
+        self.metadata = _Cache(endpoints)
         self.creations = 0
         broker = self
 

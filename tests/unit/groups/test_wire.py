@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.groups.api import CommitRequest
 from pydmq.groups.log import OFFSETS_TOPIC
@@ -44,6 +43,7 @@ from pydmq.testing import EmbeddedBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from support.nodes import broker_of
 from support.raw_client import RawClient
 
 METADATA = "\x00\x01\n\t\x7f é 漢字"
@@ -270,7 +270,7 @@ def test_offsets_survive_restart_on_segment_engine(tmp_path: Path) -> None:
         "log.dirs": str(tmp_path / "d"),
         "offsets.topic.num.partitions": 3,
     }
-    broker = Broker(BrokerConfig(values))
+    broker = broker_of(BrokerConfig(values))
     broker.open_logs()
     broker.group_coordinator.load()
     broker.topic_creator.create_topic("t", 2)
@@ -294,7 +294,7 @@ def test_offsets_survive_restart_on_segment_engine(tmp_path: Path) -> None:
     asyncio.run(commit())
     broker.replica_manager.shutdown()
 
-    again = Broker(BrokerConfig(values))
+    again = broker_of(BrokerConfig(values))
     again.open_logs()
     again.group_coordinator.load()
     try:

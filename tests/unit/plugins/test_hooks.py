@@ -61,8 +61,8 @@ class Recorder:
 def test_lifecycle_and_topic_hooks_fire(tmp_path: Path) -> None:
     import asyncio
 
-    from pydmq.broker.server import Broker
     from pydmq.config import BrokerConfig
+    from pydmq.node import Node
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from support.admin_requests import delete
@@ -73,12 +73,14 @@ def test_lifecycle_and_topic_hooks_fire(tmp_path: Path) -> None:
         config = BrokerConfig(
             {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0", "num.partitions": 2}
         )
-        broker = Broker(config, plugins=[recorder])
-        await broker.start()
+        node = Node(config, plugins=[recorder])
+        broker = node.broker
+        assert broker is not None
+        await node.start()
         broker.topic_creator.create_topic("hooked")
         [deleted] = await delete(broker, ["hooked"])
         assert deleted.error_code == 0
-        await broker.stop()
+        await node.stop()
 
     asyncio.run(run())
     assert recorder.calls == [
@@ -170,9 +172,9 @@ class AssignorPlugin:
 def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> None:
     import asyncio
 
-    from pydmq.broker.server import Broker
     from pydmq.config import BrokerConfig
     from pydmq.groups.consumer.api import HeartbeatRequest
+    from pydmq.node import Node
     from pydmq.protocol.errors import ErrorCode
 
     assignors = PluginHost([AssignorPlugin()]).group_assignors()
@@ -181,8 +183,10 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
 
     async def run() -> None:
         config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
-        broker = Broker(config, plugins=[AssignorPlugin()])
-        await broker.start()
+        node = Node(config, plugins=[AssignorPlugin()])
+        broker = node.broker
+        assert broker is not None
+        await node.start()
         try:
             broker.topic_creator.create_topic("assigned", num_partitions=3)
             groups = broker.group_coordinator
@@ -222,7 +226,7 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
             ).result()
             assert unknown.error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
         finally:
-            await broker.stop()
+            await node.stop()
 
     asyncio.run(run())
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from pydmq.broker.server import Broker
 from pydmq.config import BrokerConfig
+from pydmq.node import Node
 from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.storage.api import TopicPartition
 
@@ -16,8 +16,10 @@ PARTITIONS = 40
 def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
     async def run() -> None:
         config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
-        broker = Broker(config)
-        await broker.start()
+        node = Node(config)
+        broker = node.broker
+        assert broker is not None
+        await node.start()
         try:
             broker.topic_creator.create_topic("cp", PARTITIONS)
             manager = broker.replica_manager
@@ -56,6 +58,6 @@ def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
             )
             assert await manager.checkpoint_changed() == 1
         finally:
-            await broker.stop()
+            await node.stop()
 
     asyncio.run(run())

@@ -25,6 +25,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
 
 from pydmq.broker.cluster.fencing import LeaderAndEpoch
+from pydmq.broker.controller_channel import ControllerUnavailableError
 from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_quorum import (
@@ -45,10 +46,6 @@ _QUORUM_WATCH_S = 0.1  # how often a request that requires a quorum asks the vot
 DESCRIBE_QUORUM_API = 55
 DESCRIBE_QUORUM_VERSION = 2
 METADATA_TOPIC = "__cluster_metadata"
-
-
-class ControllerUnavailableError(ConnectionError):
-    """No voter accepted the request as the active controller before the deadline."""
 
 
 class QuorumLostError(ControllerUnavailableError):

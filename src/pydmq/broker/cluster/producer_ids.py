@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from pydmq.broker.cluster.controller_client import ControllerClient, ControllerUnavailableError
+from pydmq.producers.id_manager import ProducerIdBlockError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.allocate_producer_ids import (
     AllocateProducerIdsRequest,
@@ -28,7 +29,7 @@ ALLOCATE_PRODUCER_IDS_API = 67
 ALLOCATE_PRODUCER_IDS_VERSION = 0
 
 
-class ProducerIdsUnavailableError(Exception):
+class ProducerIdsUnavailableError(ProducerIdBlockError):
     """No block could be obtained; ``error_code`` is what InitProducerId answers."""
 
     def __init__(self, error_code: int, message: str) -> None:
@@ -63,7 +64,13 @@ class ProducerIdBlockManager:
             return producer_id
         return None
 
-    async def generate_producer_id(self) -> int:
+    def generate_producer_id(self) -> int | Awaitable[int]:
+        """The next producer id: at once from the current block, else awaitable once a new
+        block came (:class:`~pydmq.broker.services.ProducerIdSource`)."""
+        producer_id = self.try_generate()
+        return producer_id if producer_id is not None else self._from_new_block()
+
+    async def _from_new_block(self) -> int:
         """The next producer id, fetching a new block first if needed."""
         while True:
             producer_id = self.try_generate()

@@ -180,7 +180,7 @@ class BrokerCluster:
         controller_names = set(self.broker.config.controller_listener_names)
         protocols = self.broker.config.listener_security_protocols()
         out: list[BrokerEndpoint] = []
-        for listener in self.broker.advertised:
+        for listener in self.broker.listeners.advertised:
             if listener.name in controller_names:
                 continue
             host, port = self.broker.advertised_endpoint(listener.name)
@@ -493,9 +493,7 @@ class BrokerCluster:
         self._apply_pending()
         if self.topic_hooks_enabled:
             self._fire_topic_hooks(result)
-        # The alive brokers may have changed: DeleteRecords waiting for the low watermark
-        # count the followers on alive brokers.
-        replica_manager.delete_records_purgatory.notify_all()
+        replica_manager.try_complete_delayed_delete_records()
         if self.lifecycle.fenced:
             self.lifecycle.heartbeat_now()
         self._maybe_ready()

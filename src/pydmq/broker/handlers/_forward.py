@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pydmq.broker.controller_channel import ControllerUnavailableError
 from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -28,13 +29,6 @@ async def forward_to_controller(
     timeout_ms: int = 0,
 ) -> R:
     channel = ctx.broker.controller_channel
-    if ctx.broker.cluster is None:
-        local: R = await channel.send(ctx.api_key, ctx.api_version, request, timeout_ms, ctx)
-        return local
-    # Imported here: handler modules are imported at every start, the cluster code only in
-    # cluster mode (start-up time of a single node).
-    from pydmq.broker.cluster.forwarding import ControllerUnavailableError
-
     try:
         response: R = await channel.send(ctx.api_key, ctx.api_version, request, timeout_ms, ctx)
     except ControllerUnavailableError as exc:

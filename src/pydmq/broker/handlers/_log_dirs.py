@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import os
 
-from pydmq.broker.server import Broker
+from pydmq.broker.services import BrokerServices
 
 __all__ = ["log_dir_offline", "log_dir_path"]
 
 
-def log_dir_path(broker: Broker) -> str:
+def log_dir_path(broker: BrokerServices) -> str:
     """The absolute path of the node's log dir (not resolving symlinks, as Java's
     ``File.getAbsolutePath``)."""
     return os.path.abspath(broker.log_dir)
 
 
-def log_dir_offline(broker: Broker) -> bool:
+def log_dir_offline(broker: BrokerServices) -> bool:
     """Whether a storage failure took the log dir offline (checked now, as Kafka's
     LogDirFailureChannel would have reported it)."""
     return broker.replica_manager.check_log_dirs()

@@ -26,18 +26,15 @@ from pydmq.protocol.messages.api_versions import (
 )
 
 if TYPE_CHECKING:
-    from pydmq.broker.server import Broker
+    from collections.abc import Mapping
 
 __all__ = ["HANDLER", "unsupported_version_response"]
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 
 
-def _api_keys(broker: Broker, listener: str | None = None) -> list[ApiVersion]:
-    """What the listener serves (the client listeners' APIs when ``listener`` is None): the
-    control-plane listener advertises only its own keys, client listeners never those."""
-    dispatcher = broker.dispatcher if listener is None else broker.dispatcher_for(listener)
-    handlers = (dispatcher or broker.dispatcher).handlers
+def _api_keys(handlers: Mapping[int, ApiHandlerSpec]) -> list[ApiVersion]:
+    """The versions of ``handlers``' APIs, by key."""
     return [
         ApiVersion(
             api_key=spec.api_key,
@@ -48,10 +45,13 @@ def _api_keys(broker: Broker, listener: str | None = None) -> list[ApiVersion]:
     ]
 
 
-def unsupported_version_response(broker: Broker) -> ApiVersionsResponse:
-    """The answer to an ApiVersions version outside v0-v4, on any listener: the client
-    listeners' APIs (every dispatcher of ``broker`` is given this)."""
-    return ApiVersionsResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(broker))
+def unsupported_version_response(handlers: Mapping[int, ApiHandlerSpec]) -> ApiVersionsResponse:
+    """The answer to an ApiVersions version outside v0-v4, on any listener of a node:
+    ``handlers``' APIs (a broker's client listeners', on every listener of the node; a
+    controller-only node's own)."""
+    return ApiVersionsResponse(
+        error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=_api_keys(handlers)
+    )
 
 
 def handle(ctx: BrokerContext, request: ApiVersionsRequest) -> ApiVersionsResponse:
@@ -61,7 +61,7 @@ def handle(ctx: BrokerContext, request: ApiVersionsRequest) -> ApiVersionsRespon
     ):
         return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
     response = ApiVersionsResponse(
-        error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker, ctx.listener)
+        error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker.served_apis(ctx.listener))
     )
     if ctx.api_version >= 3:
         features = [

@@ -9,10 +9,12 @@ nothing: a serving node is never fenced, ``is_fenced`` is false. Cluster authori
 operations are -2147483648 unless requested; without an authorizer (as Kafka without one)
 every operation the CLUSTER resource supports is reported.
 
-Cluster mode answers from the metadata cache: the alive brokers with their endpoint on the
-listener asked on and the controller id as Metadata gives it (a broker). Controllers are
-described by the controller listener's own DescribeCluster; a broker asked for controllers
-answers UNSUPPORTED_ENDPOINT_TYPE, as Kafka's brokers do.
+One body serves both modes, answered from the broker's
+:class:`~pydmq.broker.services.MetadataView`. Cluster mode answers from the metadata cache: the
+alive brokers with their endpoint on the listener asked on and the controller id as Metadata
+gives it (a broker). Controllers are described by the controller listener's own
+DescribeCluster; a broker asked for controllers answers UNSUPPORTED_ENDPOINT_TYPE, as Kafka's
+brokers do.
 """
 
 from __future__ import annotations
@@ -36,12 +38,13 @@ _NOT_REQUESTED = -(2**31)
 
 def handle(ctx: BrokerContext, request: DescribeClusterRequest) -> DescribeClusterResponse:
     broker = ctx.broker
+    metadata = broker.metadata
     endpoint_type = request.endpoint_type if ctx.api_version >= 1 else ENDPOINT_BROKERS
     response = DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         endpoint_type=endpoint_type,
         cluster_id=broker.cluster_id,
-        controller_id=broker.node_id,
+        controller_id=metadata.controller_id(),
         cluster_authorized_operations=(
             CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _NOT_REQUESTED
         ),
@@ -51,44 +54,16 @@ def handle(ctx: BrokerContext, request: DescribeClusterRequest) -> DescribeClust
         response.error_message = f"Unsupported endpoint type {endpoint_type}"
         response.controller_id = -1
         return response
-    cluster = broker.cluster
-    if cluster is not None:
-        if endpoint_type != ENDPOINT_BROKERS:
-            response.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
-            response.error_message = "The broker listener does not describe controllers"
-            response.controller_id = -1
-            return response
-        cache = cluster.metadata_cache
-        alive = cache.alive_broker_ids()
-        response.controller_id = (
-            cache.controller_id
-            if cache.is_alive(cache.controller_id)
-            else (alive[0] if alive else -1)
-        )
-        for broker_id in alive:
-            cached = cache.brokers[broker_id]
-            endpoint = cached.endpoint(ctx.listener)
-            if endpoint is not None:
-                response.brokers.append(
-                    DescribeClusterBroker(
-                        broker_id=broker_id,
-                        host=endpoint[0],
-                        port=endpoint[1],
-                        rack=cached.rack,
-                        is_fenced=False,
-                    )
-                )
+    if endpoint_type == ENDPOINT_CONTROLLERS and not metadata.describes_controllers:
+        response.error_code = ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        response.error_message = "The broker listener does not describe controllers"
+        response.controller_id = -1
         return response
-    host, port = broker.advertised_endpoint(ctx.listener)
-    rack = broker.config.get("broker.rack")
     response.brokers = [
         DescribeClusterBroker(
-            broker_id=broker.node_id,
-            host=host,
-            port=port,
-            rack=None if rack is None else str(rack),
-            is_fenced=False,
+            broker_id=b.node_id, host=b.host, port=b.port, rack=b.rack, is_fenced=False
         )
+        for b in metadata.alive_brokers(ctx.listener)
     ]
     return response
 

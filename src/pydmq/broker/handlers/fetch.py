@@ -57,7 +57,7 @@ from pydmq.broker.fetch_session import (
     FetchSession,
     SessionError,
 )
-from pydmq.broker.server import Broker
+from pydmq.broker.services import BrokerServices
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import (
     FetchableTopicResponse,
@@ -74,7 +74,9 @@ __all__ = ["HANDLER"]
 _ZERO_UUID = uuid.UUID(int=0)
 
 
-def _resolve_topics(broker: Broker, request: FetchRequest, version: int) -> list[FetchTarget]:
+def _resolve_topics(
+    broker: BrokerServices, request: FetchRequest, version: int
+) -> list[FetchTarget]:
     targets: list[FetchTarget] = []
     for topic in request.topics:
         if version >= 13:
@@ -106,7 +108,7 @@ def _apply_to_session(
     session: FetchSession,
     targets: Iterable[FetchTarget],
     request: FetchRequest,
-    broker: Broker,
+    broker: BrokerServices,
     version: int,
 ) -> tuple[list[FetchTarget], list[CachedPartition]]:
     """The session's partitions after this request, as targets, with their session entries."""
@@ -253,11 +255,10 @@ def _params(ctx: BrokerContext, request: FetchRequest) -> FetchParams:
     """Who fetches and how; whether a follower's claim came the way followers fetch (the
     inter-broker listener, v15+ with the replica's broker epoch) is this layer's to say."""
     version = ctx.api_version
-    cluster = ctx.broker.cluster
     if version >= 15:
         replica_id = request.replica_state.replica_id
         replica_epoch = request.replica_state.replica_epoch
-        inter_broker = cluster is not None and ctx.listener == cluster.inter_broker_listener
+        inter_broker = ctx.listener == ctx.broker.inter_broker_listener
     else:
         replica_id, replica_epoch, inter_broker = request.replica_id, -1, False
     return FetchParams(

@@ -16,7 +16,6 @@ v0-v3 carry one key and answer in the top-level fields (error message from v1); 
 from __future__ import annotations
 
 import logging
-from typing import Protocol
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
@@ -36,13 +35,6 @@ _GROUP = 0
 _TRANSACTION = 1
 
 
-class BrokerEndpoints(Protocol):
-    """What FindCoordinator reads of the metadata cache (cluster mode): the endpoint of an
-    alive broker on a listener, None if it is not alive or has no such listener."""
-
-    def endpoint(self, broker_id: int, listener: str) -> tuple[str, int] | None: ...
-
-
 def _not_available(key: str) -> Coordinator:
     return Coordinator(
         key=key,
@@ -52,15 +44,6 @@ def _not_available(key: str) -> Coordinator:
         error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
         error_message="The coordinator is not available.",
     )
-
-
-def _metadata_cache(broker: object) -> BrokerEndpoints | None:
-    """The broker role's metadata cache (``broker.cluster.metadata_cache``)."""
-    cluster = getattr(broker, "cluster", None)
-    cache: BrokerEndpoints | None = getattr(
-        cluster if cluster is not None else broker, "metadata_cache", None
-    )
-    return cache
 
 
 def _group_coordinator_in_cluster(ctx: BrokerContext, key: str) -> Coordinator:
@@ -79,8 +62,7 @@ def _group_coordinator_in_cluster(ctx: BrokerContext, key: str) -> Coordinator:
     if leader == broker.node_id:
         host, port = broker.advertised_endpoint(ctx.listener)
         return Coordinator(key=key, node_id=leader, host=host, port=port)
-    cache = _metadata_cache(broker)
-    endpoint = None if cache is None else cache.endpoint(leader, ctx.listener)
+    endpoint = broker.metadata.endpoint(leader, ctx.listener)
     if endpoint is None:
         return _not_available(key)
     return Coordinator(key=key, node_id=leader, host=endpoint[0], port=endpoint[1])

@@ -15,16 +15,12 @@ be made durable (a full disk).
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.producers.id_manager import ProducerIdBlockError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-
-if TYPE_CHECKING:
-    from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 
 __all__ = ["HANDLER"]
 
@@ -38,30 +34,26 @@ def handle(
         return InitProducerIdResponse(
             error_code=_TRANSACTIONS_UNSUPPORTED, producer_id=-1, producer_epoch=-1
         )
-    cluster = ctx.broker.cluster
-    if cluster is not None:
-        producer_id = cluster.producer_ids.try_generate()
-        if producer_id is None:
-            return _from_new_block(cluster.producer_ids)
-        return InitProducerIdResponse(
-            error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
-        )
     try:
         producer_id = ctx.broker.producer_ids.generate_producer_id()
     except ProducerIdBlockError as exc:
-        return InitProducerIdResponse(error_code=exc.error_code, producer_id=-1, producer_epoch=-1)
-    return InitProducerIdResponse(
-        error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
-    )
+        return _unavailable(exc)
+    if isinstance(producer_id, int):
+        return InitProducerIdResponse(
+            error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
+        )
+    return _from_new_block(producer_id)
 
 
-async def _from_new_block(manager: ProducerIdBlockManager) -> InitProducerIdResponse:
-    from pydmq.broker.cluster.producer_ids import ProducerIdsUnavailableError  # cluster mode only
+def _unavailable(exc: ProducerIdBlockError) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=exc.error_code, producer_id=-1, producer_epoch=-1)
 
+
+async def _from_new_block(waiting: Awaitable[int]) -> InitProducerIdResponse:
     try:
-        producer_id = await manager.generate_producer_id()
-    except ProducerIdsUnavailableError as exc:
-        return InitProducerIdResponse(error_code=exc.error_code, producer_id=-1, producer_epoch=-1)
+        producer_id = await waiting
+    except ProducerIdBlockError as exc:
+        return _unavailable(exc)
     return InitProducerIdResponse(
         error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
     )

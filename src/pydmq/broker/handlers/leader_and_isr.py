@@ -20,10 +20,10 @@ __all__ = ["HANDLER"]
 
 
 async def handle(ctx: BrokerContext, request: LeaderAndIsrRequest) -> LeaderAndIsrResponse:
-    cluster = ctx.broker.cluster
-    if cluster is None:
+    control_plane = ctx.broker.control_plane
+    if control_plane is None:
         return LeaderAndIsrResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return await cluster.leader_and_isr(request, f"{ctx.client_host}:{ctx.client_port}")
+    return await control_plane.leader_and_isr(request, f"{ctx.client_host}:{ctx.client_port}")
 
 
 HANDLER = ApiHandlerSpec(4, 7, 7, handle, "LeaderAndIsr")

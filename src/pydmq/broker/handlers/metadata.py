@@ -40,7 +40,7 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.server import Broker
+from pydmq.broker.services import BrokerServices
 from pydmq.broker.topic_creator import NewTopic
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
@@ -65,49 +65,16 @@ _BEING_CREATED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 def _brokers(ctx: BrokerContext) -> list[MetadataResponseBroker]:
     """The alive brokers with their endpoint on the request's listener (a single node: itself)."""
-    cluster = ctx.broker.cluster
-    if cluster is None:
-        host, port = ctx.broker.advertised_endpoint(ctx.listener)
-        rack = ctx.broker.config.get("broker.rack")
-        return [
-            MetadataResponseBroker(
-                node_id=ctx.broker.node_id,
-                host=host,
-                port=port,
-                rack=None if rack is None else str(rack),
-            )
-        ]
-    out: list[MetadataResponseBroker] = []
-    for broker_id in cluster.metadata_cache.alive_broker_ids():
-        cached = cluster.metadata_cache.brokers[broker_id]
-        endpoint = cached.endpoint(ctx.listener)
-        if endpoint is None:
-            continue
-        out.append(
-            MetadataResponseBroker(
-                node_id=broker_id, host=endpoint[0], port=endpoint[1], rack=cached.rack
-            )
-        )
-    return out
+    return [
+        MetadataResponseBroker(node_id=b.node_id, host=b.host, port=b.port, rack=b.rack)
+        for b in ctx.broker.metadata.alive_brokers(ctx.listener)
+    ]
 
 
-def _controller_id(broker: Broker) -> int:
-    """A broker (clients send admin requests there): the active controller when it is also an
-    alive broker, else the lowest alive broker; a single node is its own controller."""
-    cluster = broker.cluster
-    if cluster is None:
-        return broker.node_id
-    cache = cluster.metadata_cache
-    if cache.is_alive(cache.controller_id):
-        return cache.controller_id
-    alive = cache.alive_broker_ids()
-    return alive[0] if alive else -1
-
-
-def _topic_metadata(broker: Broker, topic: TopicInfo) -> MetadataResponseTopic:
-    """A topic's answer; in cluster mode with offline replicas, and LEADER_NOT_AVAILABLE for
-    a partition whose leader is not alive."""
-    cluster = broker.cluster
+def _topic_metadata(broker: BrokerServices, topic: TopicInfo) -> MetadataResponseTopic:
+    """A topic's answer, with its offline replicas, and LEADER_NOT_AVAILABLE for a partition
+    whose leader is not alive."""
+    metadata = broker.metadata
     partitions: list[MetadataResponsePartition] = []
     for p in topic.partitions:
         answer = MetadataResponsePartition(
@@ -117,14 +84,11 @@ def _topic_metadata(broker: Broker, topic: TopicInfo) -> MetadataResponseTopic:
             leader_epoch=p.leader_epoch,
             replica_nodes=list(p.replicas),
             isr_nodes=list(p.isr),
-            offline_replicas=[],
+            offline_replicas=list(metadata.offline_replicas(TopicPartition(topic.name, p.index))),
         )
-        if cluster is not None:
-            cache = cluster.metadata_cache
-            answer.offline_replicas = list(cache.offline(TopicPartition(topic.name, p.index)))
-            if not cache.is_alive(p.leader):
-                answer.leader_id = -1
-                answer.error_code = ErrorCode.LEADER_NOT_AVAILABLE
+        if not metadata.is_alive(p.leader):
+            answer.leader_id = -1
+            answer.error_code = ErrorCode.LEADER_NOT_AVAILABLE
         partitions.append(answer)
     return MetadataResponseTopic(
         error_code=ErrorCode.NONE,
@@ -155,7 +119,9 @@ def handle(
     broker = ctx.broker
     version = ctx.api_version
     response = MetadataResponse(
-        brokers=_brokers(ctx), cluster_id=broker.cluster_id, controller_id=_controller_id(broker)
+        brokers=_brokers(ctx),
+        cluster_id=broker.cluster_id,
+        controller_id=broker.metadata.controller_id(),
     )
     all_topics = request.topics is None or (version == 0 and not request.topics)
     if all_topics:
@@ -199,7 +165,7 @@ def handle(
 
 
 async def _answer_after_creating(
-    broker: Broker,
+    broker: BrokerServices,
     response: MetadataResponse,
     answers: list[MetadataResponseTopic | str],
     names: list[str],
@@ -212,14 +178,14 @@ async def _answer_after_creating(
     return response
 
 
-def _affordable(broker: Broker) -> int:
+def _affordable(broker: BrokerServices) -> int:
     """Topics one request may auto-create: its partition budget, at least one topic (or none
     ever is)."""
     budget = broker.config.get_int("pydmq.auto.create.max.partitions")
     return max(1, budget // broker.config.get_int("num.partitions"))
 
 
-async def _auto_create(broker: Broker, names: list[str]) -> dict[str, int]:
+async def _auto_create(broker: BrokerServices, names: list[str]) -> dict[str, int]:
     """Ask the controller for ``names`` (one CreateTopics, within the request's partition
     budget; ``__consumer_offsets`` with the offsets topic settings, by its owner on a single
     node); the code to answer for each: ``_BEING_CREATED`` while it is being created (or

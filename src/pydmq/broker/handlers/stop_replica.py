@@ -19,10 +19,10 @@ __all__ = ["HANDLER"]
 
 
 async def handle(ctx: BrokerContext, request: StopReplicaRequest) -> StopReplicaResponse:
-    cluster = ctx.broker.cluster
-    if cluster is None:
+    control_plane = ctx.broker.control_plane
+    if control_plane is None:
         return StopReplicaResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return await cluster.stop_replica(request, f"{ctx.client_host}:{ctx.client_port}")
+    return await control_plane.stop_replica(request, f"{ctx.client_host}:{ctx.client_port}")
 
 
 HANDLER = ApiHandlerSpec(5, 4, 4, handle, "StopReplica")

@@ -18,10 +18,10 @@ __all__ = ["HANDLER"]
 
 
 async def handle(ctx: BrokerContext, request: UpdateMetadataRequest) -> UpdateMetadataResponse:
-    cluster = ctx.broker.cluster
-    if cluster is None:
+    control_plane = ctx.broker.control_plane
+    if control_plane is None:
         return UpdateMetadataResponse(error_code=ErrorCode.INVALID_REQUEST)
-    return await cluster.update_metadata(request, f"{ctx.client_host}:{ctx.client_port}")
+    return await control_plane.update_metadata(request, f"{ctx.client_host}:{ctx.client_port}")
 
 
 HANDLER = ApiHandlerSpec(6, 8, 8, handle, "UpdateMetadata")

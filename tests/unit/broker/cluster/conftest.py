@@ -11,6 +11,7 @@ from typing import Any
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.net.client import NodeConnection
+from pydmq.node import Node
 
 
 def free_port() -> int:
@@ -22,7 +23,7 @@ def free_port() -> int:
 
 class Cluster:
     """Nodes 1..n (broker + controller), then ``broker_only`` nodes n+1.. with the broker role
-    only; ``brokers[i]`` is node i+1. With ``replication_listener`` followers fetch on a
+    only; ``nodes[i]`` is node i+1 and ``brokers[i]`` its broker role. With ``replication_listener`` followers fetch on a
     REPLICATION listener of their own (``inter.broker.listener.name``), apart from the
     clients' PLAINTEXT one. ``plugins`` maps a node id to the plugins of that node's host.
     Use inside one ``asyncio.run``."""
@@ -42,6 +43,7 @@ class Cluster:
         self.replication_ports = [free_port() for _ in range(total)]
         controller_ports = [free_port() for _ in range(n)]
         voters = ",".join(f"{i + 1}@127.0.0.1:{controller_ports[i]}" for i in range(n))
+        self.nodes: list[Node] = []
         self.brokers: list[Broker] = []
         for i in range(total):
             listeners = [f"PLAINTEXT://127.0.0.1:{self.broker_ports[i]}"]
@@ -70,11 +72,14 @@ class Cluster:
                 )
             values.update({k.replace("_", "."): v for k, v in overrides.items()})
             node_plugins = () if plugins is None else plugins.get(i + 1, ())
-            self.brokers.append(Broker(BrokerConfig(values), plugins=node_plugins))
+            node = Node(BrokerConfig(values), plugins=node_plugins)
+            assert node.broker is not None
+            self.nodes.append(node)
+            self.brokers.append(node.broker)
         self.connections: list[NodeConnection] = []
 
     async def start(self, timeout: float = 20.0) -> None:
-        await asyncio.gather(*(b.start() for b in self.brokers))
+        await asyncio.gather(*(n.start() for n in self.nodes))
         await asyncio.wait_for(
             asyncio.gather(
                 *(b.cluster.lifecycle.unfenced.wait() for b in self.brokers if b.cluster)
@@ -89,8 +94,7 @@ class Cluster:
 
     def connect(self, index: int, listener: str) -> NodeConnection:
         """A connection to one of node ``index + 1``'s listeners, by name."""
-        broker = self.brokers[index]
-        port = broker.bound_ports[listener]
+        port = self.nodes[index].bound_ports[listener]
         conn = NodeConnection("127.0.0.1", port, client_id=f"cluster-test-{listener.lower()}")
         self.connections.append(conn)
         return conn
@@ -98,10 +102,13 @@ class Cluster:
     def broker(self, node_id: int) -> Broker:
         return self.brokers[node_id - 1]
 
+    def node(self, node_id: int) -> Node:
+        return self.nodes[node_id - 1]
+
     async def stop(self) -> None:
         for conn in self.connections:
             await conn.close()
-        await asyncio.gather(*(b.stop() for b in self.brokers), return_exceptions=True)
+        await asyncio.gather(*(n.stop() for n in self.nodes), return_exceptions=True)
 
 
 async def wait_until(

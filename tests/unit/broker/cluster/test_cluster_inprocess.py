@@ -158,7 +158,7 @@ def test_leader_failover_keeps_acknowledged_records(tmp_path: Path) -> None:
             )
             assert response.responses[0].partition_responses[0].error_code == ErrorCode.NONE
             # Controlled shutdown of the leader moves leadership to an ISR member.
-            await cluster.broker(leader).stop()
+            await cluster.node(leader).stop()
             survivors = [b for b in cluster.brokers if b.node_id != leader]
             await wait_until(
                 lambda: any(

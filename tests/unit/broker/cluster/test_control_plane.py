@@ -240,7 +240,7 @@ def test_a_broker_only_node_follows_the_new_active_controller(tmp_path: Path) ->
             first = active()
             assert first is not None
             await wait_until(lambda: (cache.controller_id, cache.controller_epoch) == first)
-            await cluster.broker(first[0]).stop()
+            await cluster.node(first[0]).stop()
             await wait_until(
                 lambda: (a := active()) is not None and a != first, timeout=20, every=0.005
             )

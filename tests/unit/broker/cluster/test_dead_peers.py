@@ -175,11 +175,12 @@ def test_controller_fences_a_broker_that_refuses_its_channel_before_its_session_
             victim = next(b for b in cluster.brokers if b.node_id != active.node_id)
             assert victim.cluster is not None
             await victim.cluster.lifecycle.stop()  # no more heartbeats
-            plane = victim.bound_ports["CONTROL_PLANE"]
-            for server in victim._servers:
+            victim_node = cluster.node(victim.node_id)
+            plane = victim_node.bound_ports["CONTROL_PLANE"]
+            for server in victim_node._servers:
                 if server.sockets and server.sockets[0].getsockname()[1] == plane:
                     server.close()
-            for connection in list(victim.connections):
+            for connection in list(victim_node.connections):
                 if connection.listener == "CONTROL_PLANE":
                     connection.close()
             # A metadata change: the channel to the victim pushes, finds its connection

@@ -35,7 +35,7 @@ def test_client_listener_opens_only_once_the_broker_is_ready(tmp_path: Path) -> 
 
     async def run() -> None:
         cluster = Cluster(tmp_path)
-        first = cluster.broker(1)
+        first = cluster.node(1)
         starting = asyncio.ensure_future(first.start())
         try:
             await wait_until(lambda: {"CONTROLLER", "CONTROL_PLANE"} <= set(first.bound_ports))
@@ -46,11 +46,12 @@ def test_client_listener_opens_only_once_the_broker_is_ready(tmp_path: Path) -> 
             await asyncio.sleep(0.5)  # time enough to open it, were it not waiting
             assert not starting.done()
             assert await _refused(cluster.broker_ports[0])
-            assert first.cluster is not None and not first.cluster.ready.is_set()
+            assert first.broker is not None and first.broker.cluster is not None
+            assert not first.broker.cluster.ready.is_set()
 
-            await asyncio.gather(*(b.start() for b in cluster.brokers[1:]))
+            await asyncio.gather(*(n.start() for n in cluster.nodes[1:]))
             await asyncio.wait_for(starting, 30)
-            assert first.cluster.ready.is_set()
+            assert first.broker.cluster.ready.is_set()
             assert not await _refused(cluster.broker_ports[0])
             metadata: MetadataResponse = await cluster.client(0).request(
                 3, 12, MetadataRequest(topics=None), timeout=10
@@ -76,7 +77,7 @@ def test_a_node_stopped_while_waiting_for_its_quorum_stops_at_once(tmp_path: Pat
 
     async def run() -> None:
         cluster = Cluster(tmp_path)
-        first = cluster.broker(1)
+        first = cluster.node(1)
         starting = asyncio.ensure_future(first.start())
         await wait_until(lambda: "CONTROL_PLANE" in first.bound_ports)
         await asyncio.sleep(0.5)

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pydmq.broker.server import Broker
+from pydmq.node import Node
 from pydmq.plugins.markers import hookimpl
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
@@ -147,15 +148,17 @@ def test_every_node_fires_the_topic_hooks_once_per_change(tmp_path: Path) -> Non
             )
             active = voters[0].active_controller_id
             stopped = next(n for n in range(1, VOTERS + 1) if n != active)
-            old = cluster.brokers[stopped - 1]
+            old = cluster.nodes[stopped - 1]
             await old.stop()
             while_down_id = await _create(cluster, "while-down", 1, 1)
             await wait_until(
                 lambda: all(r.of("while-down") for n, r in recorders.items() if n != stopped)
             )
             restarted = TopicHookRecorder()
-            node = Broker(old.config, plugins=[restarted])
-            cluster.brokers[stopped - 1] = node
+            node = Node(old.config, plugins=[restarted])
+            assert node.broker is not None
+            cluster.nodes[stopped - 1] = node
+            cluster.brokers[stopped - 1] = node.broker
             await asyncio.wait_for(node.start(), 30)
             assert {"later", "while-down"} <= restarted.at_startup
             after_id = await _create(cluster, "after-restart", 1, 1)

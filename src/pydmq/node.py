@@ -1,0 +1,256 @@
+"""Node: the composition root of one pydmq process. Nothing but the entry points imports it
+(``pydmq serve``, :mod:`pydmq.testing`'s embedded broker; a layer rule checks it).
+
+It builds every part for the configured roles (``process.roles``) and owns start and stop:
+
+- the plugin host (``pydmq_configure`` first), the data dir and the cluster id
+  (``meta.properties``), the listeners (:class:`~pydmq.net.listeners.NodeListeners`);
+- the controller role of a cluster-mode voter: the
+  :class:`~pydmq.controller.runtime.ControllerRuntime`, whose APIs are served on the
+  controller listener(s) by a dispatcher of their own, so a client on a broker listener can
+  never reach them (and vice versa);
+- the broker role (a single node, or ``broker`` in ``process.roles``): the
+  :class:`~pydmq.broker.server.Broker`, with its client and control-plane dispatchers. A
+  controller-only node has none: no replica manager, no local metadata log, no group
+  coordinator, and neither ``pydmq_broker_startup`` nor ``pydmq_broker_shutdown`` fires.
+
+Start: controller runtime, every listener bound; in cluster mode the controller and
+control-plane listeners serve first, then registration, and the client listeners serve only
+once the broker is ready (registered, unfenced, the controller's FULL metadata applied: see
+:meth:`Node.start`). Stop (SIGTERM): ControlledShutdown to the active controller (given up at
+once when the quorum has no majority left), fetchers, then the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import hashlib
+import logging
+import socket
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pydmq.api.dispatcher import RequestDispatcher
+from pydmq.broker.handlers.api_versions import unsupported_version_response
+from pydmq.broker.server import Broker
+from pydmq.config.broker import BrokerConfig
+from pydmq.net.connection import KafkaConnection
+from pydmq.net.listeners import NodeListeners
+from pydmq.plugins.host import PluginHost
+from pydmq.storage.checkpoint import write_atomically
+
+if TYPE_CHECKING:
+    from pydmq.controller.runtime import ControllerRuntime
+
+__all__ = ["Node"]
+
+log = logging.getLogger(__name__)
+
+
+class Node:
+    """One pydmq node: its roles, listeners and lifecycle (see the module docstring). Owned by
+    the event loop it starts on."""
+
+    def __init__(self, config: BrokerConfig, plugins: Iterable[object] = ()) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.plugins = PluginHost(plugins)
+        self.plugins.configure({d: str(config.get(d)) for d in config.definitions})
+        self.log_dir = config.log_dir
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = _load_or_create_cluster_id(config)
+        self.listeners = NodeListeners(config)
+        roles = config.process_roles
+        cluster_mode = config.is_cluster_mode
+        self.controller: ControllerRuntime | None = None
+        if cluster_mode and "controller" in roles:
+            from pydmq.controller.runtime import ControllerRuntime
+
+            self.controller = ControllerRuntime(self)
+        self.broker: Broker | None = None
+        if not cluster_mode or "broker" in roles:
+            self.broker = Broker(
+                config, self.plugins, self.cluster_id, self.listeners, self.controller
+            )
+        self.controller_dispatcher: RequestDispatcher[Any] | None = None
+        self._controller_listeners: set[str] = set()
+        if self.controller is not None:
+            specs = self.controller.handler_specs()
+            unsupported = (
+                self.broker.unsupported_version
+                if self.broker is not None
+                else lambda: unsupported_version_response(specs)
+            )
+            # The controller's handlers are bound to the runtime; their context's host is
+            # the node.
+            self.controller_dispatcher = RequestDispatcher(self, specs, unsupported)
+            self._controller_listeners = set(config.controller_listener_names)
+        self._servers: list[asyncio.base_events.Server] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self.connections: set[KafkaConnection] = set()
+
+    @property
+    def bound_ports(self) -> dict[str, int]:
+        """Listener name -> the port it bound (once started)."""
+        return self.listeners.bound_ports
+
+    def dispatcher_for(self, listener_name: str) -> RequestDispatcher[Any] | None:
+        """Controller listeners get the controller's APIs only; the broker's listeners (client
+        and control-plane) the broker's (see :meth:`Broker.dispatcher_for`)."""
+        if listener_name in self._controller_listeners:
+            return self.controller_dispatcher
+        if self.config.is_cluster_mode and listener_name in self.config.controller_listener_names:
+            return None  # a controller listener on a node without the controller role
+        return None if self.broker is None else self.broker.dispatcher_for(listener_name)
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open the node. Single-node mode: every listener at once. Cluster mode, broker role:
+        the controller and control-plane listeners first (without them the node could never
+        become ready), then registration, and the client listeners only once the broker is
+        ready (:meth:`Broker.join_cluster`). Every port is bound from the start (so
+        registration advertises the bound ports), but a client listener refuses connections
+        until it serves: an open client port means a ready broker."""
+        if self.controller is not None:
+            await self.controller.start()
+        broker = self.broker
+        if broker is not None:
+            broker.load()
+        servers = await self._bind_listeners()
+        self.listeners.advertise_bound_ports()
+        if broker is not None:
+            self._tasks.append(asyncio.create_task(broker.maintain()))
+            if broker.cluster is not None:
+                early = {broker.control_plane_listener, *self._controller_listeners}
+                await self._start_serving(s for name, s in servers if name in early)
+                await broker.join_cluster()
+        await self._start_serving(s for _, s in servers)
+        if broker is not None:
+            broker.serving()
+        log.info(
+            "pydmq node %d serving %s (data in %s, cluster id %s%s)",
+            self.node_id,
+            ", ".join(
+                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
+                for item in self.listeners.listeners
+                if item.name in self.bound_ports
+            ),
+            self.log_dir,
+            self.cluster_id,
+            f", roles {','.join(sorted(self.config.process_roles))}"
+            if self.config.is_cluster_mode
+            else "",
+        )
+
+    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server]]:
+        """Bind every listener this node serves, without accepting yet (a connection to a
+        bound port that does not listen is refused); returns (listener name, server)."""
+        loop = asyncio.get_running_loop()
+        max_request = self.config.get_int("socket.request.max.bytes")
+        out: list[tuple[str, asyncio.base_events.Server]] = []
+        for listener in self.listeners.listeners:
+            dispatcher = self.dispatcher_for(listener.name)
+            if dispatcher is None:
+                continue
+
+            def factory(
+                name: str = listener.name, dispatcher: RequestDispatcher[Any] = dispatcher
+            ) -> KafkaConnection:
+                connection = KafkaConnection(
+                    dispatcher, max_request, name, on_close=self._connection_closed
+                )
+                self.connections.add(connection)
+                return connection
+
+            server = await loop.create_server(
+                factory,
+                host=listener.host or None,
+                port=listener.port,
+                reuse_address=True,
+                backlog=1024,
+                start_serving=False,
+            )
+            for sock in server.sockets:
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
+            self._servers.append(server)
+            out.append((listener.name, server))
+        return out
+
+    @staticmethod
+    async def _start_serving(servers: Iterable[asyncio.base_events.Server]) -> None:
+        for server in servers:
+            if not server.is_serving():
+                await server.start_serving()
+
+    async def stop(self) -> None:
+        broker = self.broker
+        if broker is not None:
+            await broker.controlled_shutdown()
+        for server in self._servers:
+            server.close()
+        for connection in list(self.connections):
+            connection.close()
+        for server in self._servers:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 2)
+        for task in self._tasks:
+            task.cancel()
+        if broker is not None:
+            await broker.stop_cluster()
+        if self.controller is not None:
+            with contextlib.suppress(Exception):
+                await self.controller.stop()
+        if broker is not None:
+            broker.close()
+        log.info("pydmq node %d stopped", self.node_id)
+
+    def _connection_closed(self, connection: KafkaConnection) -> None:
+        self.connections.discard(connection)
+        if self.controller is not None and connection.listener in self._controller_listeners:
+            self.controller.connection_closed(connection.connection_id)
+
+    def bootstrap(self) -> str:
+        """``host:port`` of the first client listener (IPv6 hosts in brackets), for clients."""
+        internal = (
+            set(self.config.controller_listener_names) if self.config.is_cluster_mode else set()
+        )
+        if self.broker is not None and self.broker.control_plane_listener is not None:
+            internal.add(self.broker.control_plane_listener)
+        return self.listeners.bootstrap(internal)
+
+
+def _load_or_create_cluster_id(config: BrokerConfig) -> str:
+    """The id in meta.properties; a configured ``cluster.id`` must match it (Kafka's
+    InconsistentClusterIdException)."""
+    configured = config.get_str("cluster.id")
+    path = config.log_dir / "meta.properties"
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("cluster.id="):
+                stored = line.split("=", 1)[1].strip()
+                if configured and configured != stored:
+                    raise ValueError(
+                        f"cluster.id {configured!r} does not match {stored!r} in {path}"
+                    )
+                return stored
+    cluster_id = configured or _default_cluster_id(config)
+    text = f"version=1\ncluster.id={cluster_id}\nnode.id={config.node_id}\n"
+    write_atomically(str(path), text.encode())
+    return cluster_id
+
+
+def _default_cluster_id(config: BrokerConfig) -> str:
+    """A cluster's nodes derive the same id from their voters; a single node draws one."""
+    if config.is_cluster_mode:
+        voters = ",".join(
+            f"{i}@{host}:{port}"
+            for i, (host, port) in sorted(config.controller_quorum_voters.items())
+        )
+        digest = hashlib.sha256(f"pydmq-cluster:{voters}".encode()).digest()[:16]
+        return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
