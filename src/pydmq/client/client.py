@@ -71,6 +71,10 @@ class ApiKey:
     FETCH: Final = 1
     LIST_OFFSETS: Final = 2
     METADATA: Final = 3
+    OFFSET_COMMIT: Final = 8
+    OFFSET_FETCH: Final = 9
+    FIND_COORDINATOR: Final = 10
+    LIST_GROUPS: Final = 16
     API_VERSIONS: Final = 18
     CREATE_TOPICS: Final = 19
     DELETE_TOPICS: Final = 20
