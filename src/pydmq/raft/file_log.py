@@ -49,6 +49,7 @@ from pydmq.raft.log import (
     SnapshotId,
     SnapshotNotFoundError,
     check_append,
+    check_read,
     decode_snapshot,
     encode_snapshot,
     snapshot_id_of,
@@ -435,10 +436,7 @@ class FileRaftLog:
         self._durable_end = min(self._durable_end, offset)
 
     def read(self, from_offset: int, max_bytes: int) -> list[Entry]:
-        if from_offset < self._start or from_offset > self.log_end_offset:
-            raise RaftLogError(
-                f"read at {from_offset} outside [{self._start}, {self.log_end_offset}]"
-            )
+        check_read(from_offset, self._start, self.log_end_offset)
         return self._read_range(from_offset, max_bytes)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:

@@ -289,6 +289,13 @@ def check_append(entries: Sequence[Entry], log_end_offset: int, last_epoch: int)
         epoch = entry.epoch
 
 
+def check_read(from_offset: int, log_start_offset: int, log_end_offset: int) -> None:
+    """Raise :class:`RaftLogError` unless a read may start at ``from_offset`` (from the log
+    start up to the log end, where it reads nothing)."""
+    if from_offset < log_start_offset or from_offset > log_end_offset:
+        raise RaftLogError(f"read at {from_offset} outside [{log_start_offset}, {log_end_offset}]")
+
+
 class MemoryRaftLog:
     """A :class:`RaftLog` in memory, whose flushed part survives :meth:`crash` like a disk.
 
@@ -340,10 +347,7 @@ class MemoryRaftLog:
         self._flushed_end = min(self._flushed_end, offset)
 
     def read(self, from_offset: int, max_bytes: int) -> list[Entry]:
-        if from_offset < self._start or from_offset > self.log_end_offset:
-            raise RaftLogError(
-                f"read at {from_offset} outside [{self._start}, {self.log_end_offset}]"
-            )
+        check_read(from_offset, self._start, self.log_end_offset)
         out: list[Entry] = []
         size = 0
         for entry in self._entries[from_offset - self._start :]:
