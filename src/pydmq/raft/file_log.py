@@ -50,6 +50,7 @@ from pydmq.raft.log import (
     SnapshotNotFoundError,
     check_append,
     check_read,
+    check_snapshot,
     decode_snapshot,
     encode_snapshot,
     snapshot_id_of,
@@ -457,13 +458,7 @@ class FileRaftLog:
     def begin_snapshot(self, offset_exclusive: int, epoch: int) -> SnapshotId:
         """The id of a snapshot of the entries below ``offset_exclusive``, once they are
         durable: recovery trusts a snapshot only together with a log that reaches it."""
-        if not self._start < offset_exclusive <= self.log_end_offset:
-            raise RaftLogError(
-                f"snapshot at {offset_exclusive} outside ({self._start}, {self.log_end_offset}]"
-            )
-        actual = self._cache.epoch_at(offset_exclusive - 1)
-        if actual != epoch:
-            raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
+        check_snapshot(offset_exclusive, epoch, self._start, self.log_end_offset, self._cache)
         self.flush()
         return SnapshotId(offset_exclusive, epoch)
 

@@ -296,6 +296,24 @@ def check_read(from_offset: int, log_start_offset: int, log_end_offset: int) -> 
         raise RaftLogError(f"read at {from_offset} outside [{log_start_offset}, {log_end_offset}]")
 
 
+def check_snapshot(
+    offset_exclusive: int,
+    epoch: int,
+    log_start_offset: int,
+    log_end_offset: int,
+    epochs: EpochCache,
+) -> None:
+    """Raise :class:`RaftLogError` unless the entries below ``offset_exclusive`` may be
+    snapshotted as ``epoch``: the log holds the last of them, and it is of that epoch."""
+    if not log_start_offset < offset_exclusive <= log_end_offset:
+        raise RaftLogError(
+            f"snapshot at {offset_exclusive} outside ({log_start_offset}, {log_end_offset}]"
+        )
+    actual = epochs.epoch_at(offset_exclusive - 1)
+    if actual != epoch:
+        raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
+
+
 class MemoryRaftLog:
     """A :class:`RaftLog` in memory, whose flushed part survives :meth:`crash` like a disk.
 
@@ -363,13 +381,7 @@ class MemoryRaftLog:
     def create_snapshot(
         self, offset_exclusive: int, epoch: int, payloads: Sequence[bytes]
     ) -> SnapshotId:
-        if not self._start < offset_exclusive <= self.log_end_offset:
-            raise RaftLogError(
-                f"snapshot at {offset_exclusive} outside ({self._start}, {self.log_end_offset}]"
-            )
-        actual = self._cache.epoch_at(offset_exclusive - 1)
-        if actual != epoch:
-            raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
+        check_snapshot(offset_exclusive, epoch, self._start, self.log_end_offset, self._cache)
         snapshot_id = SnapshotId(offset_exclusive, epoch)
         self._snapshot = (snapshot_id, encode_snapshot(snapshot_id, payloads))
         # A snapshot only covers flushed entries (the caller snapshots committed ones), so the
