@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from pydmq.client import KafkaError
+from pydmq.client import KafkaClient, KafkaError
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
@@ -17,6 +17,7 @@ __all__ = [
     "format_table",
     "parse_key_values",
     "run_guarded",
+    "run_with_client",
 ]
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -63,6 +64,19 @@ def run_guarded(command: str, body: Callable[[], int], stderr: TextIO | None = N
     except (ValueError, OSError) as exc:
         print(f"pydmq {command}: {exc}", file=err)
         return 2
+
+
+def run_with_client(
+    command: str, args: argparse.Namespace, body: Callable[[KafkaClient], int]
+) -> int:
+    """Run ``body`` with a client of ``--bootstrap-server`` (closed afterwards), its errors
+    reported as :func:`run_guarded` does."""
+
+    def run() -> int:
+        with KafkaClient(args.bootstrap_server, client_id="pydmq-cli", timeout=args.timeout) as c:
+            return body(c)
+
+    return run_guarded(command, run)
 
 
 def _silence_stdout() -> None:

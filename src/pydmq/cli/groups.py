@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from pydmq.cli.common import add_bootstrap_argument, format_table, run_guarded
+from pydmq.cli.common import add_bootstrap_argument, format_table, run_with_client
 from pydmq.client import EARLIEST, LATEST, KafkaClient, KafkaError, error_name
 from pydmq.client.admin import (
     CONSUMER_PROTOCOL_TYPE,
@@ -159,18 +159,6 @@ def add_parser(sub: Any) -> None:
     reset.set_defaults(run=_run_reset)
 
 
-def _client(args: argparse.Namespace) -> KafkaClient:
-    return KafkaClient(args.bootstrap_server, client_id="pydmq-cli", timeout=args.timeout)
-
-
-def _guard(args: argparse.Namespace, body: Callable[[KafkaClient], int]) -> int:
-    def run() -> int:
-        with _client(args) as client:
-            return body(client)
-
-    return run_guarded("groups", run)
-
-
 def _flatten(values: Sequence[Sequence[str]]) -> list[str]:
     return [v for chunk in values for v in chunk]
 
@@ -200,7 +188,7 @@ def _run_list(args: argparse.Namespace) -> int:
             print("No consumer groups.", file=sys.stderr)
         return 0
 
-    return _guard(args, body)
+    return run_with_client("groups", args, body)
 
 
 # -- describe -------------------------------------------------------------------------------------
@@ -383,7 +371,7 @@ def _run_describe(args: argparse.Namespace) -> int:
             print("\n\n".join(blocks))
         return status
 
-    return _guard(args, body)
+    return run_with_client("groups", args, body)
 
 
 # -- delete ---------------------------------------------------------------------------------------
@@ -403,7 +391,7 @@ def _run_delete(args: argparse.Namespace) -> int:
             print(f"{text}: {why}" if why else text, file=sys.stderr)
         return status
 
-    return _guard(args, body)
+    return run_with_client("groups", args, body)
 
 
 # -- reset-offsets --------------------------------------------------------------------------------
@@ -559,4 +547,4 @@ def _run_reset(args: argparse.Namespace) -> int:
         print(f"Committed new offsets for group '{args.group}'.")
         return 0
 
-    return _guard(args, body)
+    return run_with_client("groups", args, body)

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
-from pydmq.cli.common import add_bootstrap_argument, format_table, parse_key_values, run_guarded
+from pydmq.cli.common import (
+    add_bootstrap_argument,
+    format_table,
+    parse_key_values,
+    run_with_client,
+)
 from pydmq.client import (
     EARLIEST,
     LATEST,
@@ -109,18 +114,6 @@ def add_parser(sub: Any) -> None:
     alter.set_defaults(run=_run_alter)
 
 
-def _client(args: argparse.Namespace) -> KafkaClient:
-    return KafkaClient(args.bootstrap_server, client_id="pydmq-cli", timeout=args.timeout)
-
-
-def _guard(args: argparse.Namespace, body: Callable[[KafkaClient], int]) -> int:
-    def run() -> int:
-        with _client(args) as client:
-            return body(client)
-
-    return run_guarded("topics", run)
-
-
 # -- create ---------------------------------------------------------------------------------------
 
 
@@ -151,7 +144,7 @@ def _run_create(args: argparse.Namespace) -> int:
         print(f"Created topic {args.name}.")
         return 0
 
-    return _guard(args, body)
+    return run_with_client("topics", args, body)
 
 
 # -- list -----------------------------------------------------------------------------------------
@@ -169,7 +162,7 @@ def _run_list(args: argparse.Namespace) -> int:
             print(name)
         return 0
 
-    return _guard(args, body)
+    return run_with_client("topics", args, body)
 
 
 # -- describe -------------------------------------------------------------------------------------
@@ -261,7 +254,7 @@ def _run_describe(args: argparse.Namespace) -> int:
             print("\n\n".join(blocks))
         return 0
 
-    return _guard(args, body)
+    return run_with_client("topics", args, body)
 
 
 # -- delete ---------------------------------------------------------------------------------------
@@ -290,7 +283,7 @@ def _run_delete(args: argparse.Namespace) -> int:
             raise first_error
         return 0
 
-    return _guard(args, body)
+    return run_with_client("topics", args, body)
 
 
 # -- alter ----------------------------------------------------------------------------------------
@@ -339,4 +332,4 @@ def _run_alter(args: argparse.Namespace) -> int:
             print(f"Updated configs of topic {args.name}.")
         return 0
 
-    return _guard(args, body)
+    return run_with_client("topics", args, body)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, TypeVar
 
-from pydmq.client.client import KafkaClient
+from pydmq.client.client import ApiKey, KafkaClient
 from pydmq.client.errors import KafkaError, UnsupportedApiError, raise_for_error
 from pydmq.protocol.errors import ErrorCode, ProtocolError
 from pydmq.protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
@@ -67,10 +67,6 @@ __all__ = [
 T = TypeVar("T")
 
 CONSUMER_PROTOCOL_TYPE: Final = "consumer"
-_FIND_COORDINATOR: Final = 10
-_LIST_GROUPS: Final = 16
-_OFFSET_FETCH: Final = 9
-_OFFSET_COMMIT: Final = 8
 _KEY_TYPE_GROUP: Final = 0
 # OffsetFetch/OffsetCommit v10 name topics by id only; v9 carries everything these calls need.
 _MAX_OFFSET_API_VERSION: Final = 9
@@ -223,7 +219,7 @@ def _deadline(client: KafkaClient) -> float:
 def find_coordinator(client: KafkaClient, group_id: str) -> Coordinator:
     """The coordinator of ``group_id`` (retried while it is not available yet)."""
     deadline = _deadline(client)
-    version = client.version_for(_FIND_COORDINATOR)
+    version = client.version_for(ApiKey.FIND_COORDINATOR)
     while True:
         if version >= 4:
             request = FindCoordinatorRequest(key_type=_KEY_TYPE_GROUP, coordinator_keys=[group_id])
@@ -284,14 +280,14 @@ def list_groups(
     nodes: list[int | None] = [*sorted(client.brokers)] or [None]
     seen: dict[str, GroupListing] = {}
     for node in nodes:
-        version = client.version_for(_LIST_GROUPS, node)
+        version = client.version_for(ApiKey.LIST_GROUPS, node)
         if states_filter and version < 4:
             raise UnsupportedApiError(
-                _LIST_GROUPS, "the broker cannot filter groups by state (needs ListGroups v4)"
+                ApiKey.LIST_GROUPS, "the broker cannot filter groups by state (needs ListGroups v4)"
             )
         if types_filter and version < 5:
             raise UnsupportedApiError(
-                _LIST_GROUPS, "the broker cannot filter groups by type (needs ListGroups v5)"
+                ApiKey.LIST_GROUPS, "the broker cannot filter groups by type (needs ListGroups v5)"
             )
         request = ListGroupsRequest(states_filter=states_filter, types_filter=types_filter)
         response = client.call(request, ListGroupsResponse, node_id=node)
@@ -427,7 +423,7 @@ def offset_fetch(
 
     def call(coordinator: Coordinator) -> tuple[int, dict[tuple[str, int], CommittedOffset]]:
         node = coordinator.node_id
-        version = min(client.version_for(_OFFSET_FETCH, node), _MAX_OFFSET_API_VERSION)
+        version = min(client.version_for(ApiKey.OFFSET_FETCH, node), _MAX_OFFSET_API_VERSION)
         request = OffsetFetchRequest(require_stable=require_stable)
         if version >= 8:
             request.groups = [
@@ -444,7 +440,7 @@ def offset_fetch(
         else:
             if partitions is None and version < 2:
                 raise UnsupportedApiError(
-                    _OFFSET_FETCH, "fetching all offsets of a group needs OffsetFetch v2"
+                    ApiKey.OFFSET_FETCH, "fetching all offsets of a group needs OffsetFetch v2"
                 )
             request.group_id = group_id
             request.topics = (
@@ -455,7 +451,7 @@ def offset_fetch(
                     for t, p in partitions.items()
                 ]
             )
-        response = client.send(_OFFSET_FETCH, request, node_id=node, version=version)
+        response = client.send(ApiKey.OFFSET_FETCH, request, node_id=node, version=version)
         assert isinstance(response, OffsetFetchResponse)
         out: dict[tuple[str, int], CommittedOffset] = {}
         if version >= 8:
@@ -506,7 +502,7 @@ def offset_commit(
 
     def call(coordinator: Coordinator) -> tuple[int, dict[tuple[str, int], int]]:
         node = coordinator.node_id
-        version = min(client.version_for(_OFFSET_COMMIT, node), _MAX_OFFSET_API_VERSION)
+        version = min(client.version_for(ApiKey.OFFSET_COMMIT, node), _MAX_OFFSET_API_VERSION)
         request = OffsetCommitRequest(
             group_id=group_id,
             generation_id_or_member_epoch=generation_id,
@@ -524,7 +520,7 @@ def offset_commit(
                 for topic, parts in by_topic.items()
             ],
         )
-        response = client.send(_OFFSET_COMMIT, request, node_id=node, version=version)
+        response = client.send(ApiKey.OFFSET_COMMIT, request, node_id=node, version=version)
         assert isinstance(response, OffsetCommitResponse)
         out = {
             (t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions

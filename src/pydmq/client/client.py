@@ -53,7 +53,6 @@ R = TypeVar("R")
 
 EARLIEST: Final = -2
 LATEST: Final = -1
-_ZERO_UUID: Final = uuid.UUID(int=0)
 # An address whose connection failed is tried after the others for this long.
 _AVOID_FAILED_S: Final = 10.0
 _RETRY_BACKOFF_S: Final = 0.1
@@ -71,6 +70,10 @@ class ApiKey:
     FETCH: Final = 1
     LIST_OFFSETS: Final = 2
     METADATA: Final = 3
+    OFFSET_COMMIT: Final = 8
+    OFFSET_FETCH: Final = 9
+    FIND_COORDINATOR: Final = 10
+    LIST_GROUPS: Final = 16
     API_VERSIONS: Final = 18
     CREATE_TOPICS: Final = 19
     DELETE_TOPICS: Final = 20
@@ -472,7 +475,3 @@ class KafkaClient:
 
     def topic_id(self, topic: str) -> uuid.UUID:
         return self.topic(topic).topic_id
-
-    @staticmethod
-    def is_zero_uuid(value: uuid.UUID) -> bool:
-        return value == _ZERO_UUID

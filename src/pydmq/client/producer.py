@@ -196,10 +196,6 @@ class Producer:
             self._pending.clear()
             self._send(batches)
 
-    @property
-    def pending_records(self) -> int:
-        return sum(len(p.records) for p in self._pending.values())
-
     # -- sending ------------------------------------------------------------------------------
 
     def _encode(self, tp: TopicPartition, records: list[SimpleRecord]) -> bytes:

@@ -24,8 +24,8 @@ v13+), has Kafka's fixed id ``00000000-0000-0000-0000-000000000001``.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
-from typing import Final
+from collections.abc import Callable, Sequence
+from typing import Final, TypeVar
 
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages import begin_quorum_epoch as bqe
@@ -87,6 +87,8 @@ API_VERSIONS: Final = {
     DESCRIBE_QUORUM: 2,
 }
 
+T = TypeVar("T")
+
 _TOP_LEVEL_ERRORS: Final = frozenset(
     {int(ErrorCode.INCONSISTENT_CLUSTER_ID), int(ErrorCode.INCONSISTENT_VOTER_SET)}
 )
@@ -94,6 +96,12 @@ _TOP_LEVEL_ERRORS: Final = frozenset(
 
 class WireError(ValueError):
     """A raft message on the wire that does not name ``__cluster_metadata``-0 as expected."""
+
+
+def _metadata_topics(topic_type: Callable[..., T], partition: object) -> list[T]:
+    """The ``topics`` list of a Vote, BeginQuorumEpoch, EndQuorumEpoch or DescribeQuorum
+    message: one ``topic_type`` named ``__cluster_metadata`` holding the one ``partition``."""
+    return [topic_type(topic_name=METADATA_TOPIC, partitions=[partition])]
 
 
 def _split_error(code: int) -> tuple[int, int]:
@@ -150,59 +158,46 @@ def to_wire_request(request: rm.RaftRequest) -> tuple[int, object]:
             return VOTE, vw.VoteRequest(
                 cluster_id=request.cluster_id,
                 voter_id=request.voter_id,
-                topics=[
-                    vw.TopicData(
-                        topic_name=METADATA_TOPIC,
-                        partitions=[
-                            vw.PartitionData(
-                                partition_index=METADATA_PARTITION,
-                                replica_epoch=request.replica_epoch,
-                                replica_id=request.replica_id,
-                                last_offset_epoch=request.last_offset_epoch,
-                                last_offset=request.last_offset,
-                                pre_vote=request.pre_vote,
-                            )
-                        ],
-                    )
-                ],
+                topics=_metadata_topics(
+                    vw.TopicData,
+                    vw.PartitionData(
+                        partition_index=METADATA_PARTITION,
+                        replica_epoch=request.replica_epoch,
+                        replica_id=request.replica_id,
+                        last_offset_epoch=request.last_offset_epoch,
+                        last_offset=request.last_offset,
+                        pre_vote=request.pre_vote,
+                    ),
+                ),
             )
         case rm.BeginQuorumEpochRequest():
             return BEGIN_QUORUM_EPOCH, bqe.BeginQuorumEpochRequest(
                 cluster_id=request.cluster_id,
                 voter_id=request.voter_id,
-                topics=[
-                    bqe.TopicData(
-                        topic_name=METADATA_TOPIC,
-                        partitions=[
-                            bqe.PartitionData(
-                                partition_index=METADATA_PARTITION,
-                                leader_id=request.leader_id,
-                                leader_epoch=request.leader_epoch,
-                            )
-                        ],
-                    )
-                ],
+                topics=_metadata_topics(
+                    bqe.TopicData,
+                    bqe.PartitionData(
+                        partition_index=METADATA_PARTITION,
+                        leader_id=request.leader_id,
+                        leader_epoch=request.leader_epoch,
+                    ),
+                ),
             )
         case rm.EndQuorumEpochRequest():
             return END_QUORUM_EPOCH, eqe.EndQuorumEpochRequest(
                 cluster_id=request.cluster_id,
-                topics=[
-                    eqe.TopicData(
-                        topic_name=METADATA_TOPIC,
-                        partitions=[
-                            eqe.PartitionData(
-                                partition_index=METADATA_PARTITION,
-                                leader_id=request.leader_id,
-                                leader_epoch=request.leader_epoch,
-                                preferred_successors=list(request.preferred_successors),
-                                preferred_candidates=[
-                                    eqe.ReplicaInfo(candidate_id=c)
-                                    for c in request.preferred_successors
-                                ],
-                            )
+                topics=_metadata_topics(
+                    eqe.TopicData,
+                    eqe.PartitionData(
+                        partition_index=METADATA_PARTITION,
+                        leader_id=request.leader_id,
+                        leader_epoch=request.leader_epoch,
+                        preferred_successors=list(request.preferred_successors),
+                        preferred_candidates=[
+                            eqe.ReplicaInfo(candidate_id=c) for c in request.preferred_successors
                         ],
-                    )
-                ],
+                    ),
+                ),
             )
         case rm.FetchRequest():
             return FETCH, fw.FetchRequest(
@@ -288,15 +283,12 @@ def from_wire_response(request: rm.RaftRequest, response: object) -> rm.RaftResp
             return rm.EndQuorumEpochResponse(part.error_code, part.leader_id, part.leader_epoch)
         case rm.FetchRequest():
             assert isinstance(response, fw.FetchResponse)
-            fpart: fw.PartitionData | None = None
-            for topic in response.responses:
-                if topic.partitions:
-                    fpart = topic.partitions[0]
-                    break
+            fpart = _first_partition(response.responses)
             if response.error_code or fpart is None:
                 return rm.FetchResponse(
                     response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1
                 )
+            assert isinstance(fpart, fw.PartitionData)
             diverging = None
             if fpart.diverging_epoch.epoch >= 0 and fpart.diverging_epoch.end_offset >= 0:
                 diverging = rm.EpochEndOffset(
@@ -317,15 +309,12 @@ def from_wire_response(request: rm.RaftRequest, response: object) -> rm.RaftResp
             )
         case rm.FetchSnapshotRequest():
             assert isinstance(response, fsw.FetchSnapshotResponse)
-            spart: fsw.PartitionSnapshotResponse | None = None
-            for stopic in response.topics:
-                if stopic.partitions:
-                    spart = stopic.partitions[0]
-                    break
+            spart = _first_partition(response.topics)
             if response.error_code or spart is None:
                 return rm.FetchSnapshotResponse(
                     response.error_code or ErrorCode.UNKNOWN_SERVER_ERROR, -1, -1
                 )
+            assert isinstance(spart, fsw.PartitionSnapshotResponse)
             return rm.FetchSnapshotResponse(
                 error_code=spart.error_code,
                 leader_id=spart.current_leader.leader_id,
@@ -339,6 +328,7 @@ def from_wire_response(request: rm.RaftRequest, response: object) -> rm.RaftResp
 
 
 def _first_partition(topics: Sequence[object]) -> object | None:
+    """The first partition of a response's topics (the one a raft response carries), if any."""
     for topic in topics:
         partitions: Sequence[object] = getattr(topic, "partitions", ())
         if partitions:
@@ -384,20 +374,16 @@ def vote_to_wire(response: rm.VoteResponse) -> vw.VoteResponse:
     top, partition = _split_error(response.error_code)
     return vw.VoteResponse(
         error_code=top,
-        topics=[
-            vw.TopicDataResponse(
-                topic_name=METADATA_TOPIC,
-                partitions=[
-                    vw.PartitionDataResponse(
-                        partition_index=METADATA_PARTITION,
-                        error_code=partition,
-                        leader_id=response.leader_id,
-                        leader_epoch=response.leader_epoch,
-                        vote_granted=response.vote_granted,
-                    )
-                ],
-            )
-        ],
+        topics=_metadata_topics(
+            vw.TopicDataResponse,
+            vw.PartitionDataResponse(
+                partition_index=METADATA_PARTITION,
+                error_code=partition,
+                leader_id=response.leader_id,
+                leader_epoch=response.leader_epoch,
+                vote_granted=response.vote_granted,
+            ),
+        ),
     )
 
 
@@ -416,19 +402,15 @@ def begin_to_wire(response: rm.BeginQuorumEpochResponse) -> bqe.BeginQuorumEpoch
     top, partition = _split_error(response.error_code)
     return bqe.BeginQuorumEpochResponse(
         error_code=top,
-        topics=[
-            bqe.TopicDataResponse(
-                topic_name=METADATA_TOPIC,
-                partitions=[
-                    bqe.PartitionDataResponse(
-                        partition_index=METADATA_PARTITION,
-                        error_code=partition,
-                        leader_id=response.leader_id,
-                        leader_epoch=response.leader_epoch,
-                    )
-                ],
-            )
-        ],
+        topics=_metadata_topics(
+            bqe.TopicDataResponse,
+            bqe.PartitionDataResponse(
+                partition_index=METADATA_PARTITION,
+                error_code=partition,
+                leader_id=response.leader_id,
+                leader_epoch=response.leader_epoch,
+            ),
+        ),
     )
 
 
@@ -451,19 +433,15 @@ def end_to_wire(response: rm.EndQuorumEpochResponse) -> eqe.EndQuorumEpochRespon
     top, partition = _split_error(response.error_code)
     return eqe.EndQuorumEpochResponse(
         error_code=top,
-        topics=[
-            eqe.TopicDataResponse(
-                topic_name=METADATA_TOPIC,
-                partitions=[
-                    eqe.PartitionDataResponse(
-                        partition_index=METADATA_PARTITION,
-                        error_code=partition,
-                        leader_id=response.leader_id,
-                        leader_epoch=response.leader_epoch,
-                    )
-                ],
-            )
-        ],
+        topics=_metadata_topics(
+            eqe.TopicDataResponse,
+            eqe.PartitionDataResponse(
+                partition_index=METADATA_PARTITION,
+                error_code=partition,
+                leader_id=response.leader_id,
+                leader_epoch=response.leader_epoch,
+            ),
+        ),
     )
 
 
@@ -566,20 +544,16 @@ def describe_quorum_to_wire(result: rm.DescribeQuorumResult) -> dq.DescribeQuoru
 
     return dq.DescribeQuorumResponse(
         error_code=0,
-        topics=[
-            dq.TopicDataResponse(
-                topic_name=METADATA_TOPIC,
-                partitions=[
-                    dq.PartitionDataResponse(
-                        partition_index=METADATA_PARTITION,
-                        error_code=result.error_code,
-                        leader_id=result.leader_id,
-                        leader_epoch=result.leader_epoch,
-                        high_watermark=result.high_watermark,
-                        current_voters=[state(s) for s in result.current_voters],
-                        observers=[state(s) for s in result.observers],
-                    )
-                ],
-            )
-        ],
+        topics=_metadata_topics(
+            dq.TopicDataResponse,
+            dq.PartitionDataResponse(
+                partition_index=METADATA_PARTITION,
+                error_code=result.error_code,
+                leader_id=result.leader_id,
+                leader_epoch=result.leader_epoch,
+                high_watermark=result.high_watermark,
+                current_voters=[state(s) for s in result.current_voters],
+                observers=[state(s) for s in result.observers],
+            ),
+        ),
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
 
 from pydmq.plugins.markers import hookimpl
 from pydmq.protocol.records import BatchHeader, parse_batch_header
@@ -215,26 +216,17 @@ class MemoryLog:
         self._delete_first(doomed)
         return True
 
+    def _closed(self) -> int:
+        """How many batches retention may delete: all but the last (the active segment's)."""
+        return max(len(self._data) - 1, 0)
+
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        if self.config.retention_ms < 0 or not self.config.delete:
-            return 0
-        doomed = 0
-        while doomed < len(self._headers) - 1:
-            if now_ms - self._headers[doomed].max_timestamp <= self.config.retention_ms:
-                break
-            doomed += 1
-        return self._delete_first(doomed)
+        closed = (header.max_timestamp for header in islice(self._headers, self._closed()))
+        return self._delete_first(self.config.retention_ms_breached(closed, now_ms))
 
     def delete_retention_size_breached(self) -> int:
-        retention = self.config.retention_bytes
-        if retention < 0 or self._size < retention or not self.config.delete:
-            return 0
-        diff = self._size - retention
-        doomed = 0
-        while doomed < len(self._data) - 1 and diff - len(self._data[doomed]) >= 0:
-            diff -= len(self._data[doomed])
-            doomed += 1
-        return self._delete_first(doomed)
+        closed = (len(data) for data in islice(self._data, self._closed()))
+        return self._delete_first(self.config.retention_size_breached(closed, self._size))
 
     def maybe_roll(self, now_ms: int) -> None:
         return None

@@ -29,8 +29,6 @@ from pydmq.protocol.errors import MalformedFrameError
 from pydmq.protocol.primitives import Buffer
 
 __all__ = [
-    "GROUP_METADATA_KEY_VERSION",
-    "OFFSET_COMMIT_KEY_VERSION",
     "GroupMetadataKey",
     "GroupMetadataRecord",
     "GroupMetadataValue",
@@ -43,9 +41,6 @@ __all__ = [
     "decode_offset_commit_value",
     "decoded",
 ]
-
-OFFSET_COMMIT_KEY_VERSION = OffsetCommitKey.HIGHEST_SUPPORTED_VERSION
-GROUP_METADATA_KEY_VERSION = GroupMetadataKey.HIGHEST_SUPPORTED_VERSION
 
 _T = TypeVar("_T")
 

@@ -15,7 +15,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, cast
 
-__all__ = ["CloseConnection", "Dispatch", "KafkaConnection", "Outcome"]
+__all__ = ["CloseConnection", "KafkaConnection", "Outcome"]
 
 log = logging.getLogger(__name__)
 
@@ -27,13 +27,6 @@ Outcome: TypeAlias = "Buffers | Awaitable[Buffers | None] | None"
 
 class CloseConnection(Exception):
     """Raised by a dispatcher when Kafka would close the connection (garbage, unknown API)."""
-
-
-class Dispatch:
-    """The callable the connection feeds frames to (implemented by the broker's dispatcher)."""
-
-    def __call__(self, frame: memoryview, connection: KafkaConnection) -> Outcome:
-        raise NotImplementedError
 
 
 # Per connection, zero-filled (resident) at accept: 256 KiB made 1,000 idle connections pin

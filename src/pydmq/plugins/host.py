@@ -46,13 +46,6 @@ class PluginHost:
             self._pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
         self._pm.check_pending()
 
-    @property
-    def plugin_manager(self) -> pluggy.PluginManager:
-        return self._pm
-
-    def plugin_names(self) -> list[str]:
-        return sorted(name for name, _ in self._pm.list_name_plugin() if name)
-
     def storage_engines(self) -> dict[str, StorageEngineSpec]:
         engines: dict[str, StorageEngineSpec] = {}
         for specs in self._pm.hook.pydmq_register_storage_engines():

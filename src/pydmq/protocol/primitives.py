@@ -32,7 +32,6 @@ _I64 = struct.Struct(">q")
 _U16 = struct.Struct(">H")
 _U32 = struct.Struct(">I")
 _F64 = struct.Struct(">d")
-_UUID = struct.Struct(">16s")
 
 _i8_unpack = _I8.unpack_from
 _i16_unpack = _I16.unpack_from

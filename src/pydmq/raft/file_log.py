@@ -49,6 +49,8 @@ from pydmq.raft.log import (
     SnapshotId,
     SnapshotNotFoundError,
     check_append,
+    check_read,
+    check_snapshot,
     decode_snapshot,
     encode_snapshot,
     snapshot_id_of,
@@ -435,10 +437,7 @@ class FileRaftLog:
         self._durable_end = min(self._durable_end, offset)
 
     def read(self, from_offset: int, max_bytes: int) -> list[Entry]:
-        if from_offset < self._start or from_offset > self.log_end_offset:
-            raise RaftLogError(
-                f"read at {from_offset} outside [{self._start}, {self.log_end_offset}]"
-            )
+        check_read(from_offset, self._start, self.log_end_offset)
         return self._read_range(from_offset, max_bytes)
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int] | None:
@@ -459,13 +458,7 @@ class FileRaftLog:
     def begin_snapshot(self, offset_exclusive: int, epoch: int) -> SnapshotId:
         """The id of a snapshot of the entries below ``offset_exclusive``, once they are
         durable: recovery trusts a snapshot only together with a log that reaches it."""
-        if not self._start < offset_exclusive <= self.log_end_offset:
-            raise RaftLogError(
-                f"snapshot at {offset_exclusive} outside ({self._start}, {self.log_end_offset}]"
-            )
-        actual = self._cache.epoch_at(offset_exclusive - 1)
-        if actual != epoch:
-            raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
+        check_snapshot(offset_exclusive, epoch, self._start, self.log_end_offset, self._cache)
         self.flush()
         return SnapshotId(offset_exclusive, epoch)
 

@@ -289,6 +289,31 @@ def check_append(entries: Sequence[Entry], log_end_offset: int, last_epoch: int)
         epoch = entry.epoch
 
 
+def check_read(from_offset: int, log_start_offset: int, log_end_offset: int) -> None:
+    """Raise :class:`RaftLogError` unless a read may start at ``from_offset`` (from the log
+    start up to the log end, where it reads nothing)."""
+    if from_offset < log_start_offset or from_offset > log_end_offset:
+        raise RaftLogError(f"read at {from_offset} outside [{log_start_offset}, {log_end_offset}]")
+
+
+def check_snapshot(
+    offset_exclusive: int,
+    epoch: int,
+    log_start_offset: int,
+    log_end_offset: int,
+    epochs: EpochCache,
+) -> None:
+    """Raise :class:`RaftLogError` unless the entries below ``offset_exclusive`` may be
+    snapshotted as ``epoch``: the log holds the last of them, and it is of that epoch."""
+    if not log_start_offset < offset_exclusive <= log_end_offset:
+        raise RaftLogError(
+            f"snapshot at {offset_exclusive} outside ({log_start_offset}, {log_end_offset}]"
+        )
+    actual = epochs.epoch_at(offset_exclusive - 1)
+    if actual != epoch:
+        raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
+
+
 class MemoryRaftLog:
     """A :class:`RaftLog` in memory, whose flushed part survives :meth:`crash` like a disk.
 
@@ -340,10 +365,7 @@ class MemoryRaftLog:
         self._flushed_end = min(self._flushed_end, offset)
 
     def read(self, from_offset: int, max_bytes: int) -> list[Entry]:
-        if from_offset < self._start or from_offset > self.log_end_offset:
-            raise RaftLogError(
-                f"read at {from_offset} outside [{self._start}, {self.log_end_offset}]"
-            )
+        check_read(from_offset, self._start, self.log_end_offset)
         out: list[Entry] = []
         size = 0
         for entry in self._entries[from_offset - self._start :]:
@@ -359,13 +381,7 @@ class MemoryRaftLog:
     def create_snapshot(
         self, offset_exclusive: int, epoch: int, payloads: Sequence[bytes]
     ) -> SnapshotId:
-        if not self._start < offset_exclusive <= self.log_end_offset:
-            raise RaftLogError(
-                f"snapshot at {offset_exclusive} outside ({self._start}, {self.log_end_offset}]"
-            )
-        actual = self._cache.epoch_at(offset_exclusive - 1)
-        if actual != epoch:
-            raise RaftLogError(f"snapshot epoch {epoch} but entry epoch is {actual}")
+        check_snapshot(offset_exclusive, epoch, self._start, self.log_end_offset, self._cache)
         snapshot_id = SnapshotId(offset_exclusive, epoch)
         self._snapshot = (snapshot_id, encode_snapshot(snapshot_id, payloads))
         # A snapshot only covers flushed entries (the caller snapshots committed ones), so the

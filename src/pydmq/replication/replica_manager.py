@@ -232,9 +232,6 @@ class ReplicaManager:
             self._engines[name] = engine
         return engine
 
-    def engine_names(self) -> list[str]:
-        return sorted(self._engine_specs)
-
     def strategy(self, name: str) -> ReplicationStrategy:
         """The replication strategy registered as ``name`` (``isr`` when none is)."""
         strategy = self._strategies.get(name)
@@ -603,19 +600,6 @@ class ReplicaManager:
                 log.exception("log maintenance failed for %s", partition.tp)
         self.check_log_dirs()
         return deleted
-
-    def flush_all(self) -> None:
-        """Flush every partition; a storage failure of one does not stop the others (the
-        first is raised at the end)."""
-        failed: KafkaStorageError | None = None
-        for partition in list(self.partitions.values()):
-            try:
-                partition.log.flush()
-            except KafkaStorageError as exc:
-                failed = failed or exc
-        self.check_log_dirs()
-        if failed is not None:
-            raise failed
 
     async def checkpoint_changed(self, producer_snapshots: bool = True) -> int:
         """Checkpoint the partitions whose high watermark (and, with ``producer_snapshots``,

@@ -92,6 +92,12 @@ class ReplicationStrategySpec:
     description: str = ""
 
 
+def _clean_leader(replicas: Sequence[int], isr: Sequence[int], live: Collection[int]) -> int:
+    """Kafka's clean election: the first replica (in assignment order) that is live and in
+    the ISR, else -1."""
+    return next((replica for replica in replicas if replica in live and replica in isr), -1)
+
+
 def _min_leo(leader_leo: int, isr_leos: Mapping[int, int]) -> int:
     high_watermark = leader_leo
     for leo in isr_leos.values():
@@ -125,14 +131,10 @@ class IsrStrategy:
         live: Collection[int],
         unclean_allowed: bool,
     ) -> int:
-        for replica in replicas:
-            if replica in live and replica in isr:
-                return replica
-        if unclean_allowed:
-            for replica in replicas:
-                if replica in live:
-                    return replica
-        return -1
+        leader = _clean_leader(replicas, isr, live)
+        if leader == -1 and unclean_allowed:
+            return next((replica for replica in replicas if replica in live), -1)
+        return leader
 
 
 class QuorumStrategy:
@@ -163,10 +165,7 @@ class QuorumStrategy:
         unclean_allowed: bool,
     ) -> int:
         # Never unclean: a replica outside the ISR may miss committed writes.
-        for replica in replicas:
-            if replica in live and replica in isr:
-                return replica
-        return -1
+        return _clean_leader(replicas, isr, live)
 
 
 ISR_STRATEGY: ReplicationStrategy = IsrStrategy()

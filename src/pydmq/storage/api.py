@@ -16,7 +16,7 @@ damage, and must say so in an ERROR log line).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -86,6 +86,34 @@ class LogConfig:
         if self.compact:
             return min(self.segment_ms, self.max_compaction_lag_ms)
         return self.segment_ms
+
+    def retention_ms_breached(self, max_timestamps: Iterable[int], now_ms: int) -> int:
+        """How many of the oldest closed segments retention.ms deletes, given their largest
+        timestamps oldest first (never the active segment): those older than it, up to the
+        first that is not; 0 with retention.ms -1 or without "delete" in cleanup.policy."""
+        if self.retention_ms < 0 or not self.delete:
+            return 0
+        doomed = 0
+        for max_timestamp in max_timestamps:
+            if now_ms - max_timestamp <= self.retention_ms:
+                break
+            doomed += 1
+        return doomed
+
+    def retention_size_breached(self, sizes: Iterable[int], log_size: int) -> int:
+        """How many of the oldest closed segments retention.bytes deletes, given their sizes
+        oldest first (never the active segment) and the log's: the most whose deletion leaves
+        at least retention.bytes; 0 with retention.bytes -1 or without "delete"."""
+        if self.retention_bytes < 0 or log_size < self.retention_bytes or not self.delete:
+            return 0
+        excess = log_size - self.retention_bytes
+        doomed = 0
+        for size in sizes:
+            if excess < size:
+                break
+            excess -= size
+            doomed += 1
+        return doomed
 
 
 @dataclass(frozen=True, slots=True)

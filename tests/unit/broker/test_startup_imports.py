@@ -92,7 +92,7 @@ def test_the_first_admin_request_imports_the_admin_handlers_only(tmp_path: Path)
     assert (
         not {
             "pydmq.controller.handlers.listener",
-            "pydmq.controller.handlers.vote",
+            "pydmq.controller.handlers.raft",
             "pydmq.controller.runtime",
             "pydmq.raft.core",
         }

@@ -4,7 +4,7 @@ every one with the controller's error when it cannot run or commit the operation
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from pydmq.controller.handlers._common import AdminController, run_operation
@@ -25,8 +25,31 @@ class _Resource(Protocol):
     resource_name: str
 
 
-WantedT = TypeVar("WantedT")
-ResultT = TypeVar("ResultT")
+WantedT = TypeVar("WantedT", contravariant=True)
+ResultT = TypeVar("ResultT", covariant=True)
+
+
+class _ConfigOperation(Protocol[WantedT]):
+    """:func:`~pydmq.controller.operations.alter_configs` or its incremental twin."""
+
+    def __call__(
+        self,
+        image: MetadataImage,
+        ctx: OperationContext,
+        resources: Sequence[WantedT],
+        /,
+        *,
+        validate_only: bool = False,
+    ) -> ControllerResult[list[ConfigResourceResult]]: ...
+
+
+class _ResourceResponse(Protocol[ResultT]):
+    """The generated ``AlterConfigsResourceResponse`` of AlterConfigs or
+    IncrementalAlterConfigs."""
+
+    def __call__(
+        self, *, error_code: int, error_message: str | None, resource_type: int, resource_name: str
+    ) -> ResultT: ...
 
 
 async def answer_config_resources(
@@ -34,20 +57,23 @@ async def answer_config_resources(
     resources: Sequence[_Resource],
     wanted: Sequence[WantedT],
     validate_only: bool,
-    operation: Callable[
-        [MetadataImage, OperationContext, Sequence[WantedT], bool],
-        ControllerResult[list[ConfigResourceResult]],
-    ],
-    result: Callable[[int, str | None, int, str], ResultT],
+    operation: _ConfigOperation[WantedT],
+    response: _ResourceResponse[ResultT],
 ) -> list[ResultT]:
-    """``operation(image, context, wanted, validate_only)`` run on ``controller``; one
-    ``result(code, message, resource type, name)`` per resource."""
+    """``operation(image, context, wanted, validate_only=...)`` run on ``controller``; one
+    ``response`` per resource."""
     results, error, message = await run_operation(
         controller,
-        lambda image: operation(image, controller.operation_context, wanted, validate_only),
+        lambda image: operation(
+            image, controller.operation_context, wanted, validate_only=validate_only
+        ),
     )
-    if results is None:
-        return [result(error, message, r.resource_type, r.resource_name) for r in resources]
+    answers = (
+        [(error, message, r.resource_type, r.resource_name) for r in resources]
+        if results is None
+        else [(r.error_code, r.error_message, r.resource_type, r.resource_name) for r in results]
+    )
     return [
-        result(r.error_code, r.error_message, r.resource_type, r.resource_name) for r in results
+        response(error_code=code, error_message=text, resource_type=rtype, resource_name=name)
+        for code, text, rtype, name in answers
     ]

@@ -31,12 +31,8 @@ def make_handler(controller: AdminController) -> ApiHandlerSpec:
             request.resources,
             wanted,
             request.validate_only,
-            lambda image, context, resources, validate_only: alter_configs(
-                image, context, resources, validate_only=validate_only
-            ),
-            lambda code, message, rtype, name: AlterConfigsResourceResponse(
-                error_code=code, error_message=message, resource_type=rtype, resource_name=name
-            ),
+            alter_configs,
+            AlterConfigsResourceResponse,
         )
         return AlterConfigsResponse(responses=responses)
 

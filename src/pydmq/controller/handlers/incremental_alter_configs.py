@@ -39,12 +39,8 @@ def make_handler(controller: AdminController) -> ApiHandlerSpec:
             request.resources,
             wanted,
             request.validate_only,
-            lambda image, context, resources, validate_only: incremental_alter_configs(
-                image, context, resources, validate_only=validate_only
-            ),
-            lambda code, message, rtype, name: AlterConfigsResourceResponse(
-                error_code=code, error_message=message, resource_type=rtype, resource_name=name
-            ),
+            incremental_alter_configs,
+            AlterConfigsResourceResponse,
         )
         return IncrementalAlterConfigsResponse(responses=responses)
 

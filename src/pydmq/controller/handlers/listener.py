@@ -8,18 +8,14 @@ from pydmq.controller.handlers import (
     allocate_producer_ids,
     alter_partition,
     api_versions,
-    begin_quorum_epoch,
     broker_heartbeat,
     broker_registration,
     controlled_shutdown,
     describe_cluster,
     describe_quorum,
-    end_quorum_epoch,
-    fetch,
-    fetch_snapshot,
-    vote,
 )
 from pydmq.controller.handlers.admin import admin_handler_specs
+from pydmq.controller.handlers.raft import raft_handler_specs
 
 if TYPE_CHECKING:
     from pydmq.api.handler import ApiHandlerSpec
@@ -28,15 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["controller_handler_specs"]
 
 _MODULES = (
-    fetch,
     controlled_shutdown,
     api_versions,
-    vote,
-    begin_quorum_epoch,
-    end_quorum_epoch,
     describe_quorum,
     alter_partition,
-    fetch_snapshot,
     describe_cluster,
     broker_registration,
     broker_heartbeat,
@@ -47,5 +38,6 @@ _MODULES = (
 def controller_handler_specs(runtime: ControllerRuntime) -> dict[int, ApiHandlerSpec]:
     """Every controller-listener handler bound to ``runtime``, by API key."""
     specs = [module.make_handler(runtime) for module in _MODULES]
+    specs.extend(raft_handler_specs(runtime))
     specs.extend(admin_handler_specs(runtime).values())
     return {spec.api_key: spec for spec in sorted(specs, key=lambda s: s.api_key)}

@@ -36,6 +36,7 @@ __all__ = [
     "move_replicas_away",
     "operation_context",
     "partition_change",
+    "partition_change_to",
     "strategy_for",
     "unclean_allowed",
 ]
@@ -191,6 +192,24 @@ def partition_change(
     if rec == PartitionChangeRecord(partition_id, topic_id):
         return None
     return rec
+
+
+def partition_change_to(
+    topic_id: uuid.UUID, partition_id: int, old: PartitionRegistration, new: PartitionRegistration
+) -> PartitionChangeRecord | None:
+    """The PartitionChangeRecord turning ``old`` into ``new`` (replicas, ISR, leader,
+    reassignment and leader recovery state; replay bumps the epochs), None when they agree."""
+    return partition_change(
+        topic_id,
+        partition_id,
+        old,
+        isr=new.isr,
+        leader=new.leader,
+        replicas=new.replicas,
+        removing_replicas=new.removing_replicas,
+        adding_replicas=new.adding_replicas,
+        leader_recovery_state=new.leader_recovery_state,
+    )
 
 
 def elect(

@@ -14,8 +14,9 @@ so brokers learn exactly what changed; ``validate_only`` checks and writes nothi
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pydmq.config.definitions import ConfigError, ConfigType, parse_value
 from pydmq.config.dynamic import (
@@ -86,6 +87,9 @@ class ConfigResourceResult:
     error_message: str | None = None
 
 
+ResourceT = TypeVar("ResourceT", AlterConfigsResource, IncrementalAlterConfigsResource)
+
+
 def _topic_exists(image: MetadataImage, resource_type: int, name: str) -> None:
     if resource_type != RESOURCE_TOPIC:
         raise TopicOperationError(
@@ -150,12 +154,20 @@ def _replace(
             raise TopicOperationError(
                 ErrorCode.INVALID_CONFIG, f"{key} cannot change after a topic is created"
             )
+    return _config_records(RESOURCE_TOPIC, name, current, explicit)
+
+
+def _config_records(
+    resource_type: int, name: str, current: Mapping[str, str], new: Mapping[str, str]
+) -> list[MetadataRecord]:
+    """The ConfigRecords turning resource ``name``'s configs from ``current`` into ``new``:
+    a null value for each key ``new`` leaves out, the value for each key it sets or changes."""
     records: list[MetadataRecord] = [
-        ConfigRecord(RESOURCE_TOPIC, name, key, None) for key in current if key not in explicit
+        ConfigRecord(resource_type, name, key, None) for key in current if key not in new
     ]
     records.extend(
-        ConfigRecord(RESOURCE_TOPIC, name, key, value)
-        for key, value in explicit.items()
+        ConfigRecord(resource_type, name, key, value)
+        for key, value in new.items()
         if current.get(key) != value
     )
     return records
@@ -200,15 +212,7 @@ def _broker_records(
         layer = updated_layer({} if replace else current, changes, effective)
     except DynamicConfigError as exc:
         raise TopicOperationError(ErrorCode(exc.error_code), exc.message) from None
-    records: list[MetadataRecord] = [
-        ConfigRecord(RESOURCE_BROKER, name, key, None) for key in current if key not in layer
-    ]
-    records.extend(
-        ConfigRecord(RESOURCE_BROKER, name, key, value)
-        for key, value in layer.items()
-        if current.get(key) != value
-    )
-    return records
+    return _config_records(RESOURCE_BROKER, name, current, layer)
 
 
 def alter_configs(
@@ -220,32 +224,20 @@ def alter_configs(
 ) -> ControllerResult[list[ConfigResourceResult]]:
     """Replace each resource's configs (keys left out are deleted): a topic's explicit
     configs, or a BROKER resource's dynamic layer."""
-    records: list[MetadataRecord] = []
-    results: list[ConfigResourceResult] = []
-    for res in resources:
-        try:
-            if res.resource_type == RESOURCE_BROKER:
-                changes = _broker_records(
-                    image,
-                    ctx,
-                    res.resource_name,
-                    [(key, OP_SET, value) for key, value in res.configs.items()],
-                    replace=True,
-                )
-            else:
-                _topic_exists(image, res.resource_type, res.resource_name)
-                changes = _replace(image, ctx, res.resource_name, res.configs)
-        except TopicOperationError as exc:
-            results.append(
-                ConfigResourceResult(
-                    res.resource_type, res.resource_name, exc.error_code, exc.message
-                )
+
+    def changes(res: AlterConfigsResource) -> list[MetadataRecord]:
+        if res.resource_type == RESOURCE_BROKER:
+            return _broker_records(
+                image,
+                ctx,
+                res.resource_name,
+                [(key, OP_SET, value) for key, value in res.configs.items()],
+                replace=True,
             )
-            continue
-        results.append(ConfigResourceResult(res.resource_type, res.resource_name, ErrorCode.NONE))
-        if not validate_only:
-            records.extend(changes)
-    return ControllerResult(records, results)
+        _topic_exists(image, res.resource_type, res.resource_name)
+        return _replace(image, ctx, res.resource_name, res.configs)
+
+    return _per_resource(resources, changes, validate_only)
 
 
 def incremental_alter_configs(
@@ -261,18 +253,30 @@ def incremental_alter_configs(
     Topic errors: unknown operation or a null value to SET/APPEND/SUBTRACT -> INVALID_REQUEST;
     unknown name, bad value, APPEND/SUBTRACT on a non-list -> INVALID_CONFIG.
     """
+
+    def changes(res: IncrementalAlterConfigsResource) -> list[MetadataRecord]:
+        if res.resource_type == RESOURCE_BROKER:
+            return _broker_records(image, ctx, res.resource_name, res.operations, replace=False)
+        _topic_exists(image, res.resource_type, res.resource_name)
+        new = _apply_operations(image.topic_config(res.resource_name), res.operations)
+        return _replace(image, ctx, res.resource_name, new)
+
+    return _per_resource(resources, changes, validate_only)
+
+
+def _per_resource(
+    resources: Sequence[ResourceT],
+    changes: Callable[[ResourceT], list[MetadataRecord]],
+    validate_only: bool,
+) -> ControllerResult[list[ConfigResourceResult]]:
+    """The records of ``changes(resource)`` for each resource it accepts (none when
+    ``validate_only``), and a result per resource in request order: NONE, or the error a
+    refused one raised (TopicOperationError's code, INVALID_CONFIG for a ConfigError)."""
     records: list[MetadataRecord] = []
     results: list[ConfigResourceResult] = []
     for res in resources:
         try:
-            if res.resource_type == RESOURCE_BROKER:
-                changes = _broker_records(
-                    image, ctx, res.resource_name, res.operations, replace=False
-                )
-            else:
-                _topic_exists(image, res.resource_type, res.resource_name)
-                new = _apply_operations(image.topic_config(res.resource_name), res.operations)
-                changes = _replace(image, ctx, res.resource_name, new)
+            accepted = changes(res)
         except (TopicOperationError, ConfigError) as exc:
             code = getattr(exc, "error_code", ErrorCode.INVALID_CONFIG)
             results.append(
@@ -281,5 +285,5 @@ def incremental_alter_configs(
             continue
         results.append(ConfigResourceResult(res.resource_type, res.resource_name, ErrorCode.NONE))
         if not validate_only:
-            records.extend(changes)
+            records.extend(accepted)
     return ControllerResult(records, results)

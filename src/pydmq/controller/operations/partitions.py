@@ -18,6 +18,7 @@ from pydmq.controller.operations.common import (
     elect,
     electable_brokers,
     partition_change,
+    partition_change_to,
     strategy_for,
 )
 from pydmq.controller.operations.reassignment import completed_reassignment
@@ -194,17 +195,7 @@ def _isr_change(
     )
     strategy = strategy_for(image, ctx, topic.name)
     target = completed_reassignment(proposed, strategy, electable_brokers(image))
-    return partition_change(
-        topic.topic_id,
-        item.partition_id,
-        p,
-        isr=target.isr,
-        leader=target.leader,
-        replicas=target.replicas,
-        removing_replicas=target.removing_replicas,
-        adding_replicas=target.adding_replicas,
-        leader_recovery_state=target.leader_recovery_state,
-    )
+    return partition_change_to(topic.topic_id, item.partition_id, p, target)
 
 
 def _elect_one(

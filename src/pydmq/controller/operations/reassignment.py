@@ -20,7 +20,7 @@ from pydmq.controller.operations.common import (
     elect,
     electable_brokers,
     find_partition,
-    partition_change,
+    partition_change_to,
     strategy_for,
 )
 from pydmq.metadata.image import MetadataImage, PartitionRegistration
@@ -156,17 +156,7 @@ def alter_partition_reassignments(
             continue
         strategy = strategy_for(image, ctx, topic.name)
         target = _reassign(p, req.replicas, strategy, live)
-        rec = partition_change(
-            topic.topic_id,
-            req.partition_id,
-            p,
-            isr=target.isr,
-            leader=target.leader,
-            replicas=target.replicas,
-            removing_replicas=target.removing_replicas,
-            adding_replicas=target.adding_replicas,
-            leader_recovery_state=target.leader_recovery_state,
-        )
+        rec = partition_change_to(topic.topic_id, req.partition_id, p, target)
         if rec is not None:
             records.append(rec)
         results.append(ReassignmentResult(req.topic, req.partition_id, ErrorCode.NONE))

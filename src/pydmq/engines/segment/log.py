@@ -444,28 +444,12 @@ class SegmentLog:
         return True
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        retention_ms = self.config.retention_ms
-        if retention_ms < 0 or not self.config.delete:
-            return 0
-        doomed = 0
-        for segment in list(self._segments)[:-1]:
-            if now_ms - segment.max_timestamp <= retention_ms:
-                break
-            doomed += 1
-        return self._delete_prefix(doomed)
+        closed = (segment.max_timestamp for segment in list(self._segments)[:-1])
+        return self._delete_prefix(self.config.retention_ms_breached(closed, now_ms))
 
     def delete_retention_size_breached(self) -> int:
-        retention_bytes = self.config.retention_bytes
-        if retention_bytes < 0 or self._size < retention_bytes or not self.config.delete:
-            return 0
-        diff = self._size - retention_bytes
-        doomed = 0
-        for segment in list(self._segments)[:-1]:
-            if diff - segment.size < 0:
-                break
-            diff -= segment.size
-            doomed += 1
-        return self._delete_prefix(doomed)
+        closed = (segment.size for segment in list(self._segments)[:-1])
+        return self._delete_prefix(self.config.retention_size_breached(closed, self._size))
 
     # -- compaction (the CompactableLog port) -----------------------------------------------
 

@@ -388,6 +388,8 @@ class ClassicGroupManager:
     def _await_join(
         self, group: ClassicGroup, member: MemberMetadata, *, rebalance: bool
     ) -> asyncio.Future[JoinResult]:
+        """The future of ``member``'s JoinGroup; a rebalance starts (``rebalance``) or the
+        join in progress completes if this member was the last one it waited for."""
         future: asyncio.Future[JoinResult] = self._loop().create_future()
         member.join_future = future
         if rebalance:
@@ -410,15 +412,11 @@ class ClassicGroupManager:
             protocols=list(req.protocols),
             is_new=True,
         )
-        future: asyncio.Future[JoinResult] = self._loop().create_future()
-        member.join_future = future
         group.add(member)
         group.new_member_added = True
-        if group.is_in(GroupState.PREPARING_REBALANCE):
-            self._maybe_complete_join(group)
-        else:
-            self._prepare_rebalance(group)
-        return future
+        return self._await_join(
+            group, member, rebalance=not group.is_in(GroupState.PREPARING_REBALANCE)
+        )
 
     def _update_member_and_rebalance(
         self, group: ClassicGroup, member: MemberMetadata, req: JoinRequest

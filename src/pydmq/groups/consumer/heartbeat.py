@@ -33,6 +33,7 @@ committed group running.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import Callable
@@ -228,22 +229,8 @@ def _replace_static_member(
     target = group.target.get(old.member_id, {})
     for record in _member_tombstones(group_id, old.member_id):
         change.emit(record)
-    new = ConsumerGroupMember(
-        member_id=new_id,
-        instance_id=old.instance_id,
-        rack_id=old.rack_id,
-        client_id=old.client_id,
-        client_host=old.client_host,
-        rebalance_timeout_ms=old.rebalance_timeout_ms,
-        subscribed_topic_names=old.subscribed_topic_names,
-        subscribed_topic_regex=old.subscribed_topic_regex,
-        server_assignor=old.server_assignor,
-        member_epoch=old.member_epoch,
-        previous_member_epoch=old.previous_member_epoch,
-        state=old.state,
-        assigned=old.assigned,
-        pending_revocation=old.pending_revocation,
-    )
+    # The old member under the new id and no longer left; only its records are written.
+    new = dataclasses.replace(old, member_id=new_id, left_static=False, compiled_regex=None)
     change.emit(rec.member_metadata_record(group_id, new_id, _metadata(new)))
     change.emit(rec.target_member_record(group_id, new_id, target))
     change.emit(rec.current_member_record(group_id, new_id, _current(new)))
