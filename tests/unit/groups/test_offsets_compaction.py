@@ -70,20 +70,35 @@ class CompactedOffsetsLog:
     "segment" of that engine), read back at load across the gaps cleanings leave."""
 
     num_partitions = 1
-    cluster_mode = False
 
-    def __init__(self) -> None:
+    def __init__(self, *, cluster_mode: bool = False) -> None:
+        self.cluster_mode = cluster_mode
         self.log = MemoryLog(LogConfig(segment_bytes=1, retention_ms=-1, compact=True))
+        self.hold = False  # cluster mode: appends commit at :meth:`settle`
+        self.waiting: list[asyncio.Future[int]] = []
 
     def partition_for(self, group_id: str) -> int:
         return 0
 
-    def append(self, partition: int, records: Sequence[CoordinatorRecord]) -> None:
+    def append(
+        self, partition: int, records: Sequence[CoordinatorRecord]
+    ) -> asyncio.Future[int] | None:
         batch = build_batch(
             [SimpleRecord(key, value) for key, value in records],
             base_offset=self.log.log_end_offset,
         )
         self.log.append(batch, list(iter_batch_headers(batch)))
+        if not self.hold:
+            return None
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self.waiting.append(future)
+        return future
+
+    def settle(self) -> None:
+        """Commit the appends waiting, oldest first."""
+        waiting, self.waiting = self.waiting, []
+        for future in waiting:
+            future.set_result(E.NONE)
 
     def await_committed(self, partition: int) -> None:
         return None
@@ -119,6 +134,7 @@ def wall_ms() -> int:
 
 
 def make(log: CompactedOffsetsLog, topics: Topics) -> GroupCoordinator:
+    """A coordinator of ``log``, loaded (single-node mode) or waiting for its election."""
     config = GroupConfig(
         initial_rebalance_delay_ms=0,
         min_session_timeout_ms=10,
@@ -331,6 +347,55 @@ def test_an_empty_kip848_group_stays_while_one_of_its_offsets_has_not_expired() 
         assert c.expire_offsets(expiry) == 1  # t-0; t-1 has a longer retention time
         await asyncio.sleep(0)
         assert "g" in c.consumer_groups and set(c.offsets.all("g")) == {("t", 1)}
+        c.stop()
+
+    run(scenario())
+
+
+def test_an_expiring_kip848_group_is_kept_when_a_member_joins_meanwhile() -> None:
+    """The deletion of an expired group is keyed by the group: it runs after the heartbeat in
+    flight that adds a member, sees it, and writes nothing."""
+
+    async def scenario() -> None:
+        log, topics = CompactedOffsetsLog(cluster_mode=True), Topics()
+        topics.add("t", 4)
+        c = make(log, topics)
+        loading = c.on_elected(0, 1)
+        assert loading is not None
+        await loading
+        joined = c.consumer_group_heartbeat(
+            HeartbeatRequest(
+                "g",
+                "a",
+                0,
+                rebalance_timeout_ms=30_000,
+                topic_partitions={},
+                subscribed_topic_names=["t"],
+            )
+        )
+        log.settle()
+        await joined
+        left = c.consumer_group_heartbeat(HeartbeatRequest("g", "a", -1))
+        log.settle()
+        await left
+        assert not c.consumer_groups["g"].members
+        log.hold = True
+        rejoined = c.consumer_group_heartbeat(
+            HeartbeatRequest(
+                "g",
+                "b",
+                0,
+                rebalance_timeout_ms=30_000,
+                topic_partitions={},
+                subscribed_topic_names=["t"],
+            )
+        )
+        c.expire_offsets(wall_ms())  # the group has no offsets: it would go, but for "b"
+        for _ in range(5):
+            log.settle()
+            await asyncio.sleep(0)
+        assert (await rejoined).error_code == E.NONE
+        assert set(c.consumer_groups["g"].members) == {"b"}
         c.stop()
 
     run(scenario())
