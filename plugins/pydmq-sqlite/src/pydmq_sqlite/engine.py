@@ -370,10 +370,16 @@ class SqliteLog:
             )
             for h, batch in zip(headers, cleaned.batches, strict=True)
         ]
-        with self._db:
-            removed = self._delete_where("base_offset>=? AND base_offset<?", (first, end))
-            assert removed == len(old)
-            self._db.executemany("INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        size = self._size
+        try:
+            with self._db:  # rolled back whole if any statement fails
+                removed = self._delete_where("base_offset>=? AND base_offset<?", (first, end))
+                assert removed == len(old)
+                self._db.executemany("INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        except BaseException:
+            self._size = size
+            cleaned.abort()
+            raise
         self._size += cleaned.size
         return True
 
