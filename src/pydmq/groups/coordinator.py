@@ -761,7 +761,7 @@ class GroupCoordinator:
 
     def _retention_tick(self, shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
         self._schedule_retention(shard)
-        result = retention.expire(shard, self._clock(), self.config.offsets_retention_ms)
+        result = self._expire(shard, self._clock())
         if result.response:
             log.info(
                 "expiring %d committed offsets of %s-%d",
@@ -771,15 +771,33 @@ class GroupCoordinator:
             )
         return CoordinatorResult(result.records, None)
 
+    def _expire(
+        self, shard: GroupCoordinatorShard, now: int
+    ) -> CoordinatorResult[GroupRecord, int]:
+        """The retention write of ``shard`` at ``now``; the KIP-848 groups it leaves empty
+        and without offsets are deleted by writes keyed by each group, queued behind it."""
+        retention_ms = self.config.offsets_retention_ms
+        for group_id in retention.expiring_consumer_groups(shard, now, retention_ms):
+
+            def delete(
+                shard: GroupCoordinatorShard, group_id: str = group_id
+            ) -> CoordinatorResult[GroupRecord, None]:
+                log.info("deleting consumer group %s: empty, its offsets expired", group_id)
+                return retention.expire_consumer_group(shard, group_id, now, retention_ms)
+
+            self._writes.schedule(group_id, delete, key=group_id).add_done_callback(_log_failure)
+        return retention.expire(shard, now, retention_ms)
+
     def expire_offsets(self, now_ms: int | None = None) -> int:
         """Tombstone expired offsets of Empty groups in every partition loaded here; drop
-        Empty groups left without any. Returns how many offsets were tombstoned."""
+        Empty groups left without any (KIP-848 groups: by writes queued behind). Returns how
+        many offsets were tombstoned."""
         now = self._clock() if now_ms is None else now_ms
         expired = 0
 
         def expire(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, int]:
             nonlocal expired
-            result = retention.expire(shard, now, self.config.offsets_retention_ms)
+            result = self._expire(shard, now)
             expired += result.response
             return result
 

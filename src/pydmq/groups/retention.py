@@ -4,8 +4,12 @@ Kafka 4's rules: committed offsets of a group expire ``offsets.retention.minutes
 group became Empty (a classic group with a protocol type), else (simple consumers, KIP-848
 groups without members) after their commit (or their explicit expiry); only groups without
 members lose offsets. An Empty classic group left without offsets is then deleted (by the
-replay of its tombstone). Run by the shard's retention timer and by
-``GroupCoordinator.expire_offsets``.
+replay of its tombstone), and so is a KIP-848 group without members left without offsets (its
+group, partition-metadata and target-epoch tombstones; as Kafka's ``cleanupGroupMetadata``), in
+a write of its own keyed by the group, so that it runs after a heartbeat in flight and finds the
+member that heartbeat added. Every deletion is a tombstone: once the log cleaner has removed
+the records and then the tombstones, a load rebuilds no deleted group or offset. Run by the
+shard's retention timer and by ``GroupCoordinator.expire_offsets``.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pydmq.groups.classic.group import GroupState
 from pydmq.groups.records import GroupMetadataRecord
 from pydmq.groups.shard import GroupCoordinatorShard, GroupRecord
 
-__all__ = ["expire"]
+__all__ = ["expire", "expire_consumer_group", "expiring_consumer_groups"]
 
 
 def expire(
@@ -47,3 +51,33 @@ def expire(
         records += offsets.delete_records(group_id, doomed)
         expired += len(doomed)
     return CoordinatorResult(records, expired)
+
+
+def expiring_consumer_groups(
+    shard: GroupCoordinatorShard, now: int, retention_ms: int
+) -> list[str]:
+    """The KIP-848 groups of ``shard`` that :func:`expire_consumer_group` deletes."""
+    return [g for g in shard.consumer.groups if _expiring(shard, g, now, retention_ms)]
+
+
+def expire_consumer_group(
+    shard: GroupCoordinatorShard, group_id: str, now: int, retention_ms: int
+) -> CoordinatorResult[GroupRecord, None]:
+    """The tombstones deleting ``group_id`` and its offsets if it is still a KIP-848 group
+    without members whose offsets have all expired (or that has none); else no records."""
+    if not _expiring(shard, group_id, now, retention_ms):
+        return CoordinatorResult((), None)
+    offsets = shard.offsets
+    records: list[GroupRecord] = [
+        *offsets.delete_records(group_id, list(offsets.all(group_id))),
+        *shard.consumer.delete_records(group_id),
+    ]
+    return CoordinatorResult(records, None)
+
+
+def _expiring(shard: GroupCoordinatorShard, group_id: str, now: int, retention_ms: int) -> bool:
+    group = shard.consumer.groups.get(group_id)
+    if group is None or group.members:
+        return False
+    offsets = shard.offsets
+    return len(offsets.expired(group_id, now, retention_ms, None)) == offsets.count(group_id)

@@ -373,6 +373,17 @@ class StorageEngineConformance(CompactionConformance):
         assert log.delete_retention_ms_breached(10**12) == 0
         assert log.delete_retention_size_breached() == 0
 
+    def test_retention_only_with_the_delete_policy(self, engine: StorageEngine) -> None:
+        one = len(make_batch(0))
+        log = engine.open_log(
+            TP, LogConfig(segment_bytes=1, retention_ms=1, retention_bytes=one, delete=False)
+        )
+        for i in range(4):
+            append_batches(log, make_batch(i, timestamp=0))
+        assert log.delete_retention_ms_breached(10**12) == 0  # cleanup.policy=compact
+        assert log.delete_retention_size_breached() == 0
+        assert (log.log_start_offset, log.size_in_bytes) == (0, 4 * one)
+
     def test_retention_by_size(self, engine: StorageEngine) -> None:
         one = len(make_batch(0))
         log = self._log(engine, segment_bytes=1, retention_bytes=one * 5 // 2)

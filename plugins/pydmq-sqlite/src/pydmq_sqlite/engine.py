@@ -2,9 +2,12 @@
 
 Table ``batches`` is keyed by (topic, partition, base_offset) and holds last_offset,
 max_timestamp, leader_epoch and the batch bytes. Each batch counts as one "segment" for
-retention (the last batch is the active one). Every mutation is one transaction; with WAL and
-``synchronous=NORMAL`` a commit survives a process crash, and ``flush`` checkpoints the WAL.
-Owned by the broker's event loop; not thread-safe.
+retention and compaction (the last batch is the active one). Every mutation is one
+transaction; with WAL and ``synchronous=NORMAL`` a commit survives a process crash, and
+``flush`` checkpoints the WAL. Owned by the broker's event loop; not thread-safe: the log
+cleaner's thread only sees bytes taken on the loop (:class:`SqliteBatches`) and fills a
+:class:`SqliteCleanedSegment` in memory, and the swap is one transaction on the loop that
+deletes the rows of the cleaned range and inserts the cleaned batches (a crash leaves either).
 """
 
 from __future__ import annotations
@@ -15,14 +18,16 @@ from collections.abc import Iterator, Mapping, Sequence
 
 from pydmq.protocol.records import BatchHeader, parse_batch_header
 from pydmq.storage.api import (
+    CleanedSegment,
     FetchDataInfo,
     LogConfig,
     OffsetOutOfRangeError,
+    SegmentInfo,
     TimestampAndOffset,
     TopicPartition,
 )
 
-__all__ = ["SqliteLog", "SqliteStorageEngine"]
+__all__ = ["SqliteBatches", "SqliteCleanedSegment", "SqliteLog", "SqliteStorageEngine"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs (
@@ -39,6 +44,45 @@ CREATE TABLE IF NOT EXISTS checkpoints (
     topic TEXT NOT NULL, partition INTEGER NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (topic, partition, name));
 """
+
+
+class SqliteBatches:
+    """The bytes of one batch row ("segment"), read on the event loop; handed to a cleaner
+    thread, which never touches the database."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def batches(self) -> Iterator[bytes]:
+        yield self._data
+
+    def close(self) -> None:
+        return None
+
+
+class SqliteCleanedSegment:
+    """Cleaned batches collected in memory by a cleaner thread until the swap (on the event
+    loop) writes them as rows."""
+
+    def __init__(self, owner: SqliteLog) -> None:
+        self.owner = owner
+        self.batches: list[bytes] = []
+        self._size = 0
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    def append(self, batch: bytes | memoryview) -> None:
+        self.batches.append(bytes(batch))
+        self._size += len(batch)
+
+    def finish(self) -> None:
+        return None  # durable when the swap's transaction commits
+
+    def abort(self) -> None:
+        self.batches = []
+        self._size = 0
 
 
 class SqliteLog:
@@ -62,6 +106,7 @@ class SqliteLog:
             self._key,
         ).fetchone()
         self._size = int(size)
+        self._cleaning_generation = 0
 
     @property
     def log_start_offset(self) -> int:
@@ -177,6 +222,7 @@ class SqliteLog:
     def truncate_to(self, offset: int) -> None:
         if offset >= self._log_end_offset:
             return
+        self._cleaning_generation += 1
         if offset < self._log_start_offset:
             self.truncate_fully_and_start_at(offset)
             return
@@ -192,6 +238,7 @@ class SqliteLog:
             self._save_offsets()
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        self._cleaning_generation += 1
         with self._db:
             self._delete_where("1", ())
             self._log_start_offset = self._log_end_offset = offset
@@ -228,7 +275,7 @@ class SqliteLog:
         return True
 
     def delete_retention_ms_breached(self, now_ms: int) -> int:
-        if self.config.retention_ms < 0:
+        if self.config.retention_ms < 0 or not self.config.delete:
             return 0
         active = self._last_base()
         doomed: list[int] = []
@@ -244,7 +291,7 @@ class SqliteLog:
 
     def delete_retention_size_breached(self) -> int:
         retention = self.config.retention_bytes
-        if retention < 0 or self._size < retention:
+        if retention < 0 or self._size < retention or not self.config.delete:
             return 0
         diff = self._size - retention
         doomed: list[int] = []
@@ -261,6 +308,80 @@ class SqliteLog:
 
     def maybe_roll(self, now_ms: int) -> None:
         return None
+
+    # -- compaction (the CompactableLog port): each batch row is a segment ----------------
+
+    @property
+    def cleaning_generation(self) -> int:
+        return self._cleaning_generation
+
+    def _segments(self, where: str, params: tuple[object, ...]) -> list[SegmentInfo]:
+        return [
+            SegmentInfo(int(base), int(last) + 1, int(size), int(ts), int(ts))
+            for base, last, size, ts in self._db.execute(
+                "SELECT base_offset, last_offset, LENGTH(data), max_timestamp FROM batches"
+                f" WHERE topic=? AND partition=? AND {where} ORDER BY base_offset",
+                (*self._key, *params),
+            )
+        ]
+
+    def closed_segments(self) -> list[SegmentInfo]:
+        return self._segments("base_offset<?", (self._last_base(),))
+
+    def open_segment_batches(self, segment: SegmentInfo) -> SqliteBatches:
+        row = self._db.execute(
+            "SELECT data FROM batches WHERE topic=? AND partition=? AND base_offset=?",
+            (*self._key, segment.base_offset),
+        ).fetchone()
+        if row is None or segment not in self._segments("base_offset=?", (segment.base_offset,)):
+            raise ValueError(f"{segment} is not a segment of the log")
+        if segment.base_offset >= self._last_base():
+            raise ValueError(f"{segment} is the active segment")
+        return SqliteBatches(bytes(row[0]))
+
+    def new_cleaned_segment(self, base_offset: int, end_offset: int) -> SqliteCleanedSegment:
+        return SqliteCleanedSegment(self)
+
+    def replace_segments(
+        self, old: Sequence[SegmentInfo], cleaned: CleanedSegment, generation: int
+    ) -> bool:
+        if not isinstance(cleaned, SqliteCleanedSegment) or cleaned.owner is not self:
+            raise TypeError(f"not a cleaned segment of this log: {cleaned!r}")
+        if not old:
+            cleaned.abort()
+            return False
+        first, end = old[0].base_offset, old[-1].next_offset
+        if (
+            generation != self._cleaning_generation
+            or end > self._last_base()  # the active "segment" is never replaced
+            or self._segments("base_offset>=? AND base_offset<?", (first, end)) != list(old)
+        ):
+            cleaned.abort()
+            return False
+        headers = [parse_batch_header(batch) for batch in cleaned.batches]
+        rows = [
+            (
+                *self._key,
+                h.base_offset,
+                h.last_offset,
+                h.max_timestamp,
+                h.partition_leader_epoch,
+                batch,
+            )
+            for h, batch in zip(headers, cleaned.batches, strict=True)
+        ]
+        size = self._size
+        try:
+            with self._db:  # rolled back whole if any statement fails
+                removed = self._delete_where("base_offset>=? AND base_offset<?", (first, end))
+                assert removed == len(old)
+                self._db.executemany("INSERT INTO batches VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        except BaseException:
+            self._size = size
+            cleaned.abort()
+            raise
+        self._size += cleaned.size
+        return True
 
     def flush(self) -> None:
         self._db.execute("PRAGMA wal_checkpoint(FULL)")
