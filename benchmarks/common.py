@@ -38,10 +38,19 @@ CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECOD
 
 
 def tree_env(src: str | None) -> dict[str, str]:
-    """:data:`CHILD_ENV` with source tree ``src`` first on PYTHONPATH (None: as installed)."""
+    """:data:`CHILD_ENV` with source tree ``src`` first on PYTHONPATH (None: as installed),
+    followed by that tree's own ``plugins/pydmq-sqlite/src`` when it has one: the installed
+    plugin (an entry point every node loads) is the current tree's, which an older tree's
+    storage port may not serve."""
     if src is None:
         return CHILD_ENV
-    path = [str(Path(src).resolve()), *filter(None, [CHILD_ENV.get("PYTHONPATH")])]
+    root = Path(src).resolve()
+    plugin = root.parent / "plugins" / "pydmq-sqlite" / "src"
+    path = [
+        str(root),
+        *([str(plugin)] if plugin.is_dir() else []),
+        *filter(None, [CHILD_ENV.get("PYTHONPATH")]),
+    ]
     return {**CHILD_ENV, "PYTHONPATH": os.pathsep.join(path)}
 
 
