@@ -9,6 +9,14 @@ cleaned and, among those past ``max.compaction.lag.ms`` or at or above their
 (:func:`~pydmq.cleaner.log_cleaner.clean_log`), and sleeps ``log.cleaner.backoff.ms`` when
 nothing is cleanable. Settings are read at every pass, so the dynamic ``log.cleaner.*`` broker
 configs apply without a restart (a changed thread count at the next pass).
+
+A cleaning that fails on a storage error (a full disk, an I/O error: the log's own write path
+reports and handles those) is retried after the backoff. Any other failure (a batch the cleaner
+cannot read, a bug) marks the partition uncleanable, as Kafka does: it is skipped from then on,
+so one bad log does not take a cleaner thread's every pass, until its log is replaced (the
+partition deleted and re-created, or re-opened after a follower's re-fetch) or the broker
+restarts. :meth:`LogCleanerManager.uncleanable_partitions` lists them (Kafka's
+``uncleanable-partitions-count``).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from pydmq.cleaner.log_cleaner import (
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.errors import KafkaStorageError
 from pydmq.storage.log import UnifiedLog
 
 __all__ = ["LogCleanerManager", "LoopOwner"]
@@ -91,6 +100,8 @@ class LogCleanerManager:
         self._stopping = stopping
         self._lock = threading.Lock()
         self._in_progress: set[TopicPartition] = set()
+        # partition -> the log that failed to clean (a new log object is cleanable again)
+        self._uncleanable: dict[TopicPartition, UnifiedLog] = {}
         self._threads: dict[int, threading.Thread] = {}
         self.throttler = Throttler(settings().io_max_bytes_per_second)
         self.cleanings = 0  # completed cleanings, for tests and figures
@@ -176,10 +187,14 @@ class LogCleanerManager:
             )
         except CleanerStoppedError:
             raise
-        except Exception:
-            # Kafka marks such a partition uncleanable; here it is retried after the backoff.
-            log.exception("cleaning %s failed", plan.tp)
+        except (KafkaStorageError, OSError):
+            log.warning("cleaning %s failed on a storage error; retried", plan.tp, exc_info=True)
             self._stopping.wait(self._settings().backoff_ms / 1000)
+            return
+        except Exception:
+            log.exception("cleaning %s failed: the partition is marked uncleanable", plan.tp)
+            with self._lock:
+                self._uncleanable[plan.tp] = plan.log
             return
         with self._lock:
             self.cleanings += 1
@@ -200,9 +215,11 @@ class LogCleanerManager:
         """On the owner: the log to clean next (marked in progress), or None."""
         now_ms = int(time.time() * 1000)
         best: LogToClean | None = None
-        for tp, unified in self._logs():
+        hosted = list(self._logs())
+        self._forget_replaced_logs(hosted)
+        for tp, unified in hosted:
             with self._lock:
-                if tp in self._in_progress:
+                if tp in self._in_progress or tp in self._uncleanable:
                     continue
             plan = plan_cleaning(tp, unified, now_ms)
             if plan is None or not plan.config.compact or not plan.cleanable:
@@ -213,3 +230,16 @@ class LogCleanerManager:
             with self._lock:
                 self._in_progress.add(best.tp)
         return best
+
+    def _forget_replaced_logs(self, hosted: list[tuple[TopicPartition, UnifiedLog]]) -> None:
+        """Unmark the uncleanable partitions whose failed log is no longer the one hosted."""
+        current = dict(hosted)
+        with self._lock:
+            for tp, failed in list(self._uncleanable.items()):
+                if current.get(tp) is not failed:
+                    del self._uncleanable[tp]
+
+    def uncleanable_partitions(self) -> list[TopicPartition]:
+        """The partitions skipped since their cleaning failed (see the module docstring)."""
+        with self._lock:
+            return sorted(self._uncleanable)

@@ -11,10 +11,12 @@ import pytest
 
 from pydmq.cleaner.config import CleanerSettings
 from pydmq.cleaner.manager import LogCleanerManager, LoopOwner
+from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
 from pydmq.engines.memory import MemoryLog
 from pydmq.protocol.records import SimpleRecord, build_batch, iter_batch_headers
 from pydmq.storage.api import LogConfig, TopicPartition
+from pydmq.storage.errors import KafkaStorageError
 from pydmq.storage.log import UnifiedLog
 from pydmq.testing.conformance_compaction import read_all_records
 
@@ -138,3 +140,63 @@ def test_the_throttler_sleeps_what_the_rate_asks() -> None:
     throttler.acquire(100)  # 600 bytes in 1.5 s: under the rate
     assert slept == [0.5]
     assert Throttler(float("inf")).acquire(1 << 40) is None
+
+
+def test_a_log_whose_cleaning_fails_is_marked_uncleanable_until_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bad, good = TopicPartition("bad", 0), TopicPartition("good", 0)
+    hosted = {bad: updated_log(bad, 60), good: updated_log(good, 30)}
+    failures = {"bad": ValueError("unreadable batch")}
+
+    def cleaning(plan: object, *args: object) -> object:
+        raise failures[plan.tp.topic]  # type: ignore[attr-defined]
+
+    monkeypatch.setattr("pydmq.cleaner.manager.clean_log", cleaning)
+    manager = LogCleanerManager(
+        lambda: CleanerSettings(backoff_ms=0),
+        lambda: list(hosted.items()),
+        lambda f: f(),
+        threading.Event(),
+    )
+    plan = manager.grab_filthiest_log()
+    assert plan is not None and plan.tp == bad  # the dirtiest
+    manager._clean(plan, OffsetMap(0))
+    manager._in_progress.clear()
+    assert manager.uncleanable_partitions() == [bad]
+    again = manager.grab_filthiest_log()
+    assert again is not None and again.tp == good  # "bad" is skipped, "good" still cleaned
+    manager._in_progress.clear()
+
+    hosted[bad] = updated_log(bad, 60)  # the partition re-created: a new log
+    replaced = manager.grab_filthiest_log()
+    assert replaced is not None and replaced.tp == bad
+    assert manager.uncleanable_partitions() == []
+
+
+@pytest.mark.parametrize(
+    "error", [OSError(28, "No space left on device"), KafkaStorageError("io", "/d", offline=False)]
+)
+def test_a_storage_error_is_retried_rather_than_marking_the_log(
+    monkeypatch: pytest.MonkeyPatch, error: Exception
+) -> None:
+    tp = TopicPartition("t", 0)
+    hosted = {tp: updated_log(tp, 60)}
+
+    def cleaning(*args: object) -> object:
+        raise error
+
+    monkeypatch.setattr("pydmq.cleaner.manager.clean_log", cleaning)
+    manager = LogCleanerManager(
+        lambda: CleanerSettings(backoff_ms=0),
+        lambda: list(hosted.items()),
+        lambda f: f(),
+        threading.Event(),
+    )
+    plan = manager.grab_filthiest_log()
+    assert plan is not None
+    manager._clean(plan, OffsetMap(0))
+    manager._in_progress.clear()
+    assert manager.uncleanable_partitions() == []
+    retried = manager.grab_filthiest_log()
+    assert retried is not None and retried.tp == tp
