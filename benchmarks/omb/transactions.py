@@ -118,7 +118,7 @@ def produce_mixed(
 
 def consume(target: str, bootstrap: str, partitions: int, isolation: str, expected: int) -> Figure:
     """Read every partition from offset 0 to its end for ``isolation``."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 
     consumer = Consumer(
         {
@@ -139,11 +139,12 @@ def consume(target: str, bootstrap: str, partitions: int, isolation: str, expect
         started = last = time.perf_counter()
         while len(at_end) < partitions and time.perf_counter() - started < 300:
             for message in consumer.consume(10_000, 0.1):
-                if message.error() is None:
+                error = message.error()
+                if error is None:
                     seen += 1
                     last = time.perf_counter()
-                elif message.error().code() == -191:  # _PARTITION_EOF
-                    at_end.add(message.partition())
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(int(message.partition() or 0))
     finally:
         consumer.close()
     if isolation == "read_committed" and seen != expected:
