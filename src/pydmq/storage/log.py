@@ -41,6 +41,7 @@ from pydmq.protocol.records import (
     SimpleRecord,
     build_batch,
     decode_records,
+    has_record_without_key,
     iter_record_timestamps,
     parse_batch_header,
     patch_offsets,
@@ -400,15 +401,15 @@ class UnifiedLog:
         return isinstance(config, LogConfig) and config.compact
 
     def _require_keys(self, records: memoryview, header: BatchHeader, policy: AppendPolicy) -> None:
-        """Kafka's LogValidator: a compacted topic refuses a record without a key (the
-        records are decoded for it, on compacted topics only)."""
+        """Kafka's LogValidator: a compacted topic refuses a record without a key (each
+        record's key length is read for it, on compacted topics only)."""
         try:
-            decoded = decode_records(
+            keyless = has_record_without_key(
                 records, header, max_decompressed=policy.max_decompressed_bytes
             )
         except CorruptRecordError as exc:
             raise LogAppendError(exc.error_code, str(exc)) from None
-        if any(record.key is None for record in decoded):
+        if keyless:
             tp = getattr(self.engine_log, "tp", None)  # both built-in engines know theirs
             raise LogAppendError(
                 ErrorCode.INVALID_RECORD,

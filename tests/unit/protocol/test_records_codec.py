@@ -22,6 +22,7 @@ from pydmq.protocol.records import (
     build_batch,
     build_end_txn_marker,
     decode_records,
+    has_record_without_key,
     iter_batch_headers,
     iter_records,
     parse_batch_header,
@@ -338,3 +339,30 @@ def test_parse_batch_header_framing_errors() -> None:
         list(iter_batch_headers(data + data[:30]))  # torn tail
     assert read_frame_length(data, 0) == (0, len(data))
     assert read_frame_length(data[:11], 0) is None
+
+
+@pytest.mark.parametrize("codec", CODECS)
+@given(records=st.lists(record_st, min_size=1, max_size=20))
+@settings(max_examples=60, deadline=None)
+def test_the_key_scan_agrees_with_decoding(codec: int, records: list[SimpleRecord]) -> None:
+    """A compacted topic's key check reads only key lengths: it agrees with a full decode."""
+    data = build_batch(records, compression=codec)
+    header = next(iter_batch_headers(data))
+    decoded = decode_records(data, header)
+    assert has_record_without_key(data, header) == any(r.key is None for r in decoded)
+
+
+def test_the_key_scan_refuses_a_corrupt_key_length_and_a_truncated_varint() -> None:
+    data = bytearray(build_batch([SimpleRecord(b"k", b"v", (), 1)]))
+    header = next(iter_batch_headers(data))
+    # record: length, attributes, timestamp delta, offset delta, key length (zig-zag 1 = b"\x02")
+    key_length_at = BATCH_HEADER_SIZE + 4
+    assert data[key_length_at] == 0x02
+    data[key_length_at] = 0x03  # -2
+    with pytest.raises(CorruptRecordError, match="invalid key length -2"):
+        has_record_without_key(data, header)
+    record_end = BATCH_HEADER_SIZE + 1 + data[BATCH_HEADER_SIZE] // 2
+    for position in range(key_length_at - 2, record_end):  # a timestamp delta without an end
+        data[position] = 0x80
+    with pytest.raises(CorruptRecordError, match="varint"):
+        has_record_without_key(data, header)
