@@ -312,6 +312,14 @@ def _read_varint(data: bytes, position: int, end: int, max_bytes: int) -> tuple[
         shift += 7
 
 
+def _record_span(data: bytes, position: int, end: int) -> tuple[int, int]:
+    """Where the record whose length varint is at ``position`` starts and ends."""
+    length, position = _read_varint(data, position, end, 5)
+    if length <= 0 or length > end - position:
+        raise CorruptRecordError(f"invalid record length {length}")
+    return position, position + length
+
+
 def _read_bytes(
     data: bytes, position: int, end: int, what: str, *, nullable: bool = True
 ) -> tuple[bytes | None, int]:
@@ -371,11 +379,8 @@ def decode_records(
     records: list[Record] = []
     position = 0
     for _ in range(count):
-        length, position = _read_varint(data, position, end, 5)
-        if length <= 0 or length > end - position:
-            raise CorruptRecordError(f"invalid record length {length}")
-        record_end = position + length
-        position += 1  # attributes (int8, unused)
+        start, record_end = _record_span(data, position, end)
+        position = start + 1  # attributes (int8, unused)
         timestamp_delta, position = _read_varint(data, position, record_end, 10)
         offset_delta, position = _read_varint(data, position, record_end, 5)
         key, position = _read_bytes(data, position, record_end, "key")
@@ -397,7 +402,7 @@ def decode_records(
             headers.append((header_key, header_value))
         if position != record_end:
             raise CorruptRecordError(
-                f"record declared {length} bytes but its fields end {record_end - position} "
+                f"record declared {record_end - start} bytes but its fields end {record_end - position} "
                 "bytes early"
             )
         records.append(
@@ -434,10 +439,7 @@ def iter_record_timestamps(
     log_append_time = header.max_timestamp if header.is_log_append_time else None
     position = 0
     for _ in range(count):
-        length, position = _read_varint(data, position, end, 5)
-        if length <= 0 or length > end - position:
-            raise CorruptRecordError(f"invalid record length {length}")
-        record_end = position + length
+        position, record_end = _record_span(data, position, end)
         timestamp_delta, field = _read_varint(data, position + 1, record_end, 10)
         offset_delta, _ = _read_varint(data, field, record_end, 5)
         timestamp = base_timestamp + timestamp_delta if log_append_time is None else log_append_time
@@ -460,10 +462,7 @@ def has_record_without_key(
     end = len(data)
     position = 0
     for _ in range(count):
-        length, position = _read_varint(data, position, end, 5)
-        if length <= 0 or length > end - position:
-            raise CorruptRecordError(f"invalid record length {length}")
-        record_end = position + length
+        position, record_end = _record_span(data, position, end)
         field = _skip_varint(data, position + 1, record_end, 10)  # timestamp delta
         field = _skip_varint(data, field, record_end, 5)  # offset delta
         key_length, _ = _read_varint(data, field, record_end, 5)

@@ -142,23 +142,32 @@ def test_the_throttler_sleeps_what_the_rate_asks() -> None:
     assert Throttler(float("inf")).acquire(1 << 40) is None
 
 
-def test_a_log_whose_cleaning_fails_is_marked_uncleanable_until_replaced(
+def failing_manager(
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    bad, good = TopicPartition("bad", 0), TopicPartition("good", 0)
-    hosted = {bad: updated_log(bad, 60), good: updated_log(good, 30)}
-    failures = {"bad": ValueError("unreadable batch")}
+    hosted: dict[TopicPartition, UnifiedLog],
+    error: Exception,
+) -> LogCleanerManager:
+    """A manager over ``hosted`` (no threads, calls run in place) whose cleanings raise
+    ``error``."""
 
-    def cleaning(plan: object, *args: object) -> object:
-        raise failures[plan.tp.topic]  # type: ignore[attr-defined]
+    def cleaning(*args: object) -> object:
+        raise error
 
     monkeypatch.setattr("pydmq.cleaner.manager.clean_log", cleaning)
-    manager = LogCleanerManager(
+    return LogCleanerManager(
         lambda: CleanerSettings(backoff_ms=0),
         lambda: list(hosted.items()),
         lambda f: f(),
         threading.Event(),
     )
+
+
+def test_a_log_whose_cleaning_fails_is_marked_uncleanable_until_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    bad, good = TopicPartition("bad", 0), TopicPartition("good", 0)
+    hosted = {bad: updated_log(bad, 60), good: updated_log(good, 30)}
+    manager = failing_manager(monkeypatch, hosted, ValueError("unreadable batch"))
     plan = manager.grab_filthiest_log()
     assert plan is not None and plan.tp == bad  # the dirtiest
     manager._clean(plan, OffsetMap(0))
@@ -182,17 +191,7 @@ def test_a_storage_error_is_retried_rather_than_marking_the_log(
 ) -> None:
     tp = TopicPartition("t", 0)
     hosted = {tp: updated_log(tp, 60)}
-
-    def cleaning(*args: object) -> object:
-        raise error
-
-    monkeypatch.setattr("pydmq.cleaner.manager.clean_log", cleaning)
-    manager = LogCleanerManager(
-        lambda: CleanerSettings(backoff_ms=0),
-        lambda: list(hosted.items()),
-        lambda f: f(),
-        threading.Event(),
-    )
+    manager = failing_manager(monkeypatch, hosted, error)
     plan = manager.grab_filthiest_log()
     assert plan is not None
     manager._clean(plan, OffsetMap(0))
