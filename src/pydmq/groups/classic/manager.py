@@ -874,7 +874,7 @@ class ClassicGroupManager:
         if error:
             return error, group
         member = group.members.get(req.member_id)
-        if member is not None:
+        if member is not None and not req.transactional:
             self._schedule_heartbeat(group, member)
         return ErrorCode.NONE, group
 
