@@ -128,11 +128,15 @@ class GroupCoordinatorShard:
         self, record: GroupRecord, producer_id: int, producer_epoch: int
     ) -> None:
         """A record of a transactional batch: an offset commit stays pending until the
-        transaction ends; any other record is applied as usual. (A group with only pending
-        offsets exists as for any commit: created by the commit's validation live, and as an
-        Empty classic group at the end of a load.)"""
+        transaction ends, and its group exists from then on, whatever the transaction's
+        outcome (an Empty simple classic group unless it is a consumer group; live, the
+        commit's validation created it already), as Kafka's replay; any other record is
+        applied as usual."""
         if isinstance(record, OffsetCommitRecord):
             self.offsets.replay_transactional(record, producer_id)
+            group_id = record.key.group
+            if record.value is not None and group_id not in self.consumer.groups:
+                self.classic.ensure_group(group_id)
         else:
             self.replay(record)
 

@@ -131,6 +131,12 @@ class ClassicGroupManager:
             return
         group.replay(record.value)
 
+    def ensure_group(self, group_id: str) -> None:
+        """A commit of ``group_id`` was replayed: the group exists (an Empty simple group
+        when it did not, as Kafka's replay of an offset commit creates it)."""
+        if group_id not in self.groups:
+            self.groups[group_id] = ClassicGroup(group_id, self._clock())
+
     def finish_load(self, with_offsets: Iterable[str], consumer: Callable[[str], bool]) -> int:
         """The partition is loaded: groups with committed offsets but no record are Empty
         groups too, and a group id that is a consumer group is not also a classic one.
