@@ -58,6 +58,7 @@ from pydmq.protocol.records import (
 from pydmq.replication.append import AppendResult, ProduceEntry
 from pydmq.replication.delayed_produce import PendingAck, await_acks
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.log import AppendOrigin
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
@@ -191,7 +192,7 @@ class ReplicaManagerOffsetsWriter:
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
         answer = self._broker.replica_manager.append_records(
-            [ProduceEntry(tp, batch)], -1, self._timeout_ms
+            [ProduceEntry(tp, batch)], -1, self._timeout_ms, AppendOrigin.COORDINATOR
         )
         if not isinstance(answer, list):
             future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
