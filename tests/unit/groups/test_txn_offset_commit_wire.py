@@ -289,3 +289,29 @@ def test_an_older_producer_epoch_is_fenced(broker: EmbeddedBroker) -> None:
         assert txn_commit(raw, group, pid=500, epoch=4, offset=3) == [[0]]
         assert complete(broker, group, 500, 4, commit=True) == 0
         assert fetch(raw, group, 8, stable=True) == (0, 3)
+
+
+def test_open_and_ended_transactions_survive_a_restart(tmp_path: Path) -> None:
+    """The segment log's batches and markers load into the state the live broker had: an
+    open transaction is still pending (and can still be committed), an ended one stays
+    ended."""
+    overrides = {"offsets.topic.num.partitions": PARTITIONS, "num.partitions": 1}
+    first = EmbeddedBroker(tmp_path / "d", overrides=overrides)
+    with first, RawClient(first.bootstrap) as raw:
+        request = MetadataRequest(
+            topics=[MetadataRequestTopic(name=TOPIC)], allow_auto_topic_creation=True
+        )
+        raw.request(3, 9, request)
+        assert raw.request(3, 9, request).body.topics[0].error_code == 0
+        assert txn_commit(raw, "ended", pid=600, offset=11) == [[0]]
+        assert complete(first, "ended", 600, 0, commit=True) == 0
+        assert txn_commit(raw, "ended", pid=600, offset=12) == [[0]]
+        assert complete(first, "ended", 600, 0, commit=False) == 0
+        assert txn_commit(raw, "open", pid=601, offset=21) == [[0]]
+    second = EmbeddedBroker(tmp_path / "d", overrides=overrides)
+    with second, RawClient(second.bootstrap) as raw:
+        assert fetch(raw, "ended", 8, stable=True) == (0, 11)
+        assert fetch(raw, "open", 8, stable=True) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+        assert fetch(raw, "open", 8, stable=False) == (0, -1)
+        assert complete(second, "open", 601, 0, commit=True) == 0
+        assert fetch(raw, "open", 8, stable=True) == (0, 21)
