@@ -230,8 +230,11 @@ def test_request_errors(broker: EmbeddedBroker) -> None:
         unknown = txn_commit(raw, "txn-e", topics=[(TOPIC, [0, 9]), ("no-such-topic", [0])])
         assert unknown == [[0, E.UNKNOWN_TOPIC_OR_PARTITION], [E.UNKNOWN_TOPIC_OR_PARTITION]]
         assert txn_commit(raw, "txn-e", metadata="x" * 11) == [[E.OFFSET_METADATA_TOO_LARGE]]
-        # an unknown group with a generation: ILLEGAL_GENERATION (v3+)
+        # an unknown group with a generation: ILLEGAL_GENERATION (v3+); without one it is
+        # created, Empty, whatever the member id (Kafka's transactional validation)
         assert txn_commit(raw, "txn-nogroup", generation=1, member="m") == [[E.ILLEGAL_GENERATION]]
+        assert txn_commit(raw, "txn-nogroup", pid=150, member="m") == [[0]]
+        assert complete(broker, "txn-nogroup", 150, 0, commit=False) == 0
 
 
 def test_member_checks_of_a_classic_group(broker: EmbeddedBroker) -> None:

@@ -872,7 +872,10 @@ class ClassicGroupManager:
         the group."""
         group = self.groups.get(req.group_id)
         if group is None:
-            if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            # Kafka 4: an unknown group is created by a commit without generation (a
+            # TxnOffsetCommit's), or without generation nor member (an OffsetCommit's)
+            named = bool(req.member_id) or req.group_instance_id is not None
+            if req.generation_id >= 0 or (named and not req.transactional):
                 return ErrorCode.ILLEGAL_GENERATION, None
             group = ClassicGroup(req.group_id, self._clock())
             self.groups[req.group_id] = group
