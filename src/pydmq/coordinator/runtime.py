@@ -58,7 +58,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from pydmq.coordinator.api import (
     CoordinatorError,
@@ -164,6 +164,7 @@ class _ShardContext(Generic[S]):
         "shard",
         "state",
         "timer",
+        "transactional",
     )
 
     def __init__(self, partition: int, epoch: int, queue: EventQueue) -> None:
@@ -177,6 +178,7 @@ class _ShardContext(Generic[S]):
         self.load_task: asyncio.Task[None] | None = None
         self.timer: CoordinatorTimer[S]
         self.shard: S
+        self.transactional = False  # the shard and the log take part in transactions
 
 
 class CoordinatorRuntime(Generic[S, Rec]):
@@ -198,6 +200,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
         self._build_shard = build_shard
         self._load_yield_records = load_yield_records
         self._contexts: dict[int, _ShardContext[S]] = {}
+        self._transactional_log = isinstance(partition_log, TransactionalCoordinatorLog)
 
     # -- ownership -------------------------------------------------------------------
     def schedule_load(self, partition: int, leader_epoch: int) -> asyncio.Task[None] | None:
@@ -358,6 +361,9 @@ class CoordinatorRuntime(Generic[S, Rec]):
         context: _ShardContext[S] = _ShardContext(partition, leader_epoch, EventQueue(name))
         context.timer = CoordinatorTimer(name, lambda op, key: self._write_to(context, op, key))
         context.shard = self._build_shard(partition, context.timer)
+        context.transactional = self._transactional_log and isinstance(
+            context.shard, TransactionalCoordinatorShard
+        )
         self._contexts[partition] = context
         return context
 
@@ -405,21 +411,19 @@ class CoordinatorRuntime(Generic[S, Rec]):
         marker is one): batch by batch for a transactional shard over a transactional log,
         else record by record through ``replay``."""
         shard = context.shard
-        log_ = self._log
         deserialize = self._serde.deserialize
-        if not (
-            isinstance(shard, TransactionalCoordinatorShard)
-            and isinstance(log_, TransactionalCoordinatorLog)
-        ):
-            for stored in log_.replay_partition(context.partition):
+        if not context.transactional:
+            for stored in self._log.replay_partition(context.partition):
                 record = deserialize(stored.key, stored.value)
                 if record is not None:
                     shard.replay(record)
                 yield None
             return
+        txn_shard = cast(TransactionalCoordinatorShard[Any], shard)
+        log_ = cast(TransactionalCoordinatorLog, self._log)
         for batch in log_.replay_batches(context.partition):
             if batch.end_txn is not None:
-                shard.replay_end_transaction_marker(
+                txn_shard.replay_end_transaction_marker(
                     batch.producer_id, batch.producer_epoch, batch.end_txn
                 )
                 yield None
@@ -429,7 +433,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 if record is None:
                     pass
                 elif batch.is_transactional:
-                    shard.replay_transactional(record, batch.producer_id, batch.producer_epoch)
+                    txn_shard.replay_transactional(record, batch.producer_id, batch.producer_epoch)
                 else:
                     shard.replay(record)
                 yield None
@@ -510,10 +514,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
         if context.state is not _ShardState.ACTIVE:
             future.set_exception(CoordinatorError(_status(context)))
             return
-        if txn is not None and not (
-            isinstance(context.shard, TransactionalCoordinatorShard)
-            and isinstance(self._log, TransactionalCoordinatorLog)
-        ):
+        if txn is not None and not context.transactional:
             log.error("%s-%d does not take part in transactions", self.topic, context.partition)
             future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
@@ -558,8 +559,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
         :meth:`CoordinatorLog.append`."""
         if txn is None:
             return self._log.append(partition, [self._serde.serialize(r) for r in records])
-        log_ = self._log
-        assert isinstance(log_, TransactionalCoordinatorLog)  # checked by _execute
+        log_ = cast(TransactionalCoordinatorLog, self._log)  # checked by _execute
         if txn.result is not None:
             return log_.append_end_txn_marker(
                 partition, txn.producer_id, txn.producer_epoch, txn.coordinator_epoch, txn.result
@@ -633,12 +633,12 @@ class CoordinatorRuntime(Generic[S, Rec]):
             for record in write.records:
                 shard.replay(record)
             return
-        assert isinstance(shard, TransactionalCoordinatorShard)  # checked by _execute
+        txn_shard = cast(TransactionalCoordinatorShard[Any], shard)  # checked by _execute
         if txn.result is not None:
-            shard.replay_end_transaction_marker(txn.producer_id, txn.producer_epoch, txn.result)
+            txn_shard.replay_end_transaction_marker(txn.producer_id, txn.producer_epoch, txn.result)
             return
         for record in write.records:
-            shard.replay_transactional(record, txn.producer_id, txn.producer_epoch)
+            txn_shard.replay_transactional(record, txn.producer_id, txn.producer_epoch)
 
 
 _IN_DOUBT = frozenset({ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND})
