@@ -430,11 +430,9 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 continue
             for stored in batch.records:
                 record = deserialize(stored.key, stored.value)
-                if record is None:
-                    pass
-                elif batch.is_transactional:
+                if record is not None and batch.is_transactional:
                     txn_shard.replay_transactional(record, batch.producer_id, batch.producer_epoch)
-                else:
+                elif record is not None:
                     shard.replay(record)
                 yield None
 

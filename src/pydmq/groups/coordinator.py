@@ -702,8 +702,8 @@ class GroupCoordinator:
     def _delete_offset_records(
         self, group_id: str, partitions: Sequence[TopicPartitionKey]
     ) -> None:
-        """Write the tombstones of ``group_id``'s committed offsets among ``partitions``
-        (nothing when none is committed)."""
+        """Write the tombstones of ``group_id``'s committed or pending transactional offsets
+        among ``partitions`` (nothing when there is none)."""
         stored = set(self.offsets.all_partitions(group_id))
         if not any(tp in stored for tp in partitions):
             return

@@ -103,13 +103,9 @@ class OffsetMetadataManager:
         """True when the group has committed or pending transactional offsets."""
         return bool(self._offsets.get(group_id)) or group_id in self._open
 
-    def has_pending(self, group_id: str, topic: str | None = None, partition: int = -1) -> bool:
-        """True when an open transaction holds offsets of the group (of ``topic`` and
-        ``partition`` when given)."""
-        open_ = self._open.get(group_id)
-        if open_ is None or topic is None:
-            return open_ is not None
-        return (topic, partition) in open_
+    def has_pending(self, group_id: str) -> bool:
+        """True when an open transaction holds offsets of the group."""
+        return group_id in self._open
 
     def pending_partitions(self, group_id: str) -> list[TopicPartitionKey]:
         """The partitions of the group with pending transactional offsets."""
