@@ -11,7 +11,9 @@ One ``__consumer_offsets`` partition in memory, no sockets.
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Coroutine, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pytest
@@ -23,6 +25,7 @@ from pydmq.coordinator.api import (
     TransactionResult,
 )
 from pydmq.groups.api import CommitRequest, GroupConfig
+from pydmq.groups.consumer.api import HeartbeatRequest
 from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.shard import GroupCoordinatorShard
 from pydmq.protocol.errors import ErrorCode as E
@@ -340,5 +343,72 @@ def test_expiry_keeps_offsets_and_groups_of_open_transactions() -> None:
         await asyncio.sleep(0)
         assert offset(c) is None
         assert "g" not in c.groups and "only-pending" not in c.groups
+
+    run(scenario())
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: uuid.UUID
+    partitions: list[int]
+    internal: bool = False
+
+
+class Topics:
+    """The topic view of KIP-848 groups: one topic ``t`` of two partitions."""
+
+    def __init__(self) -> None:
+        self.t = Topic("t", uuid.uuid4(), [0, 1])
+
+    def get(self, name: str) -> Topic | None:
+        return self.t if name == "t" else None
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self.t if topic_id == self.t.topic_id else None
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter([self.t])
+
+
+def test_member_epoch_checks_of_a_consumer_group() -> None:
+    """KIP-847/848: a TxnOffsetCommit carries the member epoch as its generation, at any
+    version (no UNSUPPORTED_VERSION below OffsetCommit v9); a stale epoch is answered
+    ILLEGAL_GENERATION, a newer one FENCED_MEMBER_EPOCH."""
+
+    async def scenario() -> None:
+        log = TxnOffsetsLog()
+        c = GroupCoordinator(GroupConfig(), log, topics=Topics())
+        task = c.on_elected(0, 1)
+        assert task is not None
+        await task
+        joined = c.consumer_group_heartbeat(
+            HeartbeatRequest(
+                group_id="g",
+                member_id="a",
+                member_epoch=0,
+                rebalance_timeout_ms=30_000,
+                subscribed_topic_names=["t"],
+                topic_partitions={},
+            )
+        ).result()
+        assert joined.error_code == E.NONE
+        epoch = joined.member_epoch
+
+        def txn(member: str, member_epoch: int) -> int:
+            wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {TP: (5, -1, "")}
+            request = CommitRequest("g", member, None, member_epoch, -1, wanted, 3, (PID, 0))
+            return c.commit_offsets(request)[TP]
+
+        assert txn("a", epoch - 1) == E.ILLEGAL_GENERATION
+        assert txn("a", epoch + 1) == E.FENCED_MEMBER_EPOCH
+        assert txn("b", epoch) == E.UNKNOWN_MEMBER_ID
+        assert txn("a", epoch) == E.NONE
+        assert offset(c) is None
+        assert await complete(c, committed=True) == E.NONE
+        assert offset(c) == 5
+        assert "g" not in c.groups  # a consumer group, never also a classic one
+        reloaded = await elected(log)
+        assert "g" not in reloaded.groups and offset(reloaded) == 5
 
     run(scenario())
