@@ -372,7 +372,7 @@ class Topics:
 
 
 def test_member_epoch_checks_of_a_consumer_group() -> None:
-    """KIP-847/848: a TxnOffsetCommit carries the member epoch as its generation, at any
+    """KIP-848: a TxnOffsetCommit carries the member epoch as its generation, at any
     version (no UNSUPPORTED_VERSION below OffsetCommit v9); a stale epoch is answered
     ILLEGAL_GENERATION, a newer one FENCED_MEMBER_EPOCH."""
 
