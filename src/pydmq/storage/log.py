@@ -383,7 +383,16 @@ class UnifiedLog:
                         f"batch of {header.size} bytes exceeds max.message.bytes "
                         f"{policy.max_message_bytes}",
                     )
-                validate_batch(records, header, allow_control=origin is AppendOrigin.COORDINATOR)
+                coordinator = origin is AppendOrigin.COORDINATOR
+                validate_batch(records, header, allow_control=coordinator)
+                if not coordinator and header.is_transactional and header.base_sequence < 0:
+                    # Kafka's LogValidator: a client's batch with a producer id needs a
+                    # sequence (only a coordinator's transactional batch comes without one)
+                    raise LogAppendError(
+                        ErrorCode.INVALID_RECORD,
+                        f"invalid sequence number {header.base_sequence} in a transactional "
+                        f"record batch of producer {header.producer_id}",
+                    )
                 if not policy.log_append_time and header.records_count > 0:
                     ts = header.max_timestamp
                     if ts - now_ms > policy.timestamp_after_max_ms or (
