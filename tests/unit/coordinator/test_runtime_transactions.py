@@ -270,3 +270,30 @@ def test_a_shard_that_does_not_opt_in_refuses_transactional_writes() -> None:
         assert shard_of(runtime).state == {b"c": b"3"}
 
     run(scenario())
+
+
+def test_a_write_left_in_doubt_is_reloaded_from_the_batches() -> None:
+    """A transactional write whose commit timed out stays in the log: the shard is failed
+    over and reloaded batch by batch, so the open transaction shows (and can still end)."""
+
+    async def scenario() -> None:
+        log = TxnPartitions()
+        runtime = make(log)
+        runtime.load_now(0)
+        log.hold = True
+        write = runtime.schedule_transactional_write(0, 7, 1, put(b"a", b"1"))
+        log.waiting[0].set_result(E.REQUEST_TIMED_OUT)
+        with pytest.raises(CoordinatorError) as timed_out:
+            await write
+        assert timed_out.value.error_code == E.REQUEST_TIMED_OUT
+        for _ in range(100):  # the fail-over's reload, a task of the loop
+            if runtime.status(0) == E.NONE:
+                break
+            await asyncio.sleep(0)
+        assert runtime.status(0) == E.NONE  # reloaded (the log end is committed)
+        assert shard_of(runtime).open == {7: [(b"a", b"1")]}
+        log.hold = False
+        await runtime.schedule_transaction_completion(0, 7, 1, 0, TransactionResult.COMMIT)
+        assert shard_of(runtime).state == {b"a": b"1"}
+
+    run(scenario())
