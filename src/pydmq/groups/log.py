@@ -132,6 +132,18 @@ class OffsetsTopicWriter(Protocol):
 
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None: ...
 
+    def append_end_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+    ) -> asyncio.Future[int] | None:
+        """Append the COMMIT (``commit``) or ABORT marker of ``producer_id``'s transaction,
+        with :meth:`append`'s rules."""
+        ...
+
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """See :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed`."""
         ...
@@ -207,6 +219,24 @@ class ReplicaManagerOffsetsWriter:
                 result.error_message or f"{tp}: {ErrorCode(result.error_code).name}",
             )
         return None
+
+    def append_end_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+    ) -> asyncio.Future[int] | None:
+        """The marker as one control batch, appended as the coordinator's (only a
+        coordinator may append control batches; the producer state checks its epoch)."""
+        marker = build_end_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+        )
+        return self.append(partition, memoryview(bytearray(marker)))
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """The high watermark reaching the partition's log end offset of now (see
@@ -341,13 +371,10 @@ class ConsumerOffsetsLog:
         """Append the COMMIT/ABORT control batch of ``producer_id``'s transaction (see
         :meth:`pydmq.coordinator.api.TransactionalCoordinatorLog.append_end_txn_marker`)."""
         self._ensure_created()
-        marker = build_end_txn_marker(
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            commit=result is TransactionResult.COMMIT,
-            coordinator_epoch=coordinator_epoch,
+        commit = result is TransactionResult.COMMIT
+        return self.writer.append_end_txn_marker(
+            partition, producer_id, producer_epoch, coordinator_epoch, commit
         )
-        return self.writer.append(partition, memoryview(bytearray(marker)))
 
     def _ensure_created(self) -> None:
         if not self.cluster_mode:
