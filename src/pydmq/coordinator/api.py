@@ -8,19 +8,31 @@ give once they are committed. Records are the coordinator's own typed values; it
 write's records are replayed as built, never decoded again). The runtime reaches the partition
 through a :class:`CoordinatorLog`, a narrow port over the broker's replica manager (or an
 in-memory partition in tests).
+
+Transactions are an opt-in on both sides (Kafka's transactional writes of the coordinator
+runtime): a shard that implements :class:`TransactionalCoordinatorShard` (records of
+transactional batches, with their producer id and epoch, and the COMMIT/ABORT markers that end
+them) over a log that implements :class:`TransactionalCoordinatorLog` (appends a transactional
+batch and a marker, and replays the partition batch by batch) can take
+``CoordinatorRuntime.schedule_transactional_write`` and
+``CoordinatorRuntime.schedule_transaction_completion``. A shard that does not is loaded and
+written exactly as before, through :meth:`CoordinatorShard.replay` and
+:meth:`CoordinatorLog.append`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Generic, Protocol, TypeVar
+from typing import Generic, Protocol, TypeVar, runtime_checkable
 
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import Record
 
 __all__ = [
+    "CoordinatorBatch",
     "CoordinatorError",
     "CoordinatorLog",
     "CoordinatorRecord",
@@ -28,6 +40,9 @@ __all__ = [
     "CoordinatorSerde",
     "CoordinatorShard",
     "CoordinatorWriteError",
+    "TransactionResult",
+    "TransactionalCoordinatorLog",
+    "TransactionalCoordinatorShard",
 ]
 
 R_co = TypeVar("R_co", covariant=True)
@@ -99,6 +114,81 @@ class CoordinatorLog(Protocol):
         already, else a future resolved with 0 once the high watermark reaches the log end
         offset of now (no timeout), or with NOT_LEADER_OR_FOLLOWER once this node stops
         leading the partition. The runtime never cancels it."""
+        ...
+
+
+class TransactionResult(enum.Enum):
+    """How a transaction ended: the type of its end-transaction marker (control record)."""
+
+    ABORT = 0
+    COMMIT = 1
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorBatch:
+    """One record batch of an internal-topic partition, as a transactional shard is loaded
+    from it: its producer id and epoch (-1 when none), whether it is transactional, and either
+    its data ``records`` (``end_txn`` None) or, for a control batch, the result of the
+    transaction its marker ends (``records`` empty)."""
+
+    producer_id: int
+    producer_epoch: int
+    is_transactional: bool
+    records: Sequence[Record]
+    end_txn: TransactionResult | None = None
+
+
+@runtime_checkable
+class TransactionalCoordinatorShard(CoordinatorShard[Rec_contra], Protocol):
+    """A shard that takes part in transactions (opt-in): the runtime replays the records of
+    transactional batches and the end-transaction markers through these methods, at load and
+    once such a write of this node is committed; every other record still goes to
+    :meth:`CoordinatorShard.replay`. Owned by the runtime's shard event queue."""
+
+    def replay_transactional(
+        self, record: Rec_contra, producer_id: int, producer_epoch: int
+    ) -> None:
+        """Apply one committed record of a transactional batch of ``producer_id``."""
+
+    def replay_end_transaction_marker(
+        self, producer_id: int, producer_epoch: int, result: TransactionResult
+    ) -> None:
+        """Apply the committed COMMIT/ABORT marker of ``producer_id``'s transaction."""
+
+
+@runtime_checkable
+class TransactionalCoordinatorLog(CoordinatorLog, Protocol):
+    """A :class:`CoordinatorLog` that also writes transactions (opt-in): transactional batches
+    carrying a producer id and epoch, and the control batches ending them, appended as leader
+    with the same commit rules as :meth:`CoordinatorLog.append` (the partition's producer
+    state validates them: an older producer epoch is refused with INVALID_PRODUCER_EPOCH,
+    raised as :class:`CoordinatorWriteError`); and a replay by batch."""
+
+    def append_transactional(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> asyncio.Future[int] | None:
+        """Append ``records`` as transactional batches of ``producer_id`` at
+        ``producer_epoch`` (no sequence numbers, as a coordinator appends them)."""
+        ...
+
+    def append_end_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: TransactionResult,
+    ) -> asyncio.Future[int] | None:
+        """Append the COMMIT/ABORT control batch of ``producer_id``'s transaction."""
+        ...
+
+    def replay_batches(self, partition: int) -> Iterator[CoordinatorBatch]:
+        """The batches of ``partition`` up to its log end offset, in offset order, control
+        batches included."""
         ...
 
 

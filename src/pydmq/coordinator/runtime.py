@@ -30,6 +30,17 @@ leads and owns everything that is not the coordinator's own logic:
   with the same key is committed and replayed (or failed), so it computes from the state those
   writes left, and a failed write leaves nothing behind for it to build on. Writes of other
   keys, and writes without a key (blind writes such as offset commits), are not held.
+- **Transactional writes** (opt-in: the shard is a
+  :class:`~pydmq.coordinator.api.TransactionalCoordinatorShard` and the log a
+  :class:`~pydmq.coordinator.api.TransactionalCoordinatorLog`):
+  :meth:`CoordinatorRuntime.schedule_transactional_write` appends an operation's records as a
+  transactional batch of a producer id and epoch, replayed once committed through
+  ``replay_transactional``; :meth:`CoordinatorRuntime.schedule_transaction_completion` appends
+  the COMMIT/ABORT marker of a producer's transaction, replayed once committed through
+  ``replay_end_transaction_marker`` (Kafka's scheduleTransactionalWriteOperation and
+  scheduleTransactionCompletion). Both follow the rules of the other writes (queue, append
+  order, commit, failure). Such a shard is loaded batch by batch
+  (``replay_batches``), so a load replays the same calls as the live writes did.
 - **Reads** (:meth:`CoordinatorRuntime.read`) run on the shard's state, which holds only
   committed records.
 - **Timers per shard** (:class:`~pydmq.coordinator.timer.CoordinatorTimer`): an expired timer
@@ -46,8 +57,8 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from typing import Any, Generic, NamedTuple, TypeVar, cast
 
 from pydmq.coordinator.api import (
     CoordinatorError,
@@ -56,6 +67,9 @@ from pydmq.coordinator.api import (
     CoordinatorSerde,
     CoordinatorShard,
     CoordinatorWriteError,
+    TransactionalCoordinatorLog,
+    TransactionalCoordinatorShard,
+    TransactionResult,
 )
 from pydmq.coordinator.events import EventQueue
 from pydmq.coordinator.timer import CoordinatorTimer
@@ -82,10 +96,21 @@ class _ShardState(enum.Enum):
     CLOSED = "closed"
 
 
-class _PendingWrite:
-    """A write appended but not yet replayed: its records, response, future and key."""
+class _Transaction(NamedTuple):
+    """What makes a write transactional: its producer, and for a completion (an
+    end-transaction marker) the transaction's result and the coordinator epoch."""
 
-    __slots__ = ("error", "future", "key", "records", "response")
+    producer_id: int
+    producer_epoch: int
+    result: TransactionResult | None = None  # None: records of the transaction
+    coordinator_epoch: int = -1
+
+
+class _PendingWrite:
+    """A write appended but not yet replayed: its records, response, future, key and, for a
+    transactional write, its transaction."""
+
+    __slots__ = ("error", "future", "key", "records", "response", "txn")
 
     def __init__(
         self,
@@ -93,22 +118,35 @@ class _PendingWrite:
         response: object,
         future: asyncio.Future[Any],
         key: Hashable | None,
+        txn: _Transaction | None,
     ) -> None:
         self.records = records
         self.response = response
         self.future = future
         self.key = key
+        self.txn = txn
         self.error: int | None = None  # None: not settled; NONE: committed; else why not
 
 
 class _ParkedWrite:
     """A keyed write waiting for the earlier write of its key to be committed."""
 
-    __slots__ = ("future", "operation")
+    __slots__ = ("future", "operation", "txn")
 
-    def __init__(self, operation: WriteOperation[Any, Any], future: asyncio.Future[Any]) -> None:
+    def __init__(
+        self,
+        operation: WriteOperation[Any, Any],
+        future: asyncio.Future[Any],
+        txn: _Transaction | None,
+    ) -> None:
         self.operation = operation
         self.future = future
+        self.txn = txn
+
+
+def _no_records(shard: object) -> CoordinatorResult[Any, None]:
+    """The operation of a transaction completion: the marker is its only write."""
+    return CoordinatorResult((), None)
 
 
 class _ShardContext(Generic[S]):
@@ -126,6 +164,7 @@ class _ShardContext(Generic[S]):
         "shard",
         "state",
         "timer",
+        "transactional",
     )
 
     def __init__(self, partition: int, epoch: int, queue: EventQueue) -> None:
@@ -139,6 +178,7 @@ class _ShardContext(Generic[S]):
         self.load_task: asyncio.Task[None] | None = None
         self.timer: CoordinatorTimer[S]
         self.shard: S
+        self.transactional = False  # the shard and the log take part in transactions
 
 
 class CoordinatorRuntime(Generic[S, Rec]):
@@ -160,6 +200,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
         self._build_shard = build_shard
         self._load_yield_records = load_yield_records
         self._contexts: dict[int, _ShardContext[S]] = {}
+        self._transactional_log = isinstance(partition_log, TransactionalCoordinatorLog)
 
     # -- ownership -------------------------------------------------------------------
     def schedule_load(self, partition: int, leader_epoch: int) -> asyncio.Task[None] | None:
@@ -183,8 +224,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
         started = time.monotonic()
         count = 0
         try:
-            for stored in self._log.replay_partition(partition):
-                self._replay_stored(context, stored.key, stored.value)
+            for _ in self._replay_log(context):
                 count += 1
         except Exception:
             self._load_failed(context)
@@ -262,12 +302,52 @@ class CoordinatorRuntime(Generic[S, Rec]):
         (or failed), in the order they were scheduled."""
         context = self._contexts.get(partition)
         if context is None:
-            future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-            future.set_exception(CoordinatorError(ErrorCode.NOT_COORDINATOR))
-            return future
+            return self._refused(ErrorCode.NOT_COORDINATOR)
         return self._write_to(context, operation, key)
 
+    def schedule_transactional_write(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        operation: WriteOperation[S, R],
+        *,
+        key: Hashable | None = None,
+    ) -> asyncio.Future[R]:
+        """:meth:`schedule_write` whose records are appended as a transactional batch of
+        ``producer_id`` at ``producer_epoch`` and replayed, once committed, through the
+        shard's ``replay_transactional``. Fails with COORDINATOR_NOT_AVAILABLE (at once) when
+        the shard or the log does not take part in transactions."""
+        context = self._contexts.get(partition)
+        if context is None:
+            return self._refused(ErrorCode.NOT_COORDINATOR)
+        return self._write_to(context, operation, key, _Transaction(producer_id, producer_epoch))
+
+    def schedule_transaction_completion(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: TransactionResult,
+    ) -> asyncio.Future[None]:
+        """Append the ``result`` marker of ``producer_id``'s transaction to ``partition``
+        (after the writes queued before it) and, once committed, replay it through the
+        shard's ``replay_end_transaction_marker``; the future resolves then, or fails with
+        :class:`CoordinatorError` (the append's produce error, e.g. INVALID_PRODUCER_EPOCH)."""
+        context = self._contexts.get(partition)
+        if context is None:
+            return self._refused(ErrorCode.NOT_COORDINATOR)
+        txn = _Transaction(producer_id, producer_epoch, result, coordinator_epoch)
+        return self._write_to(context, _no_records, None, txn)
+
     # -- internals -------------------------------------------------------------------
+    @staticmethod
+    def _refused(error_code: int) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        future.set_exception(CoordinatorError(error_code))
+        return future
+
     def _maybe_bump_epoch(self, partition: int, leader_epoch: int) -> bool:
         context = self._contexts.get(partition)
         if context is None:
@@ -281,14 +361,21 @@ class CoordinatorRuntime(Generic[S, Rec]):
         context: _ShardContext[S] = _ShardContext(partition, leader_epoch, EventQueue(name))
         context.timer = CoordinatorTimer(name, lambda op, key: self._write_to(context, op, key))
         context.shard = self._build_shard(partition, context.timer)
+        context.transactional = self._transactional_log and isinstance(
+            context.shard, TransactionalCoordinatorShard
+        )
         self._contexts[partition] = context
         return context
 
     def _write_to(
-        self, context: _ShardContext[S], operation: WriteOperation[S, R], key: Hashable | None
+        self,
+        context: _ShardContext[S],
+        operation: WriteOperation[S, R],
+        key: Hashable | None,
+        txn: _Transaction | None = None,
     ) -> asyncio.Future[R]:
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
-        context.queue.schedule(lambda: self._run_write(context, operation, future, key))
+        context.queue.schedule(lambda: self._run_write(context, operation, future, key, txn))
         return future
 
     async def _load(self, context: _ShardContext[S], *, after_commit: bool = False) -> None:
@@ -304,8 +391,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 return
             if self._contexts.get(context.partition) is not context:
                 return  # unloaded meanwhile
-            for stored in self._log.replay_partition(context.partition):
-                self._replay_stored(context, stored.key, stored.value)
+            for _ in self._replay_log(context):
                 count += 1
                 if count % self._load_yield_records == 0:
                     await asyncio.sleep(0)
@@ -320,12 +406,35 @@ class CoordinatorRuntime(Generic[S, Rec]):
         if self._contexts.get(context.partition) is context:
             self._activate(context, count, started)
 
-    def _replay_stored(
-        self, context: _ShardContext[S], key: bytes | None, value: bytes | None
-    ) -> None:
-        record = self._serde.deserialize(key, value)
-        if record is not None:
-            context.shard.replay(record)
+    def _replay_log(self, context: _ShardContext[S]) -> Iterator[None]:
+        """Replay the partition's records into ``context``'s shard, one step per record (a
+        marker is one): batch by batch for a transactional shard over a transactional log,
+        else record by record through ``replay``."""
+        shard = context.shard
+        deserialize = self._serde.deserialize
+        if not context.transactional:
+            for stored in self._log.replay_partition(context.partition):
+                record = deserialize(stored.key, stored.value)
+                if record is not None:
+                    shard.replay(record)
+                yield None
+            return
+        txn_shard = cast(TransactionalCoordinatorShard[Any], shard)
+        log_ = cast(TransactionalCoordinatorLog, self._log)
+        for batch in log_.replay_batches(context.partition):
+            if batch.end_txn is not None:
+                txn_shard.replay_end_transaction_marker(
+                    batch.producer_id, batch.producer_epoch, batch.end_txn
+                )
+                yield None
+                continue
+            for stored in batch.records:
+                record = deserialize(stored.key, stored.value)
+                if record is not None and batch.is_transactional:
+                    txn_shard.replay_transactional(record, batch.producer_id, batch.producer_epoch)
+                elif record is not None:
+                    shard.replay(record)
+                yield None
 
     def _load_failed(self, context: _ShardContext[S]) -> None:
         if self._contexts.get(context.partition) is context:
@@ -369,13 +478,14 @@ class CoordinatorRuntime(Generic[S, Rec]):
         operation: WriteOperation[S, R],
         future: asyncio.Future[R],
         key: Hashable | None,
+        txn: _Transaction | None,
     ) -> None:
         if future.done():
             return
         if key is not None and (key in context.busy or key in context.parked):
-            context.parked.setdefault(key, deque()).append(_ParkedWrite(operation, future))
+            context.parked.setdefault(key, deque()).append(_ParkedWrite(operation, future, txn))
             return
-        self._execute(context, operation, future, key)
+        self._execute(context, operation, future, key, txn)
 
     def _drain(self, context: _ShardContext[S], key: Hashable) -> None:
         """Run the writes parked on ``key`` until one of them holds it again (nothing when
@@ -385,7 +495,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
             return
         while parked and key not in context.busy and context.state is _ShardState.ACTIVE:
             write = parked.popleft()
-            self._execute(context, write.operation, write.future, key)
+            self._execute(context, write.operation, write.future, key, write.txn)
         if not parked and context.parked.get(key) is parked:
             del context.parked[key]
 
@@ -395,11 +505,16 @@ class CoordinatorRuntime(Generic[S, Rec]):
         operation: WriteOperation[S, R],
         future: asyncio.Future[R],
         key: Hashable | None,
+        txn: _Transaction | None,
     ) -> None:
         if future.done():
             return
         if context.state is not _ShardState.ACTIVE:
             future.set_exception(CoordinatorError(_status(context)))
+            return
+        if txn is not None and not context.transactional:
+            log.error("%s-%d does not take part in transactions", self.topic, context.partition)
+            future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         try:
             result = operation(context.shard)
@@ -411,10 +526,9 @@ class CoordinatorRuntime(Generic[S, Rec]):
             future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
             return
         committed: asyncio.Future[int] | None = None
-        if result.records:
+        if result.records or (txn is not None and txn.result is not None):
             try:
-                stored = [self._serde.serialize(record) for record in result.records]
-                committed = self._log.append(context.partition, stored)
+                committed = self._append(context.partition, result.records, txn)
             except CoordinatorWriteError as exc:
                 future.set_exception(CoordinatorError(exc.error_code, str(exc)))
                 return
@@ -422,7 +536,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 log.exception("appending to %s-%d failed", self.topic, context.partition)
                 future.set_exception(CoordinatorError(ErrorCode.COORDINATOR_NOT_AVAILABLE))
                 return
-        write = _PendingWrite(result.records, result.response, future, key)
+        write = _PendingWrite(result.records, result.response, future, key, txn)
         context.pending.append(write)
         if key is not None:
             context.busy[key] = write
@@ -435,6 +549,21 @@ class CoordinatorRuntime(Generic[S, Rec]):
             context.queue.schedule(lambda: self._settle(context, write, done))
 
         committed.add_done_callback(settled)
+
+    def _append(
+        self, partition: int, records: Sequence[Rec], txn: _Transaction | None
+    ) -> asyncio.Future[int] | None:
+        """Append a write's records (or its marker) to ``partition``; see
+        :meth:`CoordinatorLog.append`."""
+        if txn is None:
+            return self._log.append(partition, [self._serde.serialize(r) for r in records])
+        log_ = cast(TransactionalCoordinatorLog, self._log)  # checked by _execute
+        if txn.result is not None:
+            return log_.append_end_txn_marker(
+                partition, txn.producer_id, txn.producer_epoch, txn.coordinator_epoch, txn.result
+            )
+        stored = [self._serde.serialize(r) for r in records]
+        return log_.append_transactional(partition, stored, txn.producer_id, txn.producer_epoch)
 
     def _settle(
         self, context: _ShardContext[S], write: _PendingWrite, committed: asyncio.Future[int]
@@ -481,8 +610,7 @@ class CoordinatorRuntime(Generic[S, Rec]):
                     write.future.set_exception(CoordinatorError(write.error))
             else:
                 try:
-                    for record in write.records:
-                        context.shard.replay(record)
+                    self._replay_write(context.shard, write)
                 except Exception:
                     log.exception(
                         "replaying a write of %s-%d failed", self.topic, context.partition
@@ -494,6 +622,21 @@ class CoordinatorRuntime(Generic[S, Rec]):
                 del context.busy[key]
                 if key in context.parked:
                     context.queue.schedule(functools.partial(self._drain, context, key))
+
+    @staticmethod
+    def _replay_write(shard: S, write: _PendingWrite) -> None:
+        """Apply a committed write to ``shard``, as a load replays it from the log."""
+        txn = write.txn
+        if txn is None:
+            for record in write.records:
+                shard.replay(record)
+            return
+        txn_shard = cast(TransactionalCoordinatorShard[Any], shard)  # checked by _execute
+        if txn.result is not None:
+            txn_shard.replay_end_transaction_marker(txn.producer_id, txn.producer_epoch, txn.result)
+            return
+        for record in write.records:
+            txn_shard.replay_transactional(record, txn.producer_id, txn.producer_epoch)
 
 
 _IN_DOUBT = frozenset({ErrorCode.REQUEST_TIMED_OUT, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND})

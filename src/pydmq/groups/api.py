@@ -65,6 +65,13 @@ class CommitRequest:
     retention_time_ms: int
     offsets: dict[TopicPartitionKey, tuple[int, int, str | None]]  # offset, epoch, metadata
     api_version: int = 9
+    # A TxnOffsetCommit's producer id and epoch (its offsets are written in the producer's
+    # transaction; KIP-447 checks); None for an OffsetCommit.
+    producer: tuple[int, int] | None = None
+
+    @property
+    def transactional(self) -> bool:
+        return self.producer is not None
 
 
 @dataclass(frozen=True, slots=True)

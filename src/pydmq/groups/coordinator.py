@@ -47,6 +47,7 @@ from pydmq.coordinator.api import (
     CoordinatorError,
     CoordinatorLog,
     CoordinatorResult,
+    TransactionResult,
 )
 from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
 from pydmq.coordinator.timer import CoordinatorTimer
@@ -153,6 +154,18 @@ def _classic_delete_error(group: ClassicGroup | None) -> int:
 def _log_failure(write: asyncio.Future[Any]) -> None:
     if not write.cancelled() and write.exception() is not None:
         log.warning("offsets retention failed: %s", write.exception())
+
+
+def _marker_error(code: int) -> int:
+    """A failed completion's error as WriteTxnMarkers answers it (Kafka's mapping): the
+    coordinator errors become NOT_LEADER_OR_FOLLOWER, the append's errors stay."""
+    if code in (
+        ErrorCode.NOT_COORDINATOR,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+    ):
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
+    return code
 
 
 def _now_ms() -> int:
@@ -505,7 +518,9 @@ class GroupCoordinator:
 
     # -- offsets ---------------------------------------------------------------------
     def commit_offsets(self, req: CommitRequest) -> dict[TopicPartitionKey, int]:
-        """Validate and store; returns an error code per partition."""
+        """Validate and store; returns an error code per partition. A TxnOffsetCommit's
+        (``req.producer`` set) is written as a transactional batch of that producer: pending,
+        invisible to OffsetFetch, until :meth:`complete_transaction` commits it."""
 
         def all_fail(code: int) -> dict[TopicPartitionKey, int]:
             return dict.fromkeys(req.offsets, code)
@@ -518,7 +533,11 @@ class GroupCoordinator:
         consumer = self._consumer(req.group_id)
         if req.group_id in consumer.groups:
             error = consumer.validate_offset_commit(
-                req.group_id, req.member_id, req.generation_id, req.api_version
+                req.group_id,
+                req.member_id,
+                req.generation_id,
+                req.api_version,
+                transactional=req.transactional,
             )
             if error:
                 return all_fail(error)
@@ -552,6 +571,7 @@ class GroupCoordinator:
                 lambda shard: CoordinatorResult(
                     shard.offsets.commit_records(group_id, accepted), None
                 ),
+                producer=req.producer,
             )
         except CoordinatorError as exc:
             code = coordinator_error(exc.error_code, offsets=True)
@@ -562,13 +582,64 @@ class GroupCoordinator:
                 self._classic(group_id).maybe_drop(group)
         return results
 
+    def complete_transaction(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        committed: bool,
+    ) -> asyncio.Future[int]:
+        """End ``producer_id``'s transaction on ``__consumer_offsets`` partition
+        ``partition`` (the WriteTxnMarkers of the transaction coordinator): append the COMMIT
+        (``committed``) or ABORT marker through the partition's shard, after the writes queued
+        before it, and once it is committed replay it (COMMIT makes the producer's pending
+        offsets committed, ABORT drops them). Resolves with the error code WriteTxnMarkers
+        answers for the partition: NONE; NOT_LEADER_OR_FOLLOWER when the partition is not led
+        or not loaded here, or leadership moved (Kafka maps the coordinator errors so, for
+        the transaction coordinator retries them); else the append's error
+        (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS,
+        KAFKA_STORAGE_ERROR...). Needs the running loop."""
+        result = TransactionResult.COMMIT if committed else TransactionResult.ABORT
+        if self._owns_all and 0 <= partition < self._log.num_partitions:
+            self._runtime.load_now(partition)
+        write = self._runtime.schedule_transaction_completion(
+            partition, producer_id, producer_epoch, coordinator_epoch, result
+        )
+        answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        def settle(done: asyncio.Future[None]) -> None:
+            if answer.done():
+                return
+            failure = None if done.cancelled() else done.exception()
+            if failure is None and not done.cancelled():
+                answer.set_result(ErrorCode.NONE)
+            elif isinstance(failure, CoordinatorError):
+                answer.set_result(_marker_error(failure.error_code))
+            else:
+                log.warning(
+                    "ending a transaction on %s-%d failed: %s", OFFSETS_TOPIC, partition, failure
+                )
+                answer.set_result(ErrorCode.UNKNOWN_SERVER_ERROR)
+
+        if write.done():
+            settle(write)
+        else:
+            write.add_done_callback(settle)
+        return answer
+
     def fetch_offsets(
         self,
         group_id: str,
         topics: Sequence[tuple[str, Sequence[int]]] | None,
         member_id: str | None = None,
         member_epoch: int = -1,
-    ) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | None]]]:
+        *,
+        require_stable: bool = False,
+    ) -> tuple[int, list[tuple[str, int, OffsetAndMetadata | int | None]]]:
+        """The group's committed offsets of ``topics`` (None: every committed partition);
+        with ``require_stable``, a partition with pending transactional offsets answers
+        UNSTABLE_OFFSET_COMMIT (an int in place of its offset) instead."""
         if not group_id:
             return ErrorCode.INVALID_GROUP_ID, []
         error = self.ownership_error(group_id)
@@ -581,7 +652,7 @@ class GroupCoordinator:
                 return error, []
         return ErrorCode.NONE, self._runtime.read(
             self._log.partition_for(group_id),
-            lambda shard: shard.offsets.rows(group_id, topics),
+            lambda shard: shard.offsets.rows(group_id, topics, require_stable=require_stable),
         )
 
     def delete_offsets(
@@ -631,9 +702,9 @@ class GroupCoordinator:
     def _delete_offset_records(
         self, group_id: str, partitions: Sequence[TopicPartitionKey]
     ) -> None:
-        """Write the tombstones of ``group_id``'s committed offsets among ``partitions``
-        (nothing when none is committed)."""
-        stored = self.offsets.all(group_id)
+        """Write the tombstones of ``group_id``'s committed or pending transactional offsets
+        among ``partitions`` (nothing when there is none)."""
+        stored = set(self.offsets.all_partitions(group_id))
         if not any(tp in stored for tp in partitions):
             return
 
@@ -678,7 +749,7 @@ class GroupCoordinator:
         def delete(shard: GroupCoordinatorShard) -> CoordinatorResult[GroupRecord, None]:
             offsets = shard.offsets
             records: list[GroupRecord] = [
-                *offsets.delete_records(group_id, list(offsets.all(group_id))),
+                *offsets.delete_records(group_id, offsets.all_partitions(group_id)),
                 *shard.consumer.delete_records(group_id),
             ]
             return CoordinatorResult(records, None)
@@ -700,7 +771,7 @@ class GroupCoordinator:
             shard.classic.forget_pending_members(group)
             offsets = shard.offsets
             records: list[GroupRecord] = [
-                *offsets.delete_records(group_id, list(offsets.all(group_id))),
+                *offsets.delete_records(group_id, offsets.all_partitions(group_id)),
                 GroupMetadataRecord(group_id, None),  # its replay deletes the group
             ]
             return CoordinatorResult(records, None)

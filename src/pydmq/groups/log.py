@@ -18,6 +18,14 @@ topic on first use, raises :class:`~pydmq.coordinator.api.CoordinatorWriteError`
 KAFKA_STORAGE_ERROR, which the
 group APIs answer as NOT_COORDINATOR (Kafka's mapping): clients look the coordinator up again
 and retry. Nothing of a refused append is in the log or in the coordinator's state.
+
+Transactions (the log is a :class:`~pydmq.coordinator.api.TransactionalCoordinatorLog`): the
+offsets of a TxnOffsetCommit are appended as a transactional batch carrying the producer id
+and epoch (no sequence, as Kafka's coordinator writes it), so the partition's producer state
+tracks the open transaction (the last stable offset, the cleaner); the transaction coordinator's
+marker (WriteTxnMarkers) is appended as a COMMIT/ABORT control batch of that producer, which
+the producer state validates (an older producer epoch: INVALID_PRODUCER_EPOCH). A load reads
+the partition batch by batch, control batches included.
 """
 
 from __future__ import annotations
@@ -28,19 +36,29 @@ import logging
 from collections.abc import Awaitable, Iterator, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError
+from pydmq.coordinator.api import (
+    CoordinatorBatch,
+    CoordinatorRecord,
+    CoordinatorWriteError,
+    TransactionResult,
+)
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.records import (
+    ControlRecordType,
+    CorruptRecordError,
     Record,
     SimpleRecord,
     build_batch,
+    build_end_txn_marker,
     decode_records,
     iter_batch_headers,
+    parse_end_txn_marker,
     validate_crc,
 )
 from pydmq.replication.append import AppendResult, ProduceEntry
 from pydmq.replication.delayed_produce import PendingAck, await_acks
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.log import AppendOrigin
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
@@ -114,6 +132,18 @@ class OffsetsTopicWriter(Protocol):
 
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None: ...
 
+    def append_end_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+    ) -> asyncio.Future[int] | None:
+        """Append the COMMIT (``commit``) or ABORT marker of ``producer_id``'s transaction,
+        with :meth:`append`'s rules."""
+        ...
+
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """See :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed`."""
         ...
@@ -174,7 +204,7 @@ class ReplicaManagerOffsetsWriter:
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None:
         tp = TopicPartition(OFFSETS_TOPIC, partition)
         answer = self._broker.replica_manager.append_records(
-            [ProduceEntry(tp, batch)], -1, self._timeout_ms
+            [ProduceEntry(tp, batch)], -1, self._timeout_ms, AppendOrigin.COORDINATOR
         )
         if not isinstance(answer, list):
             future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -189,6 +219,24 @@ class ReplicaManagerOffsetsWriter:
                 result.error_message or f"{tp}: {ErrorCode(result.error_code).name}",
             )
         return None
+
+    def append_end_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+    ) -> asyncio.Future[int] | None:
+        """The marker as one control batch, appended as the coordinator's (only a
+        coordinator may append control batches; the producer state checks its epoch)."""
+        marker = build_end_txn_marker(
+            producer_id=producer_id,
+            producer_epoch=producer_epoch,
+            commit=commit,
+            coordinator_epoch=coordinator_epoch,
+        )
+        return self.append(partition, memoryview(bytearray(marker)))
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """The high watermark reaching the partition's log end offset of now (see
@@ -299,17 +347,61 @@ class ConsumerOffsetsLog:
         Returns None when committed, else a future of the commit's error code (see
         :class:`OffsetsTopicWriter`); raises :class:`CoordinatorWriteError` if nothing was
         appended."""
-        if not records:
-            return None
+        return self._append_batches(partition, records, -1, -1)
+
+    def append_transactional(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> asyncio.Future[int] | None:
+        """:meth:`append` as transactional batches of ``producer_id`` at ``producer_epoch``
+        (see :meth:`pydmq.coordinator.api.TransactionalCoordinatorLog.append_transactional`)."""
+        return self._append_batches(partition, records, producer_id, producer_epoch)
+
+    def append_end_txn_marker(
+        self,
+        partition: int,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        result: TransactionResult,
+    ) -> asyncio.Future[int] | None:
+        """Append the COMMIT/ABORT control batch of ``producer_id``'s transaction (see
+        :meth:`pydmq.coordinator.api.TransactionalCoordinatorLog.append_end_txn_marker`)."""
+        self._ensure_created()
+        commit = result is TransactionResult.COMMIT
+        return self.writer.append_end_txn_marker(
+            partition, producer_id, producer_epoch, coordinator_epoch, commit
+        )
+
+    def _ensure_created(self) -> None:
         if not self.cluster_mode:
             try:
                 self.ensure_created()
             except TopicError as exc:  # e.g. a full disk: KAFKA_STORAGE_ERROR
                 raise CoordinatorWriteError(exc.error_code, exc.message) from None
+
+    def _append_batches(
+        self,
+        partition: int,
+        records: Sequence[CoordinatorRecord],
+        producer_id: int,
+        producer_epoch: int,
+    ) -> asyncio.Future[int] | None:
+        if not records:
+            return None
+        self._ensure_created()
         pending: asyncio.Future[int] | None = None
         for start in range(0, len(records), _RECORDS_PER_BATCH):
             chunk = records[start : start + _RECORDS_PER_BATCH]
-            batch = build_batch([SimpleRecord(k, v) for k, v in chunk])
+            batch = build_batch(
+                [SimpleRecord(k, v) for k, v in chunk],
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                is_transactional=producer_id >= 0,
+            )
             waiter = self.writer.append(partition, memoryview(bytearray(batch)))
             if waiter is not None:
                 pending = waiter  # the last batch committing commits the earlier ones
@@ -320,7 +412,15 @@ class ConsumerOffsetsLog:
         return self.writer.await_log_end(partition)
 
     def replay_partition(self, partition: int) -> Iterator[Record]:
-        """The records of ``partition`` up to its current log end offset."""
+        """The records of ``partition`` up to its current log end offset (control batches
+        skipped)."""
+        for batch in self.replay_batches(partition):
+            if batch.end_txn is None:
+                yield from batch.records
+
+    def replay_batches(self, partition: int) -> Iterator[CoordinatorBatch]:
+        """The batches of ``partition`` up to its current log end offset, control batches
+        (end-transaction markers) included; a control batch of another type is skipped."""
         hosted = self._broker.replica_manager.get(TopicPartition(OFFSETS_TOPIC, partition))
         if hosted is None:
             return
@@ -335,15 +435,32 @@ class ConsumerOffsetsLog:
             next_offset = offset
             for header in iter_batch_headers(buf):
                 next_offset = header.next_offset
-                if header.is_control:
-                    continue
                 validate_crc(buf, header)
-                for record in decode_records(buf, header):
-                    if record.offset >= offset:
-                        yield record
+                records = [r for r in decode_records(buf, header) if r.offset >= offset]
+                pid, epoch = header.producer_id, header.producer_epoch
+                if not header.is_control:
+                    yield CoordinatorBatch(pid, epoch, header.is_transactional, records)
+                    continue
+                result = _end_txn_result(records)
+                if result is not None:
+                    yield CoordinatorBatch(pid, epoch, header.is_transactional, (), result)
             if next_offset <= offset:
                 break
             offset = next_offset
+
+
+def _end_txn_result(records: Sequence[Record]) -> TransactionResult | None:
+    """The result a control batch's marker carries; None for another control record."""
+    if not records:
+        return None
+    try:
+        marker = parse_end_txn_marker(records[0])
+    except CorruptRecordError:
+        log.warning("skipping a control batch of %s that is not an end-txn marker", OFFSETS_TOPIC)
+        return None
+    if marker.control_type == ControlRecordType.COMMIT:
+        return TransactionResult.COMMIT
+    return TransactionResult.ABORT
 
 
 def _log_creation_failure(future: asyncio.Future[Any]) -> None:

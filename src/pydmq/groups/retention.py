@@ -3,7 +3,8 @@
 Kafka 4's rules: committed offsets of a group expire ``offsets.retention.minutes`` after the
 group became Empty (a classic group with a protocol type), else (simple consumers, KIP-848
 groups without members) after their commit (or their explicit expiry); only groups without
-members lose offsets. An Empty classic group left without offsets is then deleted (by the
+members lose offsets, and an offset whose partition has pending transactional offsets is
+kept, as is its group (Kafka's ``cleanupExpiredOffsets``). An Empty classic group left without offsets is then deleted (by the
 replay of its tombstone), and so is a KIP-848 group without members left without offsets (its
 group, partition-metadata and target-epoch tombstones; as Kafka's ``cleanupGroupMetadata``), in
 a write of its own keyed by the group, so that it runs after a heartbeat in flight and finds the
@@ -41,6 +42,8 @@ def expire(
         expired += len(doomed)
         if len(doomed) < offsets.count(group_id) or group.members:
             continue
+        if offsets.has_pending(group_id):
+            continue  # an open transaction holds offsets of the group: Kafka keeps it
         if base is not None and base + retention_ms > now:
             continue
         records.append(GroupMetadataRecord(group_id, None))
@@ -80,4 +83,6 @@ def _expiring(shard: GroupCoordinatorShard, group_id: str, now: int, retention_m
     if group is None or group.members:
         return False
     offsets = shard.offsets
+    if offsets.has_pending(group_id):
+        return False
     return len(offsets.expired(group_id, now, retention_ms, None)) == offsets.count(group_id)

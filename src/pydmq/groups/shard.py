@@ -7,7 +7,10 @@ The shard is the partition's group metadata: its committed offsets
 (:class:`~pydmq.groups.classic.manager.ClassicGroupManager`). Every record the shard replays,
 at load and once a write of this node is committed, goes to its owner by type
 (:data:`GroupRecord`: offset commits, consumer group records, classic group records);
-:class:`GroupRecordSerde` converts them for ``__consumer_offsets``.
+:class:`GroupRecordSerde` converts them for ``__consumer_offsets``. The shard takes part in
+transactions (a :class:`~pydmq.coordinator.api.TransactionalCoordinatorShard`): offset commits
+of transactional batches (TxnOffsetCommit) stay pending per producer id until the replay of
+the producer's end-transaction marker commits or aborts them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Protocol, TypeVar
 
-from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord
+from pydmq.coordinator.api import CoordinatorError, CoordinatorRecord, TransactionResult
 from pydmq.coordinator.runtime import CoordinatorRuntime
 from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.groups.classic.manager import ClassicGroupManager
@@ -121,6 +124,27 @@ class GroupCoordinatorShard:
         else:
             self.classic.replay(record)
 
+    def replay_transactional(
+        self, record: GroupRecord, producer_id: int, producer_epoch: int
+    ) -> None:
+        """A record of a transactional batch: an offset commit stays pending until the
+        transaction ends, and its group exists from then on, whatever the transaction's
+        outcome (an Empty simple classic group unless it is a consumer group; live, the
+        commit's validation created it already), as Kafka's replay; any other record is
+        applied as usual."""
+        if isinstance(record, OffsetCommitRecord):
+            self.offsets.replay_transactional(record, producer_id)
+            group_id = record.key.group
+            if record.value is not None and group_id not in self.consumer.groups:
+                self.classic.ensure_group(group_id)
+        else:
+            self.replay(record)
+
+    def replay_end_transaction_marker(
+        self, producer_id: int, producer_epoch: int, result: TransactionResult
+    ) -> None:
+        self.offsets.replay_end_transaction_marker(producer_id, result is TransactionResult.COMMIT)
+
     def on_loaded(self) -> None:
         self._owner.shard_loaded(self)
 
@@ -150,6 +174,10 @@ class CommittedOffsets:
 
     def all(self, group_id: str) -> dict[TopicPartitionKey, OffsetAndMetadata]:
         return self._read(group_id, lambda offsets: offsets.all(group_id), {})
+
+    def all_partitions(self, group_id: str) -> list[TopicPartitionKey]:
+        """Partitions with a committed or a pending transactional offset of the group."""
+        return self._read(group_id, lambda offsets: offsets.all_partitions(group_id), [])
 
     def _read(self, group_id: str, read: Callable[[OffsetMetadataManager], R], default: R) -> R:
         try:

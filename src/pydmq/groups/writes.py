@@ -60,10 +60,12 @@ class GroupWrites:
         operation: WriteOperation[GroupCoordinatorShard, R],
         *,
         key: str | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> asyncio.Future[R]:
-        """Run ``operation`` on the group's shard (a keyed write with ``key``). Raises
+        """Run ``operation`` on the group's shard (a keyed write with ``key``; a
+        transactional write of ``producer``, its id and epoch). Raises
         :class:`CoordinatorError` when it failed at once (nothing appended)."""
-        future = self.schedule(group_id, operation, key=key)
+        future = self.schedule(group_id, operation, key=key, producer=producer)
         if future.done():
             error = future.exception()
             if error is not None:
@@ -76,10 +78,18 @@ class GroupWrites:
         operation: WriteOperation[GroupCoordinatorShard, R],
         *,
         key: str | None = None,
+        producer: tuple[int, int] | None = None,
     ) -> asyncio.Future[R]:
-        """Schedule ``operation`` on the group's shard; a write not done yet is remembered
-        for :meth:`await_writes`."""
-        future = self._runtime.schedule_write(self._partition_for(group_id), operation, key=key)
+        """Schedule ``operation`` on the group's shard (a transactional write of
+        ``producer``, its id and epoch); a write not done yet is remembered for
+        :meth:`await_writes`."""
+        partition = self._partition_for(group_id)
+        if producer is None:
+            future = self._runtime.schedule_write(partition, operation, key=key)
+        else:
+            future = self._runtime.schedule_transactional_write(
+                partition, producer[0], producer[1], operation, key=key
+            )
         if not future.done():
             self._seq += 1
             self._pending[group_id] = (self._seq, future)

@@ -38,6 +38,7 @@ HANDLER_MODULES: tuple[str, ...] = (
     "leave_group",
     "offset_commit",
     "offset_fetch",
+    "txn_offset_commit",
     "describe_groups",
     "list_groups",
     "delete_groups",

@@ -224,6 +224,12 @@ class ProducerStateManager:
                 f"{entry.producer_epoch}",
             )
         first_seq = header.base_sequence
+        if first_seq == NO_SEQUENCE and header.is_transactional:
+            # A coordinator's transactional batch (TxnOffsetCommit offsets in
+            # __consumer_offsets): no sequence, only the epoch is checked (Kafka checks
+            # sequences of client batches only; a client batch with a producer id and no
+            # sequence is refused before the log, as Kafka's LogValidator does).
+            return APPEND_OK
         if epoch != entry.producer_epoch:
             if first_seq != 0 and entry.producer_epoch != NO_PRODUCER_EPOCH:
                 return AppendCheck(

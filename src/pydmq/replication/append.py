@@ -35,7 +35,7 @@ from pydmq.protocol.batch_header import BATCH_HEADER_SIZE, PRODUCER, PRODUCER_ID
 from pydmq.protocol.errors import ErrorCode
 from pydmq.replication.delayed_produce import PendingAck, await_acks, check_acks
 from pydmq.storage.api import TopicPartition
-from pydmq.storage.log import LogAppendError
+from pydmq.storage.log import AppendOrigin, LogAppendError
 
 if TYPE_CHECKING:
     from pydmq.replication.replica_manager import ReplicaManager
@@ -83,9 +83,14 @@ class AppendResult:
 
 
 def append_records(
-    replica_manager: ReplicaManager, entries: list[ProduceEntry], acks: int, timeout_ms: int
+    replica_manager: ReplicaManager,
+    entries: list[ProduceEntry],
+    acks: int,
+    timeout_ms: int,
+    origin: AppendOrigin = AppendOrigin.CLIENT,
 ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
-    """Append every entry as leader; the results now, or once acks=-1 is settled."""
+    """Append every entry (of ``origin``) as leader; the results now, or once acks=-1 is
+    settled."""
     results: list[AppendResult] = []
     pending: list[PendingAck] = []
     for entry in entries:
@@ -98,7 +103,7 @@ def append_records(
             continue
         records = entry.records
         try:
-            info = replica_manager.append(partition, records, acks)
+            info = replica_manager.append(partition, records, acks, origin)
         except LogAppendError as exc:
             log.log(
                 _LOG_LEVEL.get(exc.error_code, logging.INFO),

@@ -31,7 +31,13 @@ from pydmq.config.topic import TopicConfig
 from pydmq.protocol.errors import ErrorCode
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy
 from pydmq.storage.api import FetchDataInfo, TopicPartition
-from pydmq.storage.log import AppendPolicy, LogAppendError, LogAppendInfo, UnifiedLog
+from pydmq.storage.log import (
+    AppendOrigin,
+    AppendPolicy,
+    LogAppendError,
+    LogAppendInfo,
+    UnifiedLog,
+)
 
 __all__ = [
     "NotEnoughReplicasError",
@@ -280,7 +286,10 @@ class Partition:
 
     # -- leader: produce --------------------------------------------------------------
     def append_records_to_leader(
-        self, records: memoryview, required_acks: int = 1
+        self,
+        records: memoryview,
+        required_acks: int = 1,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
         """Validate, assign offsets and append one produced record set.
 
@@ -295,7 +304,7 @@ class Partition:
             min_isr = self.strategy.min_insync_replicas(self.replicas, self.min_insync_replicas)
             if len(self.isr) < min_isr:
                 raise NotEnoughReplicasError(self.isr, min_isr)
-        info = self.log.append_as_leader(records, self.leader_epoch, self.policy)
+        info = self.log.append_as_leader(records, self.leader_epoch, self.policy, origin)
         self.maybe_increment_high_watermark()
         return info
 

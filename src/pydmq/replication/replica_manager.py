@@ -76,7 +76,13 @@ from pydmq.storage.api import (
 )
 from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.errors import KafkaStorageError
-from pydmq.storage.log import AppendPolicy, LogAppendInfo, LogStorageError, UnifiedLog
+from pydmq.storage.log import (
+    AppendOrigin,
+    AppendPolicy,
+    LogAppendInfo,
+    LogStorageError,
+    UnifiedLog,
+)
 
 __all__ = [
     "HIGH_WATERMARK",
@@ -514,11 +520,16 @@ class ReplicaManager:
             self._isr_expansion_wanted()
 
     def append_records(
-        self, entries: list[ProduceEntry], acks: int, timeout_ms: int
+        self,
+        entries: list[ProduceEntry],
+        acks: int,
+        timeout_ms: int,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
-        """Append produced record sets as leader (Kafka's appendRecords): one result per
-        entry, now or, for ``acks=-1``, once settled (see :mod:`pydmq.replication.append`)."""
-        return append_records(self, entries, acks, timeout_ms)
+        """Append produced record sets as leader (Kafka's appendRecords), of ``origin``: one
+        result per entry, now or, for ``acks=-1``, once settled (see
+        :mod:`pydmq.replication.append`)."""
+        return append_records(self, entries, acks, timeout_ms, origin)
 
     def fetch_messages(
         self, params: FetchParams, targets: list[FetchTarget]
@@ -572,12 +583,16 @@ class ReplicaManager:
         return cluster.is_alive if cluster is not None else None
 
     def append(
-        self, partition: Partition, records: memoryview, required_acks: int = 1
+        self,
+        partition: Partition,
+        records: memoryview,
+        required_acks: int = 1,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
-        """Append a produced record set as leader; raises LogAppendError (incl. not leader,
-        not enough replicas for ``required_acks=-1``)."""
+        """Append a produced record set (of ``origin``) as leader; raises LogAppendError
+        (incl. not leader, not enough replicas for ``required_acks=-1``)."""
         try:
-            info = partition.append_records_to_leader(records, required_acks)
+            info = partition.append_records_to_leader(records, required_acks, origin)
         except LogStorageError as exc:
             if exc.offline:
                 self.log_dir_failed(exc.log_dir, exc.message)

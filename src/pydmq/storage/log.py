@@ -24,6 +24,7 @@ the batches after the snapshot to learn the epochs the file lacks).
 
 from __future__ import annotations
 
+import enum
 import functools
 import json
 import logging
@@ -60,6 +61,7 @@ from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.errors import KafkaStorageError, is_transient
 
 __all__ = [
+    "AppendOrigin",
     "LogAppendError",
     "LogAppendInfo",
     "LogStorageError",
@@ -142,6 +144,15 @@ class AppendPolicy:
     max_decompressed_bytes: int = 64 * 1024 * 1024
 
 
+class AppendOrigin(enum.Enum):
+    """Who appends as leader (Kafka's AppendOrigin): a client's produce, or a coordinator of
+    this node writing its internal topic (it may append transaction markers, control batches
+    that a client may not)."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+
+
 class UnifiedLog:
     """One partition's log: validation, offsets, producer state and epochs over an engine log."""
 
@@ -186,11 +197,16 @@ class UnifiedLog:
 
     # -- append ----------------------------------------------------------------------
     def append_as_leader(
-        self, records: memoryview, leader_epoch: int, policy: AppendPolicy
+        self,
+        records: memoryview,
+        leader_epoch: int,
+        policy: AppendPolicy,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
     ) -> LogAppendInfo:
-        """Validate one produced record set and append it; raises LogAppendError."""
+        """Validate one produced record set (of ``origin``) and append it; raises
+        LogAppendError."""
         now_ms = int(time.time() * 1000)
-        headers = self._validate(records, policy, now_ms)
+        headers = self._validate(records, policy, now_ms, origin)
         target = policy.target_compression
         if target is not None and headers[0].compression != target:
             records, headers = self._recompress(records, headers[0], target, policy)
@@ -354,7 +370,7 @@ class UnifiedLog:
         )
 
     def _validate(
-        self, records: memoryview, policy: AppendPolicy, now_ms: int
+        self, records: memoryview, policy: AppendPolicy, now_ms: int, origin: AppendOrigin
     ) -> list[BatchHeader]:
         headers: list[BatchHeader] = []
         position = 0
@@ -368,7 +384,16 @@ class UnifiedLog:
                         f"batch of {header.size} bytes exceeds max.message.bytes "
                         f"{policy.max_message_bytes}",
                     )
-                validate_batch(records, header)
+                coordinator = origin is AppendOrigin.COORDINATOR
+                validate_batch(records, header, allow_control=coordinator)
+                if not coordinator and header.is_transactional and header.base_sequence < 0:
+                    # Kafka's LogValidator: a client's batch with a producer id needs a
+                    # sequence (only a coordinator's transactional batch comes without one)
+                    raise LogAppendError(
+                        ErrorCode.INVALID_RECORD,
+                        f"invalid sequence number {header.base_sequence} in a transactional "
+                        f"record batch of producer {header.producer_id}",
+                    )
                 if not policy.log_append_time and header.records_count > 0:
                     ts = header.max_timestamp
                     if ts - now_ms > policy.timestamp_after_max_ms or (

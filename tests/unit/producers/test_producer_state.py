@@ -355,3 +355,16 @@ def test_check_does_not_mutate_state() -> None:
     for header in (batch(seq=1), batch(seq=9), batch(epoch=1, seq=0), batch(seq=0)):
         state.check_and_prepare(header, NOW)
     assert state.snapshot() == before
+
+
+def test_coordinator_transactional_batches_without_sequence_check_only_the_epoch() -> None:
+    """TxnOffsetCommit offsets in ``__consumer_offsets``: the group coordinator appends
+    transactional batches with no sequence (Kafka's coordinator origin): every one of them,
+    then a new epoch's, is accepted; an older epoch is fenced."""
+    log = Log()
+    assert log.produce(batch(pid=9, epoch=3, seq=-1, transactional=True))[0] is APPEND_OK
+    assert log.produce(batch(pid=9, epoch=3, seq=-1, transactional=True))[0] is APPEND_OK
+    log.produce(batch(pid=9, epoch=3, seq=-1, transactional=True, control=True))
+    assert log.produce(batch(pid=9, epoch=4, seq=-1, transactional=True))[0] is APPEND_OK
+    check, _ = log.produce(batch(pid=9, epoch=3, seq=-1, transactional=True))
+    assert check.error_code == INVALID_PRODUCER_EPOCH

@@ -3,8 +3,10 @@
 Committed offsets of a group. A requested partition without a committed offset answers offset
 -1, leader epoch -1 and metadata "" (Kafka's NO_METADATA). Topics null (v2+) means every
 committed partition of the group. Version notes: top-level error from v2 (v1 reports a group
-error on every partition); leader epoch from v5; ``require_stable`` (v7) needs no waiting as
-there are no transactional offset commits yet; v8+ fetch several groups at once (each group's
+error on every partition); leader epoch from v5; ``require_stable`` (v7+): a partition with
+pending transactional offsets of the group (a TxnOffsetCommit whose transaction has not ended)
+answers UNSTABLE_OFFSET_COMMIT, offset -1 (retriable: clients retry until the marker is
+written); without it, the last committed offset is returned; v8+ fetch several groups at once (each group's
 topics null = all). v9 carries the member id and epoch of a KIP-848 consumer group member:
 UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH as Kafka 4 (none given: no check). v10 (topic ids)
 is not advertised. Per group NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when it is not
@@ -20,7 +22,6 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import coordinator
 from pydmq.broker.handlers._slices import in_slices
-from pydmq.groups.offsets import OffsetAndMetadata
 from pydmq.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -33,7 +34,8 @@ from pydmq.protocol.messages.offset_fetch import (
 
 __all__ = ["HANDLER"]
 
-Row = tuple[str, int, OffsetAndMetadata | None]
+Entry = tuple[int, int, int, str, int]
+"""One partition's answer: partition, committed offset, leader epoch, metadata, error."""
 
 
 def _fetch(
@@ -42,17 +44,25 @@ def _fetch(
     topics: Sequence[tuple[str, Sequence[int]]] | None,
     member_id: str | None = None,
     member_epoch: int = -1,
-) -> tuple[int, dict[str, list[tuple[int, int, int, str]]]]:
-    error, rows = coordinator(ctx).fetch_offsets(group_id, topics, member_id, member_epoch)
-    by_topic: dict[str, list[tuple[int, int, int, str]]] = {}
+    *,
+    require_stable: bool = False,
+) -> tuple[int, dict[str, list[Entry]]]:
+    error, rows = coordinator(ctx).fetch_offsets(
+        group_id, topics, member_id, member_epoch, require_stable=require_stable
+    )
+    by_topic: dict[str, list[Entry]] = {}
     if topics is not None:
         for name, _ in topics:
             by_topic.setdefault(name, [])
     for topic, partition, committed in rows:
+        entry: Entry
         if committed is None:
-            entry = (partition, -1, -1, "")
+            entry = (partition, -1, -1, "", 0)
+        elif isinstance(committed, int):
+            entry = (partition, -1, -1, "", committed)  # UNSTABLE_OFFSET_COMMIT
         else:
-            entry = (partition, committed.offset, committed.leader_epoch, committed.metadata)
+            offset, epoch, metadata = committed.offset, committed.leader_epoch, committed.metadata
+            entry = (partition, offset, epoch, metadata, 0)
         by_topic.setdefault(topic, []).append(entry)
     return error, by_topic
 
@@ -67,12 +77,18 @@ def _fetch_groups(
         wanted = (
             None if group.topics is None else [(t.name, t.partition_indexes) for t in group.topics]
         )
+        stable = request.require_stable
         if version >= 9:
             error, by_topic = _fetch(
-                ctx, group.group_id, wanted, group.member_id, group.member_epoch
+                ctx,
+                group.group_id,
+                wanted,
+                group.member_id,
+                group.member_epoch,
+                require_stable=stable,
             )
         else:
-            error, by_topic = _fetch(ctx, group.group_id, wanted)
+            error, by_topic = _fetch(ctx, group.group_id, wanted, require_stable=stable)
         response.groups.append(
             OffsetFetchResponseGroup(
                 group_id=group.group_id,
@@ -86,8 +102,9 @@ def _fetch_groups(
                                 committed_offset=o,
                                 committed_leader_epoch=e,
                                 metadata=m,
+                                error_code=pe,
                             )
-                            for p, o, e, m in parts
+                            for p, o, e, m, pe in parts
                         ],
                     )
                     for name, parts in by_topic.items()
@@ -106,7 +123,8 @@ def handle(
     wanted_topics = (
         None if request.topics is None else [(t.name, t.partition_indexes) for t in request.topics]
     )
-    error, by_topic = _fetch(ctx, request.group_id, wanted_topics)
+    stable = version >= 7 and request.require_stable
+    error, by_topic = _fetch(ctx, request.group_id, wanted_topics, require_stable=stable)
     partition_error = error if version < 2 else 0
     return OffsetFetchResponse(
         error_code=error,
@@ -119,9 +137,9 @@ def handle(
                         committed_offset=o,
                         committed_leader_epoch=e,
                         metadata=m,
-                        error_code=partition_error,
+                        error_code=partition_error or pe,
                     )
-                    for p, o, e, m in parts
+                    for p, o, e, m, pe in parts
                 ],
             )
             for name, parts in by_topic.items()

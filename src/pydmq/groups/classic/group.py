@@ -340,7 +340,10 @@ class ClassicGroup:
         return ErrorCode.NONE
 
     def validate_offset_commit(self, req: CommitRequest) -> int:
-        """Kafka 4's rules for an OffsetCommit to this group (NONE: accepted)."""
+        """Kafka 4's rules for an OffsetCommit or a TxnOffsetCommit to this group (NONE:
+        accepted). A transactional commit without generation nor member (a producer's
+        ``sendOffsetsToTransaction`` with only the group id, before KIP-447) is accepted in
+        any state, and one with them also while the group completes a rebalance."""
         if self.is_in(GroupState.DEAD):
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if req.generation_id < 0 and self.is_in(GroupState.EMPTY):
@@ -351,9 +354,9 @@ class ClassicGroup:
                 return error
             if req.generation_id != self.generation_id:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif not self.is_in(GroupState.EMPTY):
+        elif not req.transactional and not self.is_in(GroupState.EMPTY):
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if self.is_in(GroupState.COMPLETING_REBALANCE):
+        if not req.transactional and self.is_in(GroupState.COMPLETING_REBALANCE):
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 

@@ -131,6 +131,12 @@ class ClassicGroupManager:
             return
         group.replay(record.value)
 
+    def ensure_group(self, group_id: str) -> None:
+        """A commit of ``group_id`` was replayed: the group exists (an Empty simple group
+        when it did not, as Kafka's replay of an offset commit creates it)."""
+        if group_id not in self.groups:
+            self.groups[group_id] = ClassicGroup(group_id, self._clock())
+
     def finish_load(self, with_offsets: Iterable[str], consumer: Callable[[str], bool]) -> int:
         """The partition is loaded: groups with committed offsets but no record are Empty
         groups too, and a group id that is a consumer group is not also a classic one.
@@ -866,7 +872,10 @@ class ClassicGroupManager:
         the group."""
         group = self.groups.get(req.group_id)
         if group is None:
-            if req.generation_id >= 0 or req.member_id or req.group_instance_id is not None:
+            # Kafka 4: an unknown group is created by a commit without generation (a
+            # TxnOffsetCommit's), or without generation nor member (an OffsetCommit's)
+            named = bool(req.member_id) or req.group_instance_id is not None
+            if req.generation_id >= 0 or (named and not req.transactional):
                 return ErrorCode.ILLEGAL_GENERATION, None
             group = ClassicGroup(req.group_id, self._clock())
             self.groups[req.group_id] = group
@@ -874,7 +883,7 @@ class ClassicGroupManager:
         if error:
             return error, group
         member = group.members.get(req.member_id)
-        if member is not None:
+        if member is not None and not req.transactional:
             self._schedule_heartbeat(group, member)
         return ErrorCode.NONE, group
 

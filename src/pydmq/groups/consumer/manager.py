@@ -164,18 +164,29 @@ class ConsumerGroupManager:
 
     # -- reads -----------------------------------------------------------------------
     def validate_offset_commit(
-        self, group_id: str, member_id: str, member_epoch: int, api_version: int
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        api_version: int,
+        *,
+        transactional: bool = False,
     ) -> int:
-        """Kafka 4's rules for a commit to a consumer group (0 = accepted)."""
+        """Kafka 4's rules for a commit to a consumer group (0 = accepted). A TxnOffsetCommit
+        (``transactional``) carries the member epoch as its generation, at any version, and
+        answers a stale epoch ILLEGAL_GENERATION."""
         group = self.groups[group_id]
         if member_epoch < 0 and not group.members:
             return ErrorCode.NONE  # admin client or a consumer without group management
         member = group.members.get(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if api_version < 9:
+        if not transactional and api_version < 9:
             return ErrorCode.UNSUPPORTED_VERSION
-        return _validate_epoch(member.member_epoch, member_epoch)
+        error = _validate_epoch(member.member_epoch, member_epoch)
+        if transactional and error == ErrorCode.STALE_MEMBER_EPOCH:
+            return ErrorCode.ILLEGAL_GENERATION
+        return error
 
     def validate_offset_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> int:
         group = self.groups[group_id]

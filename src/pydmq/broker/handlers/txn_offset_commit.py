@@ -1,0 +1,116 @@
+"""TxnOffsetCommit (key 28), v0-v5.
+
+Offsets a transactional producer commits for a consumer group inside its transaction
+(``sendOffsetsToTransaction``, KIP-98; the group's identity from v3, KIP-447). They are
+written to the group's ``__consumer_offsets`` partition as a transactional batch of the
+request's producer id and epoch and stay pending, invisible to OffsetFetch, until the
+transaction coordinator's marker commits them (or aborts them): see
+``GroupCoordinator.complete_transaction``. Checks as Kafka 4's group coordinator: an empty
+group id is INVALID_GROUP_ID; a partition of an unknown topic UNKNOWN_TOPIC_OR_PARTITION; a
+metadata string longer than ``offset.metadata.max.bytes`` OFFSET_METADATA_TOO_LARGE; a
+generation (v3+) that is not the group's ILLEGAL_GENERATION (a stale KIP-848 member epoch
+too), an unknown member UNKNOWN_MEMBER_ID, a replaced static member FENCED_INSTANCE_ID; a
+commit to an unknown group with a generation ILLEGAL_GENERATION (without one the group is
+created, Empty, as for a simple consumer). Unlike OffsetCommit, a commit without generation
+nor member id (v0-v2, or a producer given only the group id) is accepted in any group state,
+and during a rebalance. The producer's epoch is checked by the partition's producer state
+(an older epoch: INVALID_PRODUCER_EPOCH). Cluster mode: NOT_COORDINATOR /
+COORDINATOR_LOAD_IN_PROGRESS as the other group APIs, and the answer waits until the
+offsets' batch is committed (acks=-1). Version notes: leader epoch from v2; v4 only adds an
+error clients may get (TRANSACTION_ABORTABLE, never answered here); v5 is v4 for clients of
+transactions v2 (not advertised as a feature here, so clients stay on v4). v6 (topic ids) is
+not advertised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._groups import coordinator
+from pydmq.groups.api import CommitRequest
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitResponse,
+    TxnOffsetCommitResponsePartition,
+    TxnOffsetCommitResponseTopic,
+)
+
+__all__ = ["HANDLER"]
+
+TopicPartitionKey = tuple[str, int]
+
+
+def handle(
+    ctx: BrokerContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
+    version = ctx.api_version
+    topics = ctx.broker.topics
+    errors: dict[TopicPartitionKey, int] = {}
+    wanted: dict[TopicPartitionKey, tuple[int, int, str | None]] = {}
+    for topic in request.topics:
+        info = topics.get(topic.name)
+        for p in topic.partitions:
+            tp = (topic.name, p.partition_index)
+            if info is None or not 0 <= p.partition_index < len(info.partitions):
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                epoch = p.committed_leader_epoch if version >= 2 else -1
+                wanted[tp] = (p.committed_offset, epoch, p.committed_metadata)
+    group_coordinator = coordinator(ctx)
+    mark = group_coordinator.write_mark
+    if wanted:
+        errors.update(
+            group_coordinator.commit_offsets(
+                CommitRequest(
+                    group_id=request.group_id,
+                    member_id=request.member_id if version >= 3 else "",
+                    group_instance_id=request.group_instance_id if version >= 3 else None,
+                    generation_id=request.generation_id if version >= 3 else -1,
+                    retention_time_ms=-1,
+                    offsets=wanted,
+                    api_version=version,
+                    producer=(request.producer_id, request.producer_epoch),
+                )
+            )
+        )
+    if group_coordinator.wrote_since(request.group_id, mark):
+        committed = group_coordinator.await_writes(request.group_id, mark, offsets=True)
+        return _when_committed(committed, request, errors)
+    return _response(request, errors)
+
+
+async def _when_committed(
+    committed: Awaitable[int],
+    request: TxnOffsetCommitRequest,
+    errors: dict[TopicPartitionKey, int],
+) -> TxnOffsetCommitResponse:
+    error = await committed
+    if error:
+        errors = {tp: e or error for tp, e in errors.items()}
+    return _response(request, errors)
+
+
+def _response(
+    request: TxnOffsetCommitRequest, errors: dict[TopicPartitionKey, int]
+) -> TxnOffsetCommitResponse:
+    return TxnOffsetCommitResponse(
+        topics=[
+            TxnOffsetCommitResponseTopic(
+                name=topic.name,
+                partitions=[
+                    TxnOffsetCommitResponsePartition(
+                        partition_index=p.partition_index,
+                        error_code=errors[(topic.name, p.partition_index)],
+                    )
+                    for p in topic.partitions
+                ],
+            )
+            for topic in request.topics
+        ]
+    )
+
+
+HANDLER = ApiHandlerSpec(28, 0, 5, handle, "TxnOffsetCommit")
