@@ -49,6 +49,7 @@ HANDLER_MODULES: tuple[str, ...] = (
     "list_partition_reassignments",
     "describe_log_dirs",
     "alter_replica_log_dirs",
+    "write_txn_markers",
 )
 
 
