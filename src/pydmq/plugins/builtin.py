@@ -50,6 +50,7 @@ HANDLER_MODULES: tuple[str, ...] = (
     "describe_log_dirs",
     "alter_replica_log_dirs",
     "write_txn_markers",
+    "describe_producers",
 )
 
 

@@ -1,0 +1,165 @@
+"""The transactions part of the engine conformance suite (mixed into
+:class:`~pydmq.testing.conformance.StorageEngineConformance`).
+
+The engine's side of the aborted-transaction index (:mod:`pydmq.storage.api`): entries
+recorded with ``append_aborted_txn`` come back from ``collect_aborted_txns`` by Kafka's overlap
+rule, in marker order; they go with their marker (truncation, a full truncation, deleted
+segments) and, on a persistent engine, survive a reopen. Then the same rules through the
+engine-agnostic :class:`~pydmq.storage.log.UnifiedLog` over the engine: transactional batches
+and markers move the last stable offset, an ABORT records its entry, and a log reopened with
+a transaction open keeps its last stable offset and its aborted transactions.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydmq.protocol.records import SimpleRecord, build_batch, iter_batch_headers
+from pydmq.storage.api import AbortedTxn, LogConfig, PartitionLog, StorageEngine, TopicPartition
+from pydmq.storage.log import AppendPolicy, UnifiedLog
+
+__all__ = ["TransactionConformance", "transactional_batch"]
+
+TP = TopicPartition("transactions", 0)
+_POLICY = AppendPolicy(
+    max_message_bytes=1 << 20,
+    log_append_time=False,
+    timestamp_before_max_ms=2**62,
+    timestamp_after_max_ms=2**62,
+    flush_messages=2**62,
+)
+
+
+def transactional_batch(producer_id: int, epoch: int, sequence: int, count: int = 1) -> bytes:
+    """A client's transactional batch of ``count`` records (offsets assigned on append)."""
+    return build_batch(
+        [SimpleRecord(b"k", b"v%d" % i) for i in range(count)],
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        is_transactional=True,
+    )
+
+
+class TransactionConformance:
+    """Transaction tests; the host class provides ``make_engine`` and the ``engine`` fixture."""
+
+    persistent: ClassVar[bool] = True
+
+    def make_engine(self, data_dir: str) -> StorageEngine:
+        raise NotImplementedError
+
+    # -- the engine's index ----------------------------------------------------------------
+
+    def _marked_log(self, engine: StorageEngine, **config: int) -> PartitionLog:
+        """Eight one-record batches; entries recorded after the markers at 2, 5 and 7."""
+        log = engine.open_log(TP, LogConfig(**config))  # type: ignore[arg-type]
+        for offset in range(8):
+            batch = build_batch([SimpleRecord(None, b"v", timestamp=1_000)], base_offset=offset)
+            log.append(batch, list(iter_batch_headers(batch)))
+            if offset == 2:
+                log.append_aborted_txn(AbortedTxn(7, 0, 2, 3))
+            elif offset == 5:
+                log.append_aborted_txn(AbortedTxn(8, 1, 5, 3))
+            elif offset == 7:
+                log.append_aborted_txn(AbortedTxn(7, 6, 7, 8))
+        return log
+
+    def test_aborted_txns_overlap_rule(self, engine: StorageEngine) -> None:
+        log = self._marked_log(engine)
+        assert log.collect_aborted_txns(0, 100) == [
+            AbortedTxn(7, 0, 2, 3),
+            AbortedTxn(8, 1, 5, 3),
+            AbortedTxn(7, 6, 7, 8),
+        ]
+        # last_offset >= start and first_offset < upper bound
+        assert log.collect_aborted_txns(3, 6) == [AbortedTxn(8, 1, 5, 3)]
+        assert log.collect_aborted_txns(0, 1) == [AbortedTxn(7, 0, 2, 3)]
+        assert log.collect_aborted_txns(6, 7) == [AbortedTxn(7, 6, 7, 8)]
+        assert log.collect_aborted_txns(8, 100) == []
+
+    def test_aborted_txns_go_with_their_marker_on_truncation(self, engine: StorageEngine) -> None:
+        log = self._marked_log(engine)
+        log.truncate_to(5)
+        assert log.collect_aborted_txns(0, 100) == [AbortedTxn(7, 0, 2, 3)]
+        log.truncate_fully_and_start_at(20)
+        assert log.collect_aborted_txns(0, 100) == []
+
+    def test_aborted_txns_of_deleted_segments_go(self, engine: StorageEngine) -> None:
+        log = self._marked_log(engine, segment_bytes=1)  # one batch per segment
+        log.maybe_increment_log_start_offset(4)  # deletes the segments of offsets 0-3
+        assert log.collect_aborted_txns(0, 100) == [
+            AbortedTxn(8, 1, 5, 3),
+            AbortedTxn(7, 6, 7, 8),
+        ]
+
+    def test_aborted_txns_survive_a_reopen(self, data_dir: str) -> None:
+        if not self.persistent:
+            return
+        engine = self.make_engine(data_dir)
+        log = self._marked_log(engine)
+        log.truncate_to(7)
+        engine.close()
+        engine = self.make_engine(data_dir)
+        try:
+            log = engine.open_log(TP, LogConfig())
+            assert log.collect_aborted_txns(0, 100) == [
+                AbortedTxn(7, 0, 2, 3),
+                AbortedTxn(8, 1, 5, 3),
+            ]
+        finally:
+            engine.close()
+
+    # -- through UnifiedLog ----------------------------------------------------------------
+
+    def _unified(self, engine: StorageEngine) -> UnifiedLog:
+        return UnifiedLog(engine.open_log(TP, LogConfig()))
+
+    @staticmethod
+    def _produce(log: UnifiedLog, data: bytes) -> int:
+        info = log.append_as_leader(memoryview(bytearray(data)), 0, _POLICY)
+        log.update_high_watermark(log.log_end_offset)
+        return info.first_offset
+
+    def test_last_stable_offset_follows_transactions(self, engine: StorageEngine) -> None:
+        log = self._unified(engine)
+        self._produce(log, build_batch([SimpleRecord(b"k", b"plain")]))
+        first = self._produce(log, transactional_batch(1, 0, 0, count=2))
+        assert (first, log.high_watermark, log.last_stable_offset) == (1, 3, 1)
+        self._produce(log, transactional_batch(2, 0, 0))  # a second open transaction
+        self._produce(log, transactional_batch(1, 0, 2))  # the same transaction goes on
+        assert log.last_stable_offset == 1
+        log.append_marker_as_leader(1, 0, 5, commit=False, leader_epoch=0)
+        # the marker is not replicated yet: producer 1's transaction is still unstable
+        assert log.last_stable_offset == 1
+        log.update_high_watermark(log.log_end_offset)
+        assert log.last_stable_offset == 3  # producer 2's transaction
+        assert log.collect_aborted_txns(0, 100) == [AbortedTxn(1, 1, 5, 3)]
+        log.append_marker_as_leader(2, 0, 5, commit=True, leader_epoch=0)
+        log.update_high_watermark(log.log_end_offset)
+        assert log.last_stable_offset == log.high_watermark == 7
+        assert log.collect_aborted_txns(0, 100) == [AbortedTxn(1, 1, 5, 3)]
+
+    def test_a_reopened_log_keeps_open_transactions_and_aborts(self, data_dir: str) -> None:
+        if not self.persistent:
+            return
+        engine = self.make_engine(data_dir)
+        log = self._unified(engine)
+        self._produce(log, transactional_batch(1, 0, 0))
+        log.append_marker_as_leader(1, 0, 0, commit=False, leader_epoch=0)
+        self._produce(log, transactional_batch(2, 0, 0))
+        log.update_high_watermark(log.log_end_offset)
+        log.checkpoint_high_watermark()
+        log.take_producer_snapshot()
+        self._produce(log, transactional_batch(3, 0, 0))  # after the snapshot: replayed
+        log.update_high_watermark(log.log_end_offset)
+        log.checkpoint_high_watermark()
+        log.engine_log.flush()
+        engine.close()
+        engine = self.make_engine(data_dir)
+        try:
+            log = self._unified(engine)
+            assert (log.high_watermark, log.last_stable_offset) == (4, 2)
+            assert log.collect_aborted_txns(0, 100) == [AbortedTxn(1, 0, 1, 2)]
+        finally:
+            engine.close()
