@@ -36,7 +36,7 @@ from pydmq.protocol.messages.write_txn_markers import (
 )
 from pydmq.protocol.records import SimpleRecord, build_batch, decode_records, iter_batch_headers
 from pydmq.testing.embedded import EmbeddedBroker
-from support.raw_client import RawClient
+from support.raw_client import RawClient, decode_response_frame
 
 pytestmark = pytest.mark.timeout(120)
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -114,10 +114,17 @@ def write_marker(broker: EmbeddedBroker, pid: int, commit: bool) -> int:
 
 
 def fetch(client: RawClient, isolation_level: int) -> Any:
-    request = FetchRequest(
+    request = fetch_request(isolation_level)
+    return client.request(1, 12, request).body.responses[0].partitions[0]
+
+
+def fetch_request(
+    isolation_level: int, fetch_offset: int = 0, max_wait: int = 0, min_bytes: int = 0
+) -> FetchRequest:
+    return FetchRequest(
         replica_id=-1,
-        max_wait=0,
-        min_bytes=0,
+        max_wait=max_wait,
+        min_bytes=min_bytes,
         max_bytes=1 << 20,
         isolation_level=isolation_level,
         session_id=0,
@@ -128,7 +135,7 @@ def fetch(client: RawClient, isolation_level: int) -> Any:
                 partitions=[
                     FetchPartition(
                         partition=0,
-                        fetch_offset=0,
+                        fetch_offset=fetch_offset,
                         partition_max_bytes=1 << 20,
                         current_leader_epoch=-1,
                         log_start_offset=-1,
@@ -137,7 +144,6 @@ def fetch(client: RawClient, isolation_level: int) -> Any:
             )
         ],
     )
-    return client.request(1, 12, request).body.responses[0].partitions[0]
 
 
 def latest(client: RawClient, isolation_level: int) -> int:
@@ -245,5 +251,16 @@ def test_transactions_on_the_partition_side(broker: EmbeddedBroker) -> None:
         b"o0",
         b"p0",
     ]
-    assert write_marker(broker, P2, commit=True) == ErrorCode.NONE
+    with RawClient(broker.bootstrap, timeout=20) as client:
+        # A read_committed long poll at the LSO wakes when the marker moves the LSO.
+        parked = fetch_request(1, fetch_offset=6, max_wait=15_000, min_bytes=1)
+        correlation_id = client.send_request_no_response(1, 12, parked)
+        assert write_marker(broker, P2, commit=True) == ErrorCode.NONE
+        frame = client.read_frame(10)  # answered within 10 s: woken, not expired
+        assert frame is not None
+        woken = decode_response_frame(frame, 1, 12)
+        assert woken.correlation_id == correlation_id
+        answer = woken.body.responses[0].partitions[0]
+        assert (answer.last_stable_offset, answer.aborted_transactions) == (9, [])
+        assert [h.base_offset for h in iter_batch_headers(bytes(answer.records))] == [6, 7, 8]
     assert consume(broker.bootstrap, "read_committed", 4) == [b"c0", b"c1", b"o0", b"p0"]
