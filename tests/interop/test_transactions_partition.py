@@ -264,3 +264,61 @@ def test_transactions_on_the_partition_side(broker: EmbeddedBroker) -> None:
         assert (answer.last_stable_offset, answer.aborted_transactions) == (9, [])
         assert [h.base_offset for h in iter_batch_headers(bytes(answer.records))] == [6, 7, 8]
     assert consume(broker.bootstrap, "read_committed", 4) == [b"c0", b"c1", b"o0", b"p0"]
+
+
+def test_marker_and_produce_refusals(broker: EmbeddedBroker) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_topics([NewTopic("txn-fenced", 1, 1)]).values():
+        future.result(10)
+    node_broker: Any = broker.broker
+
+    def markers(topic: str, pid: int, epoch: int, coordinator_epoch: int) -> list[int]:
+        request = WriteTxnMarkersRequest(
+            markers=[
+                WritableTxnMarker(
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    transaction_result=False,
+                    topics=[WritableTxnMarkerTopic(name=topic, partition_indexes=[0, 5])],
+                    coordinator_epoch=coordinator_epoch,
+                )
+            ]
+        )
+
+        async def send() -> WriteTxnMarkersResponse:
+            ctx = RequestContext(node_broker.services, 27, 2, 0, "txn-coordinator", "", 0, "", 0)
+            result = node_broker.dispatcher.handlers[27].handle(ctx, request)
+            return await result if inspect.isawaitable(result) else result  # type: ignore[no-any-return]
+
+        response = broker.run_on_loop(send, 10)
+        return [p.error_code for p in response.markers[0].topics[0].partitions]
+
+    unknown = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert markers("no-such-topic", 7, 0, 0) == [unknown, unknown]
+    assert markers("txn-fenced", 7, 3, 2) == [ErrorCode.NONE, unknown]
+    assert markers("txn-fenced", 7, 2, 2)[0] == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert markers("txn-fenced", 7, 3, 1)[0] == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert markers("txn-fenced", 7, 4, 2)[0] == ErrorCode.NONE  # a newer epoch is fine
+
+    batch = build_batch(
+        [SimpleRecord(None, b"x")],
+        producer_id=8,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout=5_000,
+        topic_data=[
+            TopicProduceData(
+                name="txn-fenced", partition_data=[PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
+    with RawClient(broker.bootstrap) as client:
+        answer = client.request(0, 9, request).body.responses[0].partition_responses[0]
+    assert answer.error_code == ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
