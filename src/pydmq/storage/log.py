@@ -288,7 +288,9 @@ class UnifiedLog:
     @property
     def last_stable_offset(self) -> int:
         """min(first offset of any unstable transaction, high watermark) (Kafka's LSO)."""
-        return self.transactions.last_stable_offset(self.producer_state, self.high_watermark)
+        return self.transactions.last_stable_offset(
+            self.producer_state, self.high_watermark, self.log_start_offset
+        )
 
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``."""

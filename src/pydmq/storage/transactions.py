@@ -64,19 +64,23 @@ class TransactionTracker:
         """Forget the completed transactions (the producer state was rebuilt)."""
         self._unreplicated.clear()
 
-    def last_stable_offset(self, state: ProducerStateManager, high_watermark: int) -> int:
+    def last_stable_offset(
+        self, state: ProducerStateManager, high_watermark: int, log_start_offset: int
+    ) -> int:
+        """The LSO; an unstable transaction that starts below the log start offset (its
+        first records deleted) counts from the log start, as Kafka's firstUnstableOffset."""
         ongoing = state.ongoing_txns
         unreplicated = self._unreplicated
         if not ongoing and not unreplicated:
             return high_watermark
-        lso = high_watermark
+        first_unstable = high_watermark
         if unreplicated:
             unreplicated[:] = [t for t in unreplicated if t[1] >= high_watermark]
             for first, _ in unreplicated:
-                lso = min(lso, first)
+                first_unstable = min(first_unstable, first)
         for first in ongoing.values():
-            lso = min(lso, first)
-        return lso
+            first_unstable = min(first_unstable, first)
+        return min(max(first_unstable, log_start_offset), high_watermark)
 
     def apply_marker(
         self,

@@ -132,3 +132,12 @@ def test_without_a_snapshot_the_whole_log_is_replayed(tmp_path: Path) -> None:
         assert log.producer_state.ongoing_txns == {6: 2}
     finally:
         engine.close()
+
+
+def test_an_open_transaction_below_the_log_start_counts_from_the_log_start() -> None:
+    log = UnifiedLog(MemoryLog(LogConfig(segment_bytes=1)))
+    produce(log, transactional_batch(1, 0, 0, count=2))  # open, offsets 0-1
+    produce(log, build_batch([SimpleRecord(None, b"plain")]))  # offset 2
+    assert log.last_stable_offset == 0
+    log.maybe_increment_log_start_offset(2)  # DeleteRecords past the transaction's start
+    assert (log.log_start_offset, log.last_stable_offset, log.high_watermark) == (2, 2, 3)

@@ -96,7 +96,7 @@ def _answer(
             log = partition.log
             # Kafka's lastFetchableOffset: what a consumer of this isolation level may read.
             upper = log.last_stable_offset if read_committed else log.high_watermark
-            if request.replica_id < 0 and partition.leader_epoch_start_offset > upper:
+            if request.replica_id < 0 and partition.leader_epoch_start_offset > log.high_watermark:
                 # A new leader whose high watermark has not reached the start of its epoch
                 # would answer offsets below what clients may already have seen from the old
                 # leader (Spark reads that as data loss): Kafka answers OFFSET_NOT_AVAILABLE
