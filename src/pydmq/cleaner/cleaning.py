@@ -17,18 +17,26 @@ No thread, no file: a cleaner thread feeds batches in and writes what comes out.
   that idempotent producer state survives a restart that rebuilds it from the log;
 * a batch keeps its compression codec (re-compressed with that codec when rewritten); a batch
   all of whose records are kept is passed on as it is, byte for byte;
-* control batches and transactional batches are passed on untouched and never mapped: the seam
-  (:func:`passes_untouched`) where the transactions issue will map committed data and drop
-  aborted data and markers.
+* transactions (:class:`~pydmq.cleaner.transactions.AbortedTransactions`, built from the
+  log's aborted-transaction index): the records of an aborted transaction are neither mapped
+  nor kept (its batch goes, or stays empty when it is its producer's last); committed
+  transactional batches are mapped and cleaned as any; control batches (COMMIT/ABORT markers)
+  are never mapped and always kept, byte for byte. Kafka also removes a marker once its
+  transaction's records are gone and ``delete.retention.ms`` has passed, and drops the
+  transaction's index entry with it; here both stay (an index entry whose marker were gone
+  would make read_committed consumers skip that producer's later transactions). Transactional
+  and control batches at or past ``CleaningRules.transactions_up_to`` (the first uncleanable
+  offset: an open transaction may start there) pass untouched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from pydmq.cleaner.offset_map import OffsetMap
+from pydmq.cleaner.transactions import AbortedTransactions
 from pydmq.protocol.batch_header import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -43,6 +51,7 @@ from pydmq.protocol.batch_header import (
 )
 from pydmq.protocol.primitives import Writer
 from pydmq.protocol.records import BatchHeader, CorruptRecordError, crc32c, parse_batch_header
+from pydmq.storage.api import AbortedTxn
 
 __all__ = [
     "BatchCleaner",
@@ -51,7 +60,6 @@ __all__ = [
     "OffsetMapBuilder",
     "RawRecord",
     "iter_raw_records",
-    "passes_untouched",
 ]
 
 MAX_DECOMPRESSED = 64 * 1024 * 1024
@@ -147,12 +155,6 @@ def iter_raw_records(payload: bytes, count: int) -> Iterator[RawRecord]:
         raise CorruptRecordError("record section truncated") from None
 
 
-def passes_untouched(header: BatchHeader) -> bool:
-    """Control and transactional batches are neither mapped nor cleaned yet (the seam for
-    dropping aborted transactions and their markers, as Kafka's cleaner does)."""
-    return header.is_control or header.is_transactional
-
-
 def _payload(buf: bytes | memoryview, header: BatchHeader) -> bytes:
     view = memoryview(buf)[BATCH_HEADER_SIZE : header.size]
     if header.compression:
@@ -166,14 +168,19 @@ class OffsetMapBuilder:
     """Maps the dirty section ``[start, stop)`` batch by batch until ``offset_map`` is full.
 
     ``reached`` is the offset up to which the map covers the log (Kafka's end offset of a
-    cleaning): the next cleaning's first dirty offset."""
+    cleaning): the next cleaning's first dirty offset. ``aborted``: the log's aborted
+    transactions overlapping the section, whose records are not mapped (``stop`` never passes
+    the first unstable offset: every transaction below it is decided)."""
 
-    def __init__(self, offset_map: OffsetMap, start: int, stop: int) -> None:
+    def __init__(
+        self, offset_map: OffsetMap, start: int, stop: int, aborted: Sequence[AbortedTxn] = ()
+    ) -> None:
         self.offset_map = offset_map
         self.start = start
         self.stop = stop
         self.reached = start
         self.full = False
+        self._aborted = AbortedTransactions(txn for txn in aborted if txn.last_offset >= start)
 
     def add(self, buf: bytes | memoryview) -> bool:
         """Map one batch; False once the map is full or the batch is past ``stop`` (the
@@ -183,7 +190,7 @@ class OffsetMapBuilder:
             return True
         if header.next_offset > self.stop:
             return False
-        if not passes_untouched(header) and header.records_count:
+        if not self._aborted.is_aborted(header) and not header.is_control and header.records_count:
             if not self.offset_map.room_for(header.records_count):
                 self.full = True
                 return False
@@ -198,12 +205,16 @@ class OffsetMapBuilder:
 @dataclass(frozen=True, slots=True)
 class CleaningRules:
     """What one cleaning decides by besides the offset map: the time, the topic's
-    ``delete.retention.ms``, and the last offset of each producer id's last batch (from the
-    log's producer state), whose batch is kept even when it ends up empty."""
+    ``delete.retention.ms``, the last offset of each producer id's last batch (from the
+    log's producer state), whose batch is kept even when it ends up empty, the log's aborted
+    transactions from its start to ``transactions_up_to``, where transactional and control
+    batches stop being cleaned (the first uncleanable offset)."""
 
     now_ms: int
     delete_retention_ms: int
     last_offset_of_producer: Mapping[int, int]
+    aborted: Sequence[AbortedTxn] = ()
+    transactions_up_to: int = 2**63 - 1
 
 
 @dataclass(slots=True)
@@ -225,6 +236,7 @@ class BatchCleaner:
         self.offset_map = offset_map
         self.rules = rules
         self.stats = CleaningStats()
+        self._aborted = AbortedTransactions(rules.aborted)
 
     def clean(self, buf: bytes | memoryview) -> bytes | memoryview | None:
         """The batch to keep in place of ``buf`` (``buf`` itself when unchanged), or None."""
@@ -240,9 +252,15 @@ class BatchCleaner:
         return out
 
     def _clean(self, buf: bytes | memoryview, header: BatchHeader) -> bytes | memoryview | None:
-        if passes_untouched(header):
+        transactional = header.is_control or header.is_transactional
+        if transactional and header.last_offset >= self.rules.transactions_up_to:
             self.stats.records_written += header.records_count
-            return buf
+            return buf  # past the first uncleanable offset: maybe an open transaction
+        if self._aborted.is_aborted(header):
+            return self._drop_records(header)
+        if header.is_control:
+            self.stats.records_written += header.records_count
+            return buf  # markers are kept (see the module docstring)
         now = self.rules.now_ms
         horizon_set = bool(header.attributes & DELETE_HORIZON_FLAG)
         removable_tombstones = horizon_set and now >= header.base_timestamp
@@ -265,12 +283,17 @@ class BatchCleaner:
         if len(kept) == header.records_count and not needs_horizon:
             return buf
         if not kept:
-            last = self.rules.last_offset_of_producer.get(header.producer_id, -1)
-            if header.producer_id >= 0 and last == header.last_offset:
-                return _empty_batch(header)
-            return None
+            return self._drop_records(header)
         horizon = now + self.rules.delete_retention_ms if needs_horizon else -1
         return _rebuild(header, payload, kept, horizon)
+
+    def _drop_records(self, header: BatchHeader) -> bytes | None:
+        """No record of the batch is kept: it goes, unless it is its producer's last batch,
+        kept empty so that the producer state rebuilt from the log keeps the producer."""
+        last = self.rules.last_offset_of_producer.get(header.producer_id, -1)
+        if header.producer_id >= 0 and last == header.last_offset:
+            return _empty_batch(header)
+        return None
 
 
 def _rebuild(header: BatchHeader, payload: bytes, kept: list[RawRecord], horizon: int) -> bytes:

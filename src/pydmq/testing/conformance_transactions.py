@@ -7,20 +7,32 @@ rule, in marker order; they go with their marker (truncation, a full truncation,
 segments) and, on a persistent engine, survive a reopen. Then the same rules through the
 engine-agnostic :class:`~pydmq.storage.log.UnifiedLog` over the engine: transactional batches
 and markers move the last stable offset, an ABORT records its entry, and a log reopened with
-a transaction open keeps its last stable offset and its aborted transactions.
+a transaction open keeps its last stable offset and its aborted transactions. On an engine
+with the compaction port, the real cleaner drops the records of aborted transactions (an
+aborted value never replaces a committed one) and keeps the markers.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
+import pytest
+
 from pydmq.protocol.records import SimpleRecord, build_batch, iter_batch_headers
-from pydmq.storage.api import AbortedTxn, LogConfig, PartitionLog, StorageEngine, TopicPartition
+from pydmq.storage.api import (
+    AbortedTxn,
+    CompactableLog,
+    LogConfig,
+    PartitionLog,
+    StorageEngine,
+    TopicPartition,
+)
 from pydmq.storage.log import AppendPolicy, UnifiedLog
 
 __all__ = ["TransactionConformance", "transactional_batch"]
 
 TP = TopicPartition("transactions", 0)
+BASE_TS = 1_700_000_000_000
 _POLICY = AppendPolicy(
     max_message_bytes=1 << 20,
     log_append_time=False,
@@ -30,10 +42,12 @@ _POLICY = AppendPolicy(
 )
 
 
-def transactional_batch(producer_id: int, epoch: int, sequence: int, count: int = 1) -> bytes:
+def transactional_batch(
+    producer_id: int, epoch: int, sequence: int, count: int = 1, key: bytes = b"k"
+) -> bytes:
     """A client's transactional batch of ``count`` records (offsets assigned on append)."""
     return build_batch(
-        [SimpleRecord(b"k", b"v%d" % i) for i in range(count)],
+        [SimpleRecord(key, b"v%d" % i, timestamp=BASE_TS) for i in range(count)],
         producer_id=producer_id,
         producer_epoch=epoch,
         base_sequence=sequence,
@@ -163,3 +177,23 @@ class TransactionConformance:
             assert log.collect_aborted_txns(0, 100) == [AbortedTxn(1, 0, 1, 2)]
         finally:
             engine.close()
+
+    def test_cleaning_drops_aborted_records_and_keeps_markers(self, engine: StorageEngine) -> None:
+        from pydmq.testing.conformance_compaction import read_all_records, run_cleaning
+
+        engine_log = engine.open_log(TP, LogConfig(compact=True, segment_bytes=1, retention_ms=-1))
+        if not isinstance(engine_log, CompactableLog):
+            pytest.skip("the engine's logs do not implement CompactableLog")
+        log = UnifiedLog(engine_log)
+        self._produce(log, transactional_batch(1, 0, 0, key=b"k1"))  # 0, committed
+        self._produce(log, transactional_batch(1, 0, 1, key=b"k2"))  # 1, committed
+        log.append_marker_as_leader(1, 0, 0, commit=True, leader_epoch=0)  # 2
+        self._produce(log, transactional_batch(2, 0, 0, key=b"k1"))  # 3, aborted
+        log.append_marker_as_leader(2, 0, 0, commit=False, leader_epoch=0)  # 4
+        self._produce(log, build_batch([SimpleRecord(b"k3", b"v", timestamp=BASE_TS)]))  # 5
+        log.take_producer_snapshot()
+        result = run_cleaning(engine_log, BASE_TS + 1_000)
+        assert result.end_offset == 5
+        offsets = [offset for offset, _, _ in read_all_records(engine_log)]
+        assert offsets == [0, 1, 2, 4, 5]  # k1's aborted value went; k1=v0 stays
+        assert engine_log.collect_aborted_txns(0, 100) == [AbortedTxn(2, 3, 4, 5)]
