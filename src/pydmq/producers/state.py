@@ -147,6 +147,19 @@ class ProducerStateEntry:
             self.producer_epoch = producer_epoch
 
 
+def _check_txn_state(entry: ProducerStateEntry, header: BatchHeader) -> AppendCheck:
+    """Kafka's rule after the epoch and sequence checks: while the producer's transaction is
+    open, its batches must be transactional (whatever their epoch)."""
+    if entry.current_txn_first_offset is not None and not header.is_transactional:
+        return AppendCheck(
+            INVALID_TXN_STATE,
+            None,
+            f"expected a transactional write from producer {entry.producer_id}: its "
+            f"transaction started at offset {entry.current_txn_first_offset} is open",
+        )
+    return APPEND_OK
+
+
 class ProducerStateSnapshotError(ValueError):
     """A producer state snapshot that is truncated, of an unknown version or fails its CRC."""
 
@@ -238,17 +251,6 @@ class ProducerStateManager:
                 f"epoch {epoch} of producer {producer_id} is older than the current epoch "
                 f"{entry.producer_epoch}",
             )
-        if (
-            epoch == entry.producer_epoch
-            and entry.current_txn_first_offset is not None
-            and not header.is_transactional
-        ):
-            return AppendCheck(
-                INVALID_TXN_STATE,
-                None,
-                f"expected a transactional write from producer {producer_id} at epoch {epoch}: "
-                f"its transaction started at offset {entry.current_txn_first_offset} is open",
-            )
         first_seq = header.base_sequence
         if epoch != entry.producer_epoch:
             if first_seq != 0 and entry.producer_epoch != NO_PRODUCER_EPOCH:
@@ -258,9 +260,9 @@ class ProducerStateManager:
                     f"invalid sequence {first_seq} for new epoch {epoch} of producer "
                     f"{producer_id}: a new epoch starts at 0",
                 )
-            return APPEND_OK
+            return _check_txn_state(entry, header)
         if entry.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(entry.last_seq, first_seq):
-            return APPEND_OK
+            return _check_txn_state(entry, header)
         return AppendCheck(
             OUT_OF_ORDER_SEQUENCE_NUMBER,
             None,
