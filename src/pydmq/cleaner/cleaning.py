@@ -17,16 +17,16 @@ No thread, no file: a cleaner thread feeds batches in and writes what comes out.
   that idempotent producer state survives a restart that rebuilds it from the log;
 * a batch keeps its compression codec (re-compressed with that codec when rewritten); a batch
   all of whose records are kept is passed on as it is, byte for byte;
-* transactions (:class:`~pydmq.cleaner.transactions.AbortedTransactions`, built from the
+* transactions (:class:`~pydmq.cleaner.transactions.CleanedTransactions`, built from the
   log's aborted-transaction index): the records of an aborted transaction are neither mapped
   nor kept (its batch goes, or stays empty when it is its producer's last); committed
   transactional batches are mapped and cleaned as any; control batches (COMMIT/ABORT markers)
-  are never mapped and always kept, byte for byte. Kafka also removes a marker once its
-  transaction's records are gone and ``delete.retention.ms`` has passed, and drops the
-  transaction's index entry with it; here both stay (an index entry whose marker were gone
-  would make read_committed consumers skip that producer's later transactions). Transactional
-  and control batches at or past ``CleaningRules.transactions_up_to`` (the first uncleanable
-  offset: an open transaction may start there) pass untouched.
+  are never mapped. A marker whose transaction's records are all gone gets a delete horizon
+  (KIP-534, as a tombstone's) and goes at the first cleaning past it; an ABORT's index entry
+  goes as soon as its records are gone (:attr:`BatchCleaner.dropped_index_entries`, removed
+  from the log before the cleaned segment is swapped in, so an entry never outlives its
+  marker). Transactional and control batches at or past ``CleaningRules.transactions_up_to``
+  (the first uncleanable offset: an open transaction may start there) pass untouched.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from pydmq.cleaner.offset_map import OffsetMap
-from pydmq.cleaner.transactions import AbortedTransactions
+from pydmq.cleaner.transactions import CleanedTransactions
 from pydmq.protocol.batch_header import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -52,6 +52,7 @@ from pydmq.protocol.batch_header import (
 from pydmq.protocol.primitives import Writer
 from pydmq.protocol.records import BatchHeader, CorruptRecordError, crc32c, parse_batch_header
 from pydmq.storage.api import AbortedTxn
+from pydmq.storage.transactions import end_txn_marker
 
 __all__ = [
     "BatchCleaner",
@@ -180,7 +181,7 @@ class OffsetMapBuilder:
         self.stop = stop
         self.reached = start
         self.full = False
-        self._aborted = AbortedTransactions(txn for txn in aborted if txn.last_offset >= start)
+        self._transactions = CleanedTransactions(txn for txn in aborted if txn.last_offset >= start)
 
     def add(self, buf: bytes | memoryview) -> bool:
         """Map one batch; False once the map is full or the batch is past ``stop`` (the
@@ -190,7 +191,9 @@ class OffsetMapBuilder:
             return True
         if header.next_offset > self.stop:
             return False
-        if not self._aborted.is_aborted(header) and not header.is_control and header.records_count:
+        if header.is_control:
+            self._transactions.on_marker(header, end_txn_marker(buf, header))
+        elif not self._transactions.is_aborted(header) and header.records_count:
             if not self.offset_map.room_for(header.records_count):
                 self.full = True
                 return False
@@ -236,7 +239,15 @@ class BatchCleaner:
         self.offset_map = offset_map
         self.rules = rules
         self.stats = CleaningStats()
-        self._aborted = AbortedTransactions(rules.aborted)
+        self._transactions = CleanedTransactions(rules.aborted)
+        # Marker offsets of the ABORTs whose index entries go (records all gone), since the
+        # last take_dropped_index_entries().
+        self.dropped_index_entries: list[int] = []
+
+    def take_dropped_index_entries(self) -> list[int]:
+        """The marker offsets of the index entries to remove before the next swap."""
+        dropped, self.dropped_index_entries = self.dropped_index_entries, []
+        return dropped
 
     def clean(self, buf: bytes | memoryview) -> bytes | memoryview | None:
         """The batch to keep in place of ``buf`` (``buf`` itself when unchanged), or None."""
@@ -256,11 +267,10 @@ class BatchCleaner:
         if transactional and header.last_offset >= self.rules.transactions_up_to:
             self.stats.records_written += header.records_count
             return buf  # past the first uncleanable offset: maybe an open transaction
-        if self._aborted.is_aborted(header):
-            return self._drop_records(header)
         if header.is_control:
-            self.stats.records_written += header.records_count
-            return buf  # markers are kept (see the module docstring)
+            return self._clean_marker(buf, header)
+        if self._transactions.is_aborted(header):
+            return self._drop_records(header)
         now = self.rules.now_ms
         horizon_set = bool(header.attributes & DELETE_HORIZON_FLAG)
         removable_tombstones = horizon_set and now >= header.base_timestamp
@@ -286,6 +296,28 @@ class BatchCleaner:
             return self._drop_records(header)
         horizon = now + self.rules.delete_retention_ms if needs_horizon else -1
         return _rebuild(header, payload, kept, horizon)
+
+    def _clean_marker(
+        self, buf: bytes | memoryview, header: BatchHeader
+    ) -> bytes | memoryview | None:
+        """A control batch: kept while its transaction has records; then given a delete
+        horizon, and removed by the first cleaning past it."""
+        verdict = self._transactions.on_marker(header, end_txn_marker(buf, header))
+        if verdict.drop_index_entry:
+            self.dropped_index_entries.append(header.base_offset)
+        if verdict.removable:
+            if not header.records_count:
+                return None  # an empty control batch: cleaned before
+            if not header.attributes & DELETE_HORIZON_FLAG:
+                payload = _payload(buf, header)
+                records = list(iter_raw_records(payload, header.records_count))
+                self.stats.records_written += header.records_count
+                horizon = self.rules.now_ms + self.rules.delete_retention_ms
+                return _rebuild(header, payload, records, horizon)
+            if self.rules.now_ms >= header.base_timestamp:
+                return None
+        self.stats.records_written += header.records_count
+        return buf
 
     def _drop_records(self, header: BatchHeader) -> bytes | None:
         """No record of the batch is kept: it goes, unless it is its producer's last batch,

@@ -322,4 +322,10 @@ def _clean_group(
     except BaseException:
         cleaned.abort()
         raise
+    dropped = cleaner.take_dropped_index_entries()
+    if dropped:
+        # Before the swap that may remove their markers: an entry never outlives its marker
+        # (the transactions' records are gone, so dropping them is right even if the swap is
+        # refused).
+        owner(lambda: plan.log.engine_log.remove_aborted_txns(dropped))
     return owner(lambda: engine.replace_segments(group, cleaned, plan.generation))

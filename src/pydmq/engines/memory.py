@@ -10,7 +10,7 @@ hold the old ``bytes`` objects. Nothing survives the engine.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import islice
 
@@ -195,6 +195,10 @@ class MemoryLog:
 
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
         self._aborted.append(txn)
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        gone = set(last_offsets)
+        self._aborted = [txn for txn in self._aborted if txn.last_offset not in gone]
 
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         return overlapping_aborted_txns(self._aborted, start_offset, upper_bound_offset)

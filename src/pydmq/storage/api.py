@@ -9,7 +9,8 @@ Aborted transactions: an engine keeps the entries of Kafka's transaction index
 (:class:`AbortedTxn`, one per ABORT marker, recorded by :meth:`PartitionLog.append_aborted_txn`
 right after the marker's batch) with the segment that holds the marker, and answers
 :meth:`PartitionLog.collect_aborted_txns` for read_committed fetches. An entry goes with its
-marker: truncation removes the entries whose marker it removes, deleting a segment
+marker: truncation removes the entries whose marker it removes, the log cleaner removes
+those whose records it removed (``remove_aborted_txns``), deleting a segment
 (retention, DeleteRecords, a full truncation) removes the entries recorded with it, and an
 open drops entries whose marker is beyond the recovered log end. An entry must be durable
 once ``append_aborted_txn`` returns (aborts are rare; the log above the port replays the
@@ -26,7 +27,7 @@ damage, and must say so in an ERROR log line).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
@@ -241,6 +242,11 @@ class PartitionLog(Protocol):
     def append_aborted_txn(self, txn: AbortedTxn) -> None:
         """Record an aborted transaction whose ABORT marker (at ``txn.last_offset``) is the
         last batch appended; durable when this returns. Kept with the marker's segment."""
+        ...
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        """Remove the entries whose marker offsets are ``last_offsets`` (the log cleaner,
+        once their transactions' records are gone); durable when this returns."""
         ...
 
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:

@@ -107,20 +107,23 @@ class TransactionConformance:
             AbortedTxn(7, 6, 7, 8),
         ]
 
+    def test_the_cleaner_removes_aborted_txns(self, engine: StorageEngine) -> None:
+        log = self._marked_log(engine)
+        log.remove_aborted_txns([5, 6])  # 6 is no marker: nothing to remove for it
+        assert log.collect_aborted_txns(0, 100) == [AbortedTxn(7, 0, 2, 3), AbortedTxn(7, 6, 7, 8)]
+
     def test_aborted_txns_survive_a_reopen(self, data_dir: str) -> None:
         if not self.persistent:
             return
         engine = self.make_engine(data_dir)
         log = self._marked_log(engine)
         log.truncate_to(7)
+        log.remove_aborted_txns([2])
         engine.close()
         engine = self.make_engine(data_dir)
         try:
             log = engine.open_log(TP, LogConfig())
-            assert log.collect_aborted_txns(0, 100) == [
-                AbortedTxn(7, 0, 2, 3),
-                AbortedTxn(8, 1, 5, 3),
-            ]
+            assert log.collect_aborted_txns(0, 100) == [AbortedTxn(8, 1, 5, 3)]
         finally:
             engine.close()
 
@@ -178,7 +181,10 @@ class TransactionConformance:
         finally:
             engine.close()
 
-    def test_cleaning_drops_aborted_records_and_keeps_markers(self, engine: StorageEngine) -> None:
+    def test_cleaning_drops_aborted_records_then_markers(self, engine: StorageEngine) -> None:
+        """Kafka's passes: the aborted records go first (the marker and the index entry stay
+        while any batch of the transaction was seen), then the entry, then the marker, past
+        its delete horizon; a committed transaction's marker stays while its records do."""
         from pydmq.testing.conformance_compaction import read_all_records, run_cleaning
 
         engine_log = engine.open_log(TP, LogConfig(compact=True, segment_bytes=1, retention_ms=-1))
@@ -191,9 +197,31 @@ class TransactionConformance:
         self._produce(log, transactional_batch(2, 0, 0, key=b"k1"))  # 3, aborted
         log.append_marker_as_leader(2, 0, 0, commit=False, leader_epoch=0)  # 4
         self._produce(log, build_batch([SimpleRecord(b"k3", b"v", timestamp=BASE_TS)]))  # 5
-        log.take_producer_snapshot()
-        result = run_cleaning(engine_log, BASE_TS + 1_000)
-        assert result.end_offset == 5
-        offsets = [offset for offset, _, _ in read_all_records(engine_log)]
-        assert offsets == [0, 1, 2, 4, 5]  # k1's aborted value went; k1=v0 stays
+
+        def clean(now_ms: int, *more: bytes) -> list[int]:
+            for data in more:  # new dirty records (the last batch is the active segment)
+                self._produce(log, data)
+            log.take_producer_snapshot()
+            assert run_cleaning(engine_log, now_ms, delete_retention_ms=1_000).end_offset > 0
+            return [offset for offset, _, _ in read_all_records(engine_log)]
+
+        # k1's aborted value goes (producer 2's last batch stays, empty); k1=v0 stays
+        assert clean(BASE_TS) == [0, 1, 2, 4, 5]
         assert engine_log.collect_aborted_txns(0, 100) == [AbortedTxn(2, 3, 4, 5)]
+        idempotent = build_batch(
+            [SimpleRecord(b"k4", b"v", timestamp=BASE_TS)],
+            producer_id=2,
+            producer_epoch=0,
+            base_sequence=1,
+        )
+        plain = [build_batch([SimpleRecord(b"k%d" % i, b"v", timestamp=BASE_TS)]) for i in (5, 6)]
+        # producer 2 wrote again: its empty batch goes, seen one last time
+        assert clean(BASE_TS, idempotent, plain[0]) == [0, 1, 2, 4, 5, 6, 7]
+        assert engine_log.collect_aborted_txns(0, 100) == [AbortedTxn(2, 3, 4, 5)]
+        # nothing of the aborted transaction is left: its entry goes, its marker gets a horizon
+        assert clean(BASE_TS, plain[1]) == [0, 1, 2, 4, 5, 6, 7, 8]
+        assert engine_log.collect_aborted_txns(0, 100) == []
+        later = build_batch([SimpleRecord(b"k7", b"v", timestamp=BASE_TS)])
+        assert clean(BASE_TS + 999, later) == [0, 1, 2, 4, 5, 6, 7, 8, 9]  # before the horizon
+        last = build_batch([SimpleRecord(b"k8", b"v", timestamp=BASE_TS)])
+        assert clean(BASE_TS + 1_000, last) == [0, 1, 2, 5, 6, 7, 8, 9, 10]  # the marker went

@@ -195,3 +195,32 @@ def test_mapping_stops_before_a_batch_past_the_uncleanable_offset() -> None:
     builder = mapped(batch(0, (b"a", b"1")), batch(1, (b"a", b"2"), (b"b", b"1")), stop=2)
     assert builder.reached == 1 and not builder.full
     assert builder.offset_map.get(b"a") == 0
+
+
+def test_markers_go_once_their_records_are_gone_and_their_horizon_passed() -> None:
+    abort, commit = marker(3, commit=False), marker(4, commit=True)
+    txns = [AbortedTxn(3, 1, 3, 4)]  # the aborted records (1-2) are gone already
+    builder = mapped(abort, commit)
+    first = BatchCleaner(builder.offset_map, CleaningRules(TS, 1000, {}, txns))
+    with_horizon = first.clean(abort)
+    assert with_horizon is not None and with_horizon is not abort
+    header = parse_batch_header(with_horizon, 0)
+    assert header.attributes & DELETE_HORIZON_FLAG and header.base_timestamp == TS + 1000
+    assert header.is_control and header.records_count == 1
+    assert first.take_dropped_index_entries() == [3]  # the entry goes before the marker
+    assert first.take_dropped_index_entries() == []
+    assert first.clean(commit) is not commit  # no committed record of producer 3 was seen
+    before = BatchCleaner(builder.offset_map, CleaningRules(TS + 999, 1000, {}, txns))
+    assert before.clean(with_horizon) is with_horizon
+    after = BatchCleaner(builder.offset_map, CleaningRules(TS + 1000, 1000, {}, txns))
+    assert after.clean(with_horizon) is None
+
+
+def test_a_marker_stays_while_a_batch_of_its_transaction_was_seen() -> None:
+    aborted = txn_batch(1, (b"a", b"1"), seq=0)
+    abort = marker(2, commit=False)
+    txns = [AbortedTxn(3, 1, 2, 3)]
+    c = BatchCleaner(mapped(aborted, abort).offset_map, CleaningRules(TS, 1000, {}, txns))
+    assert c.clean(aborted) is None
+    assert c.clean(abort) is abort
+    assert c.take_dropped_index_entries() == []

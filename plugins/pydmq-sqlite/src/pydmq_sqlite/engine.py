@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from pydmq.protocol.records import BatchHeader, parse_batch_header
 from pydmq.storage.api import (
@@ -253,6 +253,13 @@ class SqliteLog:
                     txn.first_offset,
                     txn.last_stable_offset,
                 ),
+            )
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        with self._db:
+            self._db.executemany(
+                "DELETE FROM aborted_txns WHERE topic=? AND partition=? AND last_offset=?",
+                [(*self._key, offset) for offset in last_offsets],
             )
 
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:

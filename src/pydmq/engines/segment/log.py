@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from pydmq.engines.segment.compaction import (
     CleanedSegmentFile,
@@ -369,6 +369,13 @@ class SegmentLog:
             self._txn_index.append(txn)
         except OSError as exc:
             raise self._shared.storage_error(f"appending to {self._txn_index.path}", exc) from exc
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        self._shared.check_online()
+        try:
+            self._txn_index.remove(last_offsets)
+        except OSError as exc:
+            raise self._shared.storage_error(f"rewriting {self._txn_index.path}", exc) from exc
 
     def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
         return self._txn_index.collect(start_offset, upper_bound_offset)

@@ -8,8 +8,9 @@ offset int64, last offset int64 (the marker), last stable offset int64.
 
 An append writes one entry and fdatasyncs the file (the file's creation also fsyncs the
 directory): aborts are rare, and an entry must be durable once the port's
-``append_aborted_txn`` returns. Dropping entries (truncation, deleted segments, entries past
-the log end found at open, a torn last entry left by a crash) rewrites the file atomically.
+``append_aborted_txn`` returns. Dropping entries (truncation, deleted segments, the log cleaner's,
+entries past the log end found at open, a torn last entry left by a crash) rewrites the file
+atomically.
 Owned by its :class:`~pydmq.engines.segment.log.SegmentLog` (the broker's event loop).
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import bisect
 import os
 import struct
+from collections.abc import Collection
 from typing import Final
 
 from pydmq.storage.api import AbortedTxn, overlapping_aborted_txns
@@ -104,6 +106,14 @@ class TransactionIndex:
         drop = bisect.bisect_left(self._last_offsets, offset)
         if drop:
             self._set(self._entries[drop:])
+            self._rewrite()
+
+    def remove(self, last_offsets: Collection[int]) -> None:
+        """Drop the entries whose marker offsets are ``last_offsets``."""
+        gone = set(last_offsets)
+        kept = [txn for txn in self._entries if txn.last_offset not in gone]
+        if len(kept) != len(self._entries):
+            self._set(kept)
             self._rewrite()
 
     def clear(self) -> None:
