@@ -13,7 +13,9 @@ routing point); any other partition gets one control batch through
 (errors and waits in :mod:`pydmq.replication.txn_markers`), waiting at most Kafka's
 ``request.timeout.ms`` default (30 s). A partition named twice in one marker is answered
 once per occurrence. v2 (KIP-890) adds ``transaction_version``, which changes nothing on the
-partition side.
+partition side. Decode budget: 110,000 elements (a coordinator completing thousands of
+transactions at once on one leader, :mod:`pydmq.protocol.budgets`); the appends of one
+request are not sliced.
 """
 
 from __future__ import annotations
