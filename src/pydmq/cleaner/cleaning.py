@@ -17,18 +17,26 @@ No thread, no file: a cleaner thread feeds batches in and writes what comes out.
   that idempotent producer state survives a restart that rebuilds it from the log;
 * a batch keeps its compression codec (re-compressed with that codec when rewritten); a batch
   all of whose records are kept is passed on as it is, byte for byte;
-* control batches and transactional batches are passed on untouched and never mapped: the seam
-  (:func:`passes_untouched`) where the transactions issue will map committed data and drop
-  aborted data and markers.
+* transactions (:class:`~pydmq.cleaner.transactions.CleanedTransactions`, built from the
+  log's aborted-transaction index): the records of an aborted transaction are neither mapped
+  nor kept (its batch goes, or stays empty when it is its producer's last); committed
+  transactional batches are mapped and cleaned as any; control batches (COMMIT/ABORT markers)
+  are never mapped. A marker whose transaction's records are all gone gets a delete horizon
+  (KIP-534, as a tombstone's) and goes at the first cleaning past it; an ABORT's index entry
+  goes as soon as its records are gone (:attr:`BatchCleaner.dropped_index_entries`, removed
+  from the log before the cleaned segment is swapped in, so an entry never outlives its
+  marker). Transactional and control batches at or past ``CleaningRules.transactions_up_to``
+  (the first uncleanable offset: an open transaction may start there) pass untouched.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from pydmq.cleaner.offset_map import OffsetMap
+from pydmq.cleaner.transactions import CleanedTransactions
 from pydmq.protocol.batch_header import (
     BATCH_HEADER_SIZE,
     COMPRESSION_MASK,
@@ -43,6 +51,8 @@ from pydmq.protocol.batch_header import (
 )
 from pydmq.protocol.primitives import Writer
 from pydmq.protocol.records import BatchHeader, CorruptRecordError, crc32c, parse_batch_header
+from pydmq.storage.api import AbortedTxn
+from pydmq.storage.transactions import end_txn_marker
 
 __all__ = [
     "BatchCleaner",
@@ -51,7 +61,6 @@ __all__ = [
     "OffsetMapBuilder",
     "RawRecord",
     "iter_raw_records",
-    "passes_untouched",
 ]
 
 MAX_DECOMPRESSED = 64 * 1024 * 1024
@@ -147,12 +156,6 @@ def iter_raw_records(payload: bytes, count: int) -> Iterator[RawRecord]:
         raise CorruptRecordError("record section truncated") from None
 
 
-def passes_untouched(header: BatchHeader) -> bool:
-    """Control and transactional batches are neither mapped nor cleaned yet (the seam for
-    dropping aborted transactions and their markers, as Kafka's cleaner does)."""
-    return header.is_control or header.is_transactional
-
-
 def _payload(buf: bytes | memoryview, header: BatchHeader) -> bytes:
     view = memoryview(buf)[BATCH_HEADER_SIZE : header.size]
     if header.compression:
@@ -166,14 +169,19 @@ class OffsetMapBuilder:
     """Maps the dirty section ``[start, stop)`` batch by batch until ``offset_map`` is full.
 
     ``reached`` is the offset up to which the map covers the log (Kafka's end offset of a
-    cleaning): the next cleaning's first dirty offset."""
+    cleaning): the next cleaning's first dirty offset. ``aborted``: the log's aborted
+    transactions overlapping the section, whose records are not mapped (``stop`` never passes
+    the first unstable offset: every transaction below it is decided)."""
 
-    def __init__(self, offset_map: OffsetMap, start: int, stop: int) -> None:
+    def __init__(
+        self, offset_map: OffsetMap, start: int, stop: int, aborted: Sequence[AbortedTxn] = ()
+    ) -> None:
         self.offset_map = offset_map
         self.start = start
         self.stop = stop
         self.reached = start
         self.full = False
+        self._transactions = CleanedTransactions(txn for txn in aborted if txn.last_offset >= start)
 
     def add(self, buf: bytes | memoryview) -> bool:
         """Map one batch; False once the map is full or the batch is past ``stop`` (the
@@ -183,7 +191,9 @@ class OffsetMapBuilder:
             return True
         if header.next_offset > self.stop:
             return False
-        if not passes_untouched(header) and header.records_count:
+        if header.is_control:
+            self._transactions.on_marker(header, end_txn_marker(buf, header))
+        elif not self._transactions.is_aborted(header) and header.records_count:
             if not self.offset_map.room_for(header.records_count):
                 self.full = True
                 return False
@@ -198,12 +208,16 @@ class OffsetMapBuilder:
 @dataclass(frozen=True, slots=True)
 class CleaningRules:
     """What one cleaning decides by besides the offset map: the time, the topic's
-    ``delete.retention.ms``, and the last offset of each producer id's last batch (from the
-    log's producer state), whose batch is kept even when it ends up empty."""
+    ``delete.retention.ms``, the last offset of each producer id's last batch (from the
+    log's producer state), whose batch is kept even when it ends up empty, the log's aborted
+    transactions from its start to ``transactions_up_to``, where transactional and control
+    batches stop being cleaned (the first uncleanable offset)."""
 
     now_ms: int
     delete_retention_ms: int
     last_offset_of_producer: Mapping[int, int]
+    aborted: Sequence[AbortedTxn] = ()
+    transactions_up_to: int = 2**63 - 1
 
 
 @dataclass(slots=True)
@@ -225,6 +239,15 @@ class BatchCleaner:
         self.offset_map = offset_map
         self.rules = rules
         self.stats = CleaningStats()
+        self._transactions = CleanedTransactions(rules.aborted)
+        # Marker offsets of the ABORTs whose index entries go (records all gone), since the
+        # last take_dropped_index_entries().
+        self.dropped_index_entries: list[int] = []
+
+    def take_dropped_index_entries(self) -> list[int]:
+        """The marker offsets of the index entries to remove before the next swap."""
+        dropped, self.dropped_index_entries = self.dropped_index_entries, []
+        return dropped
 
     def clean(self, buf: bytes | memoryview) -> bytes | memoryview | None:
         """The batch to keep in place of ``buf`` (``buf`` itself when unchanged), or None."""
@@ -240,9 +263,14 @@ class BatchCleaner:
         return out
 
     def _clean(self, buf: bytes | memoryview, header: BatchHeader) -> bytes | memoryview | None:
-        if passes_untouched(header):
+        transactional = header.is_control or header.is_transactional
+        if transactional and header.last_offset >= self.rules.transactions_up_to:
             self.stats.records_written += header.records_count
-            return buf
+            return buf  # past the first uncleanable offset: maybe an open transaction
+        if header.is_control:
+            return self._clean_marker(buf, header)
+        if self._transactions.is_aborted(header):
+            return self._drop_records(header)
         now = self.rules.now_ms
         horizon_set = bool(header.attributes & DELETE_HORIZON_FLAG)
         removable_tombstones = horizon_set and now >= header.base_timestamp
@@ -265,12 +293,39 @@ class BatchCleaner:
         if len(kept) == header.records_count and not needs_horizon:
             return buf
         if not kept:
-            last = self.rules.last_offset_of_producer.get(header.producer_id, -1)
-            if header.producer_id >= 0 and last == header.last_offset:
-                return _empty_batch(header)
-            return None
+            return self._drop_records(header)
         horizon = now + self.rules.delete_retention_ms if needs_horizon else -1
         return _rebuild(header, payload, kept, horizon)
+
+    def _clean_marker(
+        self, buf: bytes | memoryview, header: BatchHeader
+    ) -> bytes | memoryview | None:
+        """A control batch: kept while its transaction has records; then given a delete
+        horizon, and removed by the first cleaning past it."""
+        verdict = self._transactions.on_marker(header, end_txn_marker(buf, header))
+        if verdict.drop_index_entry:
+            self.dropped_index_entries.append(header.base_offset)
+        if verdict.removable:
+            if not header.records_count:
+                return None  # an empty control batch: cleaned before
+            if not header.attributes & DELETE_HORIZON_FLAG:
+                payload = _payload(buf, header)
+                records = list(iter_raw_records(payload, header.records_count))
+                self.stats.records_written += header.records_count
+                horizon = self.rules.now_ms + self.rules.delete_retention_ms
+                return _rebuild(header, payload, records, horizon)
+            if self.rules.now_ms >= header.base_timestamp:
+                return None
+        self.stats.records_written += header.records_count
+        return buf
+
+    def _drop_records(self, header: BatchHeader) -> bytes | None:
+        """No record of the batch is kept: it goes, unless it is its producer's last batch,
+        kept empty so that the producer state rebuilt from the log keeps the producer."""
+        last = self.rules.last_offset_of_producer.get(header.producer_id, -1)
+        if header.producer_id >= 0 and last == header.last_offset:
+            return _empty_batch(header)
+        return None
 
 
 def _rebuild(header: BatchHeader, payload: bytes, kept: list[RawRecord], horizon: int) -> bytes:

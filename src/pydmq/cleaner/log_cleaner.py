@@ -21,6 +21,7 @@ from pydmq.cleaner.cleaning import BatchCleaner, CleaningRules, CleaningStats, O
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
 from pydmq.storage.api import (
+    AbortedTxn,
     CompactableLog,
     LogConfig,
     SegmentBatches,
@@ -84,6 +85,8 @@ class LogToClean:
     dirty_bytes: int
     max_lag_exceeded: bool
     last_offset_of_producer: dict[int, int] = field(default_factory=dict)
+    # The log's aborted transactions from its start to first_uncleanable.
+    aborted_txns: tuple[AbortedTxn, ...] = ()
 
     @property
     def dirty_ratio(self) -> float:
@@ -147,6 +150,7 @@ def plan_cleaning(tp: TopicPartition, log: UnifiedLog, now_ms: int) -> LogToClea
         sum(s.size for s in dirty),
         max_lag_exceeded,
         producers,
+        tuple(log.collect_aborted_txns(start, first_uncleanable)),
     )
 
 
@@ -209,7 +213,9 @@ def clean_log(
         return result
     try:
         offset_map.clear()
-        builder = OffsetMapBuilder(offset_map, plan.first_dirty, plan.first_uncleanable)
+        builder = OffsetMapBuilder(
+            offset_map, plan.first_dirty, plan.first_uncleanable, plan.aborted_txns
+        )
         for segment in plan.segments:
             if segment.next_offset <= plan.first_dirty:
                 continue
@@ -227,7 +233,13 @@ def clean_log(
             return result
         cleaner = BatchCleaner(
             offset_map,
-            CleaningRules(now_ms, plan.config.delete_retention_ms, plan.last_offset_of_producer),
+            CleaningRules(
+                now_ms,
+                plan.config.delete_retention_ms,
+                plan.last_offset_of_producer,
+                plan.aborted_txns,
+                plan.first_uncleanable,
+            ),
         )
         result.stats = cleaner.stats
         cleanable = [s for s in plan.segments if s.base_offset < end]
@@ -310,4 +322,10 @@ def _clean_group(
     except BaseException:
         cleaned.abort()
         raise
+    dropped = cleaner.take_dropped_index_entries()
+    if dropped:
+        # Before the swap that may remove their markers: an entry never outlives its marker
+        # (the transactions' records are gone, so dropping them is right even if the swap is
+        # refused).
+        owner(lambda: plan.log.engine_log.remove_aborted_txns(dropped))
     return owner(lambda: engine.replace_segments(group, cleaned, plan.generation))

@@ -1,7 +1,8 @@
 """The ``memory`` storage engine: PartitionLog semantics in RAM, for tests and ephemeral topics.
 
 Each batch is kept as its own bytes and counts as one "segment" for retention and compaction
-(so the active segment is the last batch); ``maybe_roll`` has nothing to do. A compaction swap
+(so the active segment is the last batch); ``maybe_roll`` has nothing to do. Aborted
+transactions are a list in marker order; an entry goes with its marker's batch. A compaction swap
 replaces a run of batches by the cleaned ones in one list assignment on the event loop; readers
 hold the old ``bytes`` objects. Nothing survives the engine.
 """
@@ -9,13 +10,14 @@ hold the old ``bytes`` objects. Nothing survives the engine.
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import replace
 from itertools import islice
 
 from pydmq.plugins.markers import hookimpl
 from pydmq.protocol.records import BatchHeader, parse_batch_header
 from pydmq.storage.api import (
+    AbortedTxn,
     CleanedSegment,
     FetchDataInfo,
     LogConfig,
@@ -24,6 +26,7 @@ from pydmq.storage.api import (
     StorageEngineSpec,
     TimestampAndOffset,
     TopicPartition,
+    overlapping_aborted_txns,
 )
 
 __all__ = ["MemoryLog", "MemoryStorageEngine", "pydmq_register_storage_engines"]
@@ -86,6 +89,7 @@ class MemoryLog:
         self._size = 0
         self._checkpoints: dict[str, bytes] = {}
         self._cleaning_generation = 0
+        self._aborted: list[AbortedTxn] = []  # in marker order
 
     @property
     def log_start_offset(self) -> int:
@@ -186,6 +190,18 @@ class MemoryLog:
         if i < len(self._bases):
             self._log_end_offset = self._bases[i]
         del self._bases[i:], self._headers[i:], self._data[i:]
+        end = self._log_end_offset
+        self._aborted = [txn for txn in self._aborted if txn.last_offset < end]
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        self._aborted.append(txn)
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        gone = set(last_offsets)
+        self._aborted = [txn for txn in self._aborted if txn.last_offset not in gone]
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        return overlapping_aborted_txns(self._aborted, start_offset, upper_bound_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._cleaning_generation += 1
@@ -194,6 +210,7 @@ class MemoryLog:
         self._data.clear()
         self._size = 0
         self._log_start_offset = self._log_end_offset = offset
+        self._aborted.clear()
 
     def _delete_first(self, count: int) -> int:
         if count <= 0:
@@ -201,7 +218,10 @@ class MemoryLog:
         for data in self._data[:count]:
             self._size -= len(data)
         del self._bases[:count], self._headers[:count], self._data[:count]
-        self._log_start_offset = max(self._log_start_offset, self._bases[0])
+        first = self._bases[0]
+        self._log_start_offset = max(self._log_start_offset, first)
+        if self._aborted and self._aborted[0].last_offset < first:
+            self._aborted = [txn for txn in self._aborted if txn.last_offset >= first]
         return count
 
     def maybe_increment_log_start_offset(self, offset: int) -> bool:

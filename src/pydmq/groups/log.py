@@ -49,7 +49,6 @@ from pydmq.protocol.records import (
     Record,
     SimpleRecord,
     build_batch,
-    build_end_txn_marker,
     decode_records,
     iter_batch_headers,
     parse_end_txn_marker,
@@ -57,6 +56,7 @@ from pydmq.protocol.records import (
 )
 from pydmq.replication.append import AppendResult, ProduceEntry
 from pydmq.replication.delayed_produce import PendingAck, await_acks
+from pydmq.replication.txn_markers import TxnMarkerEntry
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import AppendOrigin
 
@@ -228,15 +228,29 @@ class ReplicaManagerOffsetsWriter:
         coordinator_epoch: int,
         commit: bool,
     ) -> asyncio.Future[int] | None:
-        """The marker as one control batch, appended as the coordinator's (only a
-        coordinator may append control batches; the producer state checks its epoch)."""
-        marker = build_end_txn_marker(
-            producer_id=producer_id,
-            producer_epoch=producer_epoch,
-            commit=commit,
-            coordinator_epoch=coordinator_epoch,
+        """The marker appended through the replica manager's marker path (the one
+        WriteTxnMarkers takes for every other partition: the producer state checks the
+        producer and coordinator epochs, an ABORT enters the aborted-transaction index).
+        Raises :class:`CoordinatorWriteError` when nothing was appended."""
+        entry = TxnMarkerEntry(
+            TopicPartition(OFFSETS_TOPIC, partition),
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
         )
-        return self.append(partition, memoryview(bytearray(marker)))
+        waiting = self._broker.replica_manager.append_txn_markers([entry], self._timeout_ms)
+        if waiting is None:
+            if entry.error_code != ErrorCode.NONE:
+                raise CoordinatorWriteError(
+                    entry.error_code, f"{entry.tp}: {ErrorCode(entry.error_code).name}"
+                )
+            return None
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        task = asyncio.ensure_future(_settle_marker(waiting, entry, future))
+        self._waiting.add(task)
+        task.add_done_callback(self._waiting.discard)
+        return future
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """The high watermark reaching the partition's log end offset of now (see
@@ -279,6 +293,16 @@ async def _settle(answer: Awaitable[list[AppendResult]], future: asyncio.Future[
     [result] = await answer
     if not future.done():
         future.set_result(result.error_code)
+
+
+async def _settle_marker(
+    waiting: Awaitable[None], entry: TxnMarkerEntry, future: asyncio.Future[int]
+) -> None:
+    """Resolve ``future`` with the code of the marker's append once its wait settled (a
+    refusal before the append, a leadership change or a timeout after it)."""
+    await waiting
+    if not future.done():
+        future.set_result(entry.error_code)
 
 
 class ConsumerOffsetsLog:

@@ -50,6 +50,8 @@ HANDLER_MODULES: tuple[str, ...] = (
     "list_partition_reassignments",
     "describe_log_dirs",
     "alter_replica_log_dirs",
+    "write_txn_markers",
+    "describe_producers",
 )
 
 

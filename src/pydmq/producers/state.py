@@ -18,8 +18,14 @@ Use on the leader, per batch and under the partition's append lock::
 
 Followers and recovery call :meth:`update` (or :meth:`rebuild_from`) without checks.
 Transaction bookkeeping kept here (first offset of the ongoing transaction, coordinator epoch)
-is what the last stable offset and snapshots need; markers are applied with
-:meth:`complete_txn`.
+is what the last stable offset and snapshots need: :attr:`ProducerStateManager.ongoing_txns`
+maps each producer id with an open transaction to its first offset (a small dict read on the
+fetch path, so that the last stable offset costs nothing while no transaction is open). A
+leader checks a COMMIT/ABORT marker with :meth:`check_end_txn` before appending it (an older
+producer epoch is INVALID_PRODUCER_EPOCH, an older coordinator epoch
+TRANSACTION_COORDINATOR_FENCED), and every replica applies it with :meth:`complete_txn`.
+A non-transactional batch from a producer whose transaction is open is INVALID_TXN_STATE, as
+Kafka's ProducerAppendInfo.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ DUPLICATE_SEQUENCE_NUMBER: Final = int(ErrorCode.DUPLICATE_SEQUENCE_NUMBER)
 INVALID_PRODUCER_EPOCH: Final = int(ErrorCode.INVALID_PRODUCER_EPOCH)
 UNKNOWN_PRODUCER_ID: Final = int(ErrorCode.UNKNOWN_PRODUCER_ID)
 TRANSACTION_COORDINATOR_FENCED: Final = int(ErrorCode.TRANSACTION_COORDINATOR_FENCED)
+INVALID_TXN_STATE: Final = int(ErrorCode.INVALID_TXN_STATE)
 
 NUM_BATCHES_TO_RETAIN: Final = 5
 DEFAULT_PRODUCER_ID_EXPIRATION_MS: Final = 86_400_000  # producer.id.expiration.ms
@@ -140,6 +147,19 @@ class ProducerStateEntry:
             self.producer_epoch = producer_epoch
 
 
+def _check_txn_state(entry: ProducerStateEntry, header: BatchHeader) -> AppendCheck:
+    """Kafka's rule after the epoch and sequence checks: while the producer's transaction is
+    open, its batches must be transactional (whatever their epoch)."""
+    if entry.current_txn_first_offset is not None and not header.is_transactional:
+        return AppendCheck(
+            INVALID_TXN_STATE,
+            None,
+            f"expected a transactional write from producer {entry.producer_id}: its "
+            f"transaction started at offset {entry.current_txn_first_offset} is open",
+        )
+    return APPEND_OK
+
+
 class ProducerStateSnapshotError(ValueError):
     """A producer state snapshot that is truncated, of an unknown version or fails its CRC."""
 
@@ -162,10 +182,13 @@ _SNAPSHOT_BATCH = struct.Struct(">iiqqq")
 class ProducerStateManager:
     """Producer ids, epochs and recent sequence ranges of one partition log."""
 
-    __slots__ = ("map_end_offset", "producers")
+    __slots__ = ("map_end_offset", "ongoing_txns", "producers")
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
+        # producer id -> first offset of its open transaction (every entry whose
+        # current_txn_first_offset is set, and only those).
+        self.ongoing_txns: dict[int, int] = {}
         # One past the last offset whose batch was applied: where a rebuild resumes.
         self.map_end_offset = 0
 
@@ -195,7 +218,12 @@ class ProducerStateManager:
         first_seq = header.base_sequence
         batches = entry.batches
         # Fast path, the common case: same epoch, next sequence (cannot be a duplicate).
-        if epoch == entry.producer_epoch and batches and not header.attributes & CONTROL_FLAG:
+        if (
+            epoch == entry.producer_epoch
+            and batches
+            and not header.attributes & CONTROL_FLAG
+            and (entry.current_txn_first_offset is None or header.attributes & TRANSACTIONAL_FLAG)
+        ):
             last_seq = batches[-1].last_seq
             if first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX):
                 return APPEND_OK
@@ -238,9 +266,9 @@ class ProducerStateManager:
                     f"invalid sequence {first_seq} for new epoch {epoch} of producer "
                     f"{producer_id}: a new epoch starts at 0",
                 )
-            return APPEND_OK
+            return _check_txn_state(entry, header)
         if entry.producer_epoch == NO_PRODUCER_EPOCH or in_sequence(entry.last_seq, first_seq):
-            return APPEND_OK
+            return _check_txn_state(entry, header)
         return AppendCheck(
             OUT_OF_ORDER_SEQUENCE_NUMBER,
             None,
@@ -273,6 +301,7 @@ class ProducerStateManager:
         attributes = header.attributes
         if attributes & CONTROL_FLAG:
             entry.current_txn_first_offset = None
+            self.ongoing_txns.pop(producer_id, None)
             return
         base_sequence = header.base_sequence
         if base_sequence != NO_SEQUENCE:
@@ -287,6 +316,21 @@ class ProducerStateManager:
             )
         if attributes & TRANSACTIONAL_FLAG and entry.current_txn_first_offset is None:
             entry.current_txn_first_offset = first_offset
+            self.ongoing_txns[producer_id] = first_offset
+
+    def check_end_txn(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+        """Whether a leader may append a COMMIT/ABORT marker (WriteTxnMarkers); a Kafka error
+        code: INVALID_PRODUCER_EPOCH for an epoch older than the producer's current one,
+        TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the last marker's.
+        Changes nothing."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return NONE
+        if producer_epoch < entry.producer_epoch:
+            return INVALID_PRODUCER_EPOCH
+        if coordinator_epoch < entry.coordinator_epoch:
+            return TRANSACTION_COORDINATOR_FENCED
+        return NONE
 
     def complete_txn(
         self,
@@ -304,12 +348,11 @@ class ProducerStateManager:
         epoch answers INVALID_PRODUCER_EPOCH and one from an older coordinator epoch
         TRANSACTION_COORDINATOR_FENCED, and nothing changes.
         """
+        if check:
+            error = self.check_end_txn(producer_id, producer_epoch, coordinator_epoch)
+            if error:
+                return error
         entry = self.producers.get(producer_id)
-        if check and entry is not None:
-            if producer_epoch < entry.producer_epoch:
-                return INVALID_PRODUCER_EPOCH
-            if coordinator_epoch < entry.coordinator_epoch:
-                return TRANSACTION_COORDINATOR_FENCED
         if marker_offset >= self.map_end_offset:
             self.map_end_offset = marker_offset + 1
         if entry is None:
@@ -317,17 +360,18 @@ class ProducerStateManager:
         entry.maybe_update_producer_epoch(producer_epoch)
         entry.coordinator_epoch = coordinator_epoch
         entry.current_txn_first_offset = None
+        self.ongoing_txns.pop(producer_id, None)
         entry.last_timestamp = timestamp
         return NONE
 
     def first_unstable_offset(self) -> int | None:
         """Smallest first offset of an ongoing transaction (bounds the last stable offset)."""
-        offsets = [
-            entry.current_txn_first_offset
-            for entry in self.producers.values()
-            if entry.current_txn_first_offset is not None
-        ]
-        return min(offsets) if offsets else None
+        ongoing = self.ongoing_txns
+        return min(ongoing.values()) if ongoing else None
+
+    def txn_first_offset(self, producer_id: int) -> int | None:
+        """First offset of ``producer_id``'s open transaction (None: none open)."""
+        return self.ongoing_txns.get(producer_id)
 
     def rebuild_from(self, headers: Iterable[BatchHeader]) -> None:
         """Replay batch headers in offset order (recovery), skipping those already applied."""
@@ -354,12 +398,14 @@ class ProducerStateManager:
                 entry.batches.extend(kept)
                 if not kept:
                     del self.producers[producer_id]
+                    self.ongoing_txns.pop(producer_id, None)
                     continue
             if (
                 entry.current_txn_first_offset is not None
                 and entry.current_txn_first_offset >= offset
             ):
                 entry.current_txn_first_offset = None
+                self.ongoing_txns.pop(producer_id, None)
         self.map_end_offset = min(self.map_end_offset, offset)
 
     def remove_expired(
@@ -449,6 +495,11 @@ class ProducerStateManager:
         if position != len(body):
             raise ProducerStateSnapshotError("trailing bytes after producer state snapshot")
         self.producers = producers
+        self.ongoing_txns = {
+            producer_id: entry.current_txn_first_offset
+            for producer_id, entry in producers.items()
+            if entry.current_txn_first_offset is not None
+        }
         self.map_end_offset = map_end_offset
         if map_end_offset > up_to_offset:
             self.truncate_to(up_to_offset)

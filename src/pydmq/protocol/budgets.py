@@ -33,13 +33,17 @@ DeleteTopics (20)                    110,000     100,000 topic names or ids
 DescribeConfigs (32)                 110,000     100,000 resources, or fewer with key lists
                                                  (Kafka Connect, Cruise Control, admin tools)
 DescribeTopicPartitions (75)         110,000     100,000 topic names
+WriteTxnMarkers (27)                 110,000     a transaction coordinator's markers for one
+                                                 leader: thousands of transactions completing
+                                                 at once, each with its partitions
 Produce (0)                          50,000      one batch for each of 50,000 partitions led
                                                  here (Kafka advises a few thousand per broker;
                                                  each batch is >= 61 bytes of records)
 ElectLeaders (43), OffsetDelete      50,000      an admin operation over 50,000 partitions
 (47), AlterPartitionReassignments
 (45), ListPartitionReassignments
-(46), ConsumerGroupHeartbeat (68)
+(46), ConsumerGroupHeartbeat (68),
+DescribeProducers (61)
 LeaderAndIsr (4), StopReplica (5),   500,000     our controller's FULL requests: every
 UpdateMetadata (6)                               partition of a broker or of the cluster, each
                                                  with its replica and ISR lists (~70,000
@@ -89,12 +93,14 @@ DECODE_BUDGETS: Final = MappingProxyType(
         20: _PARTITION_SCALE,  # DeleteTopics
         21: _PARTITION_SCALE,  # DeleteRecords
         23: _PARTITION_SCALE,  # OffsetForLeaderEpoch
+        27: _PARTITION_SCALE,  # WriteTxnMarkers
         32: _PARTITION_SCALE,  # DescribeConfigs
         43: _ADMIN_SCALE,  # ElectLeaders
         45: _ADMIN_SCALE,  # AlterPartitionReassignments
         46: _ADMIN_SCALE,  # ListPartitionReassignments
         47: _ADMIN_SCALE,  # OffsetDelete
         56: _PARTITION_SCALE,  # AlterPartition
+        61: _ADMIN_SCALE,  # DescribeProducers
         68: _ADMIN_SCALE,  # ConsumerGroupHeartbeat
         75: _PARTITION_SCALE,  # DescribeTopicPartitions
     }

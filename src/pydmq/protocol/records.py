@@ -224,15 +224,13 @@ def validate_batch(
     *,
     max_size: int | None = None,
     from_client: bool = True,
-    allow_control: bool = False,
 ) -> None:
     """Check one batch as the partition leader does before assigning offsets.
 
     Checks, in order: size against ``max_size`` (``max.message.bytes``; RecordTooLargeError),
     CRC32C (CorruptRecordError), codec 0..4 (CompressionError) and the record count. For a batch
     produced by a client (``from_client``) Kafka requires ``records_count > 0``,
-    ``last_offset_delta == records_count - 1`` and no control batch (InvalidRecordError; a
-    coordinator's append, ``allow_control``, may hold one: a transaction marker). For
+    ``last_offset_delta == records_count - 1`` and no control batch (InvalidRecordError). For
     replication and recovery, empty batches left by the log cleaner are legal, so only
     ``0 <= records_count <= last_offset_delta + 1`` is required. Records are not decoded.
     Magic 2 and the framing were already checked by :func:`parse_batch_header`.
@@ -248,7 +246,7 @@ def validate_batch(
         raise CompressionError(f"invalid compression codec id {header.compression}")
     count = header.records_count
     if from_client:
-        if header.is_control and not allow_control:
+        if header.is_control:
             raise InvalidRecordError("clients are not allowed to write control records")
         if count <= 0:
             raise InvalidRecordError(f"invalid reported count for record batch: {count}")

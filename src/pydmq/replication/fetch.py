@@ -8,11 +8,15 @@ target, in the targets' order, at once or after the long poll.
 
 Per partition, in order: a partition not hosted here is NOT_LEADER_OR_FOLLOWER when the
 cluster knows it, else UNKNOWN_TOPIC_OR_PARTITION; a refused follower claim is
-NOT_LEADER_OR_FOLLOWER (below); then the high watermark, last stable offset (the high
-watermark until transactions exist) and log start offset are reported; a
+NOT_LEADER_OR_FOLLOWER (below); then the high watermark, last stable offset and log start
+offset are reported; a
 ``current_leader_epoch`` other than ours is FENCED_LEADER_EPOCH (older) or
 UNKNOWN_LEADER_EPOCH (newer); a partition not led here is NOT_LEADER_OR_FOLLOWER. Reads return
-whole batches up to the high watermark (a follower's up to the log end offset), the first
+whole batches up to the high watermark (a follower's up to the log end offset; a
+``read_committed`` consumer's up to the last stable offset, with the aborted transactions
+overlapping the range from the first returned batch's base offset to the last stable offset,
+as Kafka's ``collectAbortedTransactions``, whose upper bound may also pass the returned
+batches), the first
 partition with data at least one whole batch even above the byte limits (KIP-74). A read that
 meets damaged stored data answers CORRUPT_MESSAGE for the partition (the intact batches before
 the damage are served first): see :mod:`pydmq.replication.corruption`.
@@ -52,6 +56,7 @@ from pydmq.protocol.errors import ErrorCode
 from pydmq.replication.corruption import corrupt_read_error
 from pydmq.replication.purgatory import wait_for_notification
 from pydmq.storage.api import (
+    AbortedTxn,
     FetchDataInfo,
     OffsetOutOfRangeError,
     StorageCorruptionError,
@@ -80,6 +85,7 @@ class FetchParams:
     min_bytes: int
     max_bytes: int  # the response's byte limit (<= 0: none)
     check_leader_epoch: bool  # the request carries ``current_leader_epoch`` (Fetch v9+)
+    read_committed: bool = False  # isolation_level=1: up to the last stable offset
 
 
 @dataclass(slots=True)
@@ -105,6 +111,8 @@ class FetchPartitionResult:
     last_stable_offset: int = -1
     log_start_offset: int = -1
     records: FetchDataInfo | None = None  # None: no records
+    # read_committed: the aborted transactions overlapping ``records`` (None otherwise)
+    aborted_transactions: list[AbortedTxn] | None = None
 
 
 # What one read gives: each target's result (the targets' order), the bytes read, any error.
@@ -216,6 +224,7 @@ class DelayedFetch:
         now_ms = int(time.time() * 1000) if record_follower else 0
         log_starts: list[int] = []
         check_epoch = params.check_leader_epoch
+        read_committed = params.read_committed and not follower
         for target in self.targets:
             yield 1
             result = FetchPartitionResult()
@@ -238,7 +247,8 @@ class DelayedFetch:
                 has_error = True
                 continue
             log = partition.log
-            result.high_watermark = result.last_stable_offset = log.high_watermark
+            result.high_watermark = log.high_watermark
+            result.last_stable_offset = log.last_stable_offset
             result.log_start_offset = log_starts[-1] = log.log_start_offset
             epoch = target.current_leader_epoch
             if check_epoch and epoch >= 0 and epoch != partition.leader_epoch:
@@ -261,6 +271,7 @@ class DelayedFetch:
                     min(target.partition_max_bytes, remaining),
                     min_one_batch=total == 0,
                     to_high_watermark=not follower,
+                    read_committed=read_committed,
                 )
             except OffsetOutOfRangeError:
                 result.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
@@ -274,6 +285,10 @@ class DelayedFetch:
                 result.records = info
                 total += info.size
                 remaining = max(0, remaining - info.size)
+                if read_committed:
+                    result.aborted_transactions = log.collect_aborted_txns(
+                        info.first_offset, result.last_stable_offset
+                    )
         if follower:
             if self._log_starts is None:
                 self._log_starts = log_starts

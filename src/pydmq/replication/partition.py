@@ -308,6 +308,32 @@ class Partition:
         self.maybe_increment_high_watermark()
         return info
 
+    def append_marker_to_leader(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+    ) -> LogAppendInfo:
+        """Append a COMMIT/ABORT marker (WriteTxnMarkers) as leader with ``acks=all``'s
+        refusal (:class:`NotEnoughReplicasError` before anything is written when the committed
+        ISR is below the minimum); raises as :meth:`append_records_to_leader`."""
+        if self.leader_id != self.local_broker_id:
+            raise NotLeaderOrFollowerError(self.tp, self.leader_id)
+        min_isr = self.strategy.min_insync_replicas(self.replicas, self.min_insync_replicas)
+        if len(self.isr) < min_isr:
+            raise NotEnoughReplicasError(self.isr, min_isr)
+        info = self.log.append_marker_as_leader(
+            producer_id,
+            producer_epoch,
+            coordinator_epoch,
+            commit,
+            self.leader_epoch,
+            self.policy.flush_messages,
+        )
+        self.maybe_increment_high_watermark()
+        return info
+
     def acks_all_satisfied(self, required_offset: int) -> tuple[bool, int]:
         """Whether a delayed ``acks=all`` produce ending before ``required_offset`` may answer.
 
@@ -563,7 +589,21 @@ class Partition:
 
     # -- reads ------------------------------------------------------------------------
     def read(
-        self, offset: int, max_bytes: int, min_one_batch: bool, to_high_watermark: bool = True
+        self,
+        offset: int,
+        max_bytes: int,
+        min_one_batch: bool,
+        to_high_watermark: bool = True,
+        read_committed: bool = False,
     ) -> FetchDataInfo:
-        upper = self.log.high_watermark if to_high_watermark else self.log.log_end_offset
-        return self.log.read(offset, max_bytes, upper, min_one_batch)
+        """Whole batches from ``offset``: up to the log end offset for a follower (not
+        ``to_high_watermark``), else the high watermark, or the last stable offset for
+        ``read_committed`` (isolation_level=1)."""
+        log = self.log
+        if not to_high_watermark:
+            upper = log.log_end_offset
+        elif read_committed:
+            upper = log.last_stable_offset
+        else:
+            upper = log.high_watermark
+        return log.read(offset, max_bytes, upper, min_one_batch)

@@ -67,6 +67,7 @@ from pydmq.replication.fetch import FetchParams, FetchPartitionResult, FetchTarg
 from pydmq.replication.partition import Partition, append_policy
 from pydmq.replication.purgatory import DelayedOperationPurgatory
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
+from pydmq.replication.txn_markers import TxnMarkerEntry, append_txn_markers
 from pydmq.storage.api import (
     LogConfig,
     OffsetOutOfRangeError,
@@ -530,6 +531,14 @@ class ReplicaManager:
         result per entry, now or, for ``acks=-1``, once settled (see
         :mod:`pydmq.replication.append`)."""
         return append_records(self, entries, acks, timeout_ms, origin)
+
+    def append_txn_markers(
+        self, entries: list[TxnMarkerEntry], timeout_ms: int
+    ) -> Awaitable[None] | None:
+        """Append transaction markers as leader (WriteTxnMarkers), filling each entry's
+        error code now or once its ``acks=-1`` wait settled (see
+        :mod:`pydmq.replication.txn_markers`)."""
+        return append_txn_markers(self, entries, timeout_ms)
 
     def fetch_messages(
         self, params: FetchParams, targets: list[FetchTarget]

@@ -5,6 +5,17 @@ watermark, retention decisions) lives above this port in :mod:`pydmq.storage`; a
 keeps bytes, indexes them and hands them back. Every engine must pass
 :mod:`pydmq.testing.conformance`.
 
+Aborted transactions: an engine keeps the entries of Kafka's transaction index
+(:class:`AbortedTxn`, one per ABORT marker, recorded by :meth:`PartitionLog.append_aborted_txn`
+right after the marker's batch) with the segment that holds the marker, and answers
+:meth:`PartitionLog.collect_aborted_txns` for read_committed fetches. An entry goes with its
+marker: truncation removes the entries whose marker it removes, the log cleaner removes
+those whose records it removed (``remove_aborted_txns``), deleting a segment
+(retention, DeleteRecords, a full truncation) removes the entries recorded with it, and an
+open drops entries whose marker is beyond the recovered log end. An entry must be durable
+once ``append_aborted_txn`` returns (aborts are rare; the log above the port replays the
+batches after its producer snapshot at open and records again any entry it finds missing).
+
 Corrupt data: an engine never hands out stored bytes it found damaged and never answers a
 read over them with anything but :class:`StorageCorruptionError` (the broker answers the
 client CORRUPT_MESSAGE): not wrong bytes, not an empty result, not another exception. An
@@ -16,13 +27,14 @@ damage, and must say so in an ERROR log line).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from pydmq.protocol.records import BatchHeader
 
 __all__ = [
+    "AbortedTxn",
     "CleanedSegment",
     "CompactableLog",
     "FetchDataInfo",
@@ -36,6 +48,7 @@ __all__ = [
     "StorageEngineSpec",
     "TimestampAndOffset",
     "TopicPartition",
+    "overlapping_aborted_txns",
 ]
 
 
@@ -143,6 +156,34 @@ class TimestampAndOffset:
     leader_epoch: int
 
 
+@dataclass(frozen=True, slots=True)
+class AbortedTxn:
+    """One entry of the aborted-transaction index (Kafka's AbortedTxn, the ``.txnindex``).
+
+    The transaction of ``producer_id`` spans ``[first_offset, last_offset]``; ``last_offset``
+    is the offset of its ABORT marker. ``last_stable_offset`` is the log's last stable offset
+    once the marker was written, not counting the high watermark (the first offset of another
+    open transaction, else the marker's offset + 1).
+    """
+
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
+
+
+def overlapping_aborted_txns(
+    entries: Iterable[AbortedTxn], start_offset: int, upper_bound_offset: int
+) -> list[AbortedTxn]:
+    """The entries overlapping ``[start_offset, upper_bound_offset)``, in the given order (the
+    rule of :meth:`PartitionLog.collect_aborted_txns`, for engines that keep entries in RAM)."""
+    return [
+        txn
+        for txn in entries
+        if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset
+    ]
+
+
 @runtime_checkable
 class PartitionLog(Protocol):
     """One partition's log as stored by an engine. Owned by the broker's event loop (one task).
@@ -194,7 +235,24 @@ class PartitionLog(Protocol):
         ...
 
     def truncate_to(self, offset: int) -> None:
-        """Remove every batch at or after ``offset`` (offset must fall on a batch boundary)."""
+        """Remove every batch at or after ``offset`` (offset must fall on a batch boundary),
+        and the aborted transactions whose marker is at or after it."""
+        ...
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Record an aborted transaction whose ABORT marker (at ``txn.last_offset``) is the
+        last batch appended; durable when this returns. Kept with the marker's segment."""
+        ...
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        """Remove the entries whose marker offsets are ``last_offsets`` (the log cleaner,
+        once their transactions' records are gone); durable when this returns."""
+        ...
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``
+        (``last_offset >= start_offset`` and ``first_offset < upper_bound_offset``), in
+        marker order (Kafka's collectAbortedTxns over the segments of a fetch range)."""
         ...
 
     def truncate_fully_and_start_at(self, offset: int) -> None:

@@ -2,6 +2,9 @@
 
 Validates produced batches, assigns offsets in place, keeps idempotent-producer state, the
 high watermark and the leader-epoch cache, and refines timestamp lookups to single records.
+Transactions: a leader appends COMMIT/ABORT markers (:meth:`UnifiedLog.append_marker_as_leader`),
+every replica applies them (:mod:`pydmq.storage.transactions`), and the log answers its
+last stable offset and the aborted transactions of a read range.
 A follower appends the leader's batches unchanged (:meth:`UnifiedLog.append_as_follower`) and
 truncates a diverging tail found with OffsetForLeaderEpoch (:meth:`UnifiedLog.truncate_to`).
 Engines only store bytes. Owned by the broker's event loop.
@@ -41,6 +44,7 @@ from pydmq.protocol.records import (
     CorruptRecordError,
     SimpleRecord,
     build_batch,
+    build_end_txn_marker,
     decode_records,
     has_record_without_key,
     iter_record_timestamps,
@@ -51,6 +55,7 @@ from pydmq.protocol.records import (
     validate_batch,
 )
 from pydmq.storage.api import (
+    AbortedTxn,
     FetchDataInfo,
     LogConfig,
     OffsetOutOfRangeError,
@@ -59,6 +64,7 @@ from pydmq.storage.api import (
 )
 from pydmq.storage.checkpoint_writer import CheckpointWriter
 from pydmq.storage.errors import KafkaStorageError, is_transient
+from pydmq.storage.transactions import TransactionTracker, end_txn_marker
 
 __all__ = [
     "AppendOrigin",
@@ -146,8 +152,9 @@ class AppendPolicy:
 
 class AppendOrigin(enum.Enum):
     """Who appends as leader (Kafka's AppendOrigin): a client's produce, or a coordinator of
-    this node writing its internal topic (it may append transaction markers, control batches
-    that a client may not)."""
+    this node writing its internal topic (its transactional batches carry no sequence, which
+    a client's may not). Transaction markers (control batches) are appended by neither: only
+    through :meth:`UnifiedLog.append_marker_as_leader`."""
 
     CLIENT = "client"
     COORDINATOR = "coordinator"
@@ -159,6 +166,7 @@ class UnifiedLog:
     def __init__(self, log: PartitionLog, producer_id_expiration_ms: int = 86400000) -> None:
         self.engine_log = log
         self.producer_state = ProducerStateManager()
+        self.transactions = TransactionTracker(log)
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self._unflushed = 0
         self.leader_epochs: list[tuple[int, int]] = []  # (epoch, start offset)
@@ -235,7 +243,7 @@ class UnifiedLog:
         try:
             self.engine_log.append(records, shifted)
         except (KafkaStorageError, OSError) as exc:
-            raise self._append_failed(exc, base, epochs, shifted, now_ms) from exc
+            raise self._append_failed(exc, base, epochs, shifted, now_ms, records) from exc
         for header in shifted:
             if header.producer_id >= 0:
                 state.update(header, header.base_offset, header.last_offset, now_ms)
@@ -245,6 +253,66 @@ class UnifiedLog:
         if self._unflushed >= policy.flush_messages:
             self._flush_after_append()
         return LogAppendInfo(base, offset - 1, append_time, self.log_start_offset)
+
+    def append_marker_as_leader(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        commit: bool,
+        leader_epoch: int,
+        flush_messages: int | None = None,
+    ) -> LogAppendInfo:
+        """Append one COMMIT/ABORT control batch (WriteTxnMarkers) and complete the
+        producer's transaction; raises LogAppendError (INVALID_PRODUCER_EPOCH for an older
+        producer epoch, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch, and
+        storage errors as :meth:`append_as_leader`)."""
+        state = self.producer_state
+        error = state.check_end_txn(producer_id, producer_epoch, coordinator_epoch)
+        if error:
+            raise LogAppendError(
+                error,
+                f"marker of producer {producer_id} at epoch {producer_epoch} (coordinator "
+                f"epoch {coordinator_epoch}) is fenced",
+            )
+        now_ms = int(time.time() * 1000)
+        base = self.engine_log.log_end_offset
+        view = memoryview(
+            build_end_txn_marker(
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                commit=commit,
+                coordinator_epoch=coordinator_epoch,
+                base_offset=base,
+                partition_leader_epoch=leader_epoch,
+                timestamp=now_ms,
+            )
+        )
+        headers = [parse_batch_header(view, 0)]
+        epochs = self._epochs_before(leader_epoch, base)
+        self.maybe_assign_epoch_start_offset(leader_epoch, base)
+        try:
+            self.engine_log.append(view, headers)
+        except (KafkaStorageError, OSError) as exc:
+            raise self._append_failed(exc, base, epochs, headers, now_ms, view) from exc
+        self._apply_appended(headers, now_ms, view)
+        if self._append_failing:
+            self._append_succeeded()
+        self._unflushed += 1
+        if flush_messages is not None and self._unflushed >= flush_messages:
+            self._flush_after_append()
+        return LogAppendInfo(base, base, -1, self.log_start_offset)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first offset of any unstable transaction, high watermark) (Kafka's LSO)."""
+        return self.transactions.last_stable_offset(
+            self.producer_state, self.high_watermark, self.log_start_offset
+        )
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        """The aborted transactions overlapping ``[start_offset, upper_bound_offset)``."""
+        return self.engine_log.collect_aborted_txns(start_offset, upper_bound_offset)
 
     def _epochs_before(self, epoch: int, start_offset: int) -> tuple[object, ...] | None:
         """What :meth:`_restore_epochs` needs to undo the epoch an append assigns; None when
@@ -261,11 +329,12 @@ class UnifiedLog:
         epochs: tuple[object, ...] | None,
         headers: list[BatchHeader],
         now_ms: int,
+        records: memoryview,
     ) -> LogStorageError:
         """Make this log's state match what the failed append left in the engine's log."""
         if self.engine_log.log_end_offset > base:
             # The batches are in the log (what failed came after them): state must say so.
-            self._update_producer_state(headers, now_ms)
+            self._apply_appended(headers, now_ms, records)
         elif epochs is not None:
             cache, saved_empty, unsaved = epochs
             assert isinstance(cache, list)
@@ -289,10 +358,17 @@ class UnifiedLog:
         self._append_failing = False
         log.info("appends at offset %d succeed again", self.log_end_offset)
 
-    def _update_producer_state(self, headers: list[BatchHeader], now_ms: int) -> None:
+    def _apply_appended(self, headers: list[BatchHeader], now_ms: int, records: memoryview) -> None:
+        """The producer state (and, for markers, the transactions) after appending the
+        batches ``headers`` found at their positions in ``records``."""
         state = self.producer_state
         for header in headers:
             if header.producer_id >= 0:
+                if header.is_control:
+                    marker = end_txn_marker(records, header)
+                    if marker is not None:
+                        self.transactions.apply_marker(state, header, marker, now_ms)
+                        continue
                 state.update(header, header.base_offset, header.last_offset, now_ms)
             elif header.last_offset >= state.map_end_offset:
                 state.map_end_offset = header.last_offset + 1
@@ -358,8 +434,8 @@ class UnifiedLog:
         try:
             self.engine_log.append(view, headers)
         except (KafkaStorageError, OSError) as exc:
-            raise self._append_failed(exc, base, epochs, headers, now_ms) from exc
-        self._update_producer_state(headers, now_ms)
+            raise self._append_failed(exc, base, epochs, headers, now_ms, view) from exc
+        self._apply_appended(headers, now_ms, view)
         if self._append_failing:
             self._append_succeeded()
         self._unflushed += 1
@@ -384,9 +460,12 @@ class UnifiedLog:
                         f"batch of {header.size} bytes exceeds max.message.bytes "
                         f"{policy.max_message_bytes}",
                     )
-                coordinator = origin is AppendOrigin.COORDINATOR
-                validate_batch(records, header, allow_control=coordinator)
-                if not coordinator and header.is_transactional and header.base_sequence < 0:
+                validate_batch(records, header)
+                if (
+                    origin is AppendOrigin.CLIENT
+                    and header.is_transactional
+                    and header.base_sequence < 0
+                ):
                     # Kafka's LogValidator: a client's batch with a producer id needs a
                     # sequence (only a coordinator's transactional batch comes without one)
                     raise LogAppendError(
@@ -657,7 +736,11 @@ class UnifiedLog:
             except ValueError:
                 self.producer_state = ProducerStateManager()
                 covered = 0
-        self.producer_state.rebuild_from(self._learn_epochs(self.engine_log.batch_headers(start)))
+        self.transactions.replay(
+            self.producer_state,
+            self._learn_epochs(self.engine_log.batch_headers(start)),
+            self._batch_bytes,
+        )
         return covered
 
     def take_producer_snapshot(self) -> None:
@@ -794,6 +877,7 @@ class UnifiedLog:
         self._save_leader_epochs()
         self.producer_state = ProducerStateManager()
         self.producer_state.map_end_offset = offset
+        self.transactions.reset()
         self.take_producer_snapshot()
         self.high_watermark = offset
 
@@ -810,7 +894,8 @@ class UnifiedLog:
                 start = max(start, covered)
             else:  # the snapshot reaches into the removed tail: replay the whole log
                 state = ProducerStateManager()
-        state.rebuild_from(self.engine_log.batch_headers(start))
+        self.transactions.reset()
+        self.transactions.replay(state, self.engine_log.batch_headers(start), self._batch_bytes)
         self.producer_state = state
 
     def delete_old_segments(self, now_ms: int) -> int:

@@ -11,8 +11,8 @@ Use it from a test module of your own::
 Set ``persistent = False`` on the subclass for an engine whose data does not outlive it.
 The suite covers reads (whole batches, ``max_bytes``, ``min_one_batch``, ``max_offset``,
 out-of-range), timestamp lookups, truncation, log start increments, retention, rolling,
-checkpoints, reopening, the log listing and log compaction (for engines implementing
-:class:`~pydmq.storage.api.CompactableLog`), plus a Hypothesis stateful test comparing the
+checkpoints, reopening, the log listing, the aborted-transaction index and log compaction
+(for engines implementing :class:`~pydmq.storage.api.CompactableLog`), plus a Hypothesis stateful test comparing the
 engine with a trivial model (:func:`model_state_machine`).
 
 Damaged data: override :meth:`StorageEngineConformance.damage_batch` (damage the stored bytes
@@ -60,6 +60,7 @@ from pydmq.storage.api import (
     TopicPartition,
 )
 from pydmq.testing.conformance_compaction import CompactionConformance
+from pydmq.testing.conformance_transactions import TransactionConformance
 
 __all__ = [
     "StorageEngineConformance",
@@ -150,11 +151,13 @@ def _cfg(**kwargs: int) -> LogConfig:
     return LogConfig(**kwargs)  # type: ignore[arg-type]
 
 
-class StorageEngineConformance(CompactionConformance):
+class StorageEngineConformance(CompactionConformance, TransactionConformance):
     """Base class of the conformance tests; subclasses provide :meth:`make_engine`.
 
     The compaction tests (:class:`~pydmq.testing.conformance_compaction.CompactionConformance`)
-    run for engines whose logs implement :class:`~pydmq.storage.api.CompactableLog`."""
+    run for engines whose logs implement :class:`~pydmq.storage.api.CompactableLog`; the
+    transaction tests (:class:`~pydmq.testing.conformance_transactions.TransactionConformance`)
+    run for every engine."""
 
     persistent: ClassVar[bool] = True
     model_examples: ClassVar[int] = 60

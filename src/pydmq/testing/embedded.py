@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
+from typing import TypeVar
 
 from pydmq.config.broker import BrokerConfig
 
 __all__ = ["EmbeddedBroker"]
+
+T = TypeVar("T")
 
 
 class EmbeddedBroker:
@@ -89,6 +92,17 @@ class EmbeddedBroker:
         """The node's :class:`~pydmq.broker.server.Broker`, its broker role (touch it only
         from its loop)."""
         return getattr(self._node, "broker", None)
+
+    def run_on_loop(self, call: Callable[[], Awaitable[T]], timeout: float = 30.0) -> T:
+        """Run ``call()`` on the broker's loop (where its objects may be touched) and return
+        its result, waiting at most ``timeout`` seconds."""
+        if self._loop is None:
+            raise RuntimeError("the embedded broker is not running")
+
+        async def run() -> T:
+            return await call()
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(timeout)
 
     def stop(self, timeout: float = 30.0) -> None:
         if self._loop is not None and self._stop is not None and self._thread is not None:

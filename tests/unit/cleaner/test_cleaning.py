@@ -10,10 +10,12 @@ from pydmq.protocol.batch_header import DELETE_HORIZON_FLAG
 from pydmq.protocol.records import (
     SimpleRecord,
     build_batch,
+    build_end_txn_marker,
     decode_records,
     parse_batch_header,
     validate_crc,
 )
+from pydmq.storage.api import AbortedTxn
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -118,17 +120,53 @@ def test_last_batch_of_a_producer_is_kept_empty() -> None:
     assert header.last_sequence == 3
 
 
-def test_control_and_transactional_batches_pass_untouched_and_are_not_mapped() -> None:
-    txn = batch(0, (b"a", b"1"), producer_id=3, producer_epoch=0, base_sequence=0,
-                is_transactional=True)  # fmt: skip
-    plain = batch(1, (b"a", b"0"))
-    later_txn = batch(2, (b"a", b"2"), producer_id=3, producer_epoch=0, base_sequence=1,
-                      is_transactional=True)  # fmt: skip
-    builder = mapped(txn, plain, later_txn)
-    c = cleaner(builder)
+def txn_batch(base: int, *kv: tuple[bytes, bytes], seq: int) -> bytes:
+    return batch(base, *kv, producer_id=3, producer_epoch=0, base_sequence=seq,
+                 is_transactional=True)  # fmt: skip
+
+
+def marker(base: int, commit: bool) -> bytes:
+    return build_end_txn_marker(
+        producer_id=3, producer_epoch=0, commit=commit, coordinator_epoch=0, base_offset=base
+    )
+
+
+def test_committed_transactional_records_are_mapped_and_cleaned_markers_kept() -> None:
+    txn = txn_batch(0, (b"a", b"1"), seq=0)
+    commit = marker(1, commit=True)
+    plain = batch(2, (b"a", b"2"))
+    c = BatchCleaner(mapped(txn, commit, plain).offset_map, CleaningRules(TS, 1000, {}))
+    assert c.clean(txn) is None  # a later value of "a" exists
+    assert c.clean(commit) is commit
+    assert c.clean(plain) is plain
+
+
+def test_aborted_records_are_neither_mapped_nor_kept() -> None:
+    plain = batch(0, (b"a", b"1"))
+    aborted = txn_batch(1, (b"a", b"2"), (b"b", b"1"), seq=0)
+    abort = marker(3, commit=False)
+    txns = [AbortedTxn(3, 1, 3, 4)]
+    builder = OffsetMapBuilder(OffsetMap(1 << 20), 0, 1 << 62, txns)
+    for b in (plain, aborted, abort):
+        assert builder.add(b)
+    assert builder.offset_map.get(b"b") == -1
+    c = BatchCleaner(builder.offset_map, CleaningRules(TS, 1000, {}, txns))
+    assert c.clean(plain) is plain  # the aborted value of "a" does not replace it
+    assert c.clean(aborted) is None
+    assert c.clean(abort) is abort
+    kept_empty = BatchCleaner(builder.offset_map, CleaningRules(TS, 1000, {3: 2}, txns))
+    assert kept_empty.clean(plain) is plain
+    empty = kept_empty.clean(aborted)  # the producer's last batch: kept without records
+    assert empty is not None and parse_batch_header(empty, 0).records_count == 0
+
+
+def test_transactional_batches_past_the_first_uncleanable_offset_pass_untouched() -> None:
+    txn = txn_batch(0, (b"a", b"1"), seq=0)
+    plain = batch(1, (b"a", b"2"))
+    c = BatchCleaner(
+        mapped(txn, plain).offset_map, CleaningRules(TS, 1000, {}, transactions_up_to=0)
+    )
     assert c.clean(txn) is txn
-    assert c.clean(plain) is plain  # the later transactional value may be aborted: kept
-    assert c.clean(later_txn) is later_txn
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4])
@@ -157,3 +195,32 @@ def test_mapping_stops_before_a_batch_past_the_uncleanable_offset() -> None:
     builder = mapped(batch(0, (b"a", b"1")), batch(1, (b"a", b"2"), (b"b", b"1")), stop=2)
     assert builder.reached == 1 and not builder.full
     assert builder.offset_map.get(b"a") == 0
+
+
+def test_markers_go_once_their_records_are_gone_and_their_horizon_passed() -> None:
+    abort, commit = marker(3, commit=False), marker(4, commit=True)
+    txns = [AbortedTxn(3, 1, 3, 4)]  # the aborted records (1-2) are gone already
+    builder = mapped(abort, commit)
+    first = BatchCleaner(builder.offset_map, CleaningRules(TS, 1000, {}, txns))
+    with_horizon = first.clean(abort)
+    assert with_horizon is not None and with_horizon is not abort
+    header = parse_batch_header(with_horizon, 0)
+    assert header.attributes & DELETE_HORIZON_FLAG and header.base_timestamp == TS + 1000
+    assert header.is_control and header.records_count == 1
+    assert first.take_dropped_index_entries() == [3]  # the entry goes before the marker
+    assert first.take_dropped_index_entries() == []
+    assert first.clean(commit) is not commit  # no committed record of producer 3 was seen
+    before = BatchCleaner(builder.offset_map, CleaningRules(TS + 999, 1000, {}, txns))
+    assert before.clean(with_horizon) is with_horizon
+    after = BatchCleaner(builder.offset_map, CleaningRules(TS + 1000, 1000, {}, txns))
+    assert after.clean(with_horizon) is None
+
+
+def test_a_marker_stays_while_a_batch_of_its_transaction_was_seen() -> None:
+    aborted = txn_batch(1, (b"a", b"1"), seq=0)
+    abort = marker(2, commit=False)
+    txns = [AbortedTxn(3, 1, 2, 3)]
+    c = BatchCleaner(mapped(aborted, abort).offset_map, CleaningRules(TS, 1000, {}, txns))
+    assert c.clean(aborted) is None
+    assert c.clean(abort) is abort
+    assert c.take_dropped_index_entries() == []

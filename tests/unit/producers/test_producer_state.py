@@ -19,6 +19,7 @@ from pydmq.producers.state import (
     ProducerStateSnapshotError,
     in_sequence,
 )
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import BatchHeader, SimpleRecord, build_batch, parse_batch_header
 
 INT32_MAX = 2**31 - 1
@@ -368,3 +369,37 @@ def test_coordinator_transactional_batches_without_sequence_check_only_the_epoch
     assert log.produce(batch(pid=9, epoch=4, seq=-1, transactional=True))[0] is APPEND_OK
     check, _ = log.produce(batch(pid=9, epoch=3, seq=-1, transactional=True))
     assert check.error_code == INVALID_PRODUCER_EPOCH
+
+
+def test_an_open_transaction_wants_transactional_batches_at_any_epoch() -> None:
+    state = ProducerStateManager()
+    state.update(batch(seq=0, transactional=True), 0, 0, NOW)
+    assert state.ongoing_txns == {1: 0}
+    assert state.check_and_prepare(batch(seq=1), NOW).error_code == ErrorCode.INVALID_TXN_STATE
+    assert state.check_and_prepare(batch(epoch=1), NOW).error_code == ErrorCode.INVALID_TXN_STATE
+    assert state.check_and_prepare(batch(seq=1, transactional=True), NOW) is APPEND_OK
+    # the epoch and sequence checks come first, as Kafka's
+    assert state.check_and_prepare(batch(seq=5), NOW).error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+
+
+def test_markers_are_fenced_by_producer_and_coordinator_epochs() -> None:
+    state = ProducerStateManager()
+    state.update(batch(epoch=2, transactional=True), 0, 0, NOW)
+    assert state.complete_txn(1, 2, 5, 1, NOW) == ErrorCode.NONE
+    assert state.ongoing_txns == {}
+    assert state.check_end_txn(1, 1, 5) == INVALID_PRODUCER_EPOCH
+    assert state.check_end_txn(1, 2, 4) == ErrorCode.TRANSACTION_COORDINATOR_FENCED
+    assert state.check_end_txn(1, 3, 5) == ErrorCode.NONE
+    assert state.check_end_txn(99, 0, 0) == ErrorCode.NONE  # no state: accepted
+
+
+def test_a_snapshot_keeps_open_transactions() -> None:
+    state = ProducerStateManager()
+    state.update(batch(pid=1, transactional=True), 3, 3, NOW)
+    state.update(batch(pid=2, seq=0), 4, 4, NOW)
+    restored = ProducerStateManager()
+    restored.load_snapshot(state.snapshot(), 10)
+    assert restored.ongoing_txns == {1: 3}
+    assert restored.first_unstable_offset() == 3
+    restored.truncate_to(3)  # the transaction's first batch goes with the tail
+    assert restored.ongoing_txns == {}

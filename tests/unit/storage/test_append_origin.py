@@ -1,10 +1,9 @@
-"""Who appends as leader (Kafka's AppendOrigin): a client may write neither a control batch
-nor a transactional batch without a sequence; a coordinator writing its internal topic may
-(the group coordinator's transaction markers and TxnOffsetCommit offsets)."""
+"""Who appends as leader (Kafka's AppendOrigin): a client may not write a transactional batch
+without a sequence, a coordinator writing its internal topic may (the group coordinator's
+TxnOffsetCommit offsets); neither appends a control batch as produced records: markers go
+through ``append_marker_as_leader`` only."""
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import pytest
 
@@ -35,15 +34,23 @@ def marker() -> memoryview:
     return memoryview(bytearray(batch))
 
 
-@pytest.mark.parametrize("batch", [offsets_batch, marker])
-def test_a_client_may_not_append_what_a_coordinator_may(batch: Callable[[], memoryview]) -> None:
+def test_a_client_may_not_append_what_a_coordinator_may() -> None:
     log = UnifiedLog(MemoryLog(LogConfig()))
     with pytest.raises(LogAppendError) as refused:
-        log.append_as_leader(batch(), 0, POLICY)
+        log.append_as_leader(offsets_batch(), 0, POLICY)
     assert refused.value.error_code == E.INVALID_RECORD
     assert log.log_end_offset == 0
-    log.append_as_leader(batch(), 0, POLICY, AppendOrigin.COORDINATOR)
+    log.append_as_leader(offsets_batch(), 0, POLICY, AppendOrigin.COORDINATOR)
     assert log.log_end_offset == 1
+
+
+@pytest.mark.parametrize("origin", list(AppendOrigin))
+def test_no_origin_appends_a_marker_as_produced_records(origin: AppendOrigin) -> None:
+    log = UnifiedLog(MemoryLog(LogConfig()))
+    with pytest.raises(LogAppendError) as refused:
+        log.append_as_leader(marker(), 0, POLICY, origin)
+    assert refused.value.error_code == E.INVALID_RECORD
+    assert log.log_end_offset == 0
 
 
 def test_a_coordinator_transaction_is_tracked_until_its_marker() -> None:
@@ -51,5 +58,5 @@ def test_a_coordinator_transaction_is_tracked_until_its_marker() -> None:
     log.append_as_leader(offsets_batch(), 0, POLICY, AppendOrigin.COORDINATOR)
     log.append_as_leader(offsets_batch(), 0, POLICY, AppendOrigin.COORDINATOR)
     assert log.producer_state.first_unstable_offset() == 0
-    log.append_as_leader(marker(), 0, POLICY, AppendOrigin.COORDINATOR)
+    log.append_marker_as_leader(5, 1, 0, True, 0, POLICY.flush_messages)
     assert log.producer_state.first_unstable_offset() is None

@@ -8,16 +8,19 @@ transaction; with WAL and ``synchronous=NORMAL`` a commit survives a process cra
 cleaner's thread only sees bytes taken on the loop (:class:`SqliteBatches`) and fills a
 :class:`SqliteCleanedSegment` in memory, and the swap is one transaction on the loop that
 deletes the rows of the cleaned range and inserts the cleaned batches (a crash leaves either).
+Table ``aborted_txns`` is the aborted-transaction index, keyed by the ABORT marker's offset;
+an entry is deleted in the transaction that deletes its marker's batch.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 from pydmq.protocol.records import BatchHeader, parse_batch_header
 from pydmq.storage.api import (
+    AbortedTxn,
     CleanedSegment,
     FetchDataInfo,
     LogConfig,
@@ -43,6 +46,11 @@ CREATE INDEX IF NOT EXISTS batches_by_last ON batches (topic, partition, last_of
 CREATE TABLE IF NOT EXISTS checkpoints (
     topic TEXT NOT NULL, partition INTEGER NOT NULL, name TEXT NOT NULL, data BLOB NOT NULL,
     PRIMARY KEY (topic, partition, name));
+CREATE TABLE IF NOT EXISTS aborted_txns (
+    topic TEXT NOT NULL, partition INTEGER NOT NULL, last_offset INTEGER NOT NULL,
+    producer_id INTEGER NOT NULL, first_offset INTEGER NOT NULL,
+    last_stable_offset INTEGER NOT NULL,
+    PRIMARY KEY (topic, partition, last_offset));
 """
 
 
@@ -219,6 +227,50 @@ class SqliteLog:
         self._size -= int(removed)
         return int(count)
 
+    def _delete_aborted_txns(self, clause: str, params: tuple[object, ...]) -> None:
+        self._db.execute(
+            f"DELETE FROM aborted_txns WHERE topic=? AND partition=? AND {clause}",
+            (*self._key, *params),
+        )
+
+    def _delete_aborted_txns_below_first_batch(self) -> None:
+        """Entries go with their marker's batch: delete those below the first batch left."""
+        (first,) = self._db.execute(
+            "SELECT MIN(base_offset) FROM batches WHERE topic=? AND partition=?", self._key
+        ).fetchone()
+        self._delete_aborted_txns(
+            "last_offset<?", (self._log_end_offset if first is None else int(first),)
+        )
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO aborted_txns VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    *self._key,
+                    txn.last_offset,
+                    txn.producer_id,
+                    txn.first_offset,
+                    txn.last_stable_offset,
+                ),
+            )
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        with self._db:
+            self._db.executemany(
+                "DELETE FROM aborted_txns WHERE topic=? AND partition=? AND last_offset=?",
+                [(*self._key, offset) for offset in last_offsets],
+            )
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        rows = self._db.execute(
+            "SELECT producer_id, first_offset, last_offset, last_stable_offset FROM aborted_txns"
+            " WHERE topic=? AND partition=? AND last_offset>=? AND first_offset<?"
+            " ORDER BY last_offset",
+            (*self._key, start_offset, upper_bound_offset),
+        )
+        return [AbortedTxn(int(p), int(f), int(la), int(ls)) for p, f, la, ls in rows]
+
     def truncate_to(self, offset: int) -> None:
         if offset >= self._log_end_offset:
             return
@@ -234,6 +286,7 @@ class SqliteLog:
         with self._db:
             cut = offset if row is None else min(offset, int(row[0]))
             self._delete_where("last_offset>=?", (offset,))
+            self._delete_aborted_txns("last_offset>=?", (cut,))
             self._log_end_offset = cut
             self._save_offsets()
 
@@ -241,6 +294,7 @@ class SqliteLog:
         self._cleaning_generation += 1
         with self._db:
             self._delete_where("1", ())
+            self._delete_aborted_txns("1", ())
             self._log_start_offset = self._log_end_offset = offset
             self._save_offsets()
 
@@ -260,6 +314,7 @@ class SqliteLog:
             ).fetchone()
             if first is not None and first > self._log_start_offset:
                 self._log_start_offset = int(first)
+            self._delete_aborted_txns_below_first_batch()
             self._save_offsets()
         return count
 
@@ -271,6 +326,7 @@ class SqliteLog:
         with self._db:
             self._log_start_offset = offset
             self._delete_where("last_offset<? AND base_offset<?", (offset, self._last_base()))
+            self._delete_aborted_txns_below_first_batch()
             self._save_offsets()
         return True
 
@@ -426,7 +482,7 @@ class SqliteStorageEngine:
     def delete_log(self, tp: TopicPartition) -> None:
         self._logs.pop(tp, None)
         with self._db:
-            for table in ("batches", "logs", "checkpoints"):
+            for table in ("batches", "logs", "checkpoints", "aborted_txns"):
                 self._db.execute(
                     f"DELETE FROM {table} WHERE topic=? AND partition=?", (tp.topic, tp.partition)
                 )

@@ -7,8 +7,11 @@ error, high watermark, last stable offset or log start offset changed. Topic ids
 names from v13 (UNKNOWN_TOPIC_ID). A fetch offset inside a batch returns that whole batch.
 ``current_leader_epoch`` (v9+) is checked: FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH.
 The first partition with data gets at least one whole batch even above the byte limits
-(KIP-74). read_committed reads up to the last stable offset (= high watermark until
-transactions exist). Fetch v18 (KIP-1166) is not advertised: Kafka 4.0/4.1 stop at v17.
+(KIP-74). read_committed (isolation_level=1) reads up to the last stable offset and lists
+the aborted transactions overlapping the returned range (``aborted_transactions``: producer
+id and first offset; an empty list when none, null for read_uncommitted, as Kafka); a long
+poll is woken by the appends and high watermark moves that move the last stable offset.
+Fetch v18 (KIP-1166) is not advertised: Kafka 4.0/4.1 stop at v17.
 A read that meets damaged stored data answers CORRUPT_MESSAGE for that partition (the intact
 batches before the damage are served first), never a closed connection: see
 :mod:`pydmq.replication.corruption`.
@@ -60,6 +63,7 @@ from pydmq.broker.fetch_session import (
 from pydmq.broker.services import BrokerServices
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import (
+    AbortedTransaction,
     FetchableTopicResponse,
     FetchRequest,
     FetchResponse,
@@ -209,11 +213,21 @@ class _Answer:
                     last_stable_offset=result.last_stable_offset,
                     log_start_offset=result.log_start_offset,
                     preferred_read_replica=-1,
-                    aborted_transactions=[] if read_committed else None,
+                    aborted_transactions=_aborted(result) if read_committed else None,
                     records=b"" if info is None else RecordsView(info.buffers, info.size),  # type: ignore[arg-type]
                 )
             )
         return response
+
+
+def _aborted(result: FetchPartitionResult) -> list[AbortedTransaction]:
+    aborted = result.aborted_transactions
+    if not aborted:
+        return []
+    return [
+        AbortedTransaction(producer_id=txn.producer_id, first_offset=txn.first_offset)
+        for txn in aborted
+    ]
 
 
 def handle(ctx: BrokerContext, request: FetchRequest) -> object:
@@ -269,6 +283,7 @@ def _params(ctx: BrokerContext, request: FetchRequest) -> FetchParams:
         request.min_bytes,
         request.max_bytes,
         version >= 9,
+        request.isolation_level == 1,
     )
 
 

@@ -1,7 +1,8 @@
 """ListOffsets (key 2), v1-v10.
 
 Timestamps: -1 latest (the high watermark = log end on one node; the last stable offset for
-read_committed), -2 earliest (log start offset), -3 max timestamp (v7+, KIP-734: the record
+read_committed, isolation_level=1 from v2, which also bounds the timestamp lookups, as
+Kafka's lastFetchableOffset), -2 earliest (log start offset), -3 max timestamp (v7+, KIP-734: the record
 carrying the largest timestamp), -4 earliest local (= earliest without tiered storage), -5
 latest tiered (v9+, KIP-1005: no tiered storage, so offset -1), otherwise the first record
 with timestamp >= target across batches and segments (offset -1 when none). A
@@ -62,6 +63,7 @@ def _answer(
 ) -> Iterator[int]:
     """Fill ``response`` one partition at a time; yields 1 per topic and per partition."""
     replica_manager = ctx.broker.replica_manager
+    read_committed = ctx.api_version >= 2 and request.isolation_level == 1
     named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
     yield len(named)  # the counting above
     for topic in request.topics:
@@ -92,8 +94,9 @@ def _answer(
                 result.error_code = error
                 continue
             log = partition.log
-            upper = log.high_watermark
-            if request.replica_id < 0 and partition.leader_epoch_start_offset > upper:
+            # Kafka's lastFetchableOffset: what a consumer of this isolation level may read.
+            upper = log.last_stable_offset if read_committed else log.high_watermark
+            if request.replica_id < 0 and partition.leader_epoch_start_offset > log.high_watermark:
                 # A new leader whose high watermark has not reached the start of its epoch
                 # would answer offsets below what clients may already have seen from the old
                 # leader (Spark reads that as data loss): Kafka answers OFFSET_NOT_AVAILABLE

@@ -3,8 +3,15 @@
 Each partition's record set is validated and appended as it arrived (offsets patched in place,
 CRC untouched). acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); acks=0 gets no response.
 zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE). Idempotent retries of one of the last
-five batches return the original base offset. Transactional produce is not supported yet
-(transactions are a later issue): such batches get INVALID_TXN_STATE. ``max.message.bytes`` -> MESSAGE_TOO_LARGE.
+five batches return the original base offset. Transactional batches are appended and open
+(or continue) their producer's transaction on the partition (KIP-98, transactions v1: the
+client added the partition with AddPartitionsToTxn; the leader does not ask the coordinator
+to verify it, KIP-890's verification, yet). A transactional batch in a request without a
+``transactional_id`` is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka (its authorization of
+the transactional id fails); the producer state answers an older epoch INVALID_PRODUCER_EPOCH,
+a new epoch not starting at sequence 0 OUT_OF_ORDER_SEQUENCE_NUMBER, and a
+non-transactional batch while the producer's transaction is open INVALID_TXN_STATE.
+``max.message.bytes`` -> MESSAGE_TOO_LARGE.
 A client may not write to an internal topic (``__consumer_offsets``, ``__transaction_state``):
 INVALID_TOPIC_EXCEPTION, as Kafka.
 v13 (topic ids in Produce) is not advertised yet: Kafka 4.0 stops at v12.
@@ -92,12 +99,12 @@ def _entry(
         attributes = view[_ATTRIBUTE_BITS_AT]
         if (attributes & COMPRESSION_MASK) == _ZSTD and version < 7:
             return ProduceEntry(tp, view, ErrorCode.UNSUPPORTED_COMPRESSION_TYPE)
-        if attributes & TRANSACTIONAL_FLAG or transactional:
+        if attributes & TRANSACTIONAL_FLAG and not transactional:
             return ProduceEntry(
                 tp,
                 view,
-                ErrorCode.INVALID_TXN_STATE,
-                "transactions are not supported by this broker yet",
+                ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                "a transactional batch needs the request's transactional id",
             )
     return ProduceEntry(tp, view)
 

@@ -9,7 +9,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 
 from pydmq.engines.segment.compaction import (
     CleanedSegmentFile,
@@ -28,9 +28,11 @@ from pydmq.engines.segment.loader import (
 from pydmq.engines.segment.segment import LogSegment, TornWriteError
 from pydmq.engines.segment.segments import LogSegments
 from pydmq.engines.segment.shared import IndexBatch, SharedDurability
+from pydmq.engines.segment.txn_index import TransactionIndex
 from pydmq.failpoints import failpoint
 from pydmq.protocol.records import BatchHeader
 from pydmq.storage.api import (
+    AbortedTxn,
     CleanedSegment,
     FetchDataInfo,
     LogConfig,
@@ -63,7 +65,8 @@ class SegmentLog:
     partitions costs no system call per partition and a topic whose creation is abandoned
     leaves nothing behind. Once created, the directory's entry in the data dir is made durable
     (``shared``, once for many logs) before the first thing this log promises durable: a flush
-    or a checkpoint. Segment files are opened on first use through ``handles``.
+    or a checkpoint. Segment files are opened on first use through ``handles``. Aborted
+    transactions are kept by a :class:`~pydmq.engines.segment.txn_index.TransactionIndex`.
 
     Write failures raise :class:`~pydmq.storage.errors.KafkaStorageError`. A failed append
     leaves the log as it was (the segment truncates its torn bytes back); a roll whose new
@@ -108,6 +111,12 @@ class SegmentLog:
         self.recovered_segments = loaded.recovered_segments
         self.truncated_bytes = loaded.truncated_bytes
         self._size = sum(s.size for s in self._segments)
+        self._txn_index = TransactionIndex(log_dir)
+        if self._dir_exists:
+            try:
+                self._txn_index.load(self._segments.first.base_offset, self.log_end_offset)
+            except OSError as exc:
+                raise shared.storage_error(f"loading the transaction index of {tp}", exc) from exc
         # Segments past the recovery point may hold bytes that were never fsynced (a kill -9
         # leaves them in the page cache, where recovery finds them): the next flush, which
         # moves the recovery point past them, must fsync them first.
@@ -351,6 +360,26 @@ class SegmentLog:
             )
         return best
 
+    # -- aborted transactions ------------------------------------------------------------------
+
+    def append_aborted_txn(self, txn: AbortedTxn) -> None:
+        self._make_dir_entry_durable()
+        self._shared.check_online()
+        try:
+            self._txn_index.append(txn)
+        except OSError as exc:
+            raise self._shared.storage_error(f"appending to {self._txn_index.path}", exc) from exc
+
+    def remove_aborted_txns(self, last_offsets: Collection[int]) -> None:
+        self._shared.check_online()
+        try:
+            self._txn_index.remove(last_offsets)
+        except OSError as exc:
+            raise self._shared.storage_error(f"rewriting {self._txn_index.path}", exc) from exc
+
+    def collect_aborted_txns(self, start_offset: int, upper_bound_offset: int) -> list[AbortedTxn]:
+        return self._txn_index.collect(start_offset, upper_bound_offset)
+
     # -- truncation, deletion, retention -------------------------------------------------------
 
     def truncate_to(self, offset: int) -> None:
@@ -384,6 +413,7 @@ class SegmentLog:
             self._new_active(offset)
         self._write_index()
         self._unflushed = [s for s in self._unflushed if s in self._segments]
+        self._txn_index.truncate_to(self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self._cleaning_generation += 1
@@ -391,6 +421,10 @@ class SegmentLog:
             self._delete_segment(segment)
         self._unflushed = []
         self._new_active(offset)
+        try:
+            self._txn_index.clear()
+        except OSError as exc:
+            raise self._shared.storage_error(f"clearing {self._txn_index.path}", exc) from exc
         self._log_start_offset = offset
         self._write_log_start_offset()
         self.recovery_point = offset
@@ -421,6 +455,10 @@ class SegmentLog:
             deleted += 1
         if deleted:
             first = self._segments.first.base_offset
+            try:
+                self._txn_index.delete_below(first)
+            except OSError as exc:
+                raise self._shared.storage_error(f"rewriting {self._txn_index.path}", exc) from exc
             if first > self._log_start_offset:
                 self._log_start_offset = first
                 self._write_log_start_offset()
