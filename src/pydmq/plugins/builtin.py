@@ -49,6 +49,11 @@ HANDLER_MODULES: tuple[str, ...] = (
     "list_partition_reassignments",
     "describe_log_dirs",
     "alter_replica_log_dirs",
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
+    "describe_transactions",
+    "list_transactions",
 )
 
 
