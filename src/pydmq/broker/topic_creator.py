@@ -188,7 +188,7 @@ class TopicCreator:
             TRANSACTION_STATE_TOPIC,
             config.get_int("transaction.state.log.num.partitions"),
             replication,
-            transaction_state_topic_configs(config),
+            transaction_state_topic_configs(config, replication),
         )
         return (await self.create_topics([new]))[TRANSACTION_STATE_TOPIC]
 

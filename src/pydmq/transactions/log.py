@@ -58,14 +58,19 @@ _READ_BYTES = 1 << 20
 _COMMIT_TIMEOUT_MS = 5000
 
 
-def transaction_state_topic_configs(config: BrokerConfig) -> dict[str, str]:
+def transaction_state_topic_configs(
+    config: BrokerConfig, replication_factor: int
+) -> dict[str, str]:
     """The configs ``__transaction_state`` is created with, in both modes (Kafka's
     TransactionLog's): compacted, batches kept as written, ``transaction.state.log.*``
-    segment size and ``min.insync.replicas``."""
+    segment size and ``min.insync.replicas``, the latter capped at the replication factor the
+    topic gets (itself capped at the brokers alive, as the offsets topic's: a single node's
+    is 1, and Kafka's default minimum of 2 would refuse every write there)."""
+    min_isr = min(config.get_int("transaction.state.log.min.isr"), replication_factor)
     return {
         "cleanup.policy": "compact",
         "compression.type": "uncompressed",
-        "min.insync.replicas": str(config.get_int("transaction.state.log.min.isr")),
+        "min.insync.replicas": str(max(1, min_isr)),
         "segment.bytes": str(config.get_int("transaction.state.log.segment.bytes")),
         "unclean.leader.election.enable": "false",
     }
@@ -162,7 +167,7 @@ class TransactionStateLog:
         creator.create_topic(
             TRANSACTION_STATE_TOPIC,
             num_partitions=config.get_int("transaction.state.log.num.partitions"),
-            configs=transaction_state_topic_configs(config),
+            configs=transaction_state_topic_configs(config, 1),
         )
         log.info("created %s", TRANSACTION_STATE_TOPIC)
 
