@@ -1,5 +1,7 @@
-"""The transaction coordinator over TCP against a single node: confluent-kafka's transactional
-producer (init, begin, commit, abort, fencing by a second producer of the same id), the wire
+"""The transaction coordinator over TCP against a single node: the transactional producers of
+confluent-kafka (init, begin, commit, abort, fencing by a second producer of the same id),
+kafka-python and aiokafka (init, an empty commit and abort: their transactions cannot hold
+records until the partition side of transactions serves transactional produce), the wire
 flow of a committed transaction with partitions (AddPartitionsToTxn, EndTxn, the markers
 reaching the partition leader, DescribeTransactions, ListTransactions), and a transaction left
 in PrepareCommit by a stopped node whose markers are sent again after the restart.
@@ -12,6 +14,7 @@ transactions, and the coordinator reaches it the same way, in process).
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import threading
 import time
@@ -155,6 +158,41 @@ def test_confluent_kafka_transactional_producer(broker: EmbeddedBroker) -> None:
     assert (state.producer_id, state.producer_epoch) == (state.producer_id, 1)
     second.begin_transaction()
     second.abort_transaction(30)
+
+
+def test_kafka_python_transactional_producer(broker: EmbeddedBroker) -> None:
+    kafka = pytest.importorskip("kafka")
+    producer = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="kp-txn")
+    try:
+        producer.init_transactions()
+        producer.begin_transaction()
+        producer.commit_transaction()
+        producer.begin_transaction()
+        producer.abort_transaction()
+    finally:
+        producer.close()
+    state = _describe(broker.bootstrap, "kp-txn")
+    assert (state.error_code, state.producer_epoch) == (0, 0)
+
+
+def test_aiokafka_transactional_producer(broker: EmbeddedBroker) -> None:
+    aiokafka = pytest.importorskip("aiokafka")
+
+    async def scenario() -> None:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap, transactional_id="aio-txn"
+        )
+        await producer.start()
+        try:
+            async with producer.transaction():
+                pass
+            await producer.begin_transaction()
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert _describe(broker.bootstrap, "aio-txn").error_code == 0
 
 
 def _topic(raw: RawClient, name: str) -> None:
