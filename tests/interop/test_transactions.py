@@ -30,6 +30,7 @@ from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
 )
 from pydmq.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from pydmq.protocol.messages.end_txn import EndTxnRequest
@@ -216,6 +217,7 @@ def _begin_and_commit(raw: RawClient, transactional_id: str) -> tuple[int, int]:
     assert init.error_code == 0
     pid, epoch = init.producer_id, init.producer_epoch
     _topic(raw, "txn-topic")
+    _topic(raw, "txn-other")
     added = raw.request(
         24,
         3,
@@ -232,6 +234,31 @@ def _begin_and_commit(raw: RawClient, transactional_id: str) -> tuple[int, int]:
         for p in t.results_by_partition
     ]
     assert codes == [0, 0]
+    # the v4+ form brokers send: verify_only adds nothing, answers per partition
+    verified = raw.request(
+        24,
+        5,
+        AddPartitionsToTxnRequest(
+            transactions=[
+                AddPartitionsToTxnTransaction(
+                    transactional_id=transactional_id,
+                    producer_id=pid,
+                    producer_epoch=epoch,
+                    verify_only=True,
+                    topics=[
+                        AddPartitionsToTxnTopic(name="txn-topic", partitions=[1]),
+                        AddPartitionsToTxnTopic(name="txn-other", partitions=[0]),
+                    ],
+                )
+            ]
+        ),
+    ).body
+    [result] = verified.results_by_transaction
+    assert [
+        (t.name, p.partition_index, p.partition_error_code)
+        for t in result.topic_results
+        for p in t.results_by_partition
+    ] == [("txn-topic", 1, E.NONE), ("txn-other", 0, E.INVALID_TXN_STATE)]
     ended = raw.request(
         26,
         3,
