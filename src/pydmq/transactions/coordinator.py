@@ -465,48 +465,79 @@ class TransactionCoordinator:
         transaction_version: int = 0,
     ) -> ProducerIdAndEpoch:
         """EndTxn: the error code and the producer id and epoch the client goes on with
-        (bumped by transactions v2, ``transaction_version`` 2: EndTxn v5)."""
+        (bumped by transactions v2, ``transaction_version`` 2: EndTxn v5; a bump that
+        exhausts the epoch moves the id to a new producer id at epoch 0, as Kafka's)."""
         if not transactional_id:
             return ProducerIdAndEpoch.error(ErrorCode.INVALID_REQUEST)
         partition = self._partition(transactional_id)
-        status = self._runtime.status(partition)
-        if status:
-            return ProducerIdAndEpoch.error(status)
+        try:
+            current = self._runtime.read(partition, lambda shard: shard.get(transactional_id))
+        except CoordinatorError as exc:
+            return ProducerIdAndEpoch.error(exc.error_code)
         v2 = transaction_version >= _TRANSACTIONS_V2
+        fresh: int | None = None
+        if v2 and current is not None and is_epoch_exhausted(current.producer_epoch):
+            try:
+                generated = self._producer_ids.generate_producer_id()
+                fresh = generated if isinstance(generated, int) else await generated
+            except ProducerIdBlockError as exc:
+                return ProducerIdAndEpoch.error(exc.error_code)
 
         def operation(
             shard: TransactionCoordinatorShard,
         ) -> CoordinatorResult[TransactionRecord, _Outcome]:
             md = shard.get(transactional_id)
-            if md is None or md.producer_id != producer_id:
+            if md is None:
                 return _answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
-            retry = v2 and producer_epoch == md.last_producer_epoch and md.state is not _S.ONGOING
+            # transactions v2 retries: of the bump (the epoch before it), or of the bump that
+            # moved the id to a new producer id (the previous producer id)
+            rotated = v2 and producer_id == md.previous_producer_id and producer_id >= 0
+            if md.producer_id != producer_id and not rotated:
+                return _answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            retry = rotated or (
+                v2 and producer_epoch == md.last_producer_epoch and md.state is not _S.ONGOING
+            )
             if producer_epoch != md.producer_epoch and not retry:
                 return _answer(ErrorCode.PRODUCER_FENCED)
-            return self._end_operation(md, committed, v2, retry)
+            return self._end_operation(md, committed, v2, retry, fresh)
 
         return await self._write(partition, transactional_id, operation)
 
     def _end_operation(
-        self, md: TransactionMetadata, committed: bool, v2: bool, retry: bool
+        self,
+        md: TransactionMetadata,
+        committed: bool,
+        v2: bool,
+        retry: bool,
+        fresh: int | None,
     ) -> CoordinatorResult[TransactionRecord, _Outcome]:
-        current = ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch)
+        if md.next_producer_id >= 0:  # rotating: the client goes on with the next id
+            current = ProducerIdAndEpoch(ErrorCode.NONE, md.next_producer_id, 0)
+        else:
+            current = ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch)
         state = md.state
-        abortable_empty = v2 and not committed and state is _S.EMPTY and not retry
+        abortable_empty = v2 and not committed and state is _S.EMPTY
         if (state is _S.ONGOING or abortable_empty) and not retry:
             changes: dict[str, Any] = {"last_update_timestamp": self._clock()}
             if v2:  # KIP-890: every EndTxn bumps the epoch
+                if is_epoch_exhausted(md.producer_epoch) and fresh is None:
+                    return _answer(ErrorCode.CONCURRENT_TRANSACTIONS)  # raced: retry
                 changes.update(
                     producer_epoch=md.producer_epoch + 1,
                     last_producer_epoch=md.producer_epoch,
                     client_transaction_version=_TRANSACTIONS_V2,
                 )
+                if is_epoch_exhausted(md.producer_epoch):
+                    changes["next_producer_id"] = fresh
             prepared = md.transition_to(
                 _S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT, **changes
             )
-            answer = ProducerIdAndEpoch(
-                ErrorCode.NONE, prepared.producer_id, prepared.producer_epoch
-            )
+            if prepared.next_producer_id >= 0:
+                answer = ProducerIdAndEpoch(ErrorCode.NONE, prepared.next_producer_id, 0)
+            else:
+                answer = ProducerIdAndEpoch(
+                    ErrorCode.NONE, prepared.producer_id, prepared.producer_epoch
+                )
             record = TransactionRecord(md.transactional_id, prepared)
             return CoordinatorResult([record], _Outcome(answer, prepared))
         same = {
@@ -520,7 +551,7 @@ class TransactionCoordinator:
         code = (
             ErrorCode.NONE
             if state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
-            else (ErrorCode.CONCURRENT_TRANSACTIONS)
+            else ErrorCode.CONCURRENT_TRANSACTIONS
         )
         answer = ProducerIdAndEpoch(code, current.producer_id, current.producer_epoch)
         return CoordinatorResult((), _Outcome(answer))
@@ -558,10 +589,20 @@ class TransactionCoordinator:
                 or md.producer_epoch != markers.producer_epoch
             ):
                 return CoordinatorResult((), None)  # completed or changed meanwhile
+            changes: dict[str, Any] = {}
+            if md.next_producer_id >= 0:  # the epoch is exhausted: on to the next producer id
+                changes = {
+                    "producer_id": md.next_producer_id,
+                    "producer_epoch": 0,
+                    "previous_producer_id": md.producer_id,
+                    "next_producer_id": -1,
+                    "last_producer_epoch": NO_PRODUCER_EPOCH,
+                }
             complete = md.transition_to(
                 _S.COMPLETE_COMMIT if markers.committed else _S.COMPLETE_ABORT,
                 partitions=frozenset(),
                 last_update_timestamp=self._clock(),
+                **changes,
             )
             return CoordinatorResult([TransactionRecord(transactional_id, complete)], None)
 

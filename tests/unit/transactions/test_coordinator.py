@@ -544,3 +544,29 @@ def test_end_txn_v2_bumps_the_epoch_and_writes_the_flexible_value() -> None:
         assert restarted.state("a") == h.state("a")
 
     run(scenario())
+
+
+def test_end_txn_v2_moves_an_exhausted_epoch_to_a_new_producer_id() -> None:
+    async def scenario() -> None:
+        log = MemoryStateLog()
+        h = Harness(log)
+        key = gen.TransactionLogKey("a").encode()
+        partitions = (gen.PartitionsSchema("t", (0,)),)
+        ongoing = gen.TransactionLogValue(500, 32766, 60000, 1, partitions, 5, 1, 2)
+        log.logs[log.partition_for("a")] = [(key, ongoing.encode(1))]
+        h.start()
+        c = h.coordinator
+        end = await c.end_transaction("a", 500, 32766, True, transaction_version=2)
+        assert (end.error_code, end.producer_id, end.producer_epoch) == (E.NONE, 1000, 0)
+        await h.settled("a", "CompleteCommit")
+        [marker] = h.receiver.requests[0][2].markers
+        assert (marker.producer_id, marker.producer_epoch) == (500, 32767)
+        described = h.state("a")
+        assert (described.producer_id, described.producer_epoch) == (1000, 0)
+        last = log.values("a")[-1]
+        assert last is not None and (last.previous_producer_id, last.next_producer_id) == (500, -1)
+        retry = await c.end_transaction("a", 500, 32766, True, transaction_version=2)
+        assert (retry.error_code, retry.producer_id, retry.producer_epoch) == (E.NONE, 1000, 0)
+        assert await c.add_partitions("a", 1000, 0, [TP0]) == E.NONE
+
+    run(scenario())
