@@ -14,7 +14,11 @@ anything else (leader moved or unknown, not enough replicas, a timeout, a connec
 a storage error) is retried against the leader of the moment, after a backoff doubling from
 ``retry_backoff_ms`` up to ``max_backoff_ms``.
 
-Owned by the event loop; one task per transaction whose markers are in flight.
+Batching: one request to a broker carries the markers of every transaction queued for it
+since its previous request (Kafka's channel drains a queue per broker the same way).
+
+Owned by the event loop; one task per transaction whose markers are in flight, one per broker
+with markers queued.
 """
 
 from __future__ import annotations
@@ -89,8 +93,26 @@ Done = Callable[[TxnMarkers, bool], None]
 dropped), ``(markers, False)`` when this coordinator is stale and abandoned it."""
 
 
+class _Queued:
+    """Partitions of one transaction waiting for the next request to their leader."""
+
+    __slots__ = ("future", "markers", "partitions")
+
+    def __init__(
+        self,
+        markers: TxnMarkers,
+        partitions: list[TopicPartition],
+        future: asyncio.Future[dict[TopicPartition, int]],
+    ) -> None:
+        self.markers = markers
+        self.partitions = partitions
+        self.future = future
+
+
 class TransactionMarkerChannel:
-    """Markers in flight, one task per transactional id; event loop."""
+    """Markers in flight, one task per transactional id, and one sender per broker that
+    batches the markers queued for it (of any number of transactions) into one request, the
+    next one taking whatever queued meanwhile; event loop."""
 
     def __init__(
         self,
@@ -105,6 +127,8 @@ class TransactionMarkerChannel:
         self._retry_backoff_ms = retry_backoff_ms
         self._max_backoff_ms = max_backoff_ms
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._queues: dict[int, list[_Queued]] = {}
+        self._senders: dict[int, asyncio.Task[None]] = {}
 
     def send(self, markers: TxnMarkers, done: Done) -> None:
         """Write ``markers`` to their partitions, then call ``done`` (needs the running loop).
@@ -124,10 +148,17 @@ class TransactionMarkerChannel:
             task.cancel()
 
     def cancel_all(self, transactional_ids: Iterable[str] | None = None) -> None:
+        """Stop the markers of ``transactional_ids``; of every transaction when None (the
+        coordinator stops), the per-broker senders included."""
         for transactional_id in list(
             self._tasks if transactional_ids is None else transactional_ids
         ):
             self.cancel(transactional_id)
+        if transactional_ids is None:
+            for sender in self._senders.values():
+                sender.cancel()
+            self._senders.clear()
+            self._queues.clear()
 
     def _forget(self, transactional_id: str, task: asyncio.Task[None]) -> None:
         if self._tasks.get(transactional_id) is task:
@@ -150,7 +181,7 @@ class TransactionMarkerChannel:
                 elif leader != NO_LEADER:
                     by_leader.setdefault(leader, []).append(tp)
             answers = await asyncio.gather(
-                *(self._send(markers, broker, tps) for broker, tps in by_leader.items())
+                *(self._enqueue(markers, broker, tps) for broker, tps in by_leader.items())
             )
             for answered in answers:
                 for tp, code in answered.items():
@@ -170,48 +201,78 @@ class TransactionMarkerChannel:
                 backoff = min(backoff * 2, self._max_backoff_ms)
         done(markers, True)
 
-    async def _send(
+    def _enqueue(
         self, markers: TxnMarkers, broker: int, partitions: list[TopicPartition]
-    ) -> dict[TopicPartition, int]:
-        """The answer of ``broker`` for ``partitions``: an error code per partition (a
-        partition missing from the answer, or a failed request, counts as retriable)."""
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        version = 2 if markers.transaction_version >= 2 else 1
-        request = WriteTxnMarkersRequest(
-            markers=[
-                WritableTxnMarker(
-                    producer_id=markers.producer_id,
-                    producer_epoch=markers.producer_epoch,
-                    transaction_result=markers.committed,
-                    topics=[
-                        WritableTxnMarkerTopic(name=topic, partition_indexes=indexes)
-                        for topic, indexes in by_topic.items()
-                    ],
-                    coordinator_epoch=markers.coordinator_epoch,
-                    transaction_version=markers.transaction_version,
-                )
-            ]
+    ) -> asyncio.Future[dict[TopicPartition, int]]:
+        """The answer of ``broker`` for ``partitions``, sent with the next request to it."""
+        future: asyncio.Future[dict[TopicPartition, int]] = (
+            asyncio.get_running_loop().create_future()
         )
-        retry = dict.fromkeys(partitions, int(ErrorCode.REQUEST_TIMED_OUT))
+        self._queues.setdefault(broker, []).append(_Queued(markers, partitions, future))
+        if broker not in self._senders:
+            task = asyncio.get_running_loop().create_task(self._drain(broker))
+            self._senders[broker] = task
+        return future
+
+    async def _drain(self, broker: int) -> None:
+        """Send what is queued for ``broker``, one request at a time, until nothing is."""
+        try:
+            while True:
+                queued = [q for q in self._queues.pop(broker, []) if not q.future.done()]
+                if not queued:
+                    return
+                answers = await self._send(broker, queued)
+                for item, answer in zip(queued, answers, strict=True):
+                    if not item.future.done():
+                        item.future.set_result(answer)
+        finally:
+            if self._senders.get(broker) is asyncio.current_task():
+                del self._senders[broker]
+
+    async def _send(self, broker: int, queued: list[_Queued]) -> list[dict[TopicPartition, int]]:
+        """The answer of ``broker`` for each queued transaction: an error code per partition
+        (a partition missing from the answer, or a failed request, counts as retriable)."""
+        answers = [dict.fromkeys(q.partitions, int(ErrorCode.REQUEST_TIMED_OUT)) for q in queued]
+        version = 2 if any(q.markers.transaction_version >= 2 for q in queued) else 1
+        request = WriteTxnMarkersRequest(markers=[_marker(q) for q in queued])
         try:
             response = await self._sender.send(broker, version, request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            log.info("%s: markers to broker %d failed: %s", markers.transactional_id, broker, exc)
-            return retry
-        answered = dict(retry)
-        for result in response.markers:
-            if result.producer_id != markers.producer_id:
+            log.info("markers to broker %d failed: %s", broker, exc)
+            return answers
+        results = list(response.markers)
+        for item, answer in zip(queued, answers, strict=True):
+            # answers come in the request's order; matched by producer id all the same
+            index = next(
+                (i for i, r in enumerate(results) if r.producer_id == item.markers.producer_id),
+                None,
+            )
+            if index is None:
                 continue
+            result = results.pop(index)
             for topic in result.topics:
                 for p in topic.partitions:
                     tp = TopicPartition(topic.name, p.partition_index)
-                    if tp in answered:
-                        answered[tp] = p.error_code
-        failed = {tp: code for tp, code in answered.items() if code != ErrorCode.NONE}
-        if failed:
-            log.debug("%s: markers to broker %d: %s", markers.transactional_id, broker, failed)
-        return answered
+                    if tp in answer:
+                        answer[tp] = p.error_code
+        return answers
+
+
+def _marker(queued: _Queued) -> WritableTxnMarker:
+    markers = queued.markers
+    by_topic: dict[str, list[int]] = {}
+    for tp in queued.partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    return WritableTxnMarker(
+        producer_id=markers.producer_id,
+        producer_epoch=markers.producer_epoch,
+        transaction_result=markers.committed,
+        topics=[
+            WritableTxnMarkerTopic(name=topic, partition_indexes=indexes)
+            for topic, indexes in by_topic.items()
+        ],
+        coordinator_epoch=markers.coordinator_epoch,
+        transaction_version=markers.transaction_version,
+    )

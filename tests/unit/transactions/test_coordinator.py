@@ -570,3 +570,29 @@ def test_end_txn_v2_moves_an_exhausted_epoch_to_a_new_producer_id() -> None:
         assert await c.add_partitions("a", 1000, 0, [TP0]) == E.NONE
 
     run(scenario())
+
+
+def test_markers_queued_for_a_broker_share_its_next_request() -> None:
+    async def scenario() -> None:
+        h = Harness()
+        h.start()
+        c = h.coordinator
+        for index, name in enumerate(("a", "b", "c")):
+            await c.init_producer_id(name, 60000)
+            await c.add_partitions(name, 1000 + index, 0, [TopicPartition("t", index % 2)])
+        h.receiver.hold = asyncio.Event()
+        await c.end_transaction("a", 1000, 0, True)
+        for _ in range(2000):
+            if h.receiver.requests:
+                break
+            await asyncio.sleep(0.001)
+        await c.end_transaction("b", 1001, 0, True)  # queued behind a's request
+        await c.end_transaction("c", 1002, 0, False)
+        h.receiver.hold.set()
+        for name in ("a", "b"):
+            await h.settled(name, "CompleteCommit")
+        await h.settled("c", "CompleteAbort")
+        batches = [[m.producer_id for m in r.markers] for _, _, r in h.receiver.requests]
+        assert batches == [[1000], [1001, 1002]]
+
+    run(scenario())
