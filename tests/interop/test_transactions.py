@@ -148,6 +148,7 @@ def test_confluent_kafka_transactional_producer(broker: EmbeddedBroker) -> None:
     producer.init_transactions(30)
     state = _describe(broker.bootstrap, "ck-txn")
     assert (state.error_code, state.transaction_state, state.producer_epoch) == (0, "Empty", 0)
+    producer_id = state.producer_id
     producer.begin_transaction()
     producer.commit_transaction(30)
     producer.begin_transaction()
@@ -156,7 +157,7 @@ def test_confluent_kafka_transactional_producer(broker: EmbeddedBroker) -> None:
     second = ck.Producer(conf)
     second.init_transactions(30)
     state = _describe(broker.bootstrap, "ck-txn")
-    assert (state.producer_id, state.producer_epoch) == (state.producer_id, 1)
+    assert (state.producer_id, state.producer_epoch) == (producer_id, 1)
     second.begin_transaction()
     second.abort_transaction(30)
 

@@ -22,10 +22,9 @@ so):
   or completing result answer NONE / CONCURRENT_TRANSACTIONS, the other result
   INVALID_TXN_STATE. EndTxn v5 is transactions v2 (KIP-890): the Prepare record bumps the
   epoch and the answer carries it.
-- **Timeouts**: a timer per shard (``transaction.abort.timed.out.transaction.cleanup.interval.ms``)
-  fences and aborts Ongoing transactions older than their timeout; another
-  (``transaction.remove.expired.transaction.cleanup.interval.ms``) writes the tombstone of ids
-  idle for ``transactional.id.expiration.ms`` (Empty, CompleteCommit or CompleteAbort).
+- **Timeouts** (:mod:`pydmq.transactions.timeouts`): timers per shard fence and abort
+  Ongoing transactions older than their timeout, and write the tombstone of ids idle for
+  ``transactional.id.expiration.ms``.
 - **Load**: at election (or a single node's start) the partition is replayed; a transaction
   found in PrepareCommit/PrepareAbort resumes sending its markers.
 
@@ -38,7 +37,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorLog, CoordinatorResult
@@ -61,8 +59,10 @@ from pydmq.transactions.metadata import (
     TransactionState,
     is_epoch_exhausted,
 )
+from pydmq.transactions.outcome import WriteOutcome, fence, no_write
 from pydmq.transactions.records import TransactionRecord, TransactionRecordSerde
 from pydmq.transactions.shard import TransactionCoordinatorShard
+from pydmq.transactions.timeouts import TransactionTimeouts
 
 __all__ = [
     "ProducerIds",
@@ -77,9 +77,6 @@ R = TypeVar("R")
 
 _S = TransactionState
 _TRANSACTIONS_V2 = 2
-_MAX_EPOCH = 32767
-_ABORT_TIMER = "abort-timed-out-transactions"
-_EXPIRE_TIMER = "remove-expired-transactional-ids"
 _COMPLETE_RETRY_S = 1.0
 
 _WRITE_ERRORS: dict[int, int] = {
@@ -119,19 +116,6 @@ class ProducerIds(Protocol):
     def generate_producer_id(self) -> int | Awaitable[int]: ...
 
 
-@dataclass(frozen=True, slots=True)
-class _Outcome:
-    """What a write answers, and the Prepare metadata whose markers to send once it is
-    committed (None when it wrote none)."""
-
-    answer: ProducerIdAndEpoch
-    prepared: TransactionMetadata | None = None
-
-
-def _answer(code: int) -> CoordinatorResult[TransactionRecord, _Outcome]:
-    return CoordinatorResult((), _Outcome(ProducerIdAndEpoch.error(code)))
-
-
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -144,19 +128,6 @@ def _valid_producer_id(md: TransactionMetadata, producer_id: int, producer_epoch
         md.producer_epoch == NO_PRODUCER_EPOCH
         or producer_id == md.producer_id
         or (producer_id == md.previous_producer_id and is_epoch_exhausted(producer_epoch))
-    )
-
-
-def _fence(md: TransactionMetadata, now: int) -> TransactionMetadata:
-    """Kafka's PrepareEpochFence then PrepareAbort, as one record: the Ongoing transaction of
-    ``md`` aborts at epoch + 1, so the markers fence its producer (a zombie) on every
-    partition. An epoch at its maximum is not bumped."""
-    epoch = md.producer_epoch if md.producer_epoch >= _MAX_EPOCH else md.producer_epoch + 1
-    return md.transition_to(
-        _S.PREPARE_ABORT,
-        producer_epoch=epoch,
-        last_producer_epoch=NO_PRODUCER_EPOCH,
-        last_update_timestamp=now,
     )
 
 
@@ -189,6 +160,7 @@ class TransactionCoordinator:
             )
         )
         self._retries: set[asyncio.TimerHandle] = set()
+        self._timeouts = TransactionTimeouts(config, self._runtime, clock, self._after_write)
 
     # -- ownership ---------------------------------------------------------------------
     def _build_shard(
@@ -244,8 +216,7 @@ class TransactionCoordinator:
 
     def _start_shard(self, shard: TransactionCoordinatorShard) -> None:
         """Timers of the shard, and the markers of its transactions left in Prepare."""
-        self._schedule_abort_timer(shard)
-        self._schedule_expiry_timer(shard)
+        self._timeouts.start(shard)
         for md in shard:
             if md.state.is_prepare and not self._markers.in_flight(md.transactional_id):
                 log.info(
@@ -297,7 +268,7 @@ class TransactionCoordinator:
 
         def operation(
             shard: TransactionCoordinatorShard,
-        ) -> CoordinatorResult[TransactionRecord, _Outcome]:
+        ) -> CoordinatorResult[TransactionRecord, WriteOutcome]:
             return self._init_operation(shard, transactional_id, timeout_ms, expected, fresh)
 
         return await self._write(partition, transactional_id, operation)
@@ -309,22 +280,24 @@ class TransactionCoordinator:
         timeout_ms: int,
         expected: tuple[int, int] | None,
         fresh: int | None,
-    ) -> CoordinatorResult[TransactionRecord, _Outcome]:
+    ) -> CoordinatorResult[TransactionRecord, WriteOutcome]:
         now = self._clock()
         md = shard.get(transactional_id)
         if md is None:
             if fresh is None:
-                return _answer(ErrorCode.CONCURRENT_TRANSACTIONS)  # expired meanwhile: retry
+                return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)  # expired meanwhile: retry
             md = TransactionMetadata.new(transactional_id, fresh, timeout_ms, now)
         if expected is not None and not _valid_producer_id(md, *expected):
-            return _answer(ErrorCode.PRODUCER_FENCED)
+            return no_write(ErrorCode.PRODUCER_FENCED)
         if md.state is _S.ONGOING:
             # Abort it first, fencing its producer; the caller retries until it completed.
-            fenced = _fence(md, now)
-            outcome = _Outcome(ProducerIdAndEpoch.error(ErrorCode.CONCURRENT_TRANSACTIONS), fenced)
+            fenced = fence(md, now)
+            outcome = WriteOutcome(
+                ProducerIdAndEpoch.error(ErrorCode.CONCURRENT_TRANSACTIONS), fenced
+            )
             return CoordinatorResult([TransactionRecord(transactional_id, fenced)], outcome)
         if not md.state.is_complete_or_empty:
-            return _answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+            return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)
         common: dict[str, Any] = {
             "timeout_ms": timeout_ms,
             "partitions": frozenset(),
@@ -335,7 +308,7 @@ class TransactionCoordinator:
             expected is None or expected[1] == md.producer_epoch
         ):
             if fresh is None:
-                return _answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+                return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)
             new = md.transition_to(
                 _S.EMPTY,
                 producer_id=fresh,
@@ -350,13 +323,13 @@ class TransactionCoordinator:
         else:
             bumped = self._bumped_epoch(md, None if expected is None else expected[1])
             if bumped is None:
-                return _answer(ErrorCode.PRODUCER_FENCED)
+                return no_write(ErrorCode.PRODUCER_FENCED)
             epoch, last_epoch = bumped
             new = md.transition_to(
                 _S.EMPTY, producer_epoch=epoch, last_producer_epoch=last_epoch, **common
             )
         answer = ProducerIdAndEpoch(ErrorCode.NONE, new.producer_id, new.producer_epoch)
-        return CoordinatorResult([TransactionRecord(transactional_id, new)], _Outcome(answer))
+        return CoordinatorResult([TransactionRecord(transactional_id, new)], WriteOutcome(answer))
 
     @staticmethod
     def _bumped_epoch(
@@ -392,16 +365,16 @@ class TransactionCoordinator:
 
         def operation(
             shard: TransactionCoordinatorShard,
-        ) -> CoordinatorResult[TransactionRecord, _Outcome]:
+        ) -> CoordinatorResult[TransactionRecord, WriteOutcome]:
             now = self._clock()
             md = shard.get(transactional_id)
             code = _check_producer(md, producer_id, producer_epoch)
             if code or md is None:
-                return _answer(code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+                return no_write(code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
             if md.state is _S.ONGOING and wanted <= md.partitions:
-                return _answer(ErrorCode.NONE)
+                return no_write(ErrorCode.NONE)
             if md.state is not _S.ONGOING and not md.state.is_complete_or_empty:
-                return _answer(ErrorCode.CONCURRENT_TRANSACTIONS)
+                return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)
             start = md.start_timestamp if md.state is _S.ONGOING else now
             new = md.transition_to(
                 _S.ONGOING,
@@ -409,7 +382,7 @@ class TransactionCoordinator:
                 start_timestamp=start,
                 last_update_timestamp=now,
             )
-            outcome = _Outcome(ProducerIdAndEpoch(ErrorCode.NONE))
+            outcome = WriteOutcome(ProducerIdAndEpoch(ErrorCode.NONE))
             return CoordinatorResult([TransactionRecord(transactional_id, new)], outcome)
 
         return (await self._write(partition, transactional_id, operation)).error_code
@@ -485,20 +458,20 @@ class TransactionCoordinator:
 
         def operation(
             shard: TransactionCoordinatorShard,
-        ) -> CoordinatorResult[TransactionRecord, _Outcome]:
+        ) -> CoordinatorResult[TransactionRecord, WriteOutcome]:
             md = shard.get(transactional_id)
             if md is None:
-                return _answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+                return no_write(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
             # transactions v2 retries: of the bump (the epoch before it), or of the bump that
             # moved the id to a new producer id (the previous producer id)
             rotated = v2 and producer_id == md.previous_producer_id and producer_id >= 0
             if md.producer_id != producer_id and not rotated:
-                return _answer(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+                return no_write(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
             retry = rotated or (
                 v2 and producer_epoch == md.last_producer_epoch and md.state is not _S.ONGOING
             )
             if producer_epoch != md.producer_epoch and not retry:
-                return _answer(ErrorCode.PRODUCER_FENCED)
+                return no_write(ErrorCode.PRODUCER_FENCED)
             return self._end_operation(md, committed, v2, retry, fresh)
 
         return await self._write(partition, transactional_id, operation)
@@ -510,7 +483,7 @@ class TransactionCoordinator:
         v2: bool,
         retry: bool,
         fresh: int | None,
-    ) -> CoordinatorResult[TransactionRecord, _Outcome]:
+    ) -> CoordinatorResult[TransactionRecord, WriteOutcome]:
         if md.next_producer_id >= 0:  # rotating: the client goes on with the next id
             current = ProducerIdAndEpoch(ErrorCode.NONE, md.next_producer_id, 0)
         else:
@@ -521,7 +494,7 @@ class TransactionCoordinator:
             changes: dict[str, Any] = {"last_update_timestamp": self._clock()}
             if v2:  # KIP-890: every EndTxn bumps the epoch
                 if is_epoch_exhausted(md.producer_epoch) and fresh is None:
-                    return _answer(ErrorCode.CONCURRENT_TRANSACTIONS)  # raced: retry
+                    return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)  # raced: retry
                 changes.update(
                     producer_epoch=md.producer_epoch + 1,
                     last_producer_epoch=md.producer_epoch,
@@ -539,7 +512,7 @@ class TransactionCoordinator:
                     ErrorCode.NONE, prepared.producer_id, prepared.producer_epoch
                 )
             record = TransactionRecord(md.transactional_id, prepared)
-            return CoordinatorResult([record], _Outcome(answer, prepared))
+            return CoordinatorResult([record], WriteOutcome(answer, prepared))
         same = {
             _S.COMPLETE_COMMIT: committed,
             _S.COMPLETE_ABORT: not committed,
@@ -547,14 +520,14 @@ class TransactionCoordinator:
             _S.PREPARE_ABORT: not committed,
         }
         if not same.get(state, False):
-            return _answer(ErrorCode.INVALID_TXN_STATE)
+            return no_write(ErrorCode.INVALID_TXN_STATE)
         code = (
             ErrorCode.NONE
             if state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
             else ErrorCode.CONCURRENT_TRANSACTIONS
         )
         answer = ProducerIdAndEpoch(code, current.producer_id, current.producer_epoch)
-        return CoordinatorResult((), _Outcome(answer))
+        return CoordinatorResult((), WriteOutcome(answer))
 
     # -- markers -------------------------------------------------------------------------
     def _send_markers(self, partition: int, prepared: TransactionMetadata) -> None:
@@ -636,7 +609,7 @@ class TransactionCoordinator:
         self,
         partition: int,
         transactional_id: str,
-        operation: WriteOperation[TransactionCoordinatorShard, _Outcome],
+        operation: WriteOperation[TransactionCoordinatorShard, WriteOutcome],
     ) -> ProducerIdAndEpoch:
         """Run ``operation`` keyed by the id; once its records are committed, a Prepare it
         wrote starts its markers (whatever becomes of the request that asked)."""
@@ -648,86 +621,12 @@ class TransactionCoordinator:
             return ProducerIdAndEpoch.error(write_error(exc.error_code))
         return outcome.answer
 
-    def _after_write(self, partition: int, write: asyncio.Future[_Outcome]) -> None:
+    def _after_write(self, partition: int, write: asyncio.Future[WriteOutcome]) -> None:
         if write.cancelled() or write.exception() is not None:
             return
         prepared = write.result().prepared
         if prepared is not None:
             self._send_markers(partition, prepared)
-
-    # -- timers --------------------------------------------------------------------------
-    def _schedule_abort_timer(self, shard: TransactionCoordinatorShard) -> None:
-        shard.timer.schedule(
-            _ABORT_TIMER, self.config.abort_timed_out_interval_ms, self._abort_timed_out
-        )
-
-    def _schedule_expiry_timer(self, shard: TransactionCoordinatorShard) -> None:
-        shard.timer.schedule(
-            _EXPIRE_TIMER, self.config.remove_expired_interval_ms, self._remove_expired
-        )
-
-    def _abort_timed_out(
-        self, shard: TransactionCoordinatorShard
-    ) -> CoordinatorResult[TransactionRecord, None]:
-        """Fence and abort every Ongoing transaction past its timeout (one keyed write
-        each), then run again after the interval."""
-        now = self._clock()
-        for md in list(shard):
-            if md.is_timed_out(now):
-                log.info(
-                    "%s: aborting the transaction of producer %d (epoch %d): timed out",
-                    md.transactional_id,
-                    md.producer_id,
-                    md.producer_epoch,
-                )
-                self._abort_timed_out_one(shard.partition, md.transactional_id)
-        self._schedule_abort_timer(shard)
-        return CoordinatorResult((), None)
-
-    def _abort_timed_out_one(self, partition: int, transactional_id: str) -> None:
-        def operation(
-            shard: TransactionCoordinatorShard,
-        ) -> CoordinatorResult[TransactionRecord, _Outcome]:
-            now = self._clock()
-            md = shard.get(transactional_id)
-            if md is None or not md.is_timed_out(now):
-                return _answer(ErrorCode.NONE)
-            fenced = _fence(md, now)
-            outcome = _Outcome(ProducerIdAndEpoch(ErrorCode.NONE), fenced)
-            return CoordinatorResult([TransactionRecord(transactional_id, fenced)], outcome)
-
-        write = self._runtime.schedule_write(partition, operation, key=transactional_id)
-        write.add_done_callback(lambda done: self._after_write(partition, done))
-
-    def _remove_expired(
-        self, shard: TransactionCoordinatorShard
-    ) -> CoordinatorResult[TransactionRecord, None]:
-        """Tombstones of the ids idle for ``transactional.id.expiration.ms``."""
-        now = self._clock()
-        for md in list(shard):
-            if self._expired(md, now):
-                self._expire_one(shard.partition, md.transactional_id)
-        self._schedule_expiry_timer(shard)
-        return CoordinatorResult((), None)
-
-    def _expired(self, md: TransactionMetadata, now: int) -> bool:
-        return (
-            md.state.is_complete_or_empty
-            and md.last_update_timestamp + self.config.id_expiration_ms <= now
-        )
-
-    def _expire_one(self, partition: int, transactional_id: str) -> None:
-        def operation(
-            shard: TransactionCoordinatorShard,
-        ) -> CoordinatorResult[TransactionRecord, None]:
-            md = shard.get(transactional_id)
-            if md is None or not self._expired(md, self._clock()):
-                return CoordinatorResult((), None)
-            log.info("%s: expired (idle since %d)", transactional_id, md.last_update_timestamp)
-            return CoordinatorResult([TransactionRecord(transactional_id, None)], None)
-
-        write = self._runtime.schedule_write(partition, operation, key=transactional_id)
-        write.add_done_callback(_retrieve)
 
     # -- reads ---------------------------------------------------------------------------
     def describe(self, transactional_id: str) -> DescribedTransaction:
@@ -822,8 +721,3 @@ def _check_producer(md: TransactionMetadata | None, producer_id: int, producer_e
     if md.producer_epoch != producer_epoch:
         return ErrorCode.PRODUCER_FENCED
     return ErrorCode.NONE
-
-
-def _retrieve(write: asyncio.Future[Any]) -> None:
-    if not write.cancelled() and write.exception() is not None:
-        log.info("an expiry write failed: %s", write.exception())
