@@ -477,7 +477,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         T.INT,
         104857600,
         "Segment size of __transaction_state: small segments keep it compacted and load fast.",
-        at_least(1),
+        at_least(1024 * 1024),
         read_only=True,
     ),
     ConfigDef(
