@@ -38,6 +38,7 @@ from pydmq.transactions.markers import TransactionMarkerChannel
 
 class _Log:
     num_partitions = 1
+    exists = True
 
     def __init__(self) -> None:
         self.records: list[CoordinatorRecord] = []

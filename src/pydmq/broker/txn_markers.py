@@ -17,7 +17,6 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
-from pydmq.net.client import NodeConnection
 from pydmq.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
@@ -28,6 +27,7 @@ from pydmq.transactions.markers import NO_LEADER
 if TYPE_CHECKING:
     from pydmq.broker.services import BrokerServices, MetadataView
     from pydmq.broker.topics import TopicRegistry
+    from pydmq.net.client import NodeConnection
 
 __all__ = ["RegistryPartitionLeaders", "WriteTxnMarkersDelivery"]
 
@@ -80,6 +80,8 @@ class WriteTxnMarkersDelivery:
         if connection is None or (connection.host, connection.port) != endpoint:
             if connection is not None:
                 await connection.close()
+            from pydmq.net.client import NodeConnection  # cluster mode only (start-up time)
+
             connection = NodeConnection(*endpoint, client_id=_CLIENT_ID)
             self._connections[broker_id] = connection
         response: WriteTxnMarkersResponse = await connection.request(

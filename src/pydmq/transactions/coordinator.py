@@ -104,6 +104,11 @@ class TransactionStateLogPort(CoordinatorLog, Protocol):
     @property
     def num_partitions(self) -> int: ...
 
+    @property
+    def exists(self) -> bool:
+        """Whether the topic exists (a single node creates it on first use)."""
+        ...
+
     def partition_for(self, transactional_id: str) -> int: ...
 
     def ensure_created(self) -> None: ...
@@ -169,9 +174,10 @@ class TransactionCoordinator:
         return TransactionCoordinatorShard(partition, timer, self)
 
     def load(self) -> None:
-        """A single node: load every partition before serving. Cluster mode: nothing (see
+        """A single node: load every partition before serving (none while the topic does
+        not exist: a partition is loaded on first use then). Cluster mode: nothing (see
         :meth:`on_elected`)."""
-        if not self._owns_all:
+        if not self._owns_all or not self._log.exists:
             return
         for partition in range(self._log.num_partitions):
             self._runtime.load_now(partition)

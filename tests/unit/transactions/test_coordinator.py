@@ -40,6 +40,7 @@ class MemoryStateLog:
     """``__transaction_state`` in memory: appends commit at once."""
 
     num_partitions = 4
+    exists = True
 
     def __init__(self) -> None:
         self.logs: dict[int, list[CoordinatorRecord]] = {}
