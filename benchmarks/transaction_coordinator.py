@@ -46,9 +46,6 @@ class _Log:
     def partition_for(self, transactional_id: str) -> int:
         return 0
 
-    def ensure_created(self) -> None:
-        pass
-
     def append(self, partition: int, records: Sequence[CoordinatorRecord]) -> None:
         self.records.extend(records)
 

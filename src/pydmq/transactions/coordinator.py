@@ -37,7 +37,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from pydmq.coordinator.api import CoordinatorError, CoordinatorLog, CoordinatorResult
 from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
@@ -73,8 +73,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-R = TypeVar("R")
-
 _S = TransactionState
 _TRANSACTIONS_V2 = 2
 _COMPLETE_RETRY_S = 1.0
@@ -94,12 +92,13 @@ TransactionStateManager mapping of the append's error)."""
 
 
 def write_error(code: int) -> int:
+    """The answer of a transaction API whose write failed with ``code``."""
     return _WRITE_ERRORS.get(code, code)
 
 
 class TransactionStateLogPort(CoordinatorLog, Protocol):
     """``__transaction_state`` as the coordinator uses it (the runtime's log port, plus the
-    partition of an id and the topic's creation)."""
+    partition of an id and whether the topic exists)."""
 
     @property
     def num_partitions(self) -> int: ...
@@ -110,8 +109,6 @@ class TransactionStateLogPort(CoordinatorLog, Protocol):
         ...
 
     def partition_for(self, transactional_id: str) -> int: ...
-
-    def ensure_created(self) -> None: ...
 
 
 class ProducerIds(Protocol):

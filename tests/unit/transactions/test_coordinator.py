@@ -48,9 +48,6 @@ class MemoryStateLog:
     def partition_for(self, transactional_id: str) -> int:
         return transactional_id_partition(transactional_id, self.num_partitions)
 
-    def ensure_created(self) -> None:
-        pass
-
     def append(
         self, partition: int, records: Sequence[CoordinatorRecord]
     ) -> asyncio.Future[int] | None:
