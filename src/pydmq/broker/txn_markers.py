@@ -46,10 +46,16 @@ class RegistryPartitionLeaders:
         topic = self._topics.get(tp.topic)
         if topic is None:
             return None
-        for partition in topic.partitions:
-            if partition.index == tp.partition:
-                return partition.leader if partition.leader >= 0 else NO_LEADER
-        return None
+        partitions = topic.partitions
+        index = tp.partition
+        # partitions are listed by index; searched only if that ever does not hold
+        if 0 <= index < len(partitions) and partitions[index].index == index:
+            found = partitions[index]
+        else:
+            found = next((p for p in partitions if p.index == index), None)
+            if found is None:
+                return None
+        return found.leader if found.leader >= 0 else NO_LEADER
 
 
 class WriteTxnMarkersDelivery:

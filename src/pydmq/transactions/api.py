@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
@@ -53,10 +52,6 @@ class ProducerIdAndEpoch:
     @classmethod
     def error(cls, code: int) -> ProducerIdAndEpoch:
         return cls(code)
-
-    @property
-    def ok(self) -> bool:
-        return self.error_code == ErrorCode.NONE
 
 
 @dataclass(frozen=True, slots=True)

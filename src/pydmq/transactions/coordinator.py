@@ -186,6 +186,7 @@ class TransactionCoordinator:
             self._runtime.read(partition, self._start_shard)
 
     def stop(self) -> None:
+        """The node stops: markers in flight stop, every shard is dropped."""
         self._started = False
         self._markers.cancel_all()
         for handle in self._retries:
@@ -201,11 +202,10 @@ class TransactionCoordinator:
         return self._runtime.schedule_load(partition, leader_epoch)
 
     def on_resigned(self, partition: int, leader_epoch: int | None = None) -> None:
+        """This broker no longer leads ``partition`` (a follower at ``leader_epoch``, or the
+        replica is gone: None): drop its shard, whose markers stop."""
         if not self._owns_all:
             self._runtime.schedule_unload(partition, leader_epoch)
-
-    def owned_partitions(self) -> dict[int, tuple[int, bool]]:
-        return self._runtime.partitions()
 
     def shard_loaded(self, shard: TransactionCoordinatorShard) -> None:
         log.info(
@@ -229,11 +229,6 @@ class TransactionCoordinator:
                     md.producer_id,
                 )
                 self._send_markers(shard.partition, md)
-
-    def ownership_error(self, transactional_id: str) -> int:
-        """NONE when the id is coordinated here and loaded; COORDINATOR_LOAD_IN_PROGRESS while
-        its partition loads; NOT_COORDINATOR when it is led elsewhere."""
-        return self._runtime.status(self._partition(transactional_id))
 
     def _partition(self, transactional_id: str) -> int:
         partition = self._log.partition_for(transactional_id)
