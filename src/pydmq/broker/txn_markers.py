@@ -50,12 +50,12 @@ class RegistryPartitionLeaders:
         index = tp.partition
         # partitions are listed by index; searched only if that ever does not hold
         if 0 <= index < len(partitions) and partitions[index].index == index:
-            found = partitions[index]
+            leader = partitions[index].leader
         else:
-            found = next((p for p in partitions if p.index == index), None)
-            if found is None:
+            leader = next((p.leader for p in partitions if p.index == index), None)
+            if leader is None:
                 return None
-        return found.leader if found.leader >= 0 else NO_LEADER
+        return leader if leader >= 0 else NO_LEADER
 
 
 class WriteTxnMarkersDelivery:
