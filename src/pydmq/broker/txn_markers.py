@@ -49,6 +49,7 @@ class RegistryPartitionLeaders:
         partitions = topic.partitions
         index = tp.partition
         # partitions are listed by index; searched only if that ever does not hold
+        leader: int | None
         if 0 <= index < len(partitions) and partitions[index].index == index:
             leader = partitions[index].leader
         else:
