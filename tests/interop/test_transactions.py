@@ -307,3 +307,50 @@ def test_a_prepare_commit_resumes_its_markers_after_a_restart(tmp_path: Path) ->
             "the commit completes after the restart",
         )
     assert answering.markers[0] == (pid, epoch, True, [("txn-topic", 0), ("txn-topic", 1)])
+
+
+def test_wire_errors_by_version(broker: EmbeddedBroker) -> None:
+    """KIP-588: PRODUCER_FENCED from InitProducerId v4, AddPartitionsToTxn, AddOffsetsToTxn and
+    EndTxn v2; INVALID_PRODUCER_EPOCH before. An unknown topic fails only its partitions; the
+    others are not attempted."""
+    from pydmq.protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+
+    with RawClient(broker.bootstrap) as raw:
+        _topic(raw, "txn-topic")
+        first = raw.request(
+            22, 4, InitProducerIdRequest(transactional_id="v", transaction_timeout=60000)
+        ).body
+        pid = first.producer_id
+        raw.request(22, 4, InitProducerIdRequest(transactional_id="v", transaction_timeout=60000))
+        stale = InitProducerIdRequest(
+            transactional_id="v", transaction_timeout=60000, producer_id=pid, producer_epoch=5
+        )
+        assert raw.request(22, 3, stale).body.error_code == E.INVALID_PRODUCER_EPOCH
+        assert raw.request(22, 4, stale).body.error_code == E.PRODUCER_FENCED
+        ended = EndTxnRequest(transactional_id="v", producer_id=pid, producer_epoch=0)
+        assert raw.request(26, 1, ended).body.error_code == E.INVALID_PRODUCER_EPOCH
+        assert raw.request(26, 2, ended).body.error_code == E.PRODUCER_FENCED
+        offsets = AddOffsetsToTxnRequest(
+            transactional_id="v", producer_id=pid, producer_epoch=0, group_id="g"
+        )
+        assert raw.request(25, 1, offsets).body.error_code == E.INVALID_PRODUCER_EPOCH
+        assert raw.request(25, 2, offsets).body.error_code == E.PRODUCER_FENCED
+        add = AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="v",
+            v3_and_below_producer_id=pid,
+            v3_and_below_producer_epoch=1,
+            v3_and_below_topics=[
+                AddPartitionsToTxnTopic(name="txn-topic", partitions=[0]),
+                AddPartitionsToTxnTopic(name="no-such-topic", partitions=[0]),
+            ],
+        )
+        body = raw.request(24, 3, add).body
+        assert [
+            (t.name, p.partition_error_code)
+            for t in body.results_by_topic_v3_and_below
+            for p in t.results_by_partition
+        ] == [
+            ("txn-topic", E.OPERATION_NOT_ATTEMPTED),
+            ("no-such-topic", E.UNKNOWN_TOPIC_OR_PARTITION),
+        ]
+        assert _describe(broker.bootstrap, "v").transaction_state == "Empty"
