@@ -62,6 +62,7 @@ class WriteTxnMarkersTestDouble:
         self.answer = answer
         self._lock = threading.Lock()
         self._markers: list[tuple[int, int, bool, list[tuple[str, int]]]] = []
+        self.listeners: set[str] = set()
 
     @hookimpl
     def pydmq_register_api_handlers(self) -> list[ApiHandlerSpec]:
@@ -70,6 +71,7 @@ class WriteTxnMarkersTestDouble:
     def handle(
         self, ctx: RequestContext[Any], request: WriteTxnMarkersRequest
     ) -> WriteTxnMarkersResponse:
+        self.listeners.add(ctx.listener)
         results = []
         for marker in request.markers:
             partitions = [(t.name, p) for t in marker.topics for p in t.partition_indexes]
@@ -284,6 +286,7 @@ def test_a_committed_transaction_sends_its_markers(
         "the commit completes",
     )
     assert double.markers == [(pid, epoch, True, [("txn-topic", 0), ("txn-topic", 1)])]
+    assert double.listeners == {""}  # dispatched in process: no listener
     with RawClient(broker.bootstrap) as raw:
         listed = raw.request(66, 1, ListTransactionsRequest(state_filters=["CompleteCommit"])).body
     assert [(t.transactional_id, t.producer_id) for t in listed.transaction_states] == [

@@ -5,9 +5,10 @@
 registry (a single node's own, a cluster's metadata cache). :class:`WriteTxnMarkersDelivery`
 delivers a WriteTxnMarkers request (api key 27): to this broker itself in process, through the
 handler its client listeners serve for key 27 (the same handler, request object and version
-the network would carry; a :class:`ConnectionError` while none is served), and in cluster mode
-to another broker over the inter-broker listener, one pipelined connection per broker, as
-Kafka's TransactionMarkerChannelManager does. Owned by the event loop.
+the network would carry, with the in-process listener name ``""``; a :class:`ConnectionError`
+while none is served), and in cluster mode to another broker over the inter-broker listener,
+one pipelined connection per broker, as Kafka's TransactionMarkerChannelManager does. Owned by
+the event loop.
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ if TYPE_CHECKING:
     from pydmq.broker.topics import TopicRegistry
     from pydmq.net.client import NodeConnection
 
-__all__ = ["RegistryPartitionLeaders", "WriteTxnMarkersDelivery"]
+__all__ = ["IN_PROCESS_LISTENER", "RegistryPartitionLeaders", "WriteTxnMarkersDelivery"]
 
 WRITE_TXN_MARKERS = 27
+IN_PROCESS_LISTENER = ""
+"""The listener name of a request dispatched in process: it came over no connection (the
+WriteTxnMarkers handler accepts markers only from it or the inter-broker listener)."""
 _CLIENT_ID = "transaction-coordinator"
 _REQUEST_TIMEOUT_S = 30.0
 
@@ -112,7 +116,7 @@ class WriteTxnMarkersDelivery:
             client_id=_CLIENT_ID,
             client_host="",
             client_port=0,
-            listener=self._listener,
+            listener=IN_PROCESS_LISTENER,
             connection_id=-1,
         )
         answer = spec.handle(ctx, request)
