@@ -124,9 +124,11 @@ class Receiver:
 
 
 class Harness:
-    def __init__(self, log: MemoryStateLog | None = None, **config: Any) -> None:
+    def __init__(
+        self, log: MemoryStateLog | None = None, *, ids: Any = None, **config: Any
+    ) -> None:
         self.log = log or MemoryStateLog()
-        self.ids = Ids()
+        self.ids = ids if ids is not None else Ids()
         self.leaders = Leaders()
         self.receiver = Receiver()
         self.now = 1_000_000
@@ -592,5 +594,22 @@ def test_markers_queued_for_a_broker_share_its_next_request() -> None:
         await h.settled("c", "CompleteAbort")
         batches = [[m.producer_id for m in r.markers] for _, _, r in h.receiver.requests]
         assert batches == [[1000], [1001, 1002]]
+
+    run(scenario())
+
+
+def test_no_producer_id_block_answers_the_block_error() -> None:
+    from pydmq.producers.id_manager import ProducerIdBlockError
+
+    class NoBlock:
+        def generate_producer_id(self) -> int:
+            raise ProducerIdBlockError("no block")
+
+    async def scenario() -> None:
+        h = Harness(ids=NoBlock())
+        h.start()
+        answer = await h.coordinator.init_producer_id("a", 60000)
+        assert answer.error_code == E.COORDINATOR_NOT_AVAILABLE
+        assert h.log.logs == {}
 
     run(scenario())
