@@ -292,6 +292,13 @@ def test_a_committed_transaction_sends_its_markers(
     assert [(t.transactional_id, t.producer_id) for t in listed.transaction_states] == [
         ("wire-txn", pid)
     ]
+    with RawClient(broker.bootstrap) as raw:
+        by_pattern = raw.request(
+            66, 2, ListTransactionsRequest(transactional_id_pattern="wire-.*")
+        ).body
+        refused = raw.request(66, 2, ListTransactionsRequest(transactional_id_pattern="(")).body
+    assert [t.transactional_id for t in by_pattern.transaction_states] == ["wire-txn"]
+    assert refused.error_code == E.INVALID_REGULAR_EXPRESSION
 
 
 def test_a_prepare_commit_resumes_its_markers_after_a_restart(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ from typing import Any, Protocol
 from pydmq.coordinator.api import CoordinatorError, CoordinatorLog, CoordinatorResult
 from pydmq.coordinator.runtime import CoordinatorRuntime, WriteOperation
 from pydmq.coordinator.timer import CoordinatorTimer
+from pydmq.groups.consumer.topic_regex import RegexSyntaxError, TopicRegex, compile_topic_regex
 from pydmq.producers.id_manager import ProducerIdBlockError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.storage.api import TopicPartition
@@ -651,10 +652,22 @@ class TransactionCoordinator:
         )
 
     def list_transactions(
-        self, states: Iterable[str], producer_ids: Iterable[int], duration_ms: int = -1
+        self,
+        states: Iterable[str],
+        producer_ids: Iterable[int],
+        duration_ms: int = -1,
+        transactional_id_pattern: str | None = None,
     ) -> tuple[int, list[str], list[ListedTransaction]]:
         """ListTransactions: (error, the unknown state names, the ids matching every filter)
-        over the partitions led here; COORDINATOR_LOAD_IN_PROGRESS while one loads."""
+        over the partitions led here; COORDINATOR_LOAD_IN_PROGRESS while one loads. The
+        pattern (KIP-1152; null or empty: none) has RE2/J's syntax and must match the whole
+        id, as Kafka's; INVALID_REGULAR_EXPRESSION for one RE2/J refuses."""
+        pattern: TopicRegex | None = None
+        if transactional_id_pattern:
+            try:
+                pattern = compile_topic_regex(transactional_id_pattern)
+            except RegexSyntaxError:
+                return ErrorCode.INVALID_REGULAR_EXPRESSION, [], []
         wanted_states: set[TransactionState] = set()
         unknown: list[str] = []
         for name in states:
@@ -674,9 +687,11 @@ class TransactionCoordinator:
                     continue
                 if wanted_ids and md.producer_id not in wanted_ids:
                     continue
-                if (states or unknown) and md.state not in wanted_states:
+                if (wanted_states or unknown) and md.state not in wanted_states:
                     continue
                 if duration_ms >= 0 and now - md.start_timestamp <= duration_ms:
+                    continue
+                if pattern is not None and not pattern.fullmatch(md.transactional_id):
                     continue
                 listed.append(
                     ListedTransaction(md.transactional_id, md.producer_id, md.state.kafka_name)

@@ -499,6 +499,12 @@ def test_describe_and_list() -> None:
         assert sorted(t.transactional_id for t in listed) == ["a", "b"]
         _, _, listed = c.list_transactions(["Ongoing"], [], 10)
         assert listed == []
+        # KIP-1152: an RE2/J pattern matching the whole id; null or empty: no filter
+        _, _, listed = c.list_transactions([], [], -1, "b|c")
+        assert [t.transactional_id for t in listed] == ["b"]
+        _, _, listed = c.list_transactions([], [], -1, "")
+        assert len(listed) == 2
+        assert c.list_transactions([], [], -1, "(?<=a)")[0] == E.INVALID_REGULAR_EXPRESSION
 
     run(scenario())
 

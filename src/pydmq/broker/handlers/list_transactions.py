@@ -1,10 +1,12 @@
-"""ListTransactions (key 66), v0-v1.
+"""ListTransactions (key 66), v0-v2.
 
 The transactional ids coordinated by this broker (its loaded ``__transaction_state``
 partitions), filtered by state names (unknown names are returned in
-``unknown_state_filters``), producer ids, and from v1 ``duration_filter`` (only transactions
-started more than that many ms ago; -1: no filter), as Kafka's. COORDINATOR_LOAD_IN_PROGRESS
-while a partition loads. v2 (KIP-1152's transactional id pattern) is not advertised.
+``unknown_state_filters``), producer ids, from v1 ``duration_filter`` (only transactions
+started more than that many ms ago; -1: no filter), and from v2 ``transactional_id_pattern``
+(KIP-1152: an RE2/J regular expression the whole id must match; null or empty: no filter;
+INVALID_REGULAR_EXPRESSION for a pattern RE2/J refuses), as Kafka's.
+COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ def handle(ctx: BrokerContext, request: ListTransactionsRequest) -> ListTransact
         request.state_filters,
         request.producer_id_filters,
         request.duration_filter if ctx.api_version >= 1 else -1,
+        request.transactional_id_pattern if ctx.api_version >= 2 else None,
     )
     return ListTransactionsResponse(
         error_code=error,
@@ -41,4 +44,4 @@ def handle(ctx: BrokerContext, request: ListTransactionsRequest) -> ListTransact
     )
 
 
-HANDLER = ApiHandlerSpec(66, 0, 1, handle, "ListTransactions")
+HANDLER = ApiHandlerSpec(66, 0, 2, handle, "ListTransactions")
