@@ -45,6 +45,7 @@ from pydmq.broker.services import BrokerServices, MetadataView, ProducerIdSource
 from pydmq.broker.single_node_metadata import SingleNodeMetadata
 from pydmq.broker.topic_creator import TopicCreator
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
+from pydmq.broker.txn_markers import RegistryPartitionLeaders, WriteTxnMarkersDelivery
 from pydmq.cleaner.manager import LogCleanerManager
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
@@ -56,13 +57,20 @@ from pydmq.controller.local_log import (
 )
 from pydmq.groups.api import GroupConfig
 from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
-from pydmq.groups.log import ConsumerOffsetsLog
+from pydmq.groups.log import ConsumerOffsetsLog, partition_for
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.storage.api import TopicPartition
+from pydmq.transactions.api import TransactionConfig
+from pydmq.transactions.coordinator import (
+    TransactionCoordinator,
+    transaction_state_leadership_listener,
+)
+from pydmq.transactions.log import TransactionStateLog
+from pydmq.transactions.markers import TransactionMarkerChannel
 
 if TYPE_CHECKING:
     from pydmq.broker.cluster.runtime import BrokerCluster
@@ -148,10 +156,36 @@ class Broker:
             assignors=plugins.group_assignors(),
             topics=self.topics,
         )
+        self.transaction_state_log = TransactionStateLog(self)
+        # Markers go to partition leaders as WriteTxnMarkers requests: in process to this
+        # broker's own handler for key 27, over the inter-broker listener to the others.
+        self.txn_marker_delivery = WriteTxnMarkersDelivery(
+            self.node_id,
+            lambda: self.services,
+            lambda: self.services.metadata,
+            config.inter_broker_listener_name,
+        )
+        offsets_log = self.group_coordinator_log
+        self.transaction_coordinator = TransactionCoordinator(
+            TransactionConfig.from_broker_config(config),
+            self.transaction_state_log,
+            self.cluster.producer_ids if self.cluster is not None else self.producer_ids,
+            TransactionMarkerChannel(
+                RegistryPartitionLeaders(self.topics), self.txn_marker_delivery
+            ),
+            lambda group_id: partition_for(group_id, offsets_log.num_partitions),
+            owns_all_partitions=self.cluster is None,
+        )
         if self.cluster is not None:
-            # __consumer_offsets leadership makes this broker a group coordinator (or not).
+            # __consumer_offsets leadership makes this broker a group coordinator (or not),
+            # __transaction_state leadership a transaction coordinator.
             self.cluster.leadership_listeners.append(
                 offsets_leadership_listener(self.group_coordinator, self.replica_manager)
+            )
+            self.cluster.leadership_listeners.append(
+                transaction_state_leadership_listener(
+                    self.transaction_coordinator, self.replica_manager
+                )
             )
         self.services = self._services()
         handlers = dict(plugins.api_handlers())
@@ -211,6 +245,8 @@ class Broker:
             replica_manager=self.replica_manager,
             group_coordinator=self.group_coordinator,
             group_coordinator_log=self.group_coordinator_log,
+            transaction_coordinator=self.transaction_coordinator,
+            transaction_state_log=self.transaction_state_log,
             controller_channel=self.controller_channel,
             topic_creator=self.topic_creator,
             producer_ids=producer_ids,
@@ -256,12 +292,15 @@ class Broker:
 
     def load(self) -> None:
         """Before any listener serves, on the event loop: a single node opens every partition
-        (in cluster mode LeaderAndIsr opens them); the group coordinator loads and starts; the
-        log cleaner's threads start (they reach the logs only through this loop)."""
+        (in cluster mode LeaderAndIsr opens them); the group and transaction coordinators load
+        and start; the log cleaner's threads start (they reach the logs only through this
+        loop)."""
         if self.cluster is None:
             self.open_logs()
         self.group_coordinator.load()
         self.group_coordinator.start()
+        self.transaction_coordinator.load()
+        self.transaction_coordinator.start()
         self.log_cleaner = LogCleanerManager.on_loop(
             self.config.cleaner_settings, self.replica_manager.logs, asyncio.get_running_loop()
         )
@@ -328,15 +367,18 @@ class Broker:
         await cluster.fetchers.shutdown()
 
     async def stop_cluster(self) -> None:
-        """Cluster mode, once no listener serves: heartbeats and the cluster tasks stop."""
+        """Cluster mode, once no listener serves: heartbeats and the cluster tasks stop, and
+        the connections of the transaction markers close."""
         if self.cluster is not None:
             await self.cluster.stop()
+            await self.txn_marker_delivery.close()
 
     def close(self) -> None:
-        """Last: waiters woken, the group coordinator stopped, ``pydmq_broker_shutdown``,
+        """Last: waiters woken, the group and transaction coordinators stopped, ``pydmq_broker_shutdown``,
         the log cleaner stopped, then the logs and the local metadata log closed."""
         self.replica_manager.wake_waiters()
         self.group_coordinator.stop()
+        self.transaction_coordinator.stop()
         self.plugins.broker_shutdown(self)
         if self.log_cleaner is not None:
             self.log_cleaner.stop()  # before the logs close

@@ -48,6 +48,8 @@ if TYPE_CHECKING:
     )
     from pydmq.replication.replica_manager import ReplicaManager
     from pydmq.storage.api import TopicPartition
+    from pydmq.transactions.coordinator import TransactionCoordinator
+    from pydmq.transactions.log import TransactionStateLog
 
 __all__ = [
     "BrokerEndpoint",
@@ -135,6 +137,8 @@ class BrokerServices:
     replica_manager: ReplicaManager
     group_coordinator: GroupCoordinator
     group_coordinator_log: ConsumerOffsetsLog
+    transaction_coordinator: TransactionCoordinator
+    transaction_state_log: TransactionStateLog
     controller_channel: ControllerChannel
     topic_creator: TopicCreator
     producer_ids: ProducerIdSource

@@ -9,8 +9,10 @@ INVALID_REPLICATION_FACTOR when too few brokers are registered; the topic arrive
 UpdateMetadata), the node's own on a single node (created when the answer comes). Client
 CreateTopics requests are forwarded by their handler instead, at the client's version.
 
-A single node's group coordinator creates ``__consumer_offsets`` synchronously when it first
-needs it (:meth:`TopicCreator.create_topic`, the controller's ``create_topics`` run at once).
+A single node's group and transaction coordinators create ``__consumer_offsets`` and
+``__transaction_state`` synchronously when they first need them (:meth:`TopicCreator.create_topic`,
+the controller's ``create_topics`` run at once); in cluster mode they ask for them with
+:meth:`TopicCreator.ensure_offsets_topic` and :meth:`TopicCreator.ensure_transaction_state_topic`.
 
 Owned by the broker; used on its event loop.
 """
@@ -30,6 +32,7 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
+from pydmq.transactions.log import TRANSACTION_STATE_TOPIC, transaction_state_topic_configs
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
@@ -161,6 +164,33 @@ class TopicCreator:
             offsets_topic_configs(config),
         )
         return (await self.create_topics([new]))[OFFSETS_TOPIC]
+
+    async def ensure_transaction_state_topic(self) -> int:
+        """Create ``__transaction_state`` unless it exists; its error code. Cluster mode, as
+        the offsets topic: ``transaction.state.log.num.partitions``,
+        ``transaction.state.log.replication.factor`` capped at the brokers alive,
+        :func:`~pydmq.transactions.log.transaction_state_topic_configs`. A single node's
+        coordinator creates it itself with the same configs."""
+        broker = self._broker
+        if broker.topics.get(TRANSACTION_STATE_TOPIC) is not None:
+            return ErrorCode.NONE
+        cluster = broker.cluster
+        if cluster is None:
+            try:
+                broker.transaction_state_log.ensure_created()
+            except TopicError as exc:
+                return exc.error_code
+            return ErrorCode.NONE
+        config = broker.config
+        alive = len(cluster.metadata_cache.brokers)
+        replication = max(1, min(config.get_int("transaction.state.log.replication.factor"), alive))
+        new = NewTopic(
+            TRANSACTION_STATE_TOPIC,
+            config.get_int("transaction.state.log.num.partitions"),
+            replication,
+            transaction_state_topic_configs(config, replication),
+        )
+        return (await self.create_topics([new]))[TRANSACTION_STATE_TOPIC]
 
     def create_topic(
         self,

@@ -133,13 +133,11 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         """,
     ),
     _group(
-        "transactions, which pydmq does not implement yet (no transaction coordinator, no "
-        "__transaction_state topic)",
+        "transaction coordinator tuning pydmq does not have: it replays __transaction_state in "
+        "1 MiB reads, does not verify partitions before a transactional produce (KIP-890) "
+        "and has no two-phase commit (KIP-939)",
         """
-        transaction.state.log.load.buffer.size transaction.state.log.min.isr
-        transaction.state.log.num.partitions transaction.state.log.replication.factor
-        transaction.state.log.segment.bytes transaction.abort.timed.out.transaction.cleanup.interval.ms
-        transaction.remove.expired.transaction.cleanup.interval.ms
+        transaction.state.log.load.buffer.size
         transaction.partition.verification.enable transaction.two.phase.commit.enable
         add.partitions.to.txn.retry.backoff.ms add.partitions.to.txn.retry.backoff.max.ms
         """,

@@ -52,6 +52,11 @@ HANDLER_MODULES: tuple[str, ...] = (
     "alter_replica_log_dirs",
     "write_txn_markers",
     "describe_producers",
+    "add_partitions_to_txn",
+    "add_offsets_to_txn",
+    "end_txn",
+    "describe_transactions",
+    "list_transactions",
 )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import TypeVar
@@ -30,6 +30,7 @@ class EmbeddedBroker:
         host: str = "127.0.0.1",
         port: int = 0,
         overrides: Mapping[str, object] | None = None,
+        plugins: Iterable[object] = (),
     ) -> None:
         values: dict[str, object] = {
             "listeners": f"PLAINTEXT://[{host}]:{port}"
@@ -39,6 +40,8 @@ class EmbeddedBroker:
         }
         values.update(overrides or {})
         self.config = BrokerConfig(values)
+        # plugins registered besides the built-ins and entry points (a test's own handlers)
+        self.plugins = tuple(plugins)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._node: object | None = None
@@ -71,7 +74,7 @@ class EmbeddedBroker:
     async def _serve(self, ready: threading.Event) -> None:
         from pydmq.node import Node
 
-        node = Node(self.config)
+        node = Node(self.config, self.plugins)
         self._node = node
         self._stop = asyncio.Event()
         await node.start()

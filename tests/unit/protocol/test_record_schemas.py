@@ -69,7 +69,12 @@ def _module(tmp_path: Path, family: dict[str, Any]) -> ModuleType:
 
 def test_committed_schemas_load() -> None:
     families = {f.source: f for f in load_families()}
-    assert set(families) == {"classic_group.json", "consumer_group.json", "cluster_metadata.json"}
+    assert set(families) == {
+        "classic_group.json",
+        "consumer_group.json",
+        "cluster_metadata.json",
+        "transaction_log.json",
+    }
     assert len(families["cluster_metadata.json"].records) == 13
 
 

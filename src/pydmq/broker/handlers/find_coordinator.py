@@ -1,14 +1,15 @@
 """FindCoordinator (key 10), v0-v6.
 
-Key type 0 (group). Single-node mode: every group is coordinated by this node, answered with
-the advertised host/port of the listener the request came in on; ``__consumer_offsets`` is
+Key type 0 (group) and key type 1 (transaction, a transactional id). Single-node mode: every
+group and transactional id is coordinated by this node, answered with the advertised host/port
+of the listener the request came in on; ``__consumer_offsets`` or ``__transaction_state`` is
 created (internal, compacted) on first use. Cluster mode: the coordinator is the leader of the
-group's ``__consumer_offsets`` partition as this broker's metadata (UpdateMetadata) has it,
-answered with that broker's endpoint on the listener the request came in on; while the topic
-does not exist its creation is asked of the controller and the answer is
-COORDINATOR_NOT_AVAILABLE, as it is for a partition without a leader or a leader without that
-listener. Key type 1 (transaction): COORDINATOR_NOT_AVAILABLE until the transaction
-coordinator exists. Any other key type: INVALID_REQUEST.
+key's partition of that topic (``__consumer_offsets`` for a group, ``__transaction_state`` for
+a transactional id: Kafka's Java hash code of the key modulo the partition count) as this
+broker's metadata (UpdateMetadata) has it, answered with that broker's endpoint on the
+listener the request came in on; while the topic does not exist its creation is asked of the
+controller and the answer is COORDINATOR_NOT_AVAILABLE, as it is for a partition without a
+leader or a leader without that listener. Any other key type: INVALID_REQUEST.
 v0-v3 carry one key and answer in the top-level fields (error message from v1); v4+ batch
 ``coordinator_keys`` and answer in ``coordinators``.
 """
@@ -16,6 +17,7 @@ v0-v3 carry one key and answer in the top-level fields (error message from v1); 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
@@ -26,6 +28,7 @@ from pydmq.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from pydmq.transactions.log import TRANSACTION_STATE_TOPIC
 
 __all__ = ["HANDLER"]
 
@@ -46,15 +49,18 @@ def _not_available(key: str) -> Coordinator:
     )
 
 
-def _group_coordinator_in_cluster(ctx: BrokerContext, key: str) -> Coordinator:
+def _coordinator_in_cluster(
+    ctx: BrokerContext, key: str, topic_name: str, request_creation: Callable[[], None]
+) -> Coordinator:
     broker = ctx.broker
-    topic = broker.topics.get(OFFSETS_TOPIC)
+    topic = broker.topics.get(topic_name)
     if topic is None or not topic.partitions:
         try:
-            broker.group_coordinator_log.request_creation()
+            request_creation()
         except Exception:
-            log.exception("asking for the creation of %s failed", OFFSETS_TOPIC)
+            log.exception("asking for the creation of %s failed", topic_name)
         return _not_available(key)
+    # the same partitioning for both topics: abs(Java hashCode of the key) % partitions
     index = partition_for(key, len(topic.partitions))
     leader = next((p.leader for p in topic.partitions if p.index == index), -1)
     if leader < 0:
@@ -68,19 +74,31 @@ def _group_coordinator_in_cluster(ctx: BrokerContext, key: str) -> Coordinator:
     return Coordinator(key=key, node_id=leader, host=endpoint[0], port=endpoint[1])
 
 
-def _find(ctx: BrokerContext, key: str, key_type: int) -> Coordinator:
-    if key_type == _GROUP:
-        if is_cluster_mode(ctx.broker.config):
-            return _group_coordinator_in_cluster(ctx, key)
-        try:
-            ctx.broker.group_coordinator_log.ensure_created()
-        except Exception:
-            log.exception("creating __consumer_offsets failed")
-            return _not_available(key)
-        host, port = ctx.broker.advertised_endpoint(ctx.listener)
-        return Coordinator(key=key, node_id=ctx.broker.node_id, host=host, port=port)
-    if key_type == _TRANSACTION:
+def _this_node(ctx: BrokerContext, key: str, ensure_created: Callable[[], None]) -> Coordinator:
+    try:
+        ensure_created()
+    except Exception:
+        log.exception("creating the coordinator's topic failed")
         return _not_available(key)
+    host, port = ctx.broker.advertised_endpoint(ctx.listener)
+    return Coordinator(key=key, node_id=ctx.broker.node_id, host=host, port=port)
+
+
+def _find(ctx: BrokerContext, key: str, key_type: int) -> Coordinator:
+    broker = ctx.broker
+    cluster = is_cluster_mode(broker.config)
+    if key_type == _GROUP:
+        offsets = broker.group_coordinator_log
+        if cluster:
+            return _coordinator_in_cluster(ctx, key, OFFSETS_TOPIC, offsets.request_creation)
+        return _this_node(ctx, key, offsets.ensure_created)
+    if key_type == _TRANSACTION:
+        state_log = broker.transaction_state_log
+        if cluster:
+            return _coordinator_in_cluster(
+                ctx, key, TRANSACTION_STATE_TOPIC, state_log.ensure_created
+            )
+        return _this_node(ctx, key, state_log.ensure_created)
     return Coordinator(
         key=key,
         node_id=-1,

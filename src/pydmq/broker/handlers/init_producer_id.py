@@ -2,14 +2,20 @@
 
 Idempotent producers (no transactional id) get a fresh producer id with epoch 0, as Kafka does
 even when they send their current id/epoch (v3+, KIP-360). Producer ids are never reused across
-restarts (:class:`~pydmq.producers.id_manager.ProducerIdManager`). A transactional id needs the
-transaction coordinator, which is a later issue: until then such requests get
-TRANSACTIONAL_ID_AUTHORIZATION_FAILED, a non-retriable error every client surfaces at once
-(a retriable one such as COORDINATOR_NOT_AVAILABLE would make clients spin).
-v6 (KIP-939 two-phase commit) is not advertised. In cluster mode ids come from blocks the
-controller allocates (AllocateProducerIds); while no block can be had the answer is
+restarts (:class:`~pydmq.producers.id_manager.ProducerIdManager`). In cluster mode ids come from
+blocks the controller allocates (AllocateProducerIds); while no block can be had the answer is
 COORDINATOR_NOT_AVAILABLE (retriable), as it is on one node while the next block of ids cannot
 be made durable (a full disk).
+
+A transactional id goes to the transaction coordinator
+(:meth:`~pydmq.transactions.coordinator.TransactionCoordinator.init_producer_id`): a new id gets
+a producer id and epoch 0, a known one an epoch bump (with the caller's ``producer_id`` and
+``producer_epoch``, v3+: KIP-360's checks), an ongoing transaction is aborted first
+(CONCURRENT_TRANSACTIONS until it completes), ``transaction_timeout_ms`` above
+``transaction.max.timeout.ms`` is INVALID_TRANSACTION_TIMEOUT, NOT_COORDINATOR /
+COORDINATOR_LOAD_IN_PROGRESS when the id's ``__transaction_state`` partition is led elsewhere
+or loading. PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH below v4 (KIP-588).
+v6 (KIP-939 two-phase commit) is not advertised.
 """
 
 from __future__ import annotations
@@ -18,22 +24,19 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._transactions import coordinator, fenced_as
 from pydmq.producers.id_manager import ProducerIdBlockError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 __all__ = ["HANDLER"]
 
-_TRANSACTIONS_UNSUPPORTED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-
 
 def handle(
     ctx: BrokerContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
     if request.transactional_id is not None:
-        return InitProducerIdResponse(
-            error_code=_TRANSACTIONS_UNSUPPORTED, producer_id=-1, producer_epoch=-1
-        )
+        return _transactional(ctx, request)
     try:
         producer_id = ctx.broker.producer_ids.generate_producer_id()
     except ProducerIdBlockError as exc:
@@ -43,6 +46,24 @@ def handle(
             error_code=ErrorCode.NONE, producer_id=producer_id, producer_epoch=0
         )
     return _from_new_block(producer_id)
+
+
+async def _transactional(
+    ctx: BrokerContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
+    assert request.transactional_id is not None
+    kip360 = ctx.api_version >= 3
+    result = await coordinator(ctx).init_producer_id(
+        request.transactional_id,
+        request.transaction_timeout,
+        request.producer_id if kip360 else -1,
+        request.producer_epoch if kip360 else -1,
+    )
+    return InitProducerIdResponse(
+        error_code=fenced_as(result.error_code, ctx.api_version, 4),
+        producer_id=result.producer_id,
+        producer_epoch=result.producer_epoch,
+    )
 
 
 def _unavailable(exc: ProducerIdBlockError) -> InitProducerIdResponse:

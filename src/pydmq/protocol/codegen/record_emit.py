@@ -62,6 +62,37 @@ def _version_cond(versions: frozenset[int], universe: frozenset[int]) -> str | N
     return None if versions == universe else _version_test(versions)
 
 
+_NEVER = "never"
+_ALWAYS = "always"
+_SOMETIMES = "sometimes"
+
+
+def _flex_mode(versions: frozenset[int], spec: StructSchema) -> str:
+    """Whether ``versions`` (a field's, or the struct's) are flexible in ``spec``: never,
+    always, or in some (then the generated code tests its ``flex`` variable)."""
+    flexible = versions & spec.flexible
+    if not flexible:
+        return _NEVER
+    return _ALWAYS if flexible == versions else _SOMETIMES
+
+
+def _flexed(
+    obj: str, method: str, arg: str, flex: str, classic: str | None = None, classic_arg: str = ""
+) -> str:
+    """The call of ``obj``'s ``method`` in the field's versions: its ``compact_`` form when
+    flexible (``classic`` names the non-flexible method when it is not ``method`` itself)."""
+    compact = (
+        method if method.startswith("compact_") or method == "uvarint" else f"compact_{method}"
+    )
+    plain = classic or method
+    plain_arg = classic_arg or arg
+    if flex == _NEVER:
+        return f"{obj}.{plain}({plain_arg})"
+    if flex == _ALWAYS:
+        return f"{obj}.{compact}({arg})"
+    return f"({obj}.{compact}({arg}) if flex else {obj}.{plain}({plain_arg}))"
+
+
 def _docstring(out: Lines, text: str) -> None:
     width = 96 - 4 * out.level
     lines = textwrap.wrap(text, width) or [""]
@@ -112,9 +143,23 @@ class FamilyEmitter:
         out.add()
 
     def emit_encode(self, out: Lines, record: RecordSchema) -> None:
-        out.add("def encode(self) -> bytes:")
+        # A record with flexible versions may be written at an older one (Kafka picks the
+        # version of a transaction's record by the finalized transaction.version).
+        chosen = record.version_field is None and bool(record.struct.flexible)
+        if chosen:
+            out.add(f"def encode(self, version: int = {max(record.versions)}) -> bytes:")
+        else:
+            out.add("def encode(self) -> bytes:")
         out.indent()
-        if record.version_field is not None:
+        if chosen:
+            frame = "int16 version" if record.record_type is None else "int16 record type, version"
+            _docstring(out, f"The record's bytes at ``version``: {frame}, then its fields.")
+            version = "version"
+            out.add(f"if not ({_version_test(record.versions)}):")
+            out.indent()
+            out.add(f'raise ValueError(f"{record.name} has no version {{version}}")')
+            out.dedent()
+        elif record.version_field is not None:
             _docstring(out, "The key's bytes: its int16 version, then its fields.")
             version = "version"
             out.add(f"version = self.{record.version_field}")
@@ -135,15 +180,21 @@ class FamilyEmitter:
         out.dedent()
 
     # -- readers -----------------------------------------------------------------------
-    def _read_value(self, out: Lines, f: RecordField, target: str) -> None:
-        """Lines that set ``target`` to the field's value (in every version it has)."""
+    def _read_value(self, out: Lines, f: RecordField, target: str, flex: str) -> None:
+        """Lines that set ``target`` to the field's value (in every version it has); ``flex``
+        is :func:`_flex_mode` of the field."""
         nullable = bool(f.nullable_versions)
         if f.is_array:
-            out.add(f"n = r.{'nullable_array_length' if nullable else 'array_length'}()")
+            length = "nullable_array_length" if nullable else "array_length"
+            out.add(f"n = {_flexed('r', length, '', flex)}")
             if f.type in ARRAY_TYPES:
                 expr = f"tuple(r.{f.type}_array(n))"
             else:
-                item = f"_read_{f.type}(r, version)" if f.is_struct else self._scalar(f.type)
+                item = (
+                    f"_read_{f.type}(r, version)"
+                    if f.is_struct
+                    else self._scalar(f.type, False, flex)
+                )
                 expr = f"tuple([{item} for _ in range(n)])"
             out.add(f"{target} = None if n < 0 else {expr}" if nullable else f"{target} = {expr}")
             return
@@ -160,7 +211,7 @@ class FamilyEmitter:
             return
         checked = f.valid_values is not None or f.min_value is not None or f.null_value is not None
         if not checked:
-            out.add(f"{target} = {self._scalar(f.type, nullable)}")
+            out.add(f"{target} = {self._scalar(f.type, nullable, flex)}")
             return
         out.add(f"v = r.{'int8' if f.type == 'bool' else f.type}()")
         bad = []
@@ -183,25 +234,66 @@ class FamilyEmitter:
         out.add(f"{target} = {value}")
 
     @staticmethod
-    def _scalar(type_: str, nullable: bool = False) -> str:
+    def _scalar(type_: str, nullable: bool = False, flex: str = _NEVER) -> str:
         if type_ in ("string", "bytes"):
-            return f"r.nullable_{type_}()" if nullable else f"r.{type_}()"
+            return _flexed("r", f"nullable_{type_}" if nullable else type_, "", flex)
         if type_ == "bool":
             return "r.bool()"
         return f"r.{type_}()"
+
+    @staticmethod
+    def _flex_variable(out: Lines, spec: StructSchema) -> None:
+        """``flex = <test>`` when some versions of ``spec`` are flexible and others are not."""
+        if spec.flexible and spec.flexible != spec.versions:
+            out.add(f"flex = {_version_test(spec.flexible)}")
+
+    def _read_tagged(self, out: Lines, spec: StructSchema) -> None:
+        """The tagged-fields section that ends ``spec`` in its flexible versions: known tags
+        set their ``f_`` variable, unknown ones are skipped."""
+        mode = _flex_mode(spec.versions, spec)
+        if mode == _NEVER:
+            return
+        if mode == _SOMETIMES:
+            out.add("if flex:")
+            out.indent()
+        out.add("for _ in range(r.tagged_count()):")
+        out.indent()
+        tagged = [f for f in spec.fields if f.tag is not None]
+        out.add(f"{'tag' if tagged else '_'}, end = r.tagged_field_header()")
+        for i, f in enumerate(tagged):
+            cond = _version_cond(f.versions, spec.flexible)
+            test = f"tag == {f.tag}" if cond is None else f"tag == {f.tag} and {cond}"
+            out.add(f"{'if' if i == 0 else 'elif'} {test}:")
+            out.indent()
+            out.add(f"f_{f.name} = r.{f.type}()")
+            out.add("r.expect_end_of_tag(end)")
+            out.dedent()
+        if tagged:
+            out.add("else:")
+            out.indent()
+        out.add("r.raw(end - r.pos)")
+        if tagged:
+            out.dedent()
+        out.dedent()
+        if mode == _SOMETIMES:
+            out.dedent()
 
     def emit_reader(self, out: Lines, spec: StructSchema) -> None:
         record = self.records.get(spec.name)
         out.add(f"def _read_{spec.name}(r: Reader, version: int) -> {spec.name}:")
         out.indent()
         args = [] if record is None or record.version_field is None else ["version"]
+        self._flex_variable(out, spec)
         for f in spec.fields:
             target = f"f_{f.name}"
             args.append(target)
+            if f.tag is not None:
+                out.add(f"{target}: {_py_type(f)} = {_default_expr(f)}")
+                continue
             cond = _version_cond(f.versions, spec.versions)
             sub = Lines()
             sub.level = out.level if cond is None else out.level + 1
-            self._read_value(sub, f, target)
+            self._read_value(sub, f, target, _flex_mode(f.versions, spec))
             head = f"{'    ' * sub.level}{target} = "
             *before, last = sub.lines
             if last.startswith(head) and (cond is None or not before):
@@ -222,7 +314,8 @@ class FamilyEmitter:
             out.indent()
             out.add(f"{target} = {_default_expr(f)}")
             out.dedent()
-        if not spec.fields:
+        self._read_tagged(out, spec)
+        if not spec.fields and not spec.flexible:
             out.add("del r, version")
         out.add(f"return {spec.name}({', '.join(args)})")
         out.dedent()
@@ -230,17 +323,17 @@ class FamilyEmitter:
         out.add()
 
     # -- writers -----------------------------------------------------------------------
-    def _write_value(self, out: Lines, f: RecordField, value: str) -> None:
+    def _write_value(self, out: Lines, f: RecordField, value: str, flex: str) -> None:
         nullable = bool(f.nullable_versions)
         if f.is_array:
             if nullable:
                 out.add(f"if {value} is None:")
                 out.indent()
-                out.add("w.int32(-1)")
+                out.add(_flexed("w", "uvarint", "0", flex, "int32", "-1"))
                 out.dedent()
                 out.add("else:")
                 out.indent()
-            out.add(f"w.int32(len({value}))")
+            out.add(_flexed("w", "compact_array_length", f"len({value})", flex, "int32"))
             if f.type in ARRAY_TYPES:
                 out.add(f"w.{f.type}_array(list({value}))")
             else:
@@ -260,23 +353,57 @@ class FamilyEmitter:
             out.add(f"w.int8(0 if {value} is None else 1 if {value} else -1)")
         elif f.null_value is not None:
             out.add(f"w.{f.type}({f.null_value} if {value} is None else {value})")
+        elif f.type in ("string", "bytes"):
+            out.add(_flexed("w", f"nullable_{f.type}" if nullable else f.type, value, flex))
         elif nullable:
             out.add(f"w.nullable_{f.type}({value})")
         else:
             out.add(f"w.{f.type}({value})")
 
+    @staticmethod
+    def _write_tagged(out: Lines, spec: StructSchema) -> None:
+        """The tagged-fields section of ``spec`` in its flexible versions: each tagged field
+        whose value is not its default, in tag order."""
+        mode = _flex_mode(spec.versions, spec)
+        if mode == _NEVER:
+            return
+        if mode == _SOMETIMES:
+            out.add("if flex:")
+            out.indent()
+        tagged = sorted((f for f in spec.fields if f.tag is not None), key=lambda f: f.tag or 0)
+        if not tagged:
+            out.add("w.uvarint(0)")
+        else:
+            out.add("tagged: dict[int, bytes] = {}")
+            for f in tagged:
+                cond = _version_cond(f.versions, spec.flexible)
+                test = f"msg.{f.name} != {_default_expr(f)}"
+                out.add(f"if {test}:" if cond is None else f"if {cond} and {test}:")
+                out.indent()
+                out.add("t = Writer()")
+                out.add(f"t.{f.type}(msg.{f.name})")
+                out.add(f"tagged[{f.tag}] = t.getvalue()")
+                out.dedent()
+            out.add("w.tagged_fields(tagged)")
+        if mode == _SOMETIMES:
+            out.dedent()
+
     def emit_writer(self, out: Lines, spec: StructSchema) -> None:
         out.add(f"def _write_{spec.name}(w: Writer, msg: {spec.name}, version: int) -> None:")
         out.indent()
+        self._flex_variable(out, spec)
         for f in spec.fields:
+            if f.tag is not None:
+                continue
             cond = _version_cond(f.versions, spec.versions)
             if cond is not None:
                 out.add(f"if {cond}:")
                 out.indent()
-            self._write_value(out, f, f"msg.{f.name}")
+            self._write_value(out, f, f"msg.{f.name}", _flex_mode(f.versions, spec))
             if cond is not None:
                 out.dedent()
-        if not spec.fields:
+        self._write_tagged(out, spec)
+        if not spec.fields and not spec.flexible:
             out.add("del w, msg, version")
         out.dedent()
         out.add()

@@ -21,6 +21,11 @@ JSON message specs (our own files, describing our own layouts):
   class; a field absent from some versions needs one), ``nullValue`` (the int written for
   null in a nullable integer), ``validValues`` / ``minValue`` (an integer or bool outside them
   does not decode), ``about``.
+- flexible versions (Kafka's ``flexibleVersions`` of a record, ``"1+"`` or ``"none"``, the
+  default): in them strings, bytes and arrays are compact (unsigned varint lengths) and every
+  struct ends with a tagged-fields section. A field with ``taggedVersions`` and ``tag`` (an
+  integer scalar with a default, in flexible versions only) lives in that section, written
+  only when it differs from its default; unknown tags are skipped when read.
 
 ``tristate`` is an int8 read as ``bool | None``: 1 true, -1 false, 0 null (Kafka's encoding of
 the flags of BrokerRegistrationChangeRecord). A string with a null default is written empty
@@ -79,6 +84,7 @@ class RecordField:
     valid_values: tuple[int, ...] | None
     min_value: int | None
     about: str
+    tag: int | None = None  # a tagged field's tag (its versions are its taggedVersions)
 
     @property
     def is_struct(self) -> bool:
@@ -97,6 +103,7 @@ class StructSchema:
     about: str
     versions: frozenset[int]  # the versions its fields are read and written at
     fields: tuple[RecordField, ...]
+    flexible: frozenset[int] = frozenset()  # the versions with compact types and tagged fields
 
 
 @dataclass(frozen=True)
@@ -166,27 +173,37 @@ class _Loader:
         self.structs: list[StructSchema] = []
 
     def struct(
-        self, name: str, about: str, fields: list[dict[str, Any]], valid: frozenset[int]
+        self,
+        name: str,
+        about: str,
+        fields: list[dict[str, Any]],
+        valid: frozenset[int],
+        flexible: frozenset[int] = frozenset(),
     ) -> StructSchema:
         where = f"{self.source}: {name}"
         if any(s.name == name for s in self.structs):
             raise SchemaError(f"{where}: struct defined twice")
-        parsed = tuple(self.field(f, valid, where) for f in fields)
+        parsed = tuple(self.field(f, valid, flexible, where) for f in fields)
         names = [f.name for f in parsed]
         if len(set(names)) != len(names):
             raise SchemaError(f"{where}: duplicate field names")
+        tags = [f.tag for f in parsed if f.tag is not None]
+        if len(set(tags)) != len(tags):
+            raise SchemaError(f"{where}: duplicate tags")
         defaults = [f.has_default for f in parsed]
         if defaults != sorted(defaults):
             raise SchemaError(f"{where}: a field without a default follows one with a default")
-        spec = StructSchema(name, about, valid, parsed)
+        spec = StructSchema(name, about, valid, parsed, flexible)
         self.structs.append(spec)
         return spec
 
-    def field(self, obj: dict[str, Any], valid: frozenset[int], where: str) -> RecordField:
+    def field(
+        self, obj: dict[str, Any], valid: frozenset[int], flexible: frozenset[int], where: str
+    ) -> RecordField:
         _check_keys(
             obj,
             {"name", "type", "versions", "nullableVersions", "default", "nullValue"}
-            | {"validValues", "minValue", "about", "fields"},
+            | {"validValues", "minValue", "about", "fields", "taggedVersions", "tag"},
             where,
         )
         name = obj["name"]
@@ -194,7 +211,18 @@ class _Loader:
         type_ = str(obj["type"])
         is_array = type_.startswith("[]")
         elem = type_[2:] if is_array else type_
-        versions = parse_versions(obj["versions"], valid)
+        tag = obj.get("tag")
+        if (tag is None) == ("taggedVersions" in obj) or ("versions" in obj) == (tag is not None):
+            raise SchemaError(f"{where}: a field has versions, or taggedVersions and a tag")
+        versions = parse_versions(obj["versions" if tag is None else "taggedVersions"], valid)
+        if tag is not None and (
+            not versions <= flexible
+            or is_array
+            or elem not in INT_TYPES
+            or "default" not in obj
+            or not isinstance(tag, int)
+        ):
+            raise SchemaError(f"{where}: a tagged field is an integer with a default, flexible")
         nullable = (
             parse_versions(obj["nullableVersions"], valid)
             if "nullableVersions" in obj
@@ -203,7 +231,8 @@ class _Loader:
         if not versions <= valid or not nullable <= versions:
             raise SchemaError(f"{where}: versions outside the record's")
         if "fields" in obj:
-            self.struct(elem, f"An element of ``{where.split(': ')[-1]}``.", obj["fields"], valid)
+            about = f"An element of ``{where.split(': ')[-1]}``."
+            self.struct(elem, about, obj["fields"], valid, flexible)
         elif elem not in PRIMITIVE_TYPES and not any(s.name == elem for s in self.structs):
             raise SchemaError(f"{where}: unknown type {elem!r}")
         f = RecordField(
@@ -217,6 +246,7 @@ class _Loader:
             valid_values=tuple(obj["validValues"]) if "validValues" in obj else None,
             min_value=obj.get("minValue"),
             about=_about(obj.get("about", "")),
+            tag=tag,
         )
         self._check_field(f, valid, where)
         return f
@@ -231,8 +261,8 @@ class _Loader:
                 raise SchemaError(f"{where}: nullable in some of its versions only")
             if not f.is_array and f.type not in ("string", "bytes") and not scalar_int:
                 raise SchemaError(f"{where}: a {f.type} cannot be nullable")
-            if f.is_array and f.type not in ARRAY_TYPES:
-                raise SchemaError(f"{where}: only integer arrays can be nullable")
+            if f.is_array and f.type not in ARRAY_TYPES and not f.is_struct:
+                raise SchemaError(f"{where}: only integer and struct arrays can be nullable")
         if (f.null_value is not None) != (scalar_int and bool(f.nullable_versions)):
             raise SchemaError(f"{where}: nullValue goes with nullable integers, and only there")
         constrained = f.valid_values is not None or f.min_value is not None
@@ -248,10 +278,15 @@ class _Loader:
     def record(self, obj: dict[str, Any], frame: str) -> RecordSchema:
         _check_keys(
             obj,
-            {"name", "kind", "recordType", "validVersions", "versionField", "about", "fields"},
+            {"name", "kind", "recordType", "validVersions", "versionField", "about", "fields"}
+            | {"flexibleVersions"},
             f"{self.source}: record",
         )
         valid = parse_versions(obj["validVersions"])
+        flexible_text = obj.get("flexibleVersions", "none")
+        flexible = frozenset() if flexible_text == "none" else parse_versions(flexible_text, valid)
+        if not flexible <= valid:
+            raise SchemaError(f"{self.source}: {obj['name']}: flexible versions outside its own")
         kind = obj.get("kind", "record")
         framed_by_type = frame == "typeAndVersion"
         if framed_by_type == (kind in ("key", "value")) or framed_by_type != ("recordType" in obj):
@@ -259,7 +294,7 @@ class _Loader:
         version_field = obj.get("versionField")
         if version_field is not None and kind != "key":
             raise SchemaError(f"{self.source}: {obj['name']}: only a key has a versionField")
-        struct = self.struct(obj["name"], _about(obj["about"]), obj["fields"], valid)
+        struct = self.struct(obj["name"], _about(obj["about"]), obj["fields"], valid, flexible)
         return RecordSchema(struct, valid, kind, obj.get("recordType"), version_field)
 
 
