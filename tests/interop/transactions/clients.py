@@ -86,9 +86,12 @@ def poll_records(consumer: Consumer, timeout: float) -> list[Seen]:
     return out
 
 
-def read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> list[Seen]:
-    """Every record of ``topic`` a consumer at ``isolation`` returns, up to the end it sees
-    (the last stable offset for read_committed, the high watermark otherwise)."""
+def read_to_end(
+    bootstrap: str, topic: str, partitions: int, isolation: str
+) -> tuple[list[Seen], dict[int, int]]:
+    """Every record of ``topic`` a consumer at ``isolation`` returns up to the end it sees
+    (the last stable offset for read_committed, the high watermark otherwise), and each
+    partition's position once there."""
     consumer = reader(bootstrap, isolation, **{"enable.partition.eof": True})
     try:
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
@@ -99,51 +102,18 @@ def read_all(bootstrap: str, topic: str, partitions: int, isolation: str) -> lis
             assert time.monotonic() < deadline, f"{topic}: no end reached on {at_end}"
             for msg in consumer.consume(500, 0.5):
                 err = msg.error()
+                partition, offset = msg.partition(), msg.offset()
+                assert partition is not None
                 if err is not None:
                     assert err.code() == KafkaError._PARTITION_EOF, err
-                    partition = msg.partition()
-                    assert partition is not None
                     at_end.add(partition)
                     continue
-                partition, offset = msg.partition(), msg.offset()
-                assert partition is not None and offset is not None
+                assert offset is not None
+                at_end.discard(partition)
                 seen.append(Seen(partition, offset, _text(msg.key()), _text(msg.value())))
-        return sorted(seen, key=lambda s: (s.partition, s.offset))
-    finally:
-        consumer.close()
-
-
-def positions_after_read(
-    bootstrap: str, topic: str, partitions: int, isolation: str
-) -> dict[int, int]:
-    """Each partition's position once a consumer at ``isolation`` has read to its end."""
-    consumer = reader(bootstrap, isolation, **{"enable.partition.eof": True})
-    try:
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-        at_end: set[int] = set()
-        deadline = time.monotonic() + TIMEOUT
-        while len(at_end) < partitions:
-            assert time.monotonic() < deadline, f"{topic}: no end reached on {at_end}"
-            for msg in consumer.consume(500, 0.5):
-                err = msg.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    partition = msg.partition()
-                    assert partition is not None
-                    at_end.add(partition)
         got = consumer.position([TopicPartition(topic, p) for p in range(partitions)])
-        return {tp.partition: tp.offset for tp in got}
-    finally:
-        consumer.close()
-
-
-def watermarks(bootstrap: str, topic: str, partitions: int) -> dict[int, tuple[int, int]]:
-    """(low, high) watermark per partition, as a consumer asks them."""
-    consumer = reader(bootstrap, "read_uncommitted")
-    try:
-        return {
-            p: tuple(consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=TIMEOUT))
-            for p in range(partitions)
-        }  # type: ignore[misc]
+        positions = {tp.partition: tp.offset for tp in got}
+        return sorted(seen, key=lambda s: (s.partition, s.offset)), positions
     finally:
         consumer.close()
 

@@ -38,7 +38,7 @@ from .clients import (  # noqa: E402
     create_topics,
     has_open_transaction,
     poll_records,
-    read_all,
+    read_to_end,
     reader,
     unique,
 )
@@ -301,7 +301,7 @@ def run_word_count(target: Target, work_dir: Path) -> None:
     assert not wrong, {w: (v[:5], "...", v[-5:], len(v), expected[w]) for w, v in wrong.items()}
     assert set(watch.values) == set(expected)
 
-    uncommitted = read_all(target.bootstrap, output_topic, PARTITIONS, "read_uncommitted")
+    uncommitted, _ = read_to_end(target.bootstrap, output_topic, PARTITIONS, "read_uncommitted")
     # the killed transaction's output was in the log: aborted, seen only read_uncommitted
     assert len(uncommitted) > total_words, "the kill did not land inside a transaction"
     print(
