@@ -87,22 +87,29 @@ class Target:
 @contextmanager
 def running_target(name: str, props: dict[str, str] | None = None) -> Iterator[Target]:
     """Start target ``name`` with :data:`BROKER_PROPS` (updated by ``props``) and stop it,
-    whatever happens; its data is thrown away."""
+    whatever happens; its data is thrown away. When the test fails, the tail of the
+    broker's log is printed (pytest shows it with the failure)."""
     settings = {**BROKER_PROPS, **(props or {})}
     root = Path(tempfile.mkdtemp(prefix=f"pydmq-txn-{name}-"))
+    starters = {
+        KAFKA: lambda: _kafka(settings),
+        PYDMQ: lambda: _pydmq(settings, root),
+        PYDMQ_CLUSTER: lambda: _cluster(props or {}, root),
+    }
+    if name not in starters:
+        raise ValueError(f"unknown target {name!r}")
     try:
-        if name == KAFKA:
-            yield from _kafka(settings)
-        elif name == PYDMQ:
-            yield from _pydmq(settings, root)
-        elif name == PYDMQ_CLUSTER:
-            yield from _cluster(props or {}, root)
-        else:
-            raise ValueError(f"unknown target {name!r}")
+        with starters[name]() as target:
+            try:
+                yield target
+            except BaseException:
+                print(f"--- {name} broker log (tail) ---\n{target.log_tail()}")
+                raise
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@contextmanager
 def _kafka(settings: dict[str, str]) -> Iterator[Target]:
     missing = reference_kafka_unavailable()
     if missing:
@@ -118,6 +125,7 @@ def _kafka(settings: dict[str, str]) -> Iterator[Target]:
         kafka.cleanup()
 
 
+@contextmanager
 def _pydmq(settings: dict[str, str], root: Path) -> Iterator[Target]:
     broker = BrokerProcess(root / "data", overrides=settings, log_path=root / "broker.log")
     try:
@@ -128,6 +136,7 @@ def _pydmq(settings: dict[str, str], root: Path) -> Iterator[Target]:
         broker.stop()
 
 
+@contextmanager
 def _cluster(props: dict[str, Any], root: Path) -> Iterator[Target]:
     cluster = ClusterProcess(3, root / "cluster", {**CLUSTER_PROPS, **props})
     try:

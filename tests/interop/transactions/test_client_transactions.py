@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -254,6 +255,19 @@ def _offset_fetch(bootstrap: str, group: str, topic: str, require_stable: bool) 
     return [int(p.committed_offset), ErrorCode(p.error_code).name, ErrorCode(body.error_code).name]
 
 
+def _settled_offset_fetch(bootstrap: str, group: str, topic: str) -> list[Any]:
+    """OffsetFetch with require_stable, asked again while it answers UNSTABLE_OFFSET_COMMIT
+    (retriable: EndTxn returns before the coordinator has written the marker to
+    ``__consumer_offsets``, so a completed transaction's offsets settle a moment later)."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        answer = _offset_fetch(bootstrap, group, topic, True)
+        if answer[1] != "UNSTABLE_OFFSET_COMMIT":
+            return answer
+        assert time.monotonic() < deadline, f"offsets of {group} never settled"
+        time.sleep(0.05)
+
+
 def scenario_send_offsets_require_stable(bootstrap: str) -> Observation:
     """Offsets sent to a transaction are pending until it completes: OffsetFetch with
     require_stable answers UNSTABLE_OFFSET_COMMIT meanwhile, without it the last committed
@@ -278,7 +292,7 @@ def scenario_send_offsets_require_stable(bootstrap: str) -> Observation:
                 producer.commit_transaction(TIMEOUT)
             else:
                 producer.abort_transaction(TIMEOUT)
-            after = _offset_fetch(bootstrap, group, topic, True)
+            after = _settled_offset_fetch(bootstrap, group, topic)
             out[step] = {"pending": pending, "after": after}
     finally:
         consumer.close()

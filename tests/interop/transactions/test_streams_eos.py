@@ -93,7 +93,7 @@ class StreamsApp:
     def __init__(self, work_dir: Path, target: Target, app_id: str, topics: tuple[str, str]):
         self.log_path = work_dir / "streams.log"
         self.args = [
-            target.bootstrap.split(",")[0] if target.cluster is None else target.bootstrap,
+            target.bootstrap,
             app_id,
             *topics,
             str(work_dir / "state"),
