@@ -18,18 +18,27 @@ from typing import Any
 from pydmq.protocol.framing import finish_frame, start_frame
 from pydmq.protocol.headers import encode_request_header
 from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.messages.add_partitions_to_txn import (
+    AddPartitionsToTxnRequest,
+    AddPartitionsToTxnTopic,
+    AddPartitionsToTxnTransaction,
+)
 from pydmq.protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsTopic
 from pydmq.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
 from pydmq.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
     DescribeConfigsResource,
 )
+from pydmq.protocol.messages.describe_producers import DescribeProducersRequest
+from pydmq.protocol.messages.describe_producers import TopicRequest as DescribeProducersTopic
 from pydmq.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     TopicRequest,
 )
+from pydmq.protocol.messages.describe_transactions import DescribeTransactionsRequest
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pydmq.protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsTopic
+from pydmq.protocol.messages.list_transactions import ListTransactionsRequest
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pydmq.protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRequestTopic
 from pydmq.protocol.messages.offset_fetch import (
@@ -42,10 +51,15 @@ from pydmq.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderTopic,
 )
 from pydmq.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from pydmq.protocol.messages.txn_offset_commit import (
+    TxnOffsetCommitRequest,
+    TxnOffsetCommitRequestTopic,
+)
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
 )
+from pydmq.protocol.messages.write_txn_markers import WritableTxnMarker, WriteTxnMarkersRequest
 from pydmq.protocol.primitives import Writer
 
 __all__ = ["SHAPES", "HostileShape", "header_tag_flood_frame", "repeated_body", "tag_flood_body"]
@@ -304,6 +318,63 @@ def _shapes() -> list[HostileShape]:
             4,
             lambda resources: DescribeConfigsRequest(resources=resources),
             DescribeConfigsResource(resource_type=2, resource_name="", configuration_keys=None),
+        ),
+        # Transactions (issue 18): every request that carries a list of ids, topics or markers.
+        HostileShape(
+            "add-partitions-to-txn-empty-topics",
+            24,
+            3,
+            lambda topics: AddPartitionsToTxnRequest(
+                v3_and_below_transactional_id="t",
+                v3_and_below_producer_id=1,
+                v3_and_below_producer_epoch=0,
+                v3_and_below_topics=topics,
+            ),
+            AddPartitionsToTxnTopic(name="", partitions=[]),
+        ),
+        HostileShape(
+            "add-partitions-to-txn-empty-transactions",
+            24,
+            5,
+            lambda transactions: AddPartitionsToTxnRequest(transactions=transactions),
+            AddPartitionsToTxnTransaction(transactional_id="", topics=[]),
+        ),
+        HostileShape(
+            "txn-offset-commit-empty-topics",
+            28,
+            3,
+            lambda topics: TxnOffsetCommitRequest(
+                transactional_id="t", group_id="g", producer_id=1, topics=topics
+            ),
+            TxnOffsetCommitRequestTopic(name="", partitions=[]),
+        ),
+        HostileShape(
+            "describe-transactions-empty-ids",
+            65,
+            0,
+            lambda ids: DescribeTransactionsRequest(transactional_ids=ids),
+            "",
+        ),
+        HostileShape(
+            "list-transactions-empty-state-filters",
+            66,
+            1,
+            lambda states: ListTransactionsRequest(state_filters=states),
+            "",
+        ),
+        HostileShape(
+            "describe-producers-empty-topics",
+            61,
+            0,
+            lambda topics: DescribeProducersRequest(topics=topics),
+            DescribeProducersTopic(name="", partition_indexes=[]),
+        ),
+        HostileShape(
+            "write-txn-markers-empty-markers",
+            27,
+            1,
+            lambda markers: WriteTxnMarkersRequest(markers=markers),
+            WritableTxnMarker(producer_id=1, topics=[]),
         ),
     ]
 
