@@ -33,11 +33,12 @@ NOTES = [
     "advertised minimum version; pydmq advertises Produce from v0 as Kafka 4 does (v0-v2 close "
     "the connection), so kcat compresses with all four codecs; test_differential.py checks the "
     "stored codec against Apache Kafka 4.4.",
-    "Transactions and SASL/TLS are not implemented yet, so they have no rows. Cluster-mode rows "
+    "SASL/TLS are not implemented yet, so they have no rows. Transactions are Kafka's v1 flow "
+    "(transactions v2, KIP-890, not yet). Cluster-mode rows "
     "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
     "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
-    "franz-go's row runs the 29 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
-    "passes; the nine others need share groups, SASL or transactions "
+    "franz-go's row runs the 30 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
+    "passes; the eight others need share groups or SASL "
     "(compat/franz-go/FINDINGS.md).",
 ]
 
@@ -58,6 +59,13 @@ SCENARIOS = {
     "test_foreign_python_suite.py": "kafka-python's own test suite (allow-list)",
     "test_franz_go_suite.py": "franz-go (Go): its own pkg/kgo tests (allow-list)",
     "test_kafka_connect.py": "Kafka Connect 4.4 distributed mode (source connector, restart)",
+    "test_transactions.py": "transactions on one node (confluent-kafka, kafka-python, aiokafka, wire)",
+    "test_cluster_transactions.py": "transactions: coordinator kill -9 on a 3-node cluster",
+    "test_transactions_partition.py": "transactions: markers, LSO, read_committed (raw + confluent-kafka)",
+    "test_txn_offsets.py": "transactions: offsets sent to a transaction (kafka-python, confluent-kafka)",
+    "test_client_transactions.py": "transactions: client scenarios, differential vs Apache Kafka 4.4",
+    "test_streams_eos.py": "Kafka Streams exactly_once_v2 across SIGKILL",
+    "test_txn_chaos.py": "transactional workload with checker (aborted reads, torn transactions...)",
 }
 # Suites whose version is pinned in the repository rather than installed in the venv:
 # (test file, client name, file holding the version).
