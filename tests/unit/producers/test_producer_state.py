@@ -403,3 +403,33 @@ def test_a_snapshot_keeps_open_transactions() -> None:
     assert restored.first_unstable_offset() == 3
     restored.truncate_to(3)  # the transaction's first batch goes with the tail
     assert restored.ongoing_txns == {}
+
+
+def test_verification_guards() -> None:
+    """KIP-890's guard: shared by a producer's verifications in flight, removed by its marker
+    (applied or replicated) and by a refused verification, never by another producer's."""
+    state = ProducerStateManager()
+    guard = state.start_verification(1)
+    assert state.start_verification(1) is guard
+    other = state.start_verification(2)
+    assert state.is_verified(1, guard) and state.is_verified(2, other)
+    assert state.complete_txn(1, 0, 0, 10, NOW) == 0
+    assert not state.is_verified(1, guard)
+    assert state.is_verified(2, other)
+    state.update(batch(pid=2, control=True, base_offset=11), 11, 11, NOW)
+    assert not state.is_verified(2, other)
+    refused = state.start_verification(3)
+    state.end_verification(3, object())
+    assert state.is_verified(3, refused)
+    state.end_verification(3, refused)
+    assert state.verification_guards == {}
+
+
+def test_has_ongoing_txn_is_per_epoch() -> None:
+    state = ProducerStateManager()
+    assert not state.has_ongoing_txn(1, 0)
+    state.update(batch(pid=1, epoch=0, transactional=True), 0, 0, NOW)
+    assert state.has_ongoing_txn(1, 0)
+    assert not state.has_ongoing_txn(1, 1)
+    assert state.complete_txn(1, 0, 0, 1, NOW) == 0
+    assert not state.has_ongoing_txn(1, 0)
