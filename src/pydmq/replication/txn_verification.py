@@ -137,7 +137,7 @@ def _first_transactional_batches(
             != TRANSACTIONAL_FLAG
         ):
             continue
-        partition = replica_manager.partitions.get(entry.tp)
+        partition, _ = replica_manager.leader_partition(entry.tp)
         if partition is None:
             continue  # answered by the leader checks
         producer_id, producer_epoch, _ = cast(

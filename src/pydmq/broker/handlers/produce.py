@@ -153,7 +153,8 @@ def handle(
         entries, acks, request.timeout, transactional_id=request.transactional_id
     )
     if acks == 0:
-        return None
+        # no answer; a produce waiting for its transaction's verification appends all the same
+        return None if isinstance(results, list) else _without_response(results)
     if isinstance(results, list):
         _fill(appended, results)
         return response
@@ -181,6 +182,10 @@ def _fill(
                     error_message=result.error_message,
                 )
             )
+
+
+async def _without_response(waiting: Awaitable[list[AppendResult]]) -> None:
+    await waiting
 
 
 async def _respond_when_acked(

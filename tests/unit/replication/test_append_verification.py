@@ -12,71 +12,23 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
 
-from pydmq.config.broker import BrokerConfig
 from pydmq.protocol.errors import ErrorCode
 from pydmq.replication.append import AppendResult, ProduceEntry
-from pydmq.replication.partition import Partition
-from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.replication.txn_verification import produce_error
-from pydmq.storage.api import TopicPartition
 from pydmq.testing.conformance_transactions import transactional_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from replica_support import TP, batch, partition
+from replica_support import TP, Verifier, batch, verified_leader
 
 pytestmark = pytest.mark.timeout(30)
 
 PID, EPOCH = 7, 0
 TXN = "txn"
-
-
-class _Verifier:
-    """Answers every partition ``code``: now, or when :meth:`answer` is called (``later``)."""
-
-    def __init__(self, code: int = ErrorCode.NONE, *, later: bool = False) -> None:
-        self.code = code
-        self.later = later
-        self.enabled = True
-        self.calls: list[tuple[str, int, int, list[TopicPartition]]] = []
-        self.pending: list[
-            tuple[asyncio.Future[Mapping[TopicPartition, int]], list[TopicPartition]]
-        ] = []
-
-    def verify(
-        self,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: list[TopicPartition],
-    ) -> Mapping[TopicPartition, int] | asyncio.Future[Mapping[TopicPartition, int]]:
-        self.calls.append((transactional_id, producer_id, producer_epoch, list(partitions)))
-        if not self.later:
-            return dict.fromkeys(partitions, self.code)
-        future: asyncio.Future[Mapping[TopicPartition, int]] = (
-            asyncio.get_running_loop().create_future()
-        )
-        self.pending.append((future, list(partitions)))
-        return future
-
-    def answer(self) -> None:
-        for future, partitions in self.pending:
-            future.set_result(dict.fromkeys(partitions, self.code))
-        self.pending.clear()
-
-
-def _manager(verifier: _Verifier) -> tuple[ReplicaManager, Partition]:
-    rm = ReplicaManager(BrokerConfig({"node.id": 1}), {})
-    p = partition(1)
-    assert p.make_leader(1, 1, [1], [1], now_ms=0)
-    rm.partitions[p.tp] = p
-    rm.txn_verifier = verifier
-    return rm, p
 
 
 def _entry(sequence: int, pid: int = PID) -> ProduceEntry:
@@ -93,8 +45,8 @@ def _codes(results: list[AppendResult]) -> list[int]:
 
 
 def test_only_a_transactions_first_batch_per_partition_is_verified() -> None:
-    verifier = _Verifier()
-    rm, p = _manager(verifier)
+    verifier = Verifier()
+    rm, p = verified_leader(verifier)
     assert _codes(_now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))) == [0]
     assert _codes(_now(rm.append_records([_entry(1)], 1, 1000, transactional_id=TXN))) == [0]
     assert verifier.calls == [(TXN, PID, EPOCH, [TP])]
@@ -107,8 +59,17 @@ def test_only_a_transactions_first_batch_per_partition_is_verified() -> None:
     assert len(verifier.calls) == 2
 
 
+def test_a_follower_asks_no_coordinator() -> None:
+    verifier = Verifier(later=True)
+    rm, p = verified_leader(verifier)
+    p.make_follower(2, 2, 1, [1, 2], [1, 2])
+    [result] = _now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))
+    assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert verifier.calls == []
+
+
 def test_a_refused_partition_appends_nothing() -> None:
-    rm, p = _manager(_Verifier(ErrorCode.INVALID_TXN_STATE))
+    rm, p = verified_leader(Verifier(ErrorCode.INVALID_TXN_STATE))
     [result] = _now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))
     assert result.error_code == ErrorCode.INVALID_TXN_STATE
     assert result.base_offset == -1
@@ -118,9 +79,9 @@ def test_a_refused_partition_appends_nothing() -> None:
 
 
 def test_turned_off_nothing_is_verified() -> None:
-    verifier = _Verifier(ErrorCode.INVALID_TXN_STATE)
+    verifier = Verifier(ErrorCode.INVALID_TXN_STATE)
     verifier.enabled = False
-    rm, p = _manager(verifier)
+    rm, p = verified_leader(verifier)
     assert _codes(_now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))) == [0]
     assert verifier.calls == []
     assert p.log.log_end_offset == 1
@@ -128,8 +89,8 @@ def test_turned_off_nothing_is_verified() -> None:
 
 def test_a_remote_answer_appends_once_it_arrived() -> None:
     async def scenario() -> None:
-        verifier = _Verifier(later=True)
-        rm, p = _manager(verifier)
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
         answer = rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN)
         assert inspect.isawaitable(answer)
         waiting = asyncio.ensure_future(answer)
@@ -155,8 +116,8 @@ def test_a_transaction_ended_while_its_partition_was_verified_is_refused() -> No
     batch could be appended: the batch is a zombie and is refused."""
 
     async def scenario() -> None:
-        verifier = _Verifier(later=True)
-        rm, p = _manager(verifier)
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
         waiting = asyncio.ensure_future(
             rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
         )
