@@ -433,3 +433,20 @@ def test_has_ongoing_txn_is_per_epoch() -> None:
     assert not state.has_ongoing_txn(1, 1)
     assert state.complete_txn(1, 0, 0, 1, NOW) == 0
     assert not state.has_ongoing_txn(1, 0)
+
+
+def test_a_marker_at_the_bumped_epoch_starts_the_next_transaction_at_sequence_0() -> None:
+    """Transactions v2 (KIP-890 part 2) ends each transaction with a marker at the epoch the
+    coordinator bumped: the partition takes it, and the producer's next transaction at that
+    epoch starts from sequence 0 (an older epoch is fenced)."""
+    log = Log()
+    for seq in range(3):
+        check, _ = log.produce(batch(pid=1, epoch=4, seq=seq, transactional=True))
+        assert check.error_code == 0
+    assert log.state.complete_txn(1, 5, 0, log.end, NOW) == 0
+    log.end += 1
+    check, _ = log.produce(batch(pid=1, epoch=5, seq=0, transactional=True))
+    assert check.error_code == 0
+    assert log.state.has_ongoing_txn(1, 5)
+    check, _ = log.produce(batch(pid=1, epoch=4, seq=3, transactional=True))
+    assert check.error_code == INVALID_PRODUCER_EPOCH
