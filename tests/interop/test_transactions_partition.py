@@ -5,7 +5,8 @@ as the transaction coordinator of a single node sends them (WriteTxnMarkers disp
 process to the handler served for key 27), then read_committed reads: a raw Fetch
 (last stable offset, aborted transactions), ListOffsets by isolation level, DescribeProducers,
 and confluent-kafka consumers of both isolation levels. WriteTxnMarkers from a client
-connection is refused with CLUSTER_AUTHORIZATION_FAILED.
+connection is refused with CLUSTER_AUTHORIZATION_FAILED. Without a coordinator, partition
+verification (KIP-890, ``transaction.partition.verification.enable``) is off.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
     from confluent_kafka.admin import AdminClient, NewTopic
 
     data: Path = tmp_path_factory.mktemp("txn-data")
-    with EmbeddedBroker(data) as embedded:
+    overrides = {"transaction.partition.verification.enable": False}
+    with EmbeddedBroker(data, overrides=overrides) as embedded:
         admin = AdminClient({"bootstrap.servers": embedded.bootstrap})
         for future in admin.create_topics([NewTopic(TOPIC, 1, 1)]).values():
             future.result(10)

@@ -39,6 +39,7 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.controller_channel import ControllerChannel
 from pydmq.broker.fetch_session import FetchSessionCache
 from pydmq.broker.handlers.api_versions import unsupported_version_response
+from pydmq.broker.inter_broker import InterBrokerConnections
 from pydmq.broker.metadata_publisher import LocalMetadataPublisher
 from pydmq.broker.partition_creation import prepare_partitions
 from pydmq.broker.services import BrokerServices, MetadataView, ProducerIdSource
@@ -46,6 +47,7 @@ from pydmq.broker.single_node_metadata import SingleNodeMetadata
 from pydmq.broker.topic_creator import TopicCreator
 from pydmq.broker.topics import LocalTopicRegistry, TopicRegistry
 from pydmq.broker.txn_markers import RegistryPartitionLeaders, WriteTxnMarkersDelivery
+from pydmq.broker.txn_verification import AddPartitionsToTxnManager
 from pydmq.cleaner.manager import LogCleanerManager
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.topic import TopicConfig
@@ -176,6 +178,24 @@ class Broker:
             lambda group_id: partition_for(group_id, offsets_log.num_partitions),
             owns_all_partitions=self.cluster is None,
         )
+        # A transaction's first batch per partition is verified with its coordinator
+        # (KIP-890 part 1): in process when it is this node, else over the inter-broker
+        # listener.
+        self.txn_verification = AddPartitionsToTxnManager(
+            self.node_id,
+            config,
+            self.transaction_coordinator,
+            self.transaction_state_log,
+            RegistryPartitionLeaders(self.topics),
+            None
+            if self.cluster is None
+            else InterBrokerConnections(
+                lambda: self.services.metadata,
+                config.inter_broker_listener_name,
+                "txn-verification",
+            ),
+        )
+        self.replica_manager.txn_verifier = self.txn_verification
         if self.cluster is not None:
             # __consumer_offsets leadership makes this broker a group coordinator (or not),
             # __transaction_state leadership a transaction coordinator.
@@ -368,10 +388,11 @@ class Broker:
 
     async def stop_cluster(self) -> None:
         """Cluster mode, once no listener serves: heartbeats and the cluster tasks stop, and
-        the connections of the transaction markers close."""
+        the connections of the transaction markers and verifications close."""
         if self.cluster is not None:
             await self.cluster.stop()
             await self.txn_marker_delivery.close()
+            await self.txn_verification.close()
 
     def close(self) -> None:
         """Last: waiters woken, the group and transaction coordinators stopped, ``pydmq_broker_shutdown``,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.broker.inter_broker import InterBrokerConnections
 from pydmq.protocol.messages.write_txn_markers import (
     WriteTxnMarkersRequest,
     WriteTxnMarkersResponse,
@@ -28,7 +29,6 @@ from pydmq.transactions.markers import NO_LEADER
 if TYPE_CHECKING:
     from pydmq.broker.services import BrokerServices, MetadataView
     from pydmq.broker.topics import TopicRegistry
-    from pydmq.net.client import NodeConnection
 
 __all__ = ["IN_PROCESS_LISTENER", "RegistryPartitionLeaders", "WriteTxnMarkersDelivery"]
 
@@ -75,28 +75,15 @@ class WriteTxnMarkersDelivery:
     ) -> None:
         self._node_id = node_id
         self._services = services
-        self._metadata = metadata
-        self._listener = inter_broker_listener
-        self._connections: dict[int, NodeConnection] = {}
+        self._brokers = InterBrokerConnections(metadata, inter_broker_listener, _CLIENT_ID)
 
     async def send(
         self, broker_id: int, version: int, request: WriteTxnMarkersRequest
     ) -> WriteTxnMarkersResponse:
         if broker_id == self._node_id:
             return await self._in_process(version, request)
-        endpoint = self._metadata().endpoint(broker_id, self._listener)
-        if endpoint is None:
-            raise ConnectionError(f"broker {broker_id} has no endpoint on {self._listener}")
-        connection = self._connections.get(broker_id)
-        if connection is None or (connection.host, connection.port) != endpoint:
-            if connection is not None:
-                await connection.close()
-            from pydmq.net.client import NodeConnection  # cluster mode only (start-up time)
-
-            connection = NodeConnection(*endpoint, client_id=_CLIENT_ID)
-            self._connections[broker_id] = connection
-        response: WriteTxnMarkersResponse = await connection.request(
-            WRITE_TXN_MARKERS, version, request, timeout=_REQUEST_TIMEOUT_S
+        response: WriteTxnMarkersResponse = await self._brokers.request(
+            broker_id, WRITE_TXN_MARKERS, version, request, _REQUEST_TIMEOUT_S
         )
         return response
 
@@ -127,7 +114,4 @@ class WriteTxnMarkersDelivery:
         return answer
 
     async def close(self) -> None:
-        connections = list(self._connections.values())
-        self._connections.clear()
-        for connection in connections:
-            await connection.close()
+        await self._brokers.close()

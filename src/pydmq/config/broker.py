@@ -449,6 +449,13 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef(
+        "transaction.partition.verification.enable",
+        T.BOOLEAN,
+        True,
+        "Verify with the transaction coordinator that a partition is in the producer's "
+        "transaction before appending the transaction's first batch to it (KIP-890).",
+    ),
+    ConfigDef(
         "transaction.max.timeout.ms",
         T.INT,
         900000,

@@ -134,11 +134,12 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
     ),
     _group(
         "transaction coordinator tuning pydmq does not have: it replays __transaction_state in "
-        "1 MiB reads, does not verify partitions before a transactional produce (KIP-890) "
-        "and has no two-phase commit (KIP-939)",
+        "1 MiB reads, verifies a transactional produce's partition with one request per "
+        "coordinator at a time rather than on a retry schedule, and has no two-phase commit "
+        "(KIP-939)",
         """
         transaction.state.log.load.buffer.size
-        transaction.partition.verification.enable transaction.two.phase.commit.enable
+        transaction.two.phase.commit.enable
         add.partitions.to.txn.retry.backoff.ms add.partitions.to.txn.retry.backoff.max.ms
         """,
     ),

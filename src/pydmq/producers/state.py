@@ -26,6 +26,12 @@ producer epoch is INVALID_PRODUCER_EPOCH, an older coordinator epoch
 TRANSACTION_COORDINATOR_FENCED), and every replica applies it with :meth:`complete_txn`.
 A non-transactional batch from a producer whose transaction is open is INVALID_TXN_STATE, as
 Kafka's ProducerAppendInfo.
+
+Partition verification (KIP-890 part 1): while a leader asks the transaction coordinator
+whether this partition is in a producer's transaction, the producer holds a *verification
+guard* here (:meth:`start_verification`, Kafka's VerificationGuard); a marker of that producer
+removes it, so a first transactional batch verified before an abort and appended after it is
+refused (:meth:`is_verified` is false) instead of opening a transaction nobody will end.
 """
 
 from __future__ import annotations
@@ -182,10 +188,13 @@ _SNAPSHOT_BATCH = struct.Struct(">iiqqq")
 class ProducerStateManager:
     """Producer ids, epochs and recent sequence ranges of one partition log."""
 
-    __slots__ = ("map_end_offset", "ongoing_txns", "producers")
+    __slots__ = ("map_end_offset", "ongoing_txns", "producers", "verification_guards")
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
+        # producer id -> the guard of its partition verification in flight (KIP-890); not
+        # in snapshots: a guard lives only while the leader waits for the coordinator.
+        self.verification_guards: dict[int, object] = {}
         # producer id -> first offset of its open transaction (every entry whose
         # current_txn_first_offset is set, and only those).
         self.ongoing_txns: dict[int, int] = {}
@@ -302,6 +311,7 @@ class ProducerStateManager:
         if attributes & CONTROL_FLAG:
             entry.current_txn_first_offset = None
             self.ongoing_txns.pop(producer_id, None)
+            self.verification_guards.pop(producer_id, None)
             return
         base_sequence = header.base_sequence
         if base_sequence != NO_SEQUENCE:
@@ -361,8 +371,36 @@ class ProducerStateManager:
         entry.coordinator_epoch = coordinator_epoch
         entry.current_txn_first_offset = None
         self.ongoing_txns.pop(producer_id, None)
+        self.verification_guards.pop(producer_id, None)
         entry.last_timestamp = timestamp
         return NONE
+
+    # -- partition verification (KIP-890) ---------------------------------------------------------
+
+    def has_ongoing_txn(self, producer_id: int, producer_epoch: int) -> bool:
+        """Whether ``producer_id`` has a transaction open here at ``producer_epoch`` (its
+        transactional batches then need no verification)."""
+        if producer_id not in self.ongoing_txns:
+            return False
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.producer_epoch == producer_epoch
+
+    def start_verification(self, producer_id: int) -> object:
+        """The guard of ``producer_id``'s verification: the one in flight, else a new one
+        (concurrent produces of one producer share it)."""
+        guard = self.verification_guards.get(producer_id)
+        if guard is None:
+            guard = self.verification_guards[producer_id] = object()
+        return guard
+
+    def is_verified(self, producer_id: int, guard: object) -> bool:
+        """Whether ``guard`` is still ``producer_id``'s (no marker since it was started)."""
+        return self.verification_guards.get(producer_id) is guard
+
+    def end_verification(self, producer_id: int, guard: object) -> None:
+        """Forget ``guard`` (the coordinator refused the partition: nothing will be appended)."""
+        if self.verification_guards.get(producer_id) is guard:
+            del self.verification_guards[producer_id]
 
     def first_unstable_offset(self) -> int | None:
         """Smallest first offset of an ongoing transaction (bounds the last stable offset)."""

@@ -9,8 +9,10 @@ every partition is settled.
 
 Per entry, in order: a partition not hosted here is NOT_LEADER_OR_FOLLOWER when the cluster
 knows it, else UNKNOWN_TOPIC_OR_PARTITION; one hosted but not led here is
-NOT_LEADER_OR_FOLLOWER; then the caller's refusal of the batch, if any, is answered; then the
-batch is appended (:meth:`ReplicaManager.append`: the log validates it, ``acks=-1`` is refused
+NOT_LEADER_OR_FOLLOWER; then the caller's refusal of the batch, if any, is answered; then a
+transaction's first batch on the partition is verified with the transaction coordinator
+(KIP-890 part 1, :mod:`pydmq.replication.txn_verification`: refused with its error, or, when
+the coordinator is another broker, appended once it answered); then the batch is appended (:meth:`ReplicaManager.append`: the log validates it, ``acks=-1`` is refused
 with NOT_ENOUGH_REPLICAS before appending when the ISR is below the minimum). An append the
 log refused answers its error (KAFKA_STORAGE_ERROR when the storage failed: nothing of it is
 in the log and the idempotent producer state did not move, so a retry is accepted once the
@@ -34,6 +36,7 @@ from typing import TYPE_CHECKING, cast
 from pydmq.protocol.batch_header import BATCH_HEADER_SIZE, PRODUCER, PRODUCER_ID_AT
 from pydmq.protocol.errors import ErrorCode
 from pydmq.replication.delayed_produce import PendingAck, await_acks, check_acks
+from pydmq.replication.txn_verification import still_verified, verify_first_batches
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import AppendOrigin, LogAppendError
 
@@ -69,6 +72,9 @@ class ProduceEntry:
     # this error, after the leader checks, instead of appending.
     error_code: int = ErrorCode.NONE
     error_message: str | None = None
+    # Set while its transaction's verification is awaited (KIP-890): the producer state's
+    # guard the append checks is still there.
+    verification_guard: object | None = None
 
 
 @dataclass(slots=True)
@@ -88,9 +94,40 @@ def append_records(
     acks: int,
     timeout_ms: int,
     origin: AppendOrigin = AppendOrigin.CLIENT,
+    transactional_id: str | None = None,
 ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
-    """Append every entry (of ``origin``) as leader; the results now, or once acks=-1 is
-    settled."""
+    """Append every entry (of ``origin``, a produce of ``transactional_id`` if any) as
+    leader; the results now, or once verified and acks=-1 is settled."""
+    verifier = replica_manager.txn_verifier
+    if transactional_id is not None and verifier is not None and verifier.enabled:
+        verifying = verify_first_batches(replica_manager, verifier, transactional_id, entries)
+        if verifying is not None:
+            return _append_when_verified(
+                replica_manager, verifying, entries, acks, timeout_ms, origin
+            )
+    return _append(replica_manager, entries, acks, timeout_ms, origin)
+
+
+async def _append_when_verified(
+    replica_manager: ReplicaManager,
+    verifying: Awaitable[None],
+    entries: list[ProduceEntry],
+    acks: int,
+    timeout_ms: int,
+    origin: AppendOrigin,
+) -> list[AppendResult]:
+    await verifying
+    results = _append(replica_manager, entries, acks, timeout_ms, origin)
+    return results if isinstance(results, list) else await results
+
+
+def _append(
+    replica_manager: ReplicaManager,
+    entries: list[ProduceEntry],
+    acks: int,
+    timeout_ms: int,
+    origin: AppendOrigin,
+) -> list[AppendResult] | Awaitable[list[AppendResult]]:
     results: list[AppendResult] = []
     pending: list[PendingAck] = []
     for entry in entries:
@@ -102,6 +139,14 @@ def append_records(
             results.append(AppendResult(entry.error_code, error_message=entry.error_message))
             continue
         records = entry.records
+        if not still_verified(replica_manager, entry):
+            results.append(
+                AppendResult(
+                    ErrorCode.INVALID_TXN_STATE,
+                    error_message="the transaction ended while the partition was verified",
+                )
+            )
+            continue
         try:
             info = replica_manager.append(partition, records, acks, origin)
         except LogAppendError as exc:

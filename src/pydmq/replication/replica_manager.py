@@ -68,6 +68,7 @@ from pydmq.replication.partition import Partition, append_policy
 from pydmq.replication.purgatory import DelayedOperationPurgatory
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
 from pydmq.replication.txn_markers import TxnMarkerEntry, append_txn_markers
+from pydmq.replication.txn_verification import TransactionVerifier
 from pydmq.storage.api import (
     LogConfig,
     OffsetOutOfRangeError,
@@ -189,6 +190,9 @@ class ReplicaManager:
         # for an ISR expansion when a follower outside the ISR caught up.
         self.cluster: ClusterMetadata | None = None
         self._isr_expansion_wanted: Callable[[], None] | None = None
+        # Who verifies a transaction's first batch per partition with its coordinator
+        # (KIP-890 part 1); set by the broker at start-up, None: not verified.
+        self.txn_verifier: TransactionVerifier | None = None
 
     def attach_cluster(
         self, metadata: ClusterMetadata, isr_expansion_wanted: Callable[[], None]
@@ -526,11 +530,12 @@ class ReplicaManager:
         acks: int,
         timeout_ms: int,
         origin: AppendOrigin = AppendOrigin.CLIENT,
+        transactional_id: str | None = None,
     ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
-        """Append produced record sets as leader (Kafka's appendRecords), of ``origin``: one
-        result per entry, now or, for ``acks=-1``, once settled (see
-        :mod:`pydmq.replication.append`)."""
-        return append_records(self, entries, acks, timeout_ms, origin)
+        """Append produced record sets as leader (Kafka's appendRecords), of ``origin`` and,
+        for a transactional produce, ``transactional_id``: one result per entry, now or once
+        verified and, for ``acks=-1``, settled (see :mod:`pydmq.replication.append`)."""
+        return append_records(self, entries, acks, timeout_ms, origin, transactional_id)
 
     def append_txn_markers(
         self, entries: list[TxnMarkerEntry], timeout_ms: int

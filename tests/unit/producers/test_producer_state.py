@@ -403,3 +403,50 @@ def test_a_snapshot_keeps_open_transactions() -> None:
     assert restored.first_unstable_offset() == 3
     restored.truncate_to(3)  # the transaction's first batch goes with the tail
     assert restored.ongoing_txns == {}
+
+
+def test_verification_guards() -> None:
+    """KIP-890's guard: shared by a producer's verifications in flight, removed by its marker
+    (applied or replicated) and by a refused verification, never by another producer's."""
+    state = ProducerStateManager()
+    guard = state.start_verification(1)
+    assert state.start_verification(1) is guard
+    other = state.start_verification(2)
+    assert state.is_verified(1, guard) and state.is_verified(2, other)
+    assert state.complete_txn(1, 0, 0, 10, NOW) == 0
+    assert not state.is_verified(1, guard)
+    assert state.is_verified(2, other)
+    state.update(batch(pid=2, control=True, base_offset=11), 11, 11, NOW)
+    assert not state.is_verified(2, other)
+    refused = state.start_verification(3)
+    state.end_verification(3, object())
+    assert state.is_verified(3, refused)
+    state.end_verification(3, refused)
+    assert state.verification_guards == {}
+
+
+def test_has_ongoing_txn_is_per_epoch() -> None:
+    state = ProducerStateManager()
+    assert not state.has_ongoing_txn(1, 0)
+    state.update(batch(pid=1, epoch=0, transactional=True), 0, 0, NOW)
+    assert state.has_ongoing_txn(1, 0)
+    assert not state.has_ongoing_txn(1, 1)
+    assert state.complete_txn(1, 0, 0, 1, NOW) == 0
+    assert not state.has_ongoing_txn(1, 0)
+
+
+def test_a_marker_at_the_bumped_epoch_starts_the_next_transaction_at_sequence_0() -> None:
+    """Transactions v2 (KIP-890 part 2) ends each transaction with a marker at the epoch the
+    coordinator bumped: the partition takes it, and the producer's next transaction at that
+    epoch starts from sequence 0 (an older epoch is fenced)."""
+    log = Log()
+    for seq in range(3):
+        check, _ = log.produce(batch(pid=1, epoch=4, seq=seq, transactional=True))
+        assert check.error_code == 0
+    assert log.state.complete_txn(1, 5, 0, log.end, NOW) == 0
+    log.end += 1
+    check, _ = log.produce(batch(pid=1, epoch=5, seq=0, transactional=True))
+    assert check.error_code == 0
+    assert log.state.has_ongoing_txn(1, 5)
+    check, _ = log.produce(batch(pid=1, epoch=4, seq=3, transactional=True))
+    assert check.error_code == INVALID_PRODUCER_EPOCH

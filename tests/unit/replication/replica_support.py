@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
+from collections.abc import Mapping
 
+from pydmq.config.broker import BrokerConfig
 from pydmq.engines.memory import MemoryLog
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.replication.partition import Partition
+from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy
 from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.log import AppendPolicy, UnifiedLog
@@ -70,3 +75,47 @@ def partition(
         partition_epoch=-1,
         local_broker_id=local,
     )
+
+
+class Verifier:
+    """Answers every partition ``code``: now, or when :meth:`answer` is called (``later``)."""
+
+    def __init__(self, code: int = ErrorCode.NONE, *, later: bool = False) -> None:
+        self.code = code
+        self.later = later
+        self.enabled = True
+        self.calls: list[tuple[str, int, int, list[TopicPartition]]] = []
+        self.pending: list[
+            tuple[asyncio.Future[Mapping[TopicPartition, int]], list[TopicPartition]]
+        ] = []
+
+    def verify(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+    ) -> Mapping[TopicPartition, int] | asyncio.Future[Mapping[TopicPartition, int]]:
+        self.calls.append((transactional_id, producer_id, producer_epoch, list(partitions)))
+        if not self.later:
+            return dict.fromkeys(partitions, self.code)
+        future: asyncio.Future[Mapping[TopicPartition, int]] = (
+            asyncio.get_running_loop().create_future()
+        )
+        self.pending.append((future, list(partitions)))
+        return future
+
+    def answer(self) -> None:
+        for future, partitions in self.pending:
+            future.set_result(dict.fromkeys(partitions, self.code))
+        self.pending.clear()
+
+
+def verified_leader(verifier: Verifier) -> tuple[ReplicaManager, Partition]:
+    """A replica manager of broker 1 leading TP alone, verifying with ``verifier``."""
+    rm = ReplicaManager(BrokerConfig({"node.id": 1}), {})
+    p = partition(1)
+    assert p.make_leader(1, 1, [1], [1], now_ms=0)
+    rm.partitions[p.tp] = p
+    rm.txn_verifier = verifier
+    return rm, p

@@ -5,8 +5,12 @@ CRC untouched). acks must be 0, 1 or -1 (INVALID_REQUIRED_ACKS); acks=0 gets no 
 zstd batches need v7+ (UNSUPPORTED_COMPRESSION_TYPE). Idempotent retries of one of the last
 five batches return the original base offset. Transactional batches are appended and open
 (or continue) their producer's transaction on the partition (KIP-98, transactions v1: the
-client added the partition with AddPartitionsToTxn; the leader does not ask the coordinator
-to verify it, KIP-890's verification, yet). A transactional batch in a request without a
+client added the partition with AddPartitionsToTxn). With
+``transaction.partition.verification.enable`` (default true) the leader first asks the
+transactional id's coordinator whether the partition is in the transaction, for a
+transaction's first batch on the partition (KIP-890 part 1,
+:mod:`pydmq.replication.txn_verification`): INVALID_TXN_STATE when it is not, nothing
+appended; NOT_ENOUGH_REPLICAS (retried) when the coordinator cannot answer now. A transactional batch in a request without a
 ``transactional_id`` is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka (its authorization of
 the transactional id fails); the producer state answers an older epoch INVALID_PRODUCER_EPOCH,
 a new epoch not starting at sequence 0 OUT_OF_ORDER_SEQUENCE_NUMBER, and a
@@ -145,9 +149,12 @@ def handle(
             appended.append((topic_response, topic_data.partition_data))
     if not entries:
         return None if acks == 0 else response
-    results = ctx.broker.replica_manager.append_records(entries, acks, request.timeout)
+    results = ctx.broker.replica_manager.append_records(
+        entries, acks, request.timeout, transactional_id=request.transactional_id
+    )
     if acks == 0:
-        return None
+        # no answer; a produce waiting for its transaction's verification appends all the same
+        return None if isinstance(results, list) else _without_response(results)
     if isinstance(results, list):
         _fill(appended, results)
         return response
@@ -175,6 +182,10 @@ def _fill(
                     error_message=result.error_message,
                 )
             )
+
+
+async def _without_response(waiting: Awaitable[list[AppendResult]]) -> None:
+    await waiting
 
 
 async def _respond_when_acked(

@@ -1,6 +1,7 @@
 """Transaction markers in cluster mode: WriteTxnMarkers reaches the leader over the
 inter-broker listener only, the marker is acknowledged once the ISR has it, and followers
-learn the aborted transaction and the open ones (their last stable offset)."""
+learn the aborted transaction and the open ones (their last stable offset). The transactions
+are those of no transaction coordinator, so partition verification (KIP-890) is off."""
 
 from __future__ import annotations
 
@@ -75,7 +76,10 @@ def leader_of(cluster: Cluster) -> Broker | None:
 
 def test_markers_over_the_inter_broker_listener_reach_the_followers(tmp_path: Path) -> None:
     async def scenario() -> None:
-        cluster = Cluster(tmp_path, replication_listener=True)
+        # the produces are those of no coordinator: the partitions are not verified
+        cluster = Cluster(
+            tmp_path, replication_listener=True, transaction_partition_verification_enable=False
+        )
         try:
             await cluster.start()
             created = await cluster.client(0).request(

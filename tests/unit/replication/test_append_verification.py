@@ -1,0 +1,154 @@
+"""Partition verification in ``ReplicaManager.append_records`` (KIP-890 part 1), with a stub
+verifier answering now (the coordinator in process) or later (another broker's coordinator):
+which batches are verified, what a refusal answers, that nothing refused is appended, the
+verification guard that refuses a batch whose transaction ended while it was verified, and
+Kafka's mapping of the coordinator's codes to produce errors.
+
+The partition is a real ``Partition`` on the memory engine, led by broker 1 alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+from pydmq.protocol.errors import ErrorCode
+from pydmq.replication.append import AppendResult, ProduceEntry
+from pydmq.replication.txn_verification import produce_error
+from pydmq.testing.conformance_transactions import transactional_batch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from replica_support import TP, Verifier, batch, verified_leader
+
+pytestmark = pytest.mark.timeout(30)
+
+PID, EPOCH = 7, 0
+TXN = "txn"
+
+
+def _entry(sequence: int, pid: int = PID) -> ProduceEntry:
+    return ProduceEntry(TP, memoryview(bytearray(transactional_batch(pid, EPOCH, sequence))))
+
+
+def _now(answer: list[AppendResult] | object) -> list[AppendResult]:
+    assert isinstance(answer, list), "answered later, expected now"
+    return answer
+
+
+def _codes(results: list[AppendResult]) -> list[int]:
+    return [r.error_code for r in results]
+
+
+def test_only_a_transactions_first_batch_per_partition_is_verified() -> None:
+    verifier = Verifier()
+    rm, p = verified_leader(verifier)
+    assert _codes(_now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))) == [0]
+    assert _codes(_now(rm.append_records([_entry(1)], 1, 1000, transactional_id=TXN))) == [0]
+    assert verifier.calls == [(TXN, PID, EPOCH, [TP])]
+    # a non-transactional produce, and a produce without a transactional id, are not verified
+    assert _codes(_now(rm.append_records([ProduceEntry(TP, batch(1))], 1, 1000))) == [0]
+    assert len(verifier.calls) == 1
+    # once the transaction ended, the next one's first batch is verified again
+    p.append_marker_to_leader(PID, EPOCH, 0, commit=True)
+    assert _codes(_now(rm.append_records([_entry(2)], 1, 1000, transactional_id=TXN))) == [0]
+    assert len(verifier.calls) == 2
+
+
+def test_a_follower_asks_no_coordinator() -> None:
+    verifier = Verifier(later=True)
+    rm, p = verified_leader(verifier)
+    p.make_follower(2, 2, 1, [1, 2], [1, 2])
+    [result] = _now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))
+    assert result.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    assert verifier.calls == []
+
+
+def test_a_refused_partition_appends_nothing() -> None:
+    rm, p = verified_leader(Verifier(ErrorCode.INVALID_TXN_STATE))
+    [result] = _now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))
+    assert result.error_code == ErrorCode.INVALID_TXN_STATE
+    assert result.base_offset == -1
+    assert p.log.log_end_offset == 0
+    assert p.log.producer_state.ongoing_txns == {}
+    assert p.log.producer_state.verification_guards == {}
+
+
+def test_turned_off_nothing_is_verified() -> None:
+    verifier = Verifier(ErrorCode.INVALID_TXN_STATE)
+    verifier.enabled = False
+    rm, p = verified_leader(verifier)
+    assert _codes(_now(rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN))) == [0]
+    assert verifier.calls == []
+    assert p.log.log_end_offset == 1
+
+
+def test_a_remote_answer_appends_once_it_arrived() -> None:
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        answer = rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN)
+        assert inspect.isawaitable(answer)
+        waiting = asyncio.ensure_future(answer)
+        await asyncio.sleep(0)
+        assert p.log.log_end_offset == 0  # not before the coordinator answered
+        # a second produce of the producer while the first waits shares its guard
+        second = asyncio.ensure_future(
+            rm.append_records([_entry(1)], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)
+        verifier.answer()
+        assert _codes(await waiting) == [0]
+        assert _codes(await second) == [0]
+        assert p.log.log_end_offset == 2
+        assert p.log.producer_state.ongoing_txns == {PID: 0}
+
+    asyncio.run(scenario())
+
+
+def test_a_transaction_ended_while_its_partition_was_verified_is_refused() -> None:
+    """The race KIP-890's verification guard closes: the coordinator said the partition was in
+    the transaction, then the transaction was aborted (its marker written here) before the
+    batch could be appended: the batch is a zombie and is refused."""
+
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        waiting = asyncio.ensure_future(
+            rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)
+        p.append_marker_to_leader(PID, EPOCH, 0, commit=False)
+        verifier.answer()
+        [result] = await waiting
+        assert result.error_code == ErrorCode.INVALID_TXN_STATE
+        assert p.log.log_end_offset == 1  # the marker alone
+        assert p.log.producer_state.ongoing_txns == {}
+        assert p.log.last_stable_offset == p.log.high_watermark == 1
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("coordinator", "produce"),
+    [
+        (ErrorCode.NONE, ErrorCode.NONE),
+        (ErrorCode.INVALID_TXN_STATE, ErrorCode.INVALID_TXN_STATE),
+        (ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.NOT_ENOUGH_REPLICAS),
+        (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, ErrorCode.NOT_ENOUGH_REPLICAS),
+        (ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_ENOUGH_REPLICAS),
+        (ErrorCode.NOT_COORDINATOR, ErrorCode.NOT_ENOUGH_REPLICAS),
+        (ErrorCode.NETWORK_EXCEPTION, ErrorCode.NOT_ENOUGH_REPLICAS),
+        (ErrorCode.UNKNOWN_PRODUCER_ID, ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER),
+        (ErrorCode.PRODUCER_FENCED, ErrorCode.INVALID_PRODUCER_EPOCH),
+        (ErrorCode.INVALID_PRODUCER_ID_MAPPING, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+    ],
+)
+def test_coordinator_codes_as_produce_errors(coordinator: int, produce: int) -> None:
+    code, message = produce_error(coordinator)
+    assert code == produce
+    assert (message is None) == (produce == ErrorCode.NONE)
