@@ -42,6 +42,7 @@ from pydmq.coordinator.api import (
     CoordinatorWriteError,
     TransactionResult,
 )
+from pydmq.coordinator.partitions import InternalTopicPartitions
 from pydmq.protocol.errors import ErrorCode, TopicError
 from pydmq.protocol.records import (
     ControlRecordType,
@@ -49,20 +50,14 @@ from pydmq.protocol.records import (
     Record,
     SimpleRecord,
     build_batch,
-    decode_records,
-    iter_batch_headers,
     parse_end_txn_marker,
-    validate_crc,
 )
-from pydmq.replication.append import AppendResult, ProduceEntry
-from pydmq.replication.delayed_produce import PendingAck, await_acks
 from pydmq.replication.txn_markers import TxnMarkerEntry
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import AppendOrigin
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
-    from pydmq.replication.partition import Partition
     from pydmq.replication.replica_manager import ReplicaManager
 
 __all__ = [
@@ -81,7 +76,6 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _RECORDS_PER_BATCH = 500
-_READ_BYTES = 1 << 20
 _COMMIT_TIMEOUT_MS = 5000  # Kafka's offsets.commit.timeout.ms default
 
 
@@ -198,27 +192,12 @@ class ReplicaManagerOffsetsWriter:
 
     def __init__(self, broker: OffsetsLogHost, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
         self._broker = broker
-        self._timeout_ms = timeout_ms
-        self._waiting: set[asyncio.Task[None]] = set()
+        self._partitions = InternalTopicPartitions(
+            OFFSETS_TOPIC, lambda: broker.replica_manager, timeout_ms
+        )
 
     def append(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None:
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
-        answer = self._broker.replica_manager.append_records(
-            [ProduceEntry(tp, batch)], -1, self._timeout_ms, AppendOrigin.COORDINATOR
-        )
-        if not isinstance(answer, list):
-            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-            task = asyncio.ensure_future(_settle(answer, future))
-            self._waiting.add(task)
-            task.add_done_callback(self._waiting.discard)
-            return future
-        [result] = answer
-        if result.error_code != ErrorCode.NONE:
-            raise CoordinatorWriteError(
-                result.error_code,
-                result.error_message or f"{tp}: {ErrorCode(result.error_code).name}",
-            )
-        return None
+        return self._partitions.append_batch(partition, batch, AppendOrigin.COORDINATOR)
 
     def append_end_txn_marker(
         self,
@@ -239,7 +218,9 @@ class ReplicaManagerOffsetsWriter:
             coordinator_epoch,
             commit,
         )
-        waiting = self._broker.replica_manager.append_txn_markers([entry], self._timeout_ms)
+        waiting = self._broker.replica_manager.append_txn_markers(
+            [entry], self._partitions.timeout_ms
+        )
         if waiting is None:
             if entry.error_code != ErrorCode.NONE:
                 raise CoordinatorWriteError(
@@ -247,52 +228,13 @@ class ReplicaManagerOffsetsWriter:
                 )
             return None
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        task = asyncio.ensure_future(_settle_marker(waiting, entry, future))
-        self._waiting.add(task)
-        task.add_done_callback(self._waiting.discard)
+        self._partitions.track(_settle_marker(waiting, entry, future))
         return future
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
-        """The high watermark reaching the partition's log end offset of now (see
-        :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed`): waits through the
-        purgatory, ``offsets.commit.timeout.ms`` at a time, until it does or leadership
-        moves."""
-        tp = TopicPartition(OFFSETS_TOPIC, partition)
-        hosted = self._broker.replica_manager.get(tp)
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if hosted is None:
-            future.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            return future
-        required_offset = hosted.log.log_end_offset
-        if hosted.high_watermark >= required_offset:
-            return None
-        task = asyncio.ensure_future(self._await_high_watermark(hosted, required_offset, future))
-        self._waiting.add(task)
-        task.add_done_callback(self._waiting.discard)
-        return future
-
-    async def _await_high_watermark(
-        self, hosted: Partition, required_offset: int, future: asyncio.Future[int]
-    ) -> None:
-        def report(code: int) -> None:
-            if code == ErrorCode.REQUEST_TIMED_OUT or future.done():
-                return  # not yet: wait again
-            # NOT_ENOUGH_REPLICAS_AFTER_APPEND: the high watermark passed, on fewer replicas
-            committed = code in (ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
-            future.set_result(ErrorCode.NONE if committed else code)
-
-        purgatory = self._broker.replica_manager.produce_purgatory
-        while not future.done():
-            await await_acks(
-                purgatory, [PendingAck(hosted, required_offset, report)], self._timeout_ms
-            )
-
-
-async def _settle(answer: Awaitable[list[AppendResult]], future: asyncio.Future[int]) -> None:
-    """Resolve ``future`` with the code of the one acks=-1 append ``answer`` settles."""
-    [result] = await answer
-    if not future.done():
-        future.set_result(result.error_code)
+        """See :meth:`pydmq.coordinator.api.CoordinatorLog.await_committed` (through the
+        purgatory, ``offsets.commit.timeout.ms`` at a time)."""
+        return self._partitions.await_log_end(partition)
 
 
 async def _settle_marker(
@@ -313,6 +255,9 @@ class ConsumerOffsetsLog:
         self._broker = broker
         self.writer: OffsetsTopicWriter = (
             writer if writer is not None else ReplicaManagerOffsetsWriter(broker)
+        )
+        self._reader = InternalTopicPartitions(
+            OFFSETS_TOPIC, lambda: broker.replica_manager, _COMMIT_TIMEOUT_MS
         )
         self._creation: asyncio.Future[Any] | None = None
 
@@ -445,32 +390,14 @@ class ConsumerOffsetsLog:
     def replay_batches(self, partition: int) -> Iterator[CoordinatorBatch]:
         """The batches of ``partition`` up to its current log end offset, control batches
         (end-transaction markers) included; a control batch of another type is skipped."""
-        hosted = self._broker.replica_manager.get(TopicPartition(OFFSETS_TOPIC, partition))
-        if hosted is None:
-            return
-        unified = hosted.log
-        offset = unified.log_start_offset
-        end = unified.log_end_offset
-        while offset < end:
-            data = unified.read(offset, _READ_BYTES, end, True)
-            if not data.buffers:
-                break
-            buf = b"".join(bytes(b) for b in data.buffers)
-            next_offset = offset
-            for header in iter_batch_headers(buf):
-                next_offset = header.next_offset
-                validate_crc(buf, header)
-                records = [r for r in decode_records(buf, header) if r.offset >= offset]
-                pid, epoch = header.producer_id, header.producer_epoch
-                if not header.is_control:
-                    yield CoordinatorBatch(pid, epoch, header.is_transactional, records)
-                    continue
-                result = _end_txn_result(records)
-                if result is not None:
-                    yield CoordinatorBatch(pid, epoch, header.is_transactional, (), result)
-            if next_offset <= offset:
-                break
-            offset = next_offset
+        for header, records in self._reader.read_batches(partition):
+            pid, epoch = header.producer_id, header.producer_epoch
+            if not header.is_control:
+                yield CoordinatorBatch(pid, epoch, header.is_transactional, records)
+                continue
+            result = _end_txn_result(records)
+            if result is not None:
+                yield CoordinatorBatch(pid, epoch, header.is_transactional, (), result)
 
 
 def _end_txn_result(records: Sequence[Record]) -> TransactionResult | None:

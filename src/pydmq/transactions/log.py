@@ -23,23 +23,17 @@ from collections.abc import Awaitable, Iterator, Mapping, Sequence, Sized
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError
+from pydmq.coordinator.partitions import InternalTopicPartitions
 from pydmq.groups.log import java_string_hashcode
-from pydmq.protocol.errors import ErrorCode, TopicError
+from pydmq.protocol.errors import TopicError
 from pydmq.protocol.records import (
     Record,
     SimpleRecord,
     build_batch,
-    decode_records,
-    iter_batch_headers,
-    validate_crc,
 )
-from pydmq.replication.append import AppendResult, ProduceEntry
-from pydmq.replication.delayed_produce import PendingAck, await_acks
-from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
-    from pydmq.replication.partition import Partition
     from pydmq.replication.replica_manager import ReplicaManager
 
 __all__ = [
@@ -54,7 +48,6 @@ log = logging.getLogger(__name__)
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 _RECORDS_PER_BATCH = 500
-_READ_BYTES = 1 << 20
 _COMMIT_TIMEOUT_MS = 5000
 
 
@@ -127,8 +120,9 @@ class TransactionStateLog:
 
     def __init__(self, host: TransactionStateHost, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
         self._host = host
-        self._timeout_ms = timeout_ms
-        self._waiting: set[asyncio.Task[None]] = set()
+        self._partitions = InternalTopicPartitions(
+            TRANSACTION_STATE_TOPIC, lambda: host.replica_manager, timeout_ms
+        )
         self._creation: asyncio.Future[Any] | None = None
 
     @property
@@ -186,92 +180,18 @@ class TransactionStateLog:
         for start in range(0, len(records), _RECORDS_PER_BATCH):
             chunk = records[start : start + _RECORDS_PER_BATCH]
             batch = build_batch([SimpleRecord(k, v) for k, v in chunk])
-            waiter = self._append_batch(partition, memoryview(bytearray(batch)))
+            waiter = self._partitions.append_batch(partition, memoryview(bytearray(batch)))
             if waiter is not None:
                 pending = waiter  # the last batch committing commits the earlier ones
         return pending
 
-    def _append_batch(self, partition: int, batch: memoryview) -> asyncio.Future[int] | None:
-        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
-        answer = self._host.replica_manager.append_records(
-            [ProduceEntry(tp, batch)], -1, self._timeout_ms
-        )
-        if not isinstance(answer, list):
-            future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-            self._track(_settle(answer, future))
-            return future
-        [result] = answer
-        if result.error_code != ErrorCode.NONE:
-            raise CoordinatorWriteError(
-                result.error_code,
-                result.error_message or f"{tp}: {ErrorCode(result.error_code).name}",
-            )
-        return None
-
     def await_committed(self, partition: int) -> asyncio.Future[int] | None:
-        tp = TopicPartition(TRANSACTION_STATE_TOPIC, partition)
-        hosted = self._host.replica_manager.get(tp)
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        if hosted is None:
-            future.set_result(ErrorCode.NOT_LEADER_OR_FOLLOWER)
-            return future
-        required_offset = hosted.log.log_end_offset
-        if hosted.high_watermark >= required_offset:
-            return None
-        self._track(self._await_high_watermark(hosted, required_offset, future))
-        return future
+        return self._partitions.await_log_end(partition)
 
     def replay_partition(self, partition: int) -> Iterator[Record]:
-        hosted = self._host.replica_manager.get(TopicPartition(TRANSACTION_STATE_TOPIC, partition))
-        if hosted is None:
-            return
-        unified = hosted.log
-        offset = unified.log_start_offset
-        end = unified.log_end_offset
-        while offset < end:
-            data = unified.read(offset, _READ_BYTES, end, True)
-            if not data.buffers:
-                break
-            buf = b"".join(bytes(b) for b in data.buffers)
-            next_offset = offset
-            for header in iter_batch_headers(buf):
-                next_offset = header.next_offset
-                if header.is_control:
-                    continue
-                validate_crc(buf, header)
-                for record in decode_records(buf, header):
-                    if record.offset >= offset:
-                        yield record
-            if next_offset <= offset:
-                break
-            offset = next_offset
-
-    # -- internals -----------------------------------------------------------------------
-    def _track(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
-        self._waiting.add(task)
-        task.add_done_callback(self._waiting.discard)
-
-    async def _await_high_watermark(
-        self, hosted: Partition, required_offset: int, future: asyncio.Future[int]
-    ) -> None:
-        def report(code: int) -> None:
-            if code == ErrorCode.REQUEST_TIMED_OUT or future.done():
-                return  # not yet: wait again
-            committed = code in (ErrorCode.NONE, ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
-            future.set_result(ErrorCode.NONE if committed else code)
-
-        purgatory = self._host.replica_manager.produce_purgatory
-        while not future.done():
-            await await_acks(
-                purgatory, [PendingAck(hosted, required_offset, report)], self._timeout_ms
-            )
-
-
-async def _settle(answer: Awaitable[list[AppendResult]], future: asyncio.Future[int]) -> None:
-    [result] = await answer
-    if not future.done():
-        future.set_result(result.error_code)
+        for header, records in self._partitions.read_batches(partition):
+            if not header.is_control:
+                yield from records
 
 
 def _log_creation_failure(future: asyncio.Future[Any]) -> None:
