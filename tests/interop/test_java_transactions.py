@@ -26,7 +26,7 @@ from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
 from .support import JAVA_DIR, PARTITIONS, unique_topic
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 

@@ -123,7 +123,7 @@ def batch_read(spark: Any, bootstrap: str, topic: str, isolation: str) -> list[P
             startingOffsets="earliest",
             endingOffsets="latest",
             failOnDataLoss="true",
-            **{"kafka.isolation.level": isolation},
+            **{"kafka.isolation.level": isolation},  # type: ignore[arg-type]
         )
     )
 
@@ -136,7 +136,9 @@ def transactional_topic(bootstrap: str) -> tuple[str, list[Position], list[Posit
     return topic, committed, written
 
 
-def test_layout_has_marker_gaps(transactional_topic: tuple[str, list[Position], list[Position]]):
+def test_layout_has_marker_gaps(
+    transactional_topic: tuple[str, list[Position], list[Position]],
+) -> None:
     """The premise: every transaction's marker takes an offset, so the data has gaps."""
     _, committed, written = transactional_topic
     per_txn = PER_TRANSACTION + 1  # the records and the marker
