@@ -82,13 +82,13 @@ class FaultInjector(threading.Thread):
         self.faults: Counter[str] = Counter()
         self.errors: list[str] = []
         self.log: list[str] = []
-        self._stop = threading.Event()
+        self._stopping = threading.Event()
         self._quiet = threading.Lock()  # held by the main thread while a round sets up
         self._held = False  # main thread only
         self._began = time.monotonic()
 
     def run(self) -> None:
-        while not self._stop.wait(self.interval):
+        while not self._stopping.wait(self.interval):
             node_id = self.rng.choice(sorted(self.cluster.nodes))
             kind = "sigstop" if self.rng.random() < self.pause_share else "sigkill"
             at = time.monotonic() - self._began
@@ -104,11 +104,11 @@ class FaultInjector(threading.Thread):
     def _inject(self, kind: str, node_id: int) -> None:
         if kind == "sigkill":
             self.cluster.kill(node_id)
-            self._stop.wait(self.down)
+            self._stopping.wait(self.down)
             self.cluster.start_node(node_id, timeout=60)
         else:
             self.cluster.pause(node_id)
-            self._stop.wait(self.down)
+            self._stopping.wait(self.down)
             self.cluster.resume(node_id)
         self.cluster.wait_for_brokers(NODES, timeout=60)
 
@@ -137,7 +137,7 @@ class FaultInjector(threading.Thread):
 
     def finish(self, timeout: float) -> None:
         self.release()
-        self._stop.set()
+        self._stopping.set()
         self.join(timeout)
         self._heal()
 
