@@ -66,6 +66,9 @@ SCENARIOS = {
     "test_client_transactions.py": "transactions: client scenarios, differential vs Apache Kafka 4.4",
     "test_streams_eos.py": "Kafka Streams exactly_once_v2 across SIGKILL",
     "test_txn_chaos.py": "transactional workload with checker (aborted reads, torn transactions...)",
+    "test_java_transactions.py": "transactions: Java producer and read_committed consumer",
+    "test_spark_transactions.py": "transactions: Spark's Kafka source at read_committed",
+    "test_txn_verification.py": "transactions: partition verification (KIP-890 part 1)",
 }
 # A test's variant against the reference Apache Kafka (the transaction proofs run each scenario
 # on Kafka too): not a row of what pydmq does.
