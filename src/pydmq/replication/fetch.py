@@ -45,6 +45,7 @@ serves other connections, each read of its long poll too; a normal fetch reads a
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Generator
@@ -129,7 +130,10 @@ def fetch_messages(
     results, total, has_error = fetch.read()
     if total >= params.min_bytes or params.max_wait_ms <= 0 or has_error or not targets:
         return results
-    return fetch.long_poll()
+    # Watched now, in the step of the read that found too little: an append or a moved last
+    # stable offset between this read and the long poll's first wait (a later loop step)
+    # still wakes it.
+    return fetch.long_poll(replica_manager.fetch_purgatory.watch(fetch.watched))
 
 
 class DelayedFetch:
@@ -191,18 +195,28 @@ class DelayedFetch:
             return results
         return await self.long_poll()
 
-    async def long_poll(self) -> list[FetchPartitionResult]:
+    @property
+    def watched(self) -> list[TopicPartition]:
+        """The partitions whose notifications wake the long poll."""
+        return [t.tp for t in self.targets if t.tp.topic]
+
+    async def long_poll(
+        self, watching: asyncio.Future[None] | None = None
+    ) -> list[FetchPartitionResult]:
         """Park until ``min_bytes`` are ready, a read errs, a follower's log start moved, or
-        ``max_wait_ms`` passed; then the last read's results."""
+        ``max_wait_ms`` passed; then the last read's results. ``watching``: the watch taken
+        when the read that found too little was done (its first wait)."""
         params = self.params
         purgatory = self._replica_manager.fetch_purgatory
         deadline = time.monotonic() + params.max_wait_ms / 1000.0
-        watched = [t.tp for t in self.targets if t.tp.topic]
+        watched = self.watched
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
-            if not await wait_for_notification(purgatory, watched, remaining):
+            woken = await wait_for_notification(purgatory, watched, remaining, watching)
+            watching = None
+            if not woken:
                 break
             results, total, has_error = await self.read_sliced() if self.large else self.read()
             if total >= params.min_bytes or has_error or self.log_start_moved:

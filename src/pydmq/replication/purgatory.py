@@ -57,10 +57,15 @@ class DelayedOperationPurgatory:
 
 
 async def wait_for_notification(
-    purgatory: DelayedOperationPurgatory, partitions: list[TopicPartition], timeout_s: float
+    purgatory: DelayedOperationPurgatory,
+    partitions: list[TopicPartition],
+    timeout_s: float,
+    waiter: asyncio.Future[None] | None = None,
 ) -> bool:
-    """Wait until one of ``partitions`` is notified (True) or ``timeout_s`` passed (False)."""
-    waiter = purgatory.watch(partitions)
+    """Wait until one of ``partitions`` is notified (True) or ``timeout_s`` passed (False);
+    ``waiter``: a watch of them taken earlier (a notification since then counts)."""
+    if waiter is None:
+        waiter = purgatory.watch(partitions)
     try:
         await asyncio.wait_for(waiter, timeout_s)
         return True

@@ -297,6 +297,23 @@ def test_a_long_poll_completes_on_an_append() -> None:
     asyncio.run(scenario())
 
 
+def test_a_long_poll_is_woken_by_an_append_before_its_first_wait() -> None:
+    """The read that found nothing and the long poll's first wait are in different loop steps
+    (the handler returns the awaitable; it runs later): an append in between must still wake
+    it, not leave it parked for ``max_wait_ms`` (a flaky read_committed test found this)."""
+
+    async def scenario() -> None:
+        manager = _Manager(_leader(isr=(1,)))
+        answer = manager.rm.fetch_messages(_consumer(max_wait_ms=10_000), [_target(0)])
+        assert inspect.isawaitable(answer)
+        _now(manager.rm.append_records([ProduceEntry(TP, batch(2))], 1, 1000))  # not yet awaited
+        [result] = await asyncio.wait_for(answer, 5)
+        assert (result.error_code, result.high_watermark) == (ErrorCode.NONE, 2)
+        assert result.records is not None
+
+    asyncio.run(scenario())
+
+
 def test_a_long_poll_answers_empty_after_max_wait() -> None:
     async def scenario() -> None:
         manager = _Manager(_leader(2, isr=(1,)))
