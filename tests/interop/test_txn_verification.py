@@ -169,7 +169,11 @@ def _latest(raw: RawClient, partition: int, isolation: int) -> int:
 
 
 def _broker(data_dir: Path) -> EmbeddedBroker:
-    overrides = {"transaction.state.log.num.partitions": 3, "num.partitions": 2}
+    overrides = {
+        "transaction.state.log.num.partitions": 3,
+        "num.partitions": 2,
+        "transaction.partition.verification.enable": True,
+    }
     return EmbeddedBroker(data_dir, overrides=overrides)
 
 

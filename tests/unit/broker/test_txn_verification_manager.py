@@ -88,7 +88,8 @@ def _manager(
     leaders = SimpleNamespace(leader_of=lambda tp: -1 if leader is None else leader)
     return AddPartitionsToTxnManager(
         LOCAL,
-        config or BrokerConfig({"node.id": LOCAL}),
+        config
+        or BrokerConfig({"node.id": LOCAL, "transaction.partition.verification.enable": True}),
         coordinator,  # type: ignore[arg-type]
         state_log,  # type: ignore[arg-type]
         leaders,  # type: ignore[arg-type]
@@ -160,7 +161,7 @@ def test_a_failed_request_answers_every_partition(fail: bool, error: int, expect
 
 
 def test_turned_off_by_the_dynamic_config() -> None:
-    config = BrokerConfig({"node.id": LOCAL})
+    config = BrokerConfig({"node.id": LOCAL, "transaction.partition.verification.enable": True})
     manager = _manager(_Brokers(), LOCAL, config)
     config.set_dynamic({"transaction.partition.verification.enable": "false"}, {})
     assert not manager.enabled

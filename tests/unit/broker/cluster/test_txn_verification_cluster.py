@@ -89,6 +89,7 @@ def test_a_remote_coordinator_verifies_the_first_batch(tmp_path: Path) -> None:
             transaction_state_log_num_partitions=1,
             transaction_state_log_replication_factor=1,
             transaction_state_log_min_isr=1,
+            transaction_partition_verification_enable=True,
         )
         try:
             await cluster.start()
