@@ -35,9 +35,11 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # the storage port and log, producer state, cluster metadata, the Raft core (sans-IO or
     # files only)
     ("pydmq.storage", "pydmq.producers", "pydmq.metadata", "pydmq.raft"),
-    # configuration, sockets, the CLI's client, engines, assignors and placers, the log cleaner
+    # configuration, security (principals, TLS, SASL, ACLs), sockets, the CLI's client,
+    # engines, assignors and placers, the log cleaner
     (
         "pydmq.config",
+        "pydmq.security",
         "pydmq.net",
         "pydmq.client",
         "pydmq.engines",

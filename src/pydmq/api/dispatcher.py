@@ -124,6 +124,7 @@ class RequestDispatcher(Generic[HostT]):
             client_port=connection.client_port,
             listener=connection.listener,
             connection_id=connection.connection_id,
+            principal=connection.principal,
         )
 
     async def _decode_off_loop(

@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
+
 __all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "HostT", "RawResponse", "RequestContext"]
 
 HostT = TypeVar("HostT")
@@ -34,6 +36,9 @@ class RequestContext(Generic[HostT]):
     client_port: int
     listener: str
     connection_id: int
+    # The connection's principal when the request arrived (User:ANONYMOUS until it
+    # authenticates); what the authorizer checks.
+    principal: KafkaPrincipal = ANONYMOUS
 
 
 @dataclass(frozen=True, slots=True)

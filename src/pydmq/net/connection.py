@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, cast
 
+from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
+
 __all__ = ["CloseConnection", "KafkaConnection", "Outcome"]
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.listener = listener
         self.client_host = ""
         self.client_port = 0
+        # Who the client is: replaced by authentication (mTLS, SASL); see pydmq.security.
+        self.principal: KafkaPrincipal = ANONYMOUS
         self._dispatch = dispatch
         self._max_request_size = max_request_size
         self._on_close = on_close

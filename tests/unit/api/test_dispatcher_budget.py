@@ -40,6 +40,7 @@ from pydmq.protocol.messages.produce import (
     ProduceResponse,
     TopicProduceData,
 )
+from pydmq.security.principal import ANONYMOUS
 from support.hostile_requests import SHAPES, header_tag_flood_frame, tag_flood_body
 from support.raw_client import decode_response_frame, encode_raw_frame, encode_request_frame
 
@@ -66,6 +67,7 @@ class _Connection:
         self.client_host = "192.0.2.7"
         self.client_port = 40000 + connection_id
         self.listener = "PLAINTEXT"
+        self.principal = ANONYMOUS
 
 
 class _Recorder:
