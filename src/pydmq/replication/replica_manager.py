@@ -411,7 +411,7 @@ class ReplicaManager:
         if partition is not None:
             try:
                 if delete:
-                    partition.log.engine_log.close()
+                    partition.log.close_for_deletion()
                 else:
                     partition.log.close()
             except Exception:
@@ -468,7 +468,7 @@ class ReplicaManager:
         partition = self.partitions.pop(tp, None)
         self._engine_of.pop(tp, None)
         if partition is not None:
-            partition.log.engine_log.close()
+            partition.log.close_for_deletion()
         self.engine(engine_name).delete_log(tp)
         self.notify_high_watermark(tp)
 

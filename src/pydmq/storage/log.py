@@ -910,6 +910,16 @@ class UnifiedLog:
         self.engine_log.flush()
         self._unflushed = 0
 
+    def close_for_deletion(self) -> None:
+        """Close the engine log of a partition about to be deleted, without checkpointing.
+
+        Taken under the checkpoint lock: a checkpoint write running on the checkpoint
+        writer's thread finishes first, and a write queued behind it finds the log closed and
+        skips. Deleting the directory under a write would fail it with ENOENT, which the
+        engine must take for a failed disk (the whole log dir offline)."""
+        with self._checkpoint_lock:
+            self.engine_log.close()
+
     def close(self) -> None:
         """Checkpoint what changed since the last checkpoint, flush and close the engine log
         (closed even when the flush fails).

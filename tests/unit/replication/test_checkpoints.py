@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 from pydmq.config import BrokerConfig
@@ -57,6 +58,58 @@ def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
                 memoryview(bytearray(build_batch([SimpleRecord(None, b"w", (), None)]))),
             )
             assert await manager.checkpoint_changed() == 1
+        finally:
+            await node.stop()
+
+    asyncio.run(run())
+
+
+def test_deleting_a_partition_waits_for_its_checkpoint_write(tmp_path: Path) -> None:
+    """A topic deleted while the checkpoint writer's thread is writing one of its partitions'
+    checkpoints: the deletion waits for that write, and the log dir stays online. (It once
+    removed the directory under the write, whose ENOENT took the whole log dir offline: a
+    broker that lost every partition because a client deleted a topic.)"""
+
+    async def run() -> None:
+        config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+        node = Node(config)
+        broker = node.broker
+        assert broker is not None
+        await node.start()
+        try:
+            broker.topic_creator.create_topic("doomed", 1)
+            broker.topic_creator.create_topic("kept", 1)
+            manager = broker.replica_manager
+            doomed, kept = TopicPartition("doomed", 0), TopicPartition("kept", 0)
+            for tp in (doomed, kept):
+                partition = manager.get(tp)
+                assert partition is not None
+                batch = build_batch([SimpleRecord(None, b"v", (), None)])
+                manager.append(partition, memoryview(bytearray(batch)))
+            partition = manager.get(doomed)
+            assert partition is not None
+            engine_log = partition.log.engine_log
+            entered, release = threading.Event(), threading.Event()
+            original = engine_log.write_checkpoint
+
+            def slow_write(name: str, data: bytes) -> None:
+                entered.set()
+                release.wait(10)  # a slow fsync
+                original(name, data)
+
+            engine_log.write_checkpoint = slow_write  # type: ignore[method-assign]
+            checkpoints = asyncio.create_task(manager.checkpoint_changed())
+            assert await asyncio.to_thread(entered.wait, 10)
+            # The write resumes 0.2 s from now, whether the deletion waits for it or not.
+            threading.Timer(0.2, release.set).start()
+            manager.delete_partition(doomed, "segment")
+            await asyncio.wait_for(checkpoints, 10)
+            assert not manager.check_log_dirs(), manager.offline_log_dirs
+            assert not (tmp_path / "doomed-0").exists()
+            survivor = manager.get(kept)
+            assert survivor is not None
+            batch = build_batch([SimpleRecord(None, b"w", (), None)])
+            manager.append(survivor, memoryview(bytearray(batch)))  # the dir still takes writes
         finally:
             await node.stop()
 
