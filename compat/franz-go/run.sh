@@ -91,42 +91,14 @@ source "$here/../suite_summary.sh"
 die() { printf '==> franz-go: ERROR: %s\n' "$*" >&2; exit 2; }
 die_fetch() { printf '==> franz-go: FETCH FAILED: %s\n' "$*" >&2; exit 3; }
 
-# ---------------------------------------------------------------- Go toolchain
-gobin="$(command -v go || true)"
-[ -z "$gobin" ] && [ -x /usr/local/go/bin/go ] && gobin=/usr/local/go/bin/go
-if [ -z "$gobin" ]; then
-    printf '==> franz-go: NO GO: no go command on PATH or in /usr/local/go/bin\n' >&2
-    exit 4
-fi
-export PATH="$(dirname "$gobin"):$PATH"
-# Our own module and build caches: nothing is written to the user's GOPATH, and the cache
-# survives between runs (the first build of the test binary takes 1-3 min on 2 cores).
-export GOMODCACHE="$work/gomodcache" GOCACHE="$work/gocache" GOPATH="$work/gopath"
-export GOFLAGS="-modcacherw -buildvcs=false"
-unset GOWORK
-
 # ---------------------------------------------------------------- module + test binary
-runner="$work/runner-$version"
+suite=franz-go
+# shellcheck source=../go_suite.sh
+source "$here/../go_suite.sh"
+go_setup "$work"
 bin="$work/kgo-$version.test"
-ensure_binary() {
-    [ -x "$bin" ] && [ -f "$bin.stamp" ] && return
-    mkdir -p "$runner"
-    local log="$work/build-$version.log" t0=$SECONDS
-    say "go get $module/pkg/kgo@$version (Go module proxy) -> $GOMODCACHE"
-    (
-        cd "$runner" || exit 1
-        [ -f go.mod ] || go mod init pydmq.local/franz-go-runner
-        go get "$module/pkg/kgo@$version"
-    ) >"$log" 2>&1 || { tail -n 20 "$log" >&2; die_fetch "go get $module/pkg/kgo@$version failed"; }
-    say "go test -c $module/pkg/kgo ($(go version | cut -d' ' -f3); log: $log)"
-    (cd "$runner" && go test -c -o "$bin.tmp" "$module/pkg/kgo") >>"$log" 2>&1 \
-        || { tail -n 20 "$log" >&2; die_fetch "building the kgo test binary failed"; }
-    mv "$bin.tmp" "$bin"
-    go version >"$bin.stamp"
-    say "test binary built in $((SECONDS - t0))s: $bin"
-}
-ensure_binary
-srcdir="$(cd "$runner" && go list -m -f '{{.Dir}}' "$module")" || die "go list -m $module failed"
+go_build_test_binary "$module" "$version" "$module/pkg/kgo" "$bin"
+srcdir="$(go_module_dir "$module" "$version")" || die "go list -m $module failed"
 [ "$fetch_only" -eq 1 ] && { say "ready: $bin (sources $srcdir)"; exit 0; }
 
 # ---------------------------------------------------------------- test catalogue
@@ -210,58 +182,15 @@ unset KGO_TEST_CHAOS KGO_TEST_TLS KGO_TEST_SCRAM KGO_TEST_SCRAM_SEEDS KGO_TEST_O
 [ -n "$scram" ] && export KGO_TEST_SCRAM="$scram"
 [ -n "$oauth_seeds" ] && export KGO_TEST_OAUTH_SEEDS="$oauth_seeds"
 
-run_one() { # name -> one result line, from the test2json events of that test's own process
-    local name="$1" json="$run_dir/logs/$1.json" t0 rc kind
-    t0="$(date +%s.%N)"
-    kind="$(awk -v n="$name" '$1 == n { print $2 }' <<<"$catalogue")"
-    # go test runs a test binary in its package's directory; some tests read their sources.
-    (cd "$srcdir/pkg/kgo" && timeout -k 10 $((per_test_timeout + 30)) \
-        go tool test2json -t -p kgo "$bin" -test.v=test2json -test.run "^${name}\$" \
-        -test.timeout "${per_test_timeout}s") >"$json" 2>&1
-    rc=$?
-    python3 - "$json" "$name" "${kind:-unknown}" "$rc" "$t0" "$per_test_timeout" <<'EOF'
-import json, re, sys, time
-path, name, kind, rc, t0, limit = sys.argv[1:]
-secs = time.time() - float(t0)  # wall clock of the test's process, set-up and clean-up included
-verdict, lines = None, []
-for raw in open(path, errors="replace"):
-    try:
-        e = json.loads(raw)
-    except ValueError:
-        continue
-    test = e.get("Test") or ""
-    if test != name and not test.startswith(name + "/"):
-        continue
-    if e["Action"] == "output":
-        lines.append(e["Output"].rstrip("\n"))
-    elif test == name and e["Action"] in ("pass", "fail", "skip"):
-        verdict = e["Action"]
-# The first assertion message (file_test.go:N: ...) explains a failure; a skip explains itself.
-why = next((l.strip() for l in lines if re.match(r"\s+\w+_test\.go:\d+: ", l)
-            and "NOT DELETING" not in l and not re.search(r"deleting (topic|group)", l)), "")
-if verdict is None:
-    status = "FAILED"
-    if any("panic: test timed out" in l for l in lines) or rc in ("124", "137"):
-        why = f"timed out after {limit}s"
-    elif not lines:
-        why = f"not run: no such test in this version (exit {rc})"
-    else:
-        why = f"no verdict (exit {rc}): " + next((l for l in lines if l.startswith("panic")), "")
-else:
-    status = {"pass": "PASSED", "fail": "FAILED", "skip": "SKIPPED"}[verdict]
-    if status == "PASSED":
-        why = ""
-print(f"{status:<7} {secs:7.1f}s {name} {kind}  {why[:200]}".rstrip())
-EOF
-}
-export -f run_one
-export catalogue run_dir bin per_test_timeout srcdir
+pkgdir="$srcdir/pkg/kgo"
+export -f go_run_one
+export catalogue run_dir bin per_test_timeout pkgdir suite
 
 say "franz-go $version pkg/kgo, mode $mode, $(wc -w <<<"$selected") test(s), $jobs at a time," \
     "${per_test_timeout}s each, KGO_TEST_RECORDS=$records; logs: $run_dir/logs"
 t0=$SECONDS
 results="$run_dir/results.txt"
-printf '%s\n' $selected | xargs -P "$jobs" -I{} bash -c 'run_one "$1"' _ {} | tee "$results"
+printf '%s\n' $selected | xargs -P "$jobs" -I{} bash -c 'go_run_one "$1"' _ {} | tee "$results"
 elapsed=$((SECONDS - t0))
 
 summarize_run "$results" "$work" "$run_dir" "$keep" "$elapsed"
