@@ -40,6 +40,9 @@ NOTES = [
     "franz-go's row runs the 30 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
     "passes; the eight others need share groups or SASL "
     "(compat/franz-go/FINDINGS.md).",
+    "kafka-go's row runs 60 broker tests: 57 of the 65 Apache Kafka 4.4 passes, and three "
+    "Kafka fails; the eight others need SCRAM, ACLs or quotas, or lose a race in kafka-go "
+    "(compat/kafka-go/FINDINGS.md).",
 ]
 
 # Multi-client scenarios: one row per test.
@@ -58,6 +61,7 @@ SCENARIOS = {
     "test_spark_cluster.py": "Spark against a 3-node cluster",
     "test_foreign_python_suite.py": "kafka-python's own test suite (allow-list)",
     "test_franz_go_suite.py": "franz-go (Go): its own pkg/kgo tests (allow-list)",
+    "test_kafka_go_suite.py": "kafka-go (Go): its own tests (allow-list)",
     "test_kafka_connect.py": "Kafka Connect 4.4 distributed mode (source connector, restart)",
     "test_transactions.py": "transactions on one node (confluent-kafka, kafka-python, aiokafka, wire)",
     "test_cluster_transactions.py": "transactions: coordinator kill -9 on a 3-node cluster",
@@ -77,6 +81,7 @@ REFERENCE_RUN = re.compile(r"\[kafka[-\]]")
 # (test file, client name, file holding the version).
 PINNED_SUITES = [
     ("test_franz_go_suite.py", "franz-go", ROOT / "compat" / "franz-go" / "VERSION"),
+    ("test_kafka_go_suite.py", "kafka-go", ROOT / "compat" / "kafka-go" / "VERSION"),
 ]
 # (test name pattern, feature row); first match wins.
 FEATURES: list[tuple[str, str]] = [
