@@ -30,7 +30,7 @@ import hashlib
 import logging
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
@@ -39,7 +39,9 @@ from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
+from pydmq.net.tls import TLS_HANDSHAKE_TIMEOUT, TlsHandshake
 from pydmq.plugins.host import PluginHost
+from pydmq.security.tls import ServerTls, server_tls
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
@@ -88,6 +90,14 @@ class Node:
             # the node.
             self.controller_dispatcher = RequestDispatcher(self, specs, unsupported)
             self._controller_listeners = set(config.controller_listener_names)
+        # The server side of every SSL listener, built now so a bad ssl.* setting fails the
+        # start (the control-plane listener is known once the broker is built).
+        self._server_tls: dict[str, ServerTls] = {
+            item.name: server_tls(config.ssl_settings(item.name), item.name)
+            for item in self.listeners.listeners
+            if config.security_protocol(item.name) == "SSL"
+        }
+        self.tls_handshake_timeout = TLS_HANDSHAKE_TIMEOUT
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
@@ -165,8 +175,21 @@ class Node:
                 self.connections.add(connection)
                 return connection
 
+            tls = self._server_tls.get(listener.name)
+            accept: Callable[[], asyncio.BaseProtocol] = factory
+            if tls is not None:
+
+                def accept(
+                    name: str = listener.name,
+                    tls: ServerTls = tls,
+                    factory: Callable[[], KafkaConnection] = factory,
+                ) -> asyncio.BaseProtocol:
+                    return TlsHandshake(
+                        tls, factory, listener=name, handshake_timeout=self.tls_handshake_timeout
+                    )
+
             server = await loop.create_server(
-                factory,
+                accept,
                 host=listener.host or None,
                 port=listener.port,
                 reuse_address=True,

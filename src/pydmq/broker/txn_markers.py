@@ -14,6 +14,7 @@ the event loop.
 from __future__ import annotations
 
 import inspect
+import ssl
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -72,10 +73,13 @@ class WriteTxnMarkersDelivery:
         services: Callable[[], BrokerServices],
         metadata: Callable[[], MetadataView],
         inter_broker_listener: str,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._node_id = node_id
         self._services = services
-        self._brokers = InterBrokerConnections(metadata, inter_broker_listener, _CLIENT_ID)
+        self._brokers = InterBrokerConnections(
+            metadata, inter_broker_listener, _CLIENT_ID, ssl_context
+        )
 
     async def send(
         self, broker_id: int, version: int, request: WriteTxnMarkersRequest

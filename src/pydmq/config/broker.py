@@ -19,6 +19,7 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
+from pydmq.config.ssl_configs import SSL_CONFIG_NAMES, SSL_CONFIGS
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -618,10 +619,13 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "Largest metadata string of a committed offset.",
         read_only=True,
     ),
+    *SSL_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
 _SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+# listener.name.<lower-case listener name>.ssl.<...>: one listener's ssl.* setting.
+_LISTENER_SSL = re.compile(r"^listener\.name\.([a-z0-9_.-]+?)\.(ssl\..+)$")
 
 TOPIC_DEFAULT_SOURCES: dict[str, str] = {
     # topic config -> broker config that supplies its default
@@ -658,12 +662,23 @@ class BrokerConfig(ConfigValues):
     :mod:`pydmq.config.kafka_only` are kept aside in :attr:`without_effect` (name -> reason)
     for one start-up warning, and any other name is refused with the closest known one. A
     setting pydmq would silently get wrong is refused: a listener whose security protocol is
-    not PLAINTEXT, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
+    neither PLAINTEXT nor SSL, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
     this node alone (pydmq's quorum is ``controller.quorum.voters``).
     """
 
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
+        # Listener name (lower case, as Kafka's prefix) -> its own ssl.* values.
+        self.listener_ssl: dict[str, dict[str, object]] = {}
+        for name in [n for n in values if _LISTENER_SSL.match(n)]:
+            match = _LISTENER_SSL.match(name)
+            assert match is not None
+            listener, prop = match.groups()
+            if prop in SSL_CONFIG_NAMES:
+                definition = next(d for d in SSL_CONFIGS if d.name == prop)
+                self.listener_ssl.setdefault(listener, {})[prop] = definition.parse(
+                    values.pop(name)
+                )
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:
@@ -765,15 +780,29 @@ class BrokerConfig(ConfigValues):
             )
 
     def _check_listener_security(self) -> None:
-        protocols = self.listener_security_protocols()
         for uri in self.listeners:
             name = _listener_uri_name(uri)
-            protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else "PLAINTEXT")
-            if protocol != "PLAINTEXT":
+            protocol = self.security_protocol(name)
+            if protocol not in ("PLAINTEXT", "SSL"):
                 raise ConfigError(
                     f"listener {name} uses security protocol {protocol}: pydmq serves "
-                    "PLAINTEXT only (TLS and SASL are not implemented)"
+                    "PLAINTEXT and SSL only (SASL is not implemented)"
                 )
+
+    def security_protocol(self, listener_name: str) -> str:
+        """The security protocol of ``listener_name`` (PLAINTEXT when the map has no entry
+        and the name is not a protocol's)."""
+        protocols = self.listener_security_protocols()
+        if listener_name in protocols:
+            return protocols[listener_name]
+        return listener_name if listener_name in _SECURITY_PROTOCOLS else "PLAINTEXT"
+
+    def ssl_settings(self, listener_name: str) -> dict[str, object]:
+        """Every ssl.* value for ``listener_name``: its ``listener.name.<name>.ssl.*``
+        overrides over the node's ssl.* settings (Kafka's precedence)."""
+        settings = {name: self.get(name) for name in SSL_CONFIG_NAMES}
+        settings.update(self.listener_ssl.get(listener_name.lower(), {}))
+        return settings
 
     def _check_quorum_bootstrap(self, raw: object) -> None:
         """Kafka 4's own single-node server.properties names its quorum with
@@ -858,8 +887,17 @@ class BrokerConfig(ConfigValues):
             name, sep, protocol = item.partition(":")
             if sep:
                 mapping[name.strip()] = protocol.strip()
-        for name in (*self.controller_listener_names, self.control_plane_listener_name):
+        for name in self.controller_listener_names:
             mapping.setdefault(name, "PLAINTEXT")
+        # The control-plane listener pydmq opens beside the inter-broker one shares its
+        # protocol (TLS when that one is SSL).
+        inter_broker = self.get("inter.broker.listener.name")
+        mapping.setdefault(
+            self.control_plane_listener_name,
+            mapping.get(str(inter_broker), str(inter_broker))
+            if str(inter_broker) in mapping or str(inter_broker) in _SECURITY_PROTOCOLS
+            else "PLAINTEXT",
+        )
         return mapping
 
     def check_cluster_mode(self) -> None:

@@ -37,6 +37,7 @@ import collections
 import contextlib
 import dataclasses
 import logging
+import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
@@ -84,6 +85,7 @@ class RaftDriver:
         on_update: Callable[[], None] | None = None,
         clock: Callable[[], int] = monotonic_ms,
         connect_timeout: float = 1.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.core = core
         self.node_id = core.node_id
@@ -91,6 +93,7 @@ class RaftDriver:
         self.on_update = on_update
         self._clock = clock
         self._connect_timeout = connect_timeout
+        self._ssl_context = ssl_context  # TLS when the controller listener is SSL
         self._control: dict[int, NodeConnection] = {}
         self._fetch: dict[int, NodeConnection] = {}
         self._parked: dict[int, collections.deque[asyncio.Future[rm.RaftResponse]]] = {}
@@ -270,6 +273,7 @@ class RaftDriver:
                 address[1],
                 client_id=f"pydmq-raft-{self.node_id}",
                 connect_timeout=self._connect_timeout,
+                ssl_context=self._ssl_context,
             )
         return conn
 

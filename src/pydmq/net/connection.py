@@ -79,8 +79,12 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.client_host, self.client_port = str(peer[0]), int(peer[1])
+        if self._end > self._start:
+            self._process_frames()  # requests sent with the end of a TLS handshake
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.closed and self._transport is None:
+            return  # a TLS handshake that failed: already reported
         self.closed = True
         if self._pending is not None:
             self._pending.cancel()
@@ -95,7 +99,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
-        self._process_frames()
+        if self._transport is not None:  # else: kept until the TLS handshake hands it over
+            self._process_frames()
 
     def eof_received(self) -> bool | None:
         return False

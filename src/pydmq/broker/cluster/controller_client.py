@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import ssl
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from typing import Any
@@ -65,13 +66,14 @@ class ControllerClient:
         *,
         client_id: str,
         leader_hint: Callable[[], int | None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """``voters``: id -> (host, port), as ``BrokerConfig.controller_quorum_voters``."""
         if not voters:
             raise ValueError("a controller client needs at least one voter")
         self.voters = sorted(voters)
         self._connections = {
-            node_id: NodeConnection(host, port, client_id=client_id)
+            node_id: NodeConnection(host, port, client_id=client_id, ssl_context=ssl_context)
             for node_id, (host, port) in voters.items()
         }
         self._active: int | None = None
