@@ -46,9 +46,9 @@ def test_encrypted_pem_needs_its_key_password(server: Identity) -> None:
         ssl_key_password=PASSWORD,
     )
     server_tls(good, "SSL")
-    with pytest.raises(ConfigError, match="ssl.key.password"):
+    with pytest.raises(ConfigError, match=r"ssl.key.password"):
         server_tls({**good, "ssl.key.password": "wrong"}, "SSL")
-    with pytest.raises(ConfigError, match="ssl.key.password"):
+    with pytest.raises(ConfigError, match=r"ssl.key.password"):
         server_tls({**good, "ssl.key.password": None}, "SSL")
 
 
@@ -59,7 +59,7 @@ def test_inline_pem_key_store(server: Identity) -> None:
         ssl_keystore_certificate_chain=server.cert_pem.read_text(),
     )
     server_tls(inline, "SSL")
-    with pytest.raises(ConfigError, match="ssl.keystore.type=PEM"):
+    with pytest.raises(ConfigError, match=r"ssl.keystore.type=PEM"):
         server_tls({**inline, "ssl.keystore.type": "PKCS12"}, "SSL")
 
 
@@ -143,7 +143,7 @@ def test_config_errors_at_start(ca: TestCA, server: Identity, tmp_path: Path) ->
     pem = {"ssl.keystore.type": "PEM"}
     with pytest.raises(ConfigError, match="has no key store"):
         server_tls(settings(), "SSL")
-    with pytest.raises(ConfigError, match="cannot read ssl.keystore.location"):
+    with pytest.raises(ConfigError, match=r"cannot read ssl.keystore.location"):
         server_tls({**settings(**{}), **pem, "ssl.keystore.location": str(tmp_path / "no")}, "SSL")
     with pytest.raises(ConfigError, match="wrong password"):
         server_tls(
@@ -189,7 +189,7 @@ def test_listener_overrides_take_precedence() -> None:
     assert config.ssl_settings("INTERNAL")["ssl.keystore.location"] == "/node.p12"
     assert config.ssl_settings("PLAINTEXT")["ssl.client.auth"] == "requested"
     assert "listener.name.internal.ssl.client.auth" not in config.without_effect
-    with pytest.raises(ConfigError, match="ssl.client.auth"):
+    with pytest.raises(ConfigError, match=r"ssl.client.auth"):
         BrokerConfig({"listener.name.internal.ssl.client.auth": "sometimes"})
 
 
