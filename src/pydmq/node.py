@@ -41,7 +41,7 @@ from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.net.tls import TLS_HANDSHAKE_TIMEOUT, TlsHandshake
 from pydmq.plugins.host import PluginHost
-from pydmq.security.tls import ServerTls, server_tls
+from pydmq.security.tls import ServerTls, node_server_tls
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
@@ -93,9 +93,9 @@ class Node:
         # The server side of every SSL listener, built now so a bad ssl.* setting fails the
         # start (the control-plane listener is known once the broker is built).
         self._server_tls: dict[str, ServerTls] = {
-            item.name: server_tls(config.ssl_settings(item.name), item.name)
+            item.name: tls
             for item in self.listeners.listeners
-            if config.security_protocol(item.name) == "SSL"
+            if (tls := node_server_tls(config, item.name)) is not None
         }
         self.tls_handshake_timeout = TLS_HANDSHAKE_TIMEOUT
         self._servers: list[asyncio.base_events.Server] = []

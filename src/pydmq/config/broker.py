@@ -19,7 +19,8 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
-from pydmq.config.ssl_configs import SSL_CONFIG_NAMES, SSL_CONFIGS
+from pydmq.config.listener_security import security_protocol
+from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -623,9 +624,6 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
-_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
-# listener.name.<lower-case listener name>.ssl.<...>: one listener's ssl.* setting.
-_LISTENER_SSL = re.compile(r"^listener\.name\.([a-z0-9_.-]+?)\.(ssl\..+)$")
 
 TOPIC_DEFAULT_SOURCES: dict[str, str] = {
     # topic config -> broker config that supplies its default
@@ -661,24 +659,14 @@ class BrokerConfig(ConfigValues):
     honoured (``broker.id`` as Kafka's synonym of ``node.id``), the Kafka properties of
     :mod:`pydmq.config.kafka_only` are kept aside in :attr:`without_effect` (name -> reason)
     for one start-up warning, and any other name is refused with the closest known one. A
-    setting pydmq would silently get wrong is refused: a listener whose security protocol is
-    neither PLAINTEXT nor SSL, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
+    setting pydmq would silently get wrong is refused: a listener whose security protocol it
+    does not serve, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
     this node alone (pydmq's quorum is ``controller.quorum.voters``).
     """
 
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
-        # Listener name (lower case, as Kafka's prefix) -> its own ssl.* values.
-        self.listener_ssl: dict[str, dict[str, object]] = {}
-        for name in [n for n in values if _LISTENER_SSL.match(n)]:
-            match = _LISTENER_SSL.match(name)
-            assert match is not None
-            listener, prop = match.groups()
-            if prop in SSL_CONFIG_NAMES:
-                definition = next(d for d in SSL_CONFIGS if d.name == prop)
-                self.listener_ssl.setdefault(listener, {})[prop] = definition.parse(
-                    values.pop(name)
-                )
+        self.listener_ssl = pop_listener_ssl(values)  # listener.name.<name>.ssl.*
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:
@@ -782,27 +770,12 @@ class BrokerConfig(ConfigValues):
     def _check_listener_security(self) -> None:
         for uri in self.listeners:
             name = _listener_uri_name(uri)
-            protocol = self.security_protocol(name)
+            protocol = security_protocol(self, name)
             if protocol not in ("PLAINTEXT", "SSL"):
                 raise ConfigError(
                     f"listener {name} uses security protocol {protocol}: pydmq serves "
                     "PLAINTEXT and SSL only (SASL is not implemented)"
                 )
-
-    def security_protocol(self, listener_name: str) -> str:
-        """The security protocol of ``listener_name`` (PLAINTEXT when the map has no entry
-        and the name is not a protocol's)."""
-        protocols = self.listener_security_protocols()
-        if listener_name in protocols:
-            return protocols[listener_name]
-        return listener_name if listener_name in _SECURITY_PROTOCOLS else "PLAINTEXT"
-
-    def ssl_settings(self, listener_name: str) -> dict[str, object]:
-        """Every ssl.* value for ``listener_name``: its ``listener.name.<name>.ssl.*``
-        overrides over the node's ssl.* settings (Kafka's precedence)."""
-        settings = {name: self.get(name) for name in SSL_CONFIG_NAMES}
-        settings.update(self.listener_ssl.get(listener_name.lower(), {}))
-        return settings
 
     def _check_quorum_bootstrap(self, raw: object) -> None:
         """Kafka 4's own single-node server.properties names its quorum with
@@ -889,15 +862,9 @@ class BrokerConfig(ConfigValues):
                 mapping[name.strip()] = protocol.strip()
         for name in self.controller_listener_names:
             mapping.setdefault(name, "PLAINTEXT")
-        # The control-plane listener pydmq opens beside the inter-broker one shares its
-        # protocol (TLS when that one is SSL).
-        inter_broker = self.get("inter.broker.listener.name")
-        mapping.setdefault(
-            self.control_plane_listener_name,
-            mapping.get(str(inter_broker), str(inter_broker))
-            if str(inter_broker) in mapping or str(inter_broker) in _SECURITY_PROTOCOLS
-            else "PLAINTEXT",
-        )
+        # pydmq's own control-plane listener (beside the inter-broker one) shares its protocol.
+        inter = self.get_str("inter.broker.listener.name")
+        mapping.setdefault(self.control_plane_listener_name, security_protocol(mapping, inter))
         return mapping
 
     def check_cluster_mode(self) -> None:

@@ -9,9 +9,11 @@ start-up only, so they are read-only here. :mod:`pydmq.security.tls` builds the 
 
 from __future__ import annotations
 
+import re
+
 from pydmq.config.definitions import ConfigDef, ConfigType, list_of, one_of
 
-__all__ = ["SSL_CONFIGS", "SSL_CONFIG_NAMES"]
+__all__ = ["SSL_CONFIGS", "SSL_CONFIG_NAMES", "pop_listener_ssl"]
 
 T = ConfigType
 
@@ -162,3 +164,18 @@ SSL_CONFIGS: tuple[ConfigDef, ...] = (
 )
 
 SSL_CONFIG_NAMES = frozenset(d.name for d in SSL_CONFIGS)
+_BY_NAME = {d.name: d for d in SSL_CONFIGS}
+# listener.name.<lower-case listener name>.ssl.<...>: one listener's ssl.* setting.
+_LISTENER_SSL = re.compile(r"^listener\.name\.([a-z0-9_.-]+?)\.(ssl\..+)$")
+
+
+def pop_listener_ssl(values: dict[str, object]) -> dict[str, dict[str, object]]:
+    """Take every ``listener.name.<name>.ssl.*`` property pydmq honours out of ``values``;
+    returns listener name (lower case, as in Kafka's prefix) -> its parsed ssl.* values."""
+    out: dict[str, dict[str, object]] = {}
+    for name in list(values):
+        match = _LISTENER_SSL.match(name)
+        if match is not None and match.group(2) in _BY_NAME:
+            listener, prop = match.groups()
+            out.setdefault(listener, {})[prop] = _BY_NAME[prop].parse(values.pop(name))
+    return out

@@ -23,10 +23,11 @@ from pathlib import Path
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.definitions import ConfigError
+from pydmq.config.listener_security import security_protocol, ssl_settings
 from pydmq.security.principal_mapping import SslPrincipalMapper
 from pydmq.security.tls_keystore import KeyMaterial, load_keystore, load_truststore
 
-__all__ = ["ServerTls", "client_ssl_context", "node_client_ssl", "server_tls"]
+__all__ = ["ServerTls", "client_ssl_context", "node_client_ssl", "node_server_tls", "server_tls"]
 
 _VERSIONS = {"TLSv1.2": ssl.TLSVersion.TLSv1_2, "TLSv1.3": ssl.TLSVersion.TLSv1_3}
 _CLIENT_AUTH = {
@@ -86,9 +87,16 @@ def client_ssl_context(settings: Mapping[str, object], listener: str) -> ssl.SSL
 def node_client_ssl(config: BrokerConfig, listener: str) -> ssl.SSLContext | None:
     """The context this node's clients dial ``listener`` of the other nodes with (that
     listener's ssl.* settings, as Kafka's inter-broker client); None when it is not TLS."""
-    if config.security_protocol(listener) not in ("SSL", "SASL_SSL"):
+    if security_protocol(config, listener) not in ("SSL", "SASL_SSL"):
         return None
-    return client_ssl_context(config.ssl_settings(listener), listener)
+    return client_ssl_context(ssl_settings(config, listener), listener)
+
+
+def node_server_tls(config: BrokerConfig, listener: str) -> ServerTls | None:
+    """The server side of this node's listener ``listener``; None when it is not SSL."""
+    if security_protocol(config, listener) != "SSL":
+        return None
+    return server_tls(ssl_settings(config, listener), listener)
 
 
 def _versions_and_ciphers(

@@ -10,6 +10,7 @@ import pytest
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.definitions import ConfigError
+from pydmq.config.listener_security import security_protocol, ssl_settings
 from pydmq.security.tls import client_ssl_context, server_tls
 from pydmq.testing.tls import PASSWORD, Identity, TestCA
 
@@ -29,7 +30,7 @@ def server(ca: TestCA) -> Identity:
 def settings(**values: object) -> dict[str, object]:
     """The node's ssl.* settings with ``values`` (underscores for dots)."""
     config = BrokerConfig({k.replace("_", "."): v for k, v in values.items()})
-    return config.ssl_settings("SSL")
+    return ssl_settings(config, "SSL")
 
 
 def test_pem_key_store_file(ca: TestCA, server: Identity) -> None:
@@ -184,10 +185,10 @@ def test_listener_overrides_take_precedence() -> None:
             "listener.name.internal.ssl.client.auth": "required",
         }
     )
-    assert config.security_protocol("INTERNAL") == "SSL"
-    assert config.ssl_settings("INTERNAL")["ssl.client.auth"] == "required"
-    assert config.ssl_settings("INTERNAL")["ssl.keystore.location"] == "/node.p12"
-    assert config.ssl_settings("PLAINTEXT")["ssl.client.auth"] == "requested"
+    assert security_protocol(config, "INTERNAL") == "SSL"
+    assert ssl_settings(config, "INTERNAL")["ssl.client.auth"] == "required"
+    assert ssl_settings(config, "INTERNAL")["ssl.keystore.location"] == "/node.p12"
+    assert ssl_settings(config, "PLAINTEXT")["ssl.client.auth"] == "requested"
     assert "listener.name.internal.ssl.client.auth" not in config.without_effect
     with pytest.raises(ConfigError, match=r"ssl.client.auth"):
         BrokerConfig({"listener.name.internal.ssl.client.auth": "sometimes"})

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.listener_security import ssl_settings
 from pydmq.net.client import NodeConnection, NodeConnectionError
 from pydmq.node import Node
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
@@ -57,7 +58,7 @@ def client_context(ca: TestCA, identity: Identity | None) -> ssl.SSLContext:
     }
     if identity is not None:
         values |= {"ssl.keystore.type": "PEM", "ssl.keystore.location": str(identity.pem)}
-    return client_ssl_context(BrokerConfig(values).ssl_settings("SSL"), "SSL")
+    return client_ssl_context(ssl_settings(BrokerConfig(values), "SSL"), "SSL")
 
 
 @asynccontextmanager
