@@ -30,7 +30,7 @@ import hashlib
 import logging
 import socket
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
@@ -39,7 +39,7 @@ from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
-from pydmq.net.tls import TLS_HANDSHAKE_TIMEOUT, TlsHandshake
+from pydmq.net.tls import TLS_HANDSHAKE_TIMEOUT, TlsListener, tls_principal
 from pydmq.plugins.host import PluginHost
 from pydmq.security.tls import ServerTls, node_server_tls
 from pydmq.storage.checkpoint import write_atomically
@@ -98,7 +98,7 @@ class Node:
             if (tls := node_server_tls(config, item.name)) is not None
         }
         self.tls_handshake_timeout = TLS_HANDSHAKE_TIMEOUT
-        self._servers: list[asyncio.base_events.Server] = []
+        self._servers: list[asyncio.base_events.Server | TlsListener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
 
@@ -155,57 +155,59 @@ class Node:
             else "",
         )
 
-    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server]]:
+    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server | TlsListener]]:
         """Bind every listener this node serves, without accepting yet (a connection to a
-        bound port that does not listen is refused); returns (listener name, server)."""
+        bound port that does not listen is refused); returns (listener name, server). An SSL
+        listener is a :class:`TlsListener` (its handshakes in tasks of their own)."""
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
-        out: list[tuple[str, asyncio.base_events.Server]] = []
+        out: list[tuple[str, asyncio.base_events.Server | TlsListener]] = []
         for listener in self.listeners.listeners:
             dispatcher = self.dispatcher_for(listener.name)
             if dispatcher is None:
                 continue
+            tls = self._server_tls.get(listener.name)
 
             def factory(
-                name: str = listener.name, dispatcher: RequestDispatcher[Any] = dispatcher
+                name: str = listener.name,
+                dispatcher: RequestDispatcher[Any] = dispatcher,
+                tls: ServerTls | None = tls,
             ) -> KafkaConnection:
                 connection = KafkaConnection(
-                    dispatcher, max_request, name, on_close=self._connection_closed
+                    dispatcher,
+                    max_request,
+                    name,
+                    on_close=self._connection_closed,
+                    authenticate=None if tls is None else tls_principal(tls),
                 )
                 self.connections.add(connection)
                 return connection
 
-            tls = self._server_tls.get(listener.name)
-            accept: Callable[[], asyncio.BaseProtocol] = factory
+            server: asyncio.base_events.Server | TlsListener
             if tls is not None:
-
-                def accept(
-                    name: str = listener.name,
-                    tls: ServerTls = tls,
-                    factory: Callable[[], KafkaConnection] = factory,
-                ) -> asyncio.BaseProtocol:
-                    return TlsHandshake(
-                        tls, factory, listener=name, handshake_timeout=self.tls_handshake_timeout
-                    )
-
-            server = await loop.create_server(
-                accept,
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-                start_serving=False,
-            )
-            for sock in server.sockets:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                server = TlsListener.bind(listener.name, listener.host, listener.port, tls, factory)
+                server.handshake_timeout = self.tls_handshake_timeout
+            else:
+                server = await loop.create_server(
+                    factory,
+                    host=listener.host or None,
+                    port=listener.port,
+                    reuse_address=True,
+                    backlog=1024,
+                    start_serving=False,
+                )
+                for sock in server.sockets:
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
             self._servers.append(server)
             out.append((listener.name, server))
         return out
 
     @staticmethod
-    async def _start_serving(servers: Iterable[asyncio.base_events.Server]) -> None:
+    async def _start_serving(
+        servers: Iterable[asyncio.base_events.Server | TlsListener],
+    ) -> None:
         for server in servers:
             if not server.is_serving():
                 await server.start_serving()

@@ -1,25 +1,32 @@
-"""Accepting a connection on an SSL listener: TCP first, then the TLS handshake, then Kafka.
+"""An SSL listener: accept, run the server side of the TLS handshake, then serve Kafka.
 
-:class:`TlsHandshake` is the protocol the listener's server creates per accepted socket. It
-stops reading, runs the server side of the TLS handshake over the socket (``loop.start_tls``,
-bounded by a timeout), names the client (its certificate's mapped subject DN, or
-User:ANONYMOUS without one) and hands the TLS transport to the connection's
-:class:`~pydmq.net.connection.KafkaConnection`. A handshake that fails, stalls past its
-timeout or yields an unmappable certificate (a plaintext client, garbage, an untrusted CA)
-closes that socket and logs one line; nothing else waits on it. Owned by the event loop.
+:class:`TlsListener` owns one listening socket. Its accept loop hands each socket to
+``loop.connect_accepted_socket`` with the listener's SSL context and a handshake timeout, in a
+task of its own, so a slow or hostile handshake never holds up the next accept. A handshake
+that fails or stalls past its timeout (a plaintext client, garbage, an untrusted certificate)
+closes that socket and logs one line. Once the handshake is done, the connection's
+:class:`~pydmq.net.connection.KafkaConnection` names its client from the TLS session (the
+``authenticate`` hook :func:`tls_principal` builds) before it reads a request.
+
+(``loop.start_tls`` over an accepted plain connection cannot be used: uvloop delivers the
+first bytes, the ClientHello, before the protocol can pause reading, and they would be lost.)
+Owned by the event loop; it mirrors the part of ``asyncio.Server`` the node uses.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 from collections.abc import Callable
 
 from pydmq.net.connection import KafkaConnection
+from pydmq.security.principal import KafkaPrincipal
 from pydmq.security.tls import ServerTls
 from pydmq.security.tls_principal import ssl_principal
 
-__all__ = ["TLS_HANDSHAKE_TIMEOUT", "TlsHandshake"]
+__all__ = ["TLS_HANDSHAKE_TIMEOUT", "TlsListener", "tls_principal"]
 
 log = logging.getLogger(__name__)
 
@@ -27,57 +34,111 @@ log = logging.getLogger(__name__)
 TLS_HANDSHAKE_TIMEOUT = 10.0
 
 
-class TlsHandshake(asyncio.Protocol):
-    """One accepted socket of an SSL listener until its handshake ends (module docstring)."""
+def tls_principal(tls: ServerTls) -> Callable[[asyncio.BaseTransport], KafkaPrincipal]:
+    """The principal of a TLS connection: its client certificate's mapped subject DN, or
+    User:ANONYMOUS without a certificate; ValueError when no mapping rule applies."""
+
+    def authenticate(transport: asyncio.BaseTransport) -> KafkaPrincipal:
+        ssl_object = transport.get_extra_info("ssl_object")
+        if ssl_object is None:
+            raise ValueError("no TLS session")
+        return ssl_principal(ssl_object.getpeercert(binary_form=True), tls.principal_mapper)
+
+    return authenticate
+
+
+class TlsListener:
+    """One SSL listener's socket and accept loop (see the module docstring)."""
 
     def __init__(
         self,
+        name: str,
+        sock: socket.socket,
         tls: ServerTls,
         connection_factory: Callable[[], KafkaConnection],
-        *,
-        listener: str,
         handshake_timeout: float = TLS_HANDSHAKE_TIMEOUT,
     ) -> None:
+        self.name = name
+        self.sockets = [sock]
         self._tls = tls
         self._connection_factory = connection_factory
-        self._listener = listener
-        self._timeout = handshake_timeout
-        self._task: asyncio.Task[None] | None = None
+        self.handshake_timeout = handshake_timeout
+        self._accepting: asyncio.Task[None] | None = None
+        self._handshakes: set[asyncio.Task[None]] = set()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        transport.pause_reading()  # type: ignore[attr-defined]  # start_tls takes over from here
-        self._task = asyncio.get_running_loop().create_task(self._handshake(transport))
+    @classmethod
+    def bind(
+        cls,
+        name: str,
+        host: str | None,
+        port: int,
+        tls: ServerTls,
+        connection_factory: Callable[[], KafkaConnection],
+    ) -> TlsListener:
+        """Bind ``host:port`` (every interface for None) without accepting yet."""
+        if host:
+            family = socket.AF_INET6 if ":" in host else socket.AF_INET
+            sock = socket.create_server((host, port), family=family, backlog=1024)
+        elif socket.has_dualstack_ipv6():
+            sock = socket.create_server(
+                ("", port), family=socket.AF_INET6, backlog=1024, dualstack_ipv6=True
+            )
+        else:
+            sock = socket.create_server(("", port), backlog=1024)
+        sock.setblocking(False)
+        return cls(name, sock, tls, connection_factory)
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        """The peer left before start_tls took the socket over; the handshake task sees it."""
+    def is_serving(self) -> bool:
+        return self._accepting is not None and not self._accepting.done()
 
-    async def _handshake(self, transport: asyncio.BaseTransport) -> None:
-        peer = transport.get_extra_info("peername")
-        where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else "?"
-        connection = self._connection_factory()
+    async def start_serving(self) -> None:
+        if self._accepting is None:
+            self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
+
+    def close(self) -> None:
+        if self._accepting is not None:
+            self._accepting.cancel()
+        for task in self._handshakes:
+            task.cancel()
+        self.sockets[0].close()
+
+    async def wait_closed(self) -> None:
+        tasks = [t for t in (self._accepting, *self._handshakes) if t is not None]
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
+        listening = self.sockets[0]
+        while True:
+            try:
+                sock, peer = await loop.sock_accept(listening)
+            except OSError as exc:  # EMFILE and the like: back off, keep listening
+                log.warning("listener %s: accept failed: %s", self.name, exc)
+                await asyncio.sleep(0.1)
+                continue
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            task = loop.create_task(self._handshake(sock, peer))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, sock: socket.socket, peer: object) -> None:
+        connection = self._connection_factory()
         try:
-            tls_transport = await loop.start_tls(
-                transport,  # type: ignore[arg-type]  # uvloop's transports are not subclasses
-                connection,
-                self._tls.context,
-                server_side=True,
-                ssl_handshake_timeout=self._timeout,
+            await asyncio.get_running_loop().connect_accepted_socket(
+                lambda: connection,
+                sock,
+                ssl=self._tls.context,
+                ssl_handshake_timeout=self.handshake_timeout,
             )
-            if tls_transport is None:
-                raise ConnectionError("connection closed during the handshake")
-            ssl_object = tls_transport.get_extra_info("ssl_object")
-            connection.principal = ssl_principal(
-                ssl_object.getpeercert(binary_form=True), self._tls.principal_mapper
-            )
-        except (OSError, ValueError, TimeoutError) as exc:
+        except (OSError, TimeoutError) as exc:
+            where = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
             log.info(
                 "closing connection from %s on listener %s: TLS handshake failed: %s",
                 where,
-                self._listener,
+                self.name,
                 exc or type(exc).__name__,
             )
-            transport.abort()  # type: ignore[attr-defined]
+            with contextlib.suppress(OSError):
+                sock.close()
             connection.connection_lost(exc)
-            return
-        connection.connection_made(tls_transport)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,16 @@ from pydmq.testing.tls import Identity, TestCA
 pytestmark = pytest.mark.timeout(60)
 
 API_VERSIONS = 18
+# uvloop (what `pydmq serve` runs on) and asyncio's own loop.
+LOOPS = ["asyncio", "uvloop"]
+
+
+def run_on(loop: str, main: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    if loop == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        uvloop.run(main())
+    else:
+        asyncio.run(main())
 
 
 @pytest.fixture(scope="module")
@@ -93,8 +104,13 @@ async def principals(node: Node, wanted: Callable[[KafkaPrincipal], bool]) -> Ka
     raise AssertionError([c.principal for c in node.connections])
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 def test_mtls_required_names_the_client_by_its_mapped_dn(
-    tmp_path: Path, ca: TestCA, identities: dict[str, Identity], caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    ca: TestCA,
+    identities: dict[str, Identity],
+    caplog: pytest.LogCaptureFixture,
+    loop: str,
 ) -> None:
     config = node_config(
         tmp_path,
@@ -124,7 +140,7 @@ def test_mtls_required_names_the_client_by_its_mapped_dn(
             failures = [r for r in caplog.records if "TLS handshake failed" in r.getMessage()]
             assert len(failures) == 1, caplog.text
 
-    asyncio.run(run())
+    run_on(loop, run)
 
 
 def test_without_client_auth_a_client_is_anonymous(
@@ -179,6 +195,7 @@ def test_an_untrusted_server_certificate_is_refused_by_the_node_client(
 PLAINTEXT_API_VERSIONS = bytes.fromhex("0000001a0012000300000001000774657374696e6700000000") + b"\0"
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 @pytest.mark.parametrize(
     ("name", "payload", "stall"),
     [
@@ -196,6 +213,7 @@ def test_a_bad_handshake_closes_that_socket_only(
     name: str,
     payload: bytes,
     stall: bool,
+    loop: str,
 ) -> None:
     config = node_config(tmp_path, ca, identities["server"])
 
@@ -206,10 +224,10 @@ def test_a_bad_handshake_closes_that_socket_only(
             writer.write(payload)
             await writer.drain()
             # Another client is served while the bad one is open (stalled or failing).
-            loop = asyncio.get_running_loop()
-            started = loop.time()
+            clock = asyncio.get_running_loop()
+            started = clock.time()
             good = await api_versions(port, client_context(ca, None))
-            served_in = loop.time() - started
+            served_in = clock.time() - started
             # The bad socket is closed by the node: EOF (or a TLS alert, then EOF).
             data = await asyncio.wait_for(reader.read(4096), 10)
             rest = await asyncio.wait_for(reader.read(), 10)
@@ -220,7 +238,7 @@ def test_a_bad_handshake_closes_that_socket_only(
             assert served_in < 5.0  # a wedge, not a speed check
 
     with caplog.at_level(logging.INFO, logger="pydmq.net.tls"):
-        asyncio.run(run())
+        run_on(loop, run)
     lines = [r.getMessage() for r in caplog.records if "TLS handshake failed" in r.getMessage()]
     assert len(lines) == 1, caplog.text
     if stall:
