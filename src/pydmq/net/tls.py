@@ -75,16 +75,19 @@ class TlsListener:
         tls: ServerTls,
         connection_factory: Callable[[], KafkaConnection],
     ) -> TlsListener:
-        """Bind ``host:port`` (every interface for None) without accepting yet."""
-        if host:
-            family = socket.AF_INET6 if ":" in host else socket.AF_INET
-            sock = socket.create_server((host, port), family=family, backlog=1024)
-        elif socket.has_dualstack_ipv6():
-            sock = socket.create_server(
-                ("", port), family=socket.AF_INET6, backlog=1024, dualstack_ipv6=True
-            )
-        else:
-            sock = socket.create_server(("", port), backlog=1024)
+        """Bind ``host:port`` (every interface for None) without listening yet: until
+        :meth:`start_serving`, a connection is refused, as asyncio's unstarted servers do."""
+        dual = not host and socket.has_dualstack_ipv6()
+        family = socket.AF_INET6 if dual or (host and ":" in host) else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if dual:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+            sock.bind((host or "", port))
+        except OSError:
+            sock.close()
+            raise
         sock.setblocking(False)
         return cls(name, sock, tls, connection_factory)
 
@@ -93,6 +96,7 @@ class TlsListener:
 
     async def start_serving(self) -> None:
         if self._accepting is None:
+            self.sockets[0].listen(1024)
             self._accepting = asyncio.get_running_loop().create_task(self._accept_loop())
 
     def close(self) -> None:
@@ -137,7 +141,7 @@ class TlsListener:
                 "closing connection from %s on listener %s: TLS handshake failed: %s",
                 where,
                 self.name,
-                exc or type(exc).__name__,
+                str(exc) or type(exc).__name__,
             )
             with contextlib.suppress(OSError):
                 sock.close()
