@@ -1,12 +1,15 @@
 """Real clients over TLS against a pydmq broker process: kafka-python, confluent-kafka
 (librdkafka), aiokafka and kcat produce and consume over an SSL listener, and over an SSL
 listener with ssl.client.auth=required (set by Kafka's per-listener override), where a client
-without a certificate is refused. Certificates come from a throwaway CA made for the run.
+without a certificate is refused; the Java client does so over mTLS. Certificates come from
+a throwaway CA made for the run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import shutil
 import ssl
 import tempfile
@@ -21,7 +24,7 @@ from pydmq.testing.process import free_port
 from pydmq.testing.tls import PASSWORD, Identity, TestCA
 
 from .conftest import BrokerProcess
-from .support import key, run_cmd, unique_topic, value
+from .support import java_ready, key, run_cmd, run_java, unique_topic, value
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
@@ -228,3 +231,31 @@ def test_kcat(tls_broker: TlsBroker, listener: str) -> None:
         timeout=60,
     ).stdout
     assert out.splitlines() == [key(i) + b":" + value(i) for i in range(COUNT)]
+
+
+# -- Java kafka-clients ------------------------------------------------------------------------
+
+
+def test_java_client_over_mtls(tls_broker: TlsBroker) -> None:
+    """The Java producer and consumer with a PKCS12 key store and a PEM trust store, and
+    host-name verification (Kafka's default ssl.endpoint.identification.algorithm=https)."""
+    reason = java_ready()
+    if reason:
+        pytest.fail(f"Java interop client unavailable: {reason}")
+    props = [
+        "security.protocol=SSL",
+        "ssl.keystore.type=PKCS12",
+        f"ssl.keystore.location={tls_broker.client.p12}",
+        f"ssl.keystore.password={PASSWORD}",
+        "ssl.truststore.type=PEM",
+        f"ssl.truststore.location={tls_broker.ca.pem}",
+    ]
+    options = [arg for prop in props for arg in ("--prop", prop)]
+    topic = unique_topic("tls-java")
+    common = ["--bootstrap", tls_broker.mtls, "--topic", topic, *options]
+    run_java(["create-topic", *common, "--partitions", "1"], timeout=90)
+    run_java(["produce", *common, "--count", str(COUNT), "--acks", "all"], timeout=90)
+    out = run_java(["consume", *common, "--count", str(COUNT)], timeout=90).stdout
+    records = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert [base64.b64decode(r["k"]) for r in records] == [key(i) for i in range(COUNT)]
+    assert [base64.b64decode(r["v"]) for r in records] == [value(i) for i in range(COUNT)]
