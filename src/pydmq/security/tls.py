@@ -93,8 +93,9 @@ def node_client_ssl(config: BrokerConfig, listener: str) -> ssl.SSLContext | Non
 
 
 def node_server_tls(config: BrokerConfig, listener: str) -> ServerTls | None:
-    """The server side of this node's listener ``listener``; None when it is not SSL."""
-    if security_protocol(config, listener) != "SSL":
+    """The server side of this node's listener ``listener`` (SSL, or SASL_SSL: the SASL
+    exchange then runs inside TLS); None when it is neither."""
+    if security_protocol(config, listener) not in ("SSL", "SASL_SSL"):
         return None
     return server_tls(ssl_settings(config, listener), listener)
 
