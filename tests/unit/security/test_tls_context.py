@@ -203,3 +203,11 @@ def test_ssl_listeners_are_accepted_and_sasl_ones_refused() -> None:
                 "listener.security.protocol.map": "EXTERNAL:SASL_SSL",
             }
         )
+
+
+def test_ssl_settings_cannot_change_at_run_time() -> None:
+    """pydmq reads ssl.* at start-up: a dynamic change is refused, not kept without effect."""
+    from pydmq.config.dynamic import OP_SET, DynamicConfigError, updated_layer
+
+    with pytest.raises(DynamicConfigError, match="Cannot update these configs dynamically"):
+        updated_layer({}, [("ssl.keystore.location", OP_SET, "/new.p12")], lambda name: None)
