@@ -30,22 +30,24 @@ import hashlib
 import logging
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.listener_security import security_protocol
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
-from pydmq.net.tls import TLS_HANDSHAKE_TIMEOUT, TlsListener, tls_principal
 from pydmq.plugins.host import PluginHost
-from pydmq.security.tls import ServerTls, node_server_tls
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.net.tls import TlsListener
+    from pydmq.security.principal import KafkaPrincipal
+    from pydmq.security.tls import ServerTls
 
 __all__ = ["Node"]
 
@@ -92,12 +94,15 @@ class Node:
             self._controller_listeners = set(config.controller_listener_names)
         # The server side of every SSL listener, built now so a bad ssl.* setting fails the
         # start (the control-plane listener is known once the broker is built).
-        self._server_tls: dict[str, ServerTls] = {
-            item.name: tls
-            for item in self.listeners.listeners
-            if (tls := node_server_tls(config, item.name)) is not None
-        }
-        self.tls_handshake_timeout = TLS_HANDSHAKE_TIMEOUT
+        self._server_tls: dict[str, ServerTls] = {}
+        names = [item.name for item in self.listeners.listeners]
+        if any(security_protocol(config, name) in ("SSL", "SASL_SSL") for name in names):
+            from pydmq.security.tls import node_server_tls  # TLS nodes only (start-up time)
+
+            self._server_tls = {
+                name: tls for name in names if (tls := node_server_tls(config, name)) is not None
+            }
+        self.tls_handshake_timeout: float | None = None  # None: TlsListener's default
         self._servers: list[asyncio.base_events.Server | TlsListener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
@@ -178,15 +183,18 @@ class Node:
                     max_request,
                     name,
                     on_close=self._connection_closed,
-                    authenticate=None if tls is None else tls_principal(tls),
+                    authenticate=None if tls is None else _authenticate(tls),
                 )
                 self.connections.add(connection)
                 return connection
 
             server: asyncio.base_events.Server | TlsListener
             if tls is not None:
+                from pydmq.net.tls import TlsListener
+
                 server = TlsListener.bind(listener.name, listener.host, listener.port, tls, factory)
-                server.handshake_timeout = self.tls_handshake_timeout
+                if self.tls_handshake_timeout is not None:
+                    server.handshake_timeout = self.tls_handshake_timeout
             else:
                 server = await loop.create_server(
                     factory,
@@ -279,3 +287,10 @@ def _default_cluster_id(config: BrokerConfig) -> str:
         digest = hashlib.sha256(f"pydmq-cluster:{voters}".encode()).digest()[:16]
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _authenticate(tls: ServerTls) -> Callable[[asyncio.BaseTransport], KafkaPrincipal]:
+    """The authenticate hook of an SSL listener's connections (TLS nodes only)."""
+    from pydmq.net.tls import tls_principal
+
+    return tls_principal(tls)

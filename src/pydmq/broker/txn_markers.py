@@ -14,7 +14,6 @@ the event loop.
 from __future__ import annotations
 
 import inspect
-import ssl
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,8 @@ from pydmq.storage.api import TopicPartition
 from pydmq.transactions.markers import NO_LEADER
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.broker.services import BrokerServices, MetadataView
     from pydmq.broker.topics import TopicRegistry
 

@@ -34,7 +34,6 @@ import collections
 import contextlib
 import enum
 import logging
-import ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -43,6 +42,8 @@ from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachabl
 from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.metadata.delta import MetadataDelta
     from pydmq.metadata.image import BrokerRegistration, MetadataImage
 

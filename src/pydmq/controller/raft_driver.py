@@ -37,10 +37,9 @@ import collections
 import contextlib
 import dataclasses
 import logging
-import ssl
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydmq.controller import raft_wire
 from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
@@ -49,6 +48,9 @@ from pydmq.raft import messages as rm
 from pydmq.raft.core import Outbound, Parked, RaftCore
 from pydmq.raft.file_log import MetadataLogOfflineError
 from pydmq.raft.log import Entry
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["RaftDriver", "monotonic_ms"]
 

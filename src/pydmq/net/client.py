@@ -12,13 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-import ssl
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydmq.protocol.errors import ProtocolError
 from pydmq.protocol.framing import SIZE, encode_request_frame, response_size
 from pydmq.protocol.headers import parse_response_header, response_correlation_id
 from pydmq.protocol.messages import API_SCHEMAS
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["NodeConnection", "NodeConnectionError", "NodeUnreachableError"]
 

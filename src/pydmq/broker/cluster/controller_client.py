@@ -20,10 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydmq.broker.cluster.fencing import LeaderAndEpoch
 from pydmq.broker.controller_channel import ControllerUnavailableError
@@ -35,6 +34,9 @@ from pydmq.protocol.messages.describe_quorum import (
     PartitionData,
     TopicData,
 )
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["ControllerClient", "ControllerUnavailableError", "QuorumLostError"]
 

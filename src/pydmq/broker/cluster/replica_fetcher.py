@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import ssl
 import time
 import uuid
 from collections.abc import Callable, Iterable
@@ -50,6 +49,8 @@ from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogStorageError
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.replication.partition import Partition
 
 __all__ = ["FetchState", "ReplicaFetcher", "ReplicaFetcherManager", "truncation_offset"]
