@@ -172,18 +172,21 @@ class Node:
             if dispatcher is None:
                 continue
             tls = self._server_tls.get(listener.name)
+            authenticate = None if tls is None else _authenticate(tls)
 
             def factory(
                 name: str = listener.name,
                 dispatcher: RequestDispatcher[Any] = dispatcher,
-                tls: ServerTls | None = tls,
+                authenticate: Callable[[asyncio.BaseTransport], KafkaPrincipal] | None = (
+                    authenticate
+                ),
             ) -> KafkaConnection:
                 connection = KafkaConnection(
                     dispatcher,
                     max_request,
                     name,
                     on_close=self._connection_closed,
-                    authenticate=None if tls is None else _authenticate(tls),
+                    authenticate=authenticate,
                 )
                 self.connections.add(connection)
                 return connection
