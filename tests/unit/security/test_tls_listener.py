@@ -243,3 +243,25 @@ def test_a_bad_handshake_closes_that_socket_only(
     assert len(lines) == 1, caplog.text
     if stall:
         assert "taking longer than" in lines[0] or "timed out" in lines[0].lower(), lines
+
+
+def test_a_certificate_no_mapping_rule_names_is_refused(
+    tmp_path: Path, ca: TestCA, identities: dict[str, Identity], caplog: pytest.LogCaptureFixture
+) -> None:
+    config = node_config(
+        tmp_path,
+        ca,
+        identities["server"],
+        **{"ssl.client.auth": "required", "ssl.principal.mapping.rules": "RULE:^O=(.*)$/$1/"},
+    )
+
+    async def run() -> None:
+        async with running(config) as node:
+            with pytest.raises(NodeConnectionError):
+                await api_versions(
+                    node.bound_ports["SSL"], client_context(ca, identities["client"])
+                )
+
+    with caplog.at_level(logging.INFO, logger="pydmq.net.connection"):
+        asyncio.run(run())
+    assert "no rule applies to CN=client" in caplog.text
