@@ -143,6 +143,16 @@ class TlsListener:
                 self.name,
                 str(exc) or type(exc).__name__,
             )
-            with contextlib.suppress(OSError):
-                sock.close()
-            connection.connection_lost(exc)
+            self._drop(sock, connection, exc)
+        except asyncio.CancelledError:  # the listener closes
+            self._drop(sock, connection, None)
+            raise
+        except Exception as exc:  # a bug: still only this connection pays for it
+            log.exception("TLS handshake on listener %s failed unexpectedly", self.name)
+            self._drop(sock, connection, exc)
+
+    @staticmethod
+    def _drop(sock: socket.socket, connection: KafkaConnection, exc: Exception | None) -> None:
+        with contextlib.suppress(OSError):
+            sock.close()
+        connection.connection_lost(exc)
