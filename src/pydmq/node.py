@@ -30,13 +30,14 @@ import hashlib
 import logging
 import socket
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.listener_security import security_protocol
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
@@ -44,6 +45,9 @@ from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.net.tls import TlsListener
+    from pydmq.security.principal import KafkaPrincipal
+    from pydmq.security.tls import ServerTls
 
 __all__ = ["Node"]
 
@@ -88,7 +92,18 @@ class Node:
             # the node.
             self.controller_dispatcher = RequestDispatcher(self, specs, unsupported)
             self._controller_listeners = set(config.controller_listener_names)
-        self._servers: list[asyncio.base_events.Server] = []
+        # The server side of every SSL listener, built now so a bad ssl.* setting fails the
+        # start (the control-plane listener is known once the broker is built).
+        self._server_tls: dict[str, ServerTls] = {}
+        names = [item.name for item in self.listeners.listeners]
+        if any(security_protocol(config, name) in ("SSL", "SASL_SSL") for name in names):
+            from pydmq.security.tls import node_server_tls  # TLS nodes only (start-up time)
+
+            self._server_tls = {
+                name: tls for name in names if (tls := node_server_tls(config, name)) is not None
+            }
+        self.tls_handshake_timeout: float | None = None  # None: TlsListener's default
+        self._servers: list[asyncio.base_events.Server | TlsListener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
 
@@ -145,44 +160,65 @@ class Node:
             else "",
         )
 
-    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server]]:
+    async def _bind_listeners(self) -> list[tuple[str, asyncio.base_events.Server | TlsListener]]:
         """Bind every listener this node serves, without accepting yet (a connection to a
-        bound port that does not listen is refused); returns (listener name, server)."""
+        bound port that does not listen is refused); returns (listener name, server). An SSL
+        listener is a :class:`TlsListener` (its handshakes in tasks of their own)."""
         loop = asyncio.get_running_loop()
         max_request = self.config.get_int("socket.request.max.bytes")
-        out: list[tuple[str, asyncio.base_events.Server]] = []
+        out: list[tuple[str, asyncio.base_events.Server | TlsListener]] = []
         for listener in self.listeners.listeners:
             dispatcher = self.dispatcher_for(listener.name)
             if dispatcher is None:
                 continue
+            tls = self._server_tls.get(listener.name)
+            authenticate = None if tls is None else _authenticate(tls)
 
             def factory(
-                name: str = listener.name, dispatcher: RequestDispatcher[Any] = dispatcher
+                name: str = listener.name,
+                dispatcher: RequestDispatcher[Any] = dispatcher,
+                authenticate: Callable[[asyncio.BaseTransport], KafkaPrincipal] | None = (
+                    authenticate
+                ),
             ) -> KafkaConnection:
                 connection = KafkaConnection(
-                    dispatcher, max_request, name, on_close=self._connection_closed
+                    dispatcher,
+                    max_request,
+                    name,
+                    on_close=self._connection_closed,
+                    authenticate=authenticate,
                 )
                 self.connections.add(connection)
                 return connection
 
-            server = await loop.create_server(
-                factory,
-                host=listener.host or None,
-                port=listener.port,
-                reuse_address=True,
-                backlog=1024,
-                start_serving=False,
-            )
-            for sock in server.sockets:
-                with contextlib.suppress(OSError):
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            server: asyncio.base_events.Server | TlsListener
+            if tls is not None:
+                from pydmq.net.tls import TlsListener
+
+                server = TlsListener.bind(listener.name, listener.host, listener.port, tls, factory)
+                if self.tls_handshake_timeout is not None:
+                    server.handshake_timeout = self.tls_handshake_timeout
+            else:
+                server = await loop.create_server(
+                    factory,
+                    host=listener.host or None,
+                    port=listener.port,
+                    reuse_address=True,
+                    backlog=1024,
+                    start_serving=False,
+                )
+                for sock in server.sockets:
+                    with contextlib.suppress(OSError):
+                        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self.bound_ports[listener.name] = server.sockets[0].getsockname()[1]
             self._servers.append(server)
             out.append((listener.name, server))
         return out
 
     @staticmethod
-    async def _start_serving(servers: Iterable[asyncio.base_events.Server]) -> None:
+    async def _start_serving(
+        servers: Iterable[asyncio.base_events.Server | TlsListener],
+    ) -> None:
         for server in servers:
             if not server.is_serving():
                 await server.start_serving()
@@ -254,3 +290,10 @@ def _default_cluster_id(config: BrokerConfig) -> str:
         digest = hashlib.sha256(f"pydmq-cluster:{voters}".encode()).digest()[:16]
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _authenticate(tls: ServerTls) -> Callable[[asyncio.BaseTransport], KafkaPrincipal]:
+    """The authenticate hook of an SSL listener's connections (TLS nodes only)."""
+    from pydmq.net.tls import tls_principal
+
+    return tls_principal(tls)

@@ -7,6 +7,8 @@
 //
 // Commands
 //   create-topic      --bootstrap B --topic T --partitions P
+//                     (create-topic, produce, consume and group-consume take --prop k=v...:
+//                     client properties, e.g. security.protocol=SSL and the ssl.* of mTLS)
 //   produce           --bootstrap B --topic T --count N [--partitions P] [--compression C]
 //                     [--acks A] [--base-ts MS] [--start I] [--linger-ms L] [--batch-size S]
 //                     Producer config is the client default apart from the options given
@@ -160,9 +162,24 @@ public final class InteropClient {
 
     // ------------------------------------------------------------------ commands
 
+    /** The client properties given as --prop k=v (repeatable), e.g. security.protocol=SSL. */
+    static void putProps(Map<String, String> o, Properties p) {
+        if (!o.containsKey("prop")) {
+            return;
+        }
+        for (String kv : o.get("prop").split("\n")) {
+            int eq = kv.indexOf('=');
+            if (eq <= 0) {
+                usage("bad --prop " + kv);
+            }
+            p.put(kv.substring(0, eq), kv.substring(eq + 1));
+        }
+    }
+
     static int createTopic(Map<String, String> o) throws Exception {
         Properties p = new Properties();
         p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
+        putProps(o, p);
         try (Admin admin = Admin.create(p)) {
             NewTopic nt = new NewTopic(req(o, "topic"), Integer.parseInt(req(o, "partitions")), (short) 1);
             admin.createTopics(Collections.singleton(nt)).all().get(60, TimeUnit.SECONDS);
@@ -182,6 +199,7 @@ public final class InteropClient {
         p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, req(o, "bootstrap"));
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
         p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+        putProps(o, p);
         // Only set what the caller asked for: everything else stays the client's default.
         if (o.containsKey("compression")) {
             p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, o.get("compression"));
@@ -252,6 +270,7 @@ public final class InteropClient {
         p.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, ByteArrayDeserializer.class.getName());
         p.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        putProps(o, p);
         if (group != null) {
             p.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         } else {
@@ -524,15 +543,7 @@ public final class InteropClient {
         if (o.containsKey("batch")) {
             p.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, o.get("batch"));
         }
-        if (o.containsKey("prop")) {
-            for (String kv : o.get("prop").split("\n")) {
-                int eq = kv.indexOf('=');
-                if (eq <= 0) {
-                    usage("bad --prop " + kv);
-                }
-                p.put(kv.substring(0, eq), kv.substring(eq + 1));
-            }
-        }
+        putProps(o, p);
 
         events = new BufferedWriter(new OutputStreamWriter(System.out, StandardCharsets.UTF_8), 1 << 16);
         long deadline = System.currentTimeMillis() + maxMs;

@@ -10,6 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.broker.services import MetadataView
     from pydmq.net.client import NodeConnection
 
@@ -19,10 +21,17 @@ __all__ = ["InterBrokerConnections"]
 class InterBrokerConnections:
     """Connections to the other brokers' inter-broker listener, by broker id."""
 
-    def __init__(self, metadata: Callable[[], MetadataView], listener: str, client_id: str) -> None:
+    def __init__(
+        self,
+        metadata: Callable[[], MetadataView],
+        listener: str,
+        client_id: str,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._metadata = metadata
         self._listener = listener
         self._client_id = client_id
+        self._ssl_context = ssl_context  # TLS when the inter-broker listener is SSL
         self._connections: dict[int, NodeConnection] = {}
 
     async def request(
@@ -39,7 +48,9 @@ class InterBrokerConnections:
                 await connection.close()
             from pydmq.net.client import NodeConnection  # cluster mode only (start-up time)
 
-            connection = NodeConnection(*endpoint, client_id=self._client_id)
+            connection = NodeConnection(
+                *endpoint, client_id=self._client_id, ssl_context=self._ssl_context
+            )
             self._connections[broker_id] = connection
         return await connection.request(api_key, version, body, timeout=timeout)
 

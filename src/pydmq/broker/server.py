@@ -166,6 +166,7 @@ class Broker:
             lambda: self.services,
             lambda: self.services.metadata,
             config.inter_broker_listener_name,
+            None if self.cluster is None else self.cluster.inter_broker_ssl,
         )
         offsets_log = self.group_coordinator_log
         self.transaction_coordinator = TransactionCoordinator(
@@ -193,6 +194,7 @@ class Broker:
                 lambda: self.services.metadata,
                 config.inter_broker_listener_name,
                 "txn-verification",
+                self.cluster.inter_broker_ssl,
             ),
         )
         self.replica_manager.txn_verifier = self.txn_verification

@@ -27,6 +27,8 @@ from pydmq.storage.api import TopicPartition
 from pydmq.transactions.markers import NO_LEADER
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.broker.services import BrokerServices, MetadataView
     from pydmq.broker.topics import TopicRegistry
 
@@ -72,10 +74,13 @@ class WriteTxnMarkersDelivery:
         services: Callable[[], BrokerServices],
         metadata: Callable[[], MetadataView],
         inter_broker_listener: str,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self._node_id = node_id
         self._services = services
-        self._brokers = InterBrokerConnections(metadata, inter_broker_listener, _CLIENT_ID)
+        self._brokers = InterBrokerConnections(
+            metadata, inter_broker_listener, _CLIENT_ID, ssl_context
+        )
 
     async def send(
         self, broker_id: int, version: int, request: WriteTxnMarkersRequest

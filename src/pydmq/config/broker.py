@@ -19,6 +19,8 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
+from pydmq.config.listener_security import security_protocol
+from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -618,10 +620,10 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "Largest metadata string of a committed offset.",
         read_only=True,
     ),
+    *SSL_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
-_SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
 TOPIC_DEFAULT_SOURCES: dict[str, str] = {
     # topic config -> broker config that supplies its default
@@ -657,13 +659,14 @@ class BrokerConfig(ConfigValues):
     honoured (``broker.id`` as Kafka's synonym of ``node.id``), the Kafka properties of
     :mod:`pydmq.config.kafka_only` are kept aside in :attr:`without_effect` (name -> reason)
     for one start-up warning, and any other name is refused with the closest known one. A
-    setting pydmq would silently get wrong is refused: a listener whose security protocol is
-    not PLAINTEXT, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
+    setting pydmq would silently get wrong is refused: a listener whose security protocol it
+    does not serve, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
     this node alone (pydmq's quorum is ``controller.quorum.voters``).
     """
 
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
+        self.listener_ssl = pop_listener_ssl(values)  # listener.name.<name>.ssl.*
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:
@@ -765,14 +768,13 @@ class BrokerConfig(ConfigValues):
             )
 
     def _check_listener_security(self) -> None:
-        protocols = self.listener_security_protocols()
         for uri in self.listeners:
             name = _listener_uri_name(uri)
-            protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else "PLAINTEXT")
-            if protocol != "PLAINTEXT":
+            protocol = security_protocol(self, name)
+            if protocol not in ("PLAINTEXT", "SSL"):
                 raise ConfigError(
                     f"listener {name} uses security protocol {protocol}: pydmq serves "
-                    "PLAINTEXT only (TLS and SASL are not implemented)"
+                    "PLAINTEXT and SSL only (SASL is not implemented)"
                 )
 
     def _check_quorum_bootstrap(self, raw: object) -> None:
@@ -858,8 +860,11 @@ class BrokerConfig(ConfigValues):
             name, sep, protocol = item.partition(":")
             if sep:
                 mapping[name.strip()] = protocol.strip()
-        for name in (*self.controller_listener_names, self.control_plane_listener_name):
+        for name in self.controller_listener_names:
             mapping.setdefault(name, "PLAINTEXT")
+        # pydmq's own control-plane listener (beside the inter-broker one) shares its protocol.
+        inter = self.get_str("inter.broker.listener.name")
+        mapping.setdefault(self.control_plane_listener_name, security_protocol(mapping, inter))
         return mapping
 
     def check_cluster_mode(self) -> None:

@@ -281,27 +281,11 @@ _TABLE = """
     socket.listen.backlog.size INT S "50"
     ssl.allow.dn.changes BOOLEAN S "false"
     ssl.allow.san.changes BOOLEAN S "false"
-    ssl.cipher.suites LIST D ""
-    ssl.client.auth STRING D "none"
-    ssl.enabled.protocols LIST D "TLSv1.2,TLSv1.3"
-    ssl.endpoint.identification.algorithm STRING D "https"
     ssl.engine.factory.class CLASS D null
-    ssl.key.password PASSWORD D null
     ssl.keymanager.algorithm STRING D "SunX509"
-    ssl.keystore.certificate.chain PASSWORD D null
-    ssl.keystore.key PASSWORD D null
-    ssl.keystore.location STRING D null
-    ssl.keystore.password PASSWORD D null
-    ssl.keystore.type STRING D "JKS"
-    ssl.principal.mapping.rules STRING S "DEFAULT"
-    ssl.protocol STRING D "TLSv1.3"
     ssl.provider STRING D null
     ssl.secure.random.implementation STRING D null
     ssl.trustmanager.algorithm STRING D "PKIX"
-    ssl.truststore.certificates PASSWORD D null
-    ssl.truststore.location STRING D null
-    ssl.truststore.password PASSWORD D null
-    ssl.truststore.type STRING D "JKS"
     telemetry.max.bytes INT S "1048576"
     transaction.abort.timed.out.transaction.cleanup.interval.ms INT S "10000"
     transaction.partition.verification.enable BOOLEAN D "true"

@@ -182,14 +182,7 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         security.inter.broker.protocol security.providers connections.max.reauth.ms
         connection.failed.authentication.delay.ms delegation.token.expiry.check.interval.ms
         delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
-        delegation.token.secret.key ssl.allow.dn.changes ssl.allow.san.changes ssl.cipher.suites
-        ssl.client.auth ssl.enabled.protocols ssl.endpoint.identification.algorithm
-        ssl.engine.factory.class ssl.key.password ssl.keymanager.algorithm
-        ssl.keystore.certificate.chain ssl.keystore.key ssl.keystore.location
-        ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol
-        ssl.provider ssl.secure.random.implementation ssl.trustmanager.algorithm
-        ssl.truststore.certificates ssl.truststore.location ssl.truststore.password
-        ssl.truststore.type sasl.client.callback.handler.class sasl.enabled.mechanisms
+        delegation.token.secret.key sasl.client.callback.handler.class sasl.enabled.mechanisms
         sasl.jaas.config sasl.kerberos.kinit.cmd sasl.kerberos.min.time.before.relogin
         sasl.kerberos.principal.to.local.rules sasl.kerberos.service.name
         sasl.kerberos.ticket.renew.jitter sasl.kerberos.ticket.renew.window.factor
@@ -217,6 +210,15 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         sasl.server.max.receive.size
         """,
         ("listener.name.",),
+    ),
+    _group(
+        "Java TLS provider settings (pydmq's TLS is Python's ssl module over OpenSSL) and "
+        "certificate reload checks (pydmq reads its key store at start-up only)",
+        """
+        ssl.allow.dn.changes ssl.allow.san.changes ssl.engine.factory.class
+        ssl.keymanager.algorithm ssl.provider ssl.secure.random.implementation
+        ssl.trustmanager.algorithm
+        """,
     ),
     _group(
         "client quotas and connection limits, which pydmq does not enforce",

@@ -42,6 +42,8 @@ from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachabl
 from pydmq.protocol.errors import ErrorCode
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.metadata.delta import MetadataDelta
     from pydmq.metadata.image import BrokerRegistration, MetadataImage
 
@@ -83,6 +85,7 @@ class BrokerChannel:
             port,
             client_id=f"pydmq-controller-{manager.controller_id}",
             connect_timeout=manager.connect_timeout,
+            ssl_context=manager.ssl_context,
         )
         self.needs_full = True
         self.queue: collections.deque[tuple[int, int, Any]] = collections.deque()
@@ -239,8 +242,10 @@ class ControllerChannelManager:
         connect_timeout: float = 2.0,
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 2000,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.controller_id = controller_id
+        self.ssl_context = ssl_context  # TLS when the control-plane listener is SSL
         self.controller_epoch = controller_epoch
         # Channels connect to this listener; LeaderAndIsr names the leaders' inter-broker one.
         self.control_plane_listener_name = control_plane_listener_name

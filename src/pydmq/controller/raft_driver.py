@@ -39,7 +39,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pydmq.controller import raft_wire
 from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
@@ -48,6 +48,9 @@ from pydmq.raft import messages as rm
 from pydmq.raft.core import Outbound, Parked, RaftCore
 from pydmq.raft.file_log import MetadataLogOfflineError
 from pydmq.raft.log import Entry
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["RaftDriver", "monotonic_ms"]
 
@@ -84,6 +87,7 @@ class RaftDriver:
         on_update: Callable[[], None] | None = None,
         clock: Callable[[], int] = monotonic_ms,
         connect_timeout: float = 1.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.core = core
         self.node_id = core.node_id
@@ -91,6 +95,7 @@ class RaftDriver:
         self.on_update = on_update
         self._clock = clock
         self._connect_timeout = connect_timeout
+        self._ssl_context = ssl_context  # TLS when the controller listener is SSL
         self._control: dict[int, NodeConnection] = {}
         self._fetch: dict[int, NodeConnection] = {}
         self._parked: dict[int, collections.deque[asyncio.Future[rm.RaftResponse]]] = {}
@@ -270,6 +275,7 @@ class RaftDriver:
                 address[1],
                 client_id=f"pydmq-raft-{self.node_id}",
                 connect_timeout=self._connect_timeout,
+                ssl_context=self._ssl_context,
             )
         return conn
 

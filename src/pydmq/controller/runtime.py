@@ -71,6 +71,7 @@ from pydmq.protocol.features import METADATA_VERSION
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
+from pydmq.security.tls import node_client_ssl
 
 if TYPE_CHECKING:
     from pydmq.api.handler import ApiHandlerSpec
@@ -160,6 +161,8 @@ class ControllerRuntime:
         self.controller_listener_name = config.controller_listener_names[0]
         self.inter_broker_listener_name = config.inter_broker_listener_name
         self.control_plane_listener_name = config.control_plane_listener_name
+        # TLS of the pushes to the brokers' control-plane listener when it is SSL.
+        self._control_plane_ssl = node_client_ssl(config, self.control_plane_listener_name)
         self.session_timeout_ms = config.get_int("broker.session.timeout.ms")
         self.snapshot_interval_records = int(
             config.get_int("metadata.log.max.snapshot.interval.records")
@@ -252,7 +255,12 @@ class ControllerRuntime:
             cluster_id=self.cluster_id,
             leader_change_payload=encode_payload([NoOpRecord()]),
         )
-        self._driver = RaftDriver(core, self.voters, on_update=self._on_raft_update)
+        self._driver = RaftDriver(
+            core,
+            self.voters,
+            on_update=self._on_raft_update,
+            ssl_context=node_client_ssl(self.config, self.controller_listener_name),
+        )
         snapshot = raft_log.latest_snapshot()
         if snapshot is not None:
             self._load_snapshot(core.load_snapshot(snapshot), snapshot.end_offset, snapshot.epoch)
@@ -428,6 +436,7 @@ class ControllerRuntime:
             inter_broker_listener_name=self.inter_broker_listener_name,
             image_provider=lambda: self.image,
             on_refused=self.broker_refused,
+            ssl_context=self._control_plane_ssl,
         )
         self._channels.start()
         self._active_tasks = [

@@ -12,12 +12,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydmq.protocol.errors import ProtocolError
 from pydmq.protocol.framing import SIZE, encode_request_frame, response_size
 from pydmq.protocol.headers import parse_response_header, response_correlation_id
 from pydmq.protocol.messages import API_SCHEMAS
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["NodeConnection", "NodeConnectionError", "NodeUnreachableError"]
 
@@ -43,11 +46,15 @@ class NodeConnection:
         *,
         client_id: str,
         connect_timeout: float = 2.0,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.connect_timeout = connect_timeout
+        # TLS when the listener dialled is SSL (pydmq.security.tls.node_client_ssl); the
+        # handshake counts in the connect timeout.
+        self.ssl_context = ssl_context
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task[None] | None = None
@@ -71,7 +78,13 @@ class NodeConnection:
                 raise NodeConnectionError(f"connection to {self.host}:{self.port} was closed")
             try:
                 reader, writer = await asyncio.wait_for(
-                    asyncio.open_connection(self.host, self.port, limit=_MAX_FRAME),
+                    asyncio.open_connection(
+                        self.host,
+                        self.port,
+                        limit=_MAX_FRAME,
+                        ssl=self.ssl_context,
+                        server_hostname=None if self.ssl_context is None else self.host,
+                    ),
                     self.connect_timeout,
                 )
             except TimeoutError as exc:

@@ -52,6 +52,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         max_request_size: int,
         listener: str,
         on_close: Callable[[KafkaConnection], None] | None = None,
+        authenticate: Callable[[asyncio.BaseTransport], KafkaPrincipal] | None = None,
     ) -> None:
         self.connection_id = next(_ids)
         self.listener = listener
@@ -59,6 +60,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_port = 0
         # Who the client is: replaced by authentication (mTLS, SASL); see pydmq.security.
         self.principal: KafkaPrincipal = ANONYMOUS
+        # Names the client from its transport once connected (an mTLS certificate);
+        # ValueError closes the connection before any request is read.
+        self._authenticate = authenticate
         self._dispatch = dispatch
         self._max_request_size = max_request_size
         self._on_close = on_close
@@ -79,8 +83,23 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.client_host, self.client_port = str(peer[0]), int(peer[1])
+        if self._authenticate is not None:
+            try:
+                self.principal = self._authenticate(transport)
+            except ValueError as exc:
+                log.info(
+                    "closing connection %s from %s:%s on listener %s: %s",
+                    self.connection_id,
+                    self.client_host,
+                    self.client_port,
+                    self.listener,
+                    exc,
+                )
+                self.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.closed and self._transport is None:
+            return  # already reported (a TLS handshake that failed)
         self.closed = True
         if self._pending is not None:
             self._pending.cancel()

@@ -22,7 +22,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydmq.broker.cluster.fencing import LeaderAndEpoch
 from pydmq.broker.controller_channel import ControllerUnavailableError
@@ -34,6 +34,9 @@ from pydmq.protocol.messages.describe_quorum import (
     PartitionData,
     TopicData,
 )
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["ControllerClient", "ControllerUnavailableError", "QuorumLostError"]
 
@@ -65,13 +68,14 @@ class ControllerClient:
         *,
         client_id: str,
         leader_hint: Callable[[], int | None] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         """``voters``: id -> (host, port), as ``BrokerConfig.controller_quorum_voters``."""
         if not voters:
             raise ValueError("a controller client needs at least one voter")
         self.voters = sorted(voters)
         self._connections = {
-            node_id: NodeConnection(host, port, client_id=client_id)
+            node_id: NodeConnection(host, port, client_id=client_id, ssl_context=ssl_context)
             for node_id, (host, port) in voters.items()
         }
         self._active: int | None = None

@@ -49,6 +49,8 @@ from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogStorageError
 
 if TYPE_CHECKING:
+    import ssl
+
     from pydmq.replication.partition import Partition
 
 __all__ = ["FetchState", "ReplicaFetcher", "ReplicaFetcherManager", "truncation_offset"]
@@ -168,6 +170,7 @@ class ReplicaFetcher:
                 endpoint[0],
                 endpoint[1],
                 client_id=f"replica-fetcher-{self.manager.node_id}",
+                ssl_context=self.manager.ssl_context,
             )
         return self._connection
 
@@ -409,8 +412,10 @@ class ReplicaFetcherManager:
         response_max_bytes: int,
         backoff_ms: int = 1000,
         request_timeout_ms: int = 30000,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.node_id = node_id
+        self.ssl_context = ssl_context  # TLS to the leaders when inter-broker is SSL
         self.broker_epoch = broker_epoch  # this broker's registration epoch (-1: none yet)
         self.partition = partitions
         self._endpoint = endpoint

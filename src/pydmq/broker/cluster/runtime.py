@@ -68,6 +68,7 @@ from pydmq.protocol.messages.stop_replica import (
 )
 from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from pydmq.replication.replica_manager import PartitionState, Transition
+from pydmq.security.tls import node_client_ssl
 from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
@@ -101,11 +102,15 @@ class BrokerCluster:
         self.broker = broker
         self.node_id = broker.node_id
         self.inter_broker_listener = config.inter_broker_listener_name
+        # TLS of this broker's clients to the others when the inter-broker listener is SSL
+        # (replica fetchers, transaction markers, partition verification).
+        self.inter_broker_ssl = node_client_ssl(config, self.inter_broker_listener)
         self.metadata_cache = MetadataCache(self.node_id)
         self.controller_client = ControllerClient(
             config.controller_quorum_voters,
             client_id=f"broker-{self.node_id}",
             leader_hint=self._local_raft_leader,
+            ssl_context=node_client_ssl(config, config.controller_listener_names[0]),
         )
         rack = config.get("broker.rack")
         self.lifecycle = BrokerLifecycleManager(
@@ -129,6 +134,7 @@ class BrokerCluster:
             max_wait_ms=config.get_int("replica.fetch.wait.max.ms"),
             fetch_max_bytes=fetch_max,
             response_max_bytes=max(fetch_max, 10 * 1024 * 1024),
+            ssl_context=self.inter_broker_ssl,
         )
         lag_ms = config.get_int("replica.lag.time.max.ms")
         self.alter_partition = AlterPartitionManager(

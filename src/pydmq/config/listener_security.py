@@ -1,0 +1,35 @@
+"""Which security protocol a listener speaks, and the ssl.* settings of an SSL listener.
+
+``listener.security.protocol.map`` names each listener's protocol; a listener it does not
+name speaks the protocol whose name it bears (a listener called SSL speaks SSL), else
+PLAINTEXT, as Kafka's default map says. ``listener.name.<lower-case name>.ssl.*`` overrides
+the node's ``ssl.*`` for one listener. Pure functions over a :class:`BrokerConfig`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from pydmq.config.ssl_configs import SSL_CONFIG_NAMES
+
+if TYPE_CHECKING:
+    from pydmq.config.broker import BrokerConfig
+
+__all__ = ["SECURITY_PROTOCOLS", "security_protocol", "ssl_settings"]
+
+SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
+
+
+def security_protocol(config: BrokerConfig | Mapping[str, str], name: str) -> str:
+    """The security protocol of listener ``name`` (of a config, or of a listener -> protocol
+    mapping being built)."""
+    mapping = config if isinstance(config, Mapping) else config.listener_security_protocols()
+    return mapping.get(name, name if name in SECURITY_PROTOCOLS else "PLAINTEXT")
+
+
+def ssl_settings(config: BrokerConfig, listener_name: str) -> dict[str, object]:
+    """Every ssl.* value of ``listener_name``: its ``listener.name.<name>.ssl.*`` overrides
+    over the node's ``ssl.*`` settings (Kafka's precedence)."""
+    own = config.listener_ssl.get(listener_name.lower(), {})
+    return {name: own.get(name, config.get(name)) for name in SSL_CONFIG_NAMES}
