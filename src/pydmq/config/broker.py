@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydmq.cleaner.config import CleanerSettings
+from pydmq.config.authorizer import AUTHORIZER_CONFIGS
 from pydmq.config.definitions import (
     ConfigDef,
     ConfigError,
@@ -618,6 +619,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "Largest metadata string of a committed offset.",
         read_only=True,
     ),
+    *AUTHORIZER_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)

@@ -178,7 +178,7 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         "security, which pydmq does not implement yet: its listeners are PLAINTEXT, without "
         "TLS, SASL authentication, ACLs or delegation tokens",
         """
-        authorizer.class.name super.users allow.everyone.if.no.acl.found principal.builder.class
+        principal.builder.class
         security.inter.broker.protocol security.providers connections.max.reauth.ms
         connection.failed.authentication.delay.ms delegation.token.expiry.check.interval.ms
         delegation.token.expiry.time.ms delegation.token.max.lifetime.ms

@@ -115,8 +115,15 @@ def _replication_plugins() -> list[ModuleType]:
     return [strategies]
 
 
+def _authorizer_plugins() -> list[ModuleType]:
+    from pydmq.security import plugin as authorizers
+
+    return [authorizers]
+
+
 BUILTIN_PLUGINS: list[object] = [
     BuiltinApiHandlers(),
+    *_authorizer_plugins(),
     *_engine_plugins(),
     *_assignor_plugins(),
     *_replication_plugins(),
