@@ -57,6 +57,9 @@ HANDLER_MODULES: tuple[str, ...] = (
     "end_txn",
     "describe_transactions",
     "list_transactions",
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
 )
 
 

@@ -1,0 +1,78 @@
+"""The one way the broker's handlers ask the authorizer, as Kafka's AuthHelper.
+
+Every check is a one-line call from a handler: :func:`authorized` (one resource),
+:func:`authorized_names` (the names of a request allowed, asked once per distinct name),
+:func:`authorized_cluster` (the CLUSTER resource ``kafka-cluster``) and
+:func:`authorized_by_resource_type`. The request's principal and client address come from
+its :class:`~pydmq.api.handler.RequestContext`. Without an authorizer
+(``authorizer.class.name`` empty) everything is allowed, as Kafka. A request the node
+dispatches to itself in process (listener ``""``: a single node's transaction markers, its
+admin requests to its own controller) is the node acting, allowed as a super user.
+
+Called on the event loop; the authorizer caches its decisions, so the Produce and Fetch
+paths pay one dict lookup per topic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Final
+
+from pydmq.broker.context import BrokerContext
+from pydmq.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
+
+__all__ = [
+    "IN_PROCESS",
+    "authorized",
+    "authorized_by_resource_type",
+    "authorized_cluster",
+    "authorized_names",
+]
+
+IN_PROCESS: Final = ""
+"""The listener name of a request the node dispatches to itself."""
+
+
+def authorized(
+    ctx: BrokerContext, operation: AclOperation, resource_type: ResourceType, name: str
+) -> bool:
+    """Whether the request's principal may do ``operation`` on resource ``name``."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None or ctx.listener == IN_PROCESS:
+        return True
+    return authorizer.authorize(ctx.principal, ctx.client_host, operation, resource_type, name)
+
+
+def authorized_cluster(ctx: BrokerContext, operation: AclOperation) -> bool:
+    """Whether the request's principal may do ``operation`` on the cluster."""
+    return authorized(ctx, operation, ResourceType.CLUSTER, CLUSTER_NAME)
+
+
+def authorized_names(
+    ctx: BrokerContext,
+    operation: AclOperation,
+    resource_type: ResourceType,
+    names: Iterable[str],
+) -> set[str]:
+    """The names among ``names`` the principal may do ``operation`` on."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None or ctx.listener == IN_PROCESS:
+        return set(names)
+    principal, host = ctx.principal, ctx.client_host
+    return {
+        name
+        for name in set(names)
+        if authorizer.authorize(principal, host, operation, resource_type, name)
+    }
+
+
+def authorized_by_resource_type(
+    ctx: BrokerContext, operation: AclOperation, resource_type: ResourceType
+) -> bool:
+    """Whether the principal may do ``operation`` on some resource of ``resource_type``."""
+    authorizer = ctx.broker.authorizer
+    if authorizer is None or ctx.listener == IN_PROCESS:
+        return True
+    return authorizer.authorize_by_resource_type(
+        ctx.principal, ctx.client_host, operation, resource_type
+    )
