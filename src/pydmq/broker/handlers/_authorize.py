@@ -27,6 +27,7 @@ __all__ = [
     "authorized_by_resource_type",
     "authorized_cluster",
     "authorized_names",
+    "authorized_to_create_topic",
 ]
 
 IN_PROCESS: Final = ""
@@ -75,4 +76,12 @@ def authorized_by_resource_type(
         return True
     return authorizer.authorize_by_resource_type(
         ctx.principal, ctx.client_host, operation, resource_type
+    )
+
+
+def authorized_to_create_topic(ctx: BrokerContext, name: str) -> bool:
+    """CREATE on the cluster, or on the topic (Kafka's rule for CreateTopics and for
+    auto-creation by Metadata)."""
+    return authorized_cluster(ctx, AclOperation.CREATE) or authorized(
+        ctx, AclOperation.CREATE, ResourceType.TOPIC, name
     )
