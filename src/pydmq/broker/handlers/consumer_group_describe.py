@@ -8,14 +8,17 @@ Java admin then falls back to DescribeGroups). Authorized operations when asked 
 authorizer: every group operation). Version notes: v1 adds ``member_type`` (1 = consumer
 protocol). A group not coordinated here: NOT_COORDINATOR; still loading:
 COORDINATOR_LOAD_IN_PROGRESS.
+
+Authorization (as Kafka): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.groups.consumer.group import Partitions
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.consumer_group_describe import (
     Assignment,
@@ -50,6 +53,9 @@ def handle(
 
     response = ConsumerGroupDescribeResponse()
     for group_id in request.group_ids:
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            response.groups.append(DescribedGroup(group_id=group_id, error_code=GROUP_DENIED))
+            continue
         error = groups.ownership_error(group_id)
         if error:
             response.groups.append(DescribedGroup(group_id=group_id, error_code=error))
