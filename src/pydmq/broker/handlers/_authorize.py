@@ -19,7 +19,8 @@ from collections.abc import Iterable
 from typing import Final
 
 from pydmq.broker.context import BrokerContext
-from pydmq.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
+from pydmq.protocol.acl import CLUSTER_NAME, CLUSTER_OPERATIONS, AclOperation, ResourceType
+from pydmq.protocol.errors import ErrorCode
 
 __all__ = [
     "IN_PROCESS",
@@ -28,6 +29,8 @@ __all__ = [
     "authorized_cluster",
     "authorized_names",
     "authorized_to_create_topic",
+    "cluster_authorized_operations",
+    "config_resource_refusal",
 ]
 
 IN_PROCESS: Final = ""
@@ -84,4 +87,32 @@ def authorized_to_create_topic(ctx: BrokerContext, name: str) -> bool:
     auto-creation by Metadata)."""
     return authorized_cluster(ctx, AclOperation.CREATE) or authorized(
         ctx, AclOperation.CREATE, ResourceType.TOPIC, name
+    )
+
+
+_CONFIG_TOPIC = 2  # Kafka's ConfigResource.Type TOPIC; BROKER (4) and BROKER_LOGGER (8) are
+# the cluster's
+
+
+def config_resource_refusal(
+    ctx: BrokerContext, resource_type: int, name: str, operation: AclOperation
+) -> int:
+    """The error a config resource gets when the principal may not do ``operation``
+    (DESCRIBE_CONFIGS, ALTER_CONFIGS) on it: a topic's on the topic, a broker's on the
+    cluster; 0 when it may."""
+    if resource_type == _CONFIG_TOPIC:
+        allowed = authorized(ctx, operation, ResourceType.TOPIC, name)
+        return 0 if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    return 0 if authorized_cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def cluster_authorized_operations(ctx: BrokerContext) -> int:
+    """The ``cluster_authorized_operations`` bit set: the CLUSTER operations the principal may
+    do, 0 when it may not DESCRIBE the cluster (as Kafka)."""
+    if not authorized_cluster(ctx, AclOperation.DESCRIBE):
+        return 0
+    return sum(
+        1 << op
+        for op in AclOperation
+        if CLUSTER_OPERATIONS >> op & 1 and authorized_cluster(ctx, op)
     )

@@ -11,6 +11,9 @@ INVALID_TOPIC_EXCEPTION for an illegal name, else the topic id, is_internal and,
 partition, the fields Metadata gives (leader, leader epoch, replicas, ISR, offline replicas)
 plus empty eligible_leader_replicas / last_known_elr (no ELR on pydmq). Topic authorized
 operations: every operation a TOPIC supports (no authorizer, as Kafka without one).
+
+Authorization (as Kafka): all topics list only those the principal may DESCRIBE; a named
+topic it may not is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import uuid
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_names
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_topic_partitions import (
     Cursor,
@@ -59,6 +64,9 @@ def handle(
         names = sorted({t.name for t in request.topics})
     else:
         names = sorted(t.name for t in broker.topics)
+    described = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    if not request.topics:
+        names = [n for n in names if n in described]
     cursor = request.cursor
     first_partition = 0
     if cursor is not None:
@@ -78,6 +86,9 @@ def handle(
         if remaining <= 0:
             response.next_cursor = Cursor(topic_name=name, partition_index=start)
             break
+        if name not in described:
+            response.topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         topic = broker.topics.get(name)
         if topic is None:
             code = (
