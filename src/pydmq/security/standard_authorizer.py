@@ -70,7 +70,7 @@ _IMPLIES_DESCRIBE_CONFIGS: Final = frozenset(
     (AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS)
 )
 
-_DecisionKey = tuple[KafkaPrincipal, str, AclOperation, ResourceType, str]
+_DecisionKey = tuple[str, str, str, AclOperation, ResourceType, str]
 
 
 def parse_super_users(text: str) -> frozenset[str]:
@@ -165,7 +165,15 @@ class StandardAuthorizer:
         resource_type: ResourceType,
         resource_name: str,
     ) -> bool:
-        key = (principal, host, operation, resource_type, resource_name)
+        # Flat, of values whose hashes are C-level (a frozen dataclass's is a Python call).
+        key = (
+            principal.principal_type,
+            principal.name,
+            host,
+            operation,
+            resource_type,
+            resource_name,
+        )
         decision = self._cache.get(key)
         if decision is None:
             decision = self._decide(principal, host, operation, resource_type, resource_name)
