@@ -175,8 +175,8 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         ("rsm.config.", "rlmm.config."),
     ),
     _group(
-        "security, which pydmq does not implement yet: its listeners are PLAINTEXT, without "
-        "TLS, SASL authentication, ACLs or delegation tokens",
+        "security pydmq does not implement yet: its listeners are PLAINTEXT, without TLS, "
+        "SASL authentication or delegation tokens (ACLs: authorizer.class.name)",
         """
         principal.builder.class
         security.inter.broker.protocol security.providers connections.max.reauth.ms
