@@ -18,6 +18,8 @@ from typing import Final
 __all__ = [
     "CLUSTER_NAME",
     "CLUSTER_OPERATIONS",
+    "GROUP_OPERATIONS",
+    "TOPIC_OPERATIONS",
     "WILDCARD",
     "WILDCARD_PRINCIPAL",
     "AclOperation",
@@ -96,6 +98,25 @@ def operations_bits(operations: tuple[AclOperation, ...] | frozenset[AclOperatio
     """The ``*_authorized_operations`` bit set of ``operations`` (bit = operation code)."""
     return sum(1 << op for op in set(operations))
 
+
+TOPIC_OPERATIONS: Final = operations_bits(
+    (
+        AclOperation.READ,
+        AclOperation.WRITE,
+        AclOperation.CREATE,
+        AclOperation.DELETE,
+        AclOperation.ALTER,
+        AclOperation.DESCRIBE,
+        AclOperation.DESCRIBE_CONFIGS,
+        AclOperation.ALTER_CONFIGS,
+    )
+)
+"""The operations the TOPIC resource supports, as a bit set."""
+
+GROUP_OPERATIONS: Final = operations_bits(
+    (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE)
+)
+"""The operations the GROUP resource supports, as a bit set."""
 
 CLUSTER_OPERATIONS: Final = operations_bits(
     (

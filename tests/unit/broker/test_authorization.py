@@ -290,3 +290,13 @@ def test_without_an_authorizer_the_acl_apis_are_disabled(tmp_path: Path) -> None
             ErrorCode.NONE,
             ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         )
+
+
+def test_authorized_operations_are_the_principals(broker: EmbeddedBroker) -> None:
+    request = MetadataRequest(
+        topics=[MetadataRequestTopic(name="orders")],
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=True,
+    )
+    (topic,) = call_as(broker, ALICE, 3, 12, request).topics
+    assert topic.topic_authorized_operations == (1 << READ) | (1 << WRITE) | (1 << DESCRIBE)

@@ -28,6 +28,7 @@ __all__ = [
     "authorized_by_resource_type",
     "authorized_cluster",
     "authorized_names",
+    "authorized_operations",
     "authorized_to_create_topic",
     "cluster_authorized_operations",
     "config_resource_refusal",
@@ -106,13 +107,22 @@ def config_resource_refusal(
     return 0 if authorized_cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
+def authorized_operations(
+    ctx: BrokerContext, resource_type: ResourceType, name: str, supported: int
+) -> int:
+    """The ``*_authorized_operations`` bit set of a resource: the operations of ``supported``
+    (a bit set) the principal may do on it (all of them without an authorizer), as Kafka's
+    AuthHelper.authorizedOperations."""
+    return sum(
+        1 << op
+        for op in AclOperation
+        if supported >> op & 1 and authorized(ctx, op, resource_type, name)
+    )
+
+
 def cluster_authorized_operations(ctx: BrokerContext) -> int:
     """The ``cluster_authorized_operations`` bit set: the CLUSTER operations the principal may
     do, 0 when it may not DESCRIBE the cluster (as Kafka)."""
     if not authorized_cluster(ctx, AclOperation.DESCRIBE):
         return 0
-    return sum(
-        1 << op
-        for op in AclOperation
-        if CLUSTER_OPERATIONS >> op & 1 and authorized_cluster(ctx, op)
-    )
+    return authorized_operations(ctx, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS)

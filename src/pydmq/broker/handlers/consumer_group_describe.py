@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_operations
 from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.groups.consumer.group import Partitions
-from pydmq.protocol.acl import AclOperation
+from pydmq.protocol.acl import GROUP_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.consumer_group_describe import (
     Assignment,
@@ -32,7 +33,6 @@ from pydmq.protocol.messages.consumer_group_describe import (
 __all__ = ["HANDLER"]
 
 _NOT_REQUESTED = -(2**31)
-_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
 _CONSUMER_MEMBER = 1
 
 
@@ -41,7 +41,6 @@ def handle(
 ) -> ConsumerGroupDescribeResponse:
     groups = coordinator(ctx)
     consumer = groups.consumer
-    ops = _GROUP_OPERATIONS if request.include_authorized_operations else _NOT_REQUESTED
 
     def assignment(parts: Partitions) -> Assignment:
         return Assignment(
@@ -56,6 +55,11 @@ def handle(
         if group_denied(ctx, group_id, AclOperation.DESCRIBE):
             response.groups.append(DescribedGroup(group_id=group_id, error_code=GROUP_DENIED))
             continue
+        ops = (
+            authorized_operations(ctx, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
+            if request.include_authorized_operations
+            else _NOT_REQUESTED
+        )
         error = groups.ownership_error(group_id)
         if error:
             response.groups.append(DescribedGroup(group_id=group_id, error_code=error))

@@ -22,8 +22,8 @@ import uuid
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._authorize import authorized_names
-from pydmq.protocol.acl import AclOperation, ResourceType
+from pydmq.broker.handlers._authorize import authorized_names, authorized_operations
+from pydmq.protocol.acl import TOPIC_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_topic_partitions import (
     Cursor,
@@ -34,14 +34,13 @@ from pydmq.protocol.messages.describe_topic_partitions import (
 )
 from pydmq.protocol.topic_names import topic_name_problem
 
-__all__ = ["HANDLER", "TOPIC_OPERATIONS"]
+__all__ = ["HANDLER"]
 
 MAX_PARTITION_LIMIT = 2000
 _ZERO_UUID = uuid.UUID(int=0)
 
 # AclOperation codes the TOPIC resource supports: READ 3, WRITE 4, CREATE 5, DELETE 6,
 # ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
-TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
@@ -106,7 +105,9 @@ def handle(
                 name=topic.name,
                 topic_id=topic.topic_id,
                 is_internal=topic.internal,
-                topic_authorized_operations=TOPIC_OPERATIONS,
+                topic_authorized_operations=authorized_operations(
+                    ctx, ResourceType.TOPIC, topic.name, TOPIC_OPERATIONS
+                ),
                 partitions=[
                     DescribeTopicPartitionsResponsePartition(
                         error_code=ErrorCode.NONE,

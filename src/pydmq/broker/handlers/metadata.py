@@ -37,7 +37,9 @@ may DESCRIBE; "all topics" leaves the others out, a named one (or one asked by i
 answered TOPIC_AUTHORIZATION_FAILED (no topic id when asked by name, so its existence is not
 disclosed); a topic that would be auto-created needs CREATE on the cluster or on the topic,
 else TOPIC_AUTHORIZATION_FAILED. As Kafka, the refused topics come after the others: those
-refused creation, then those refused description.
+refused creation, then those refused description. v8+ asking for
+``topic_authorized_operations`` gets the TOPIC operations the principal may do (all of them
+without an authorizer).
 """
 
 from __future__ import annotations
@@ -47,12 +49,16 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._authorize import authorized_names, authorized_to_create_topic
+from pydmq.broker.handlers._authorize import (
+    authorized_names,
+    authorized_operations,
+    authorized_to_create_topic,
+)
 from pydmq.broker.services import BrokerServices
 from pydmq.broker.topic_creator import NewTopic
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
-from pydmq.protocol.acl import AclOperation, ResourceType
+from pydmq.protocol.acl import TOPIC_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
@@ -139,6 +145,12 @@ def handle(
     if all_topics:
         visible = authorized_names(ctx, _DESCRIBE, _TOPIC, (t.name for t in broker.topics))
         response.topics = [_topic_metadata(broker, t) for t in broker.topics if t.name in visible]
+        if version >= 8 and request.include_topic_authorized_operations:
+            for answer in response.topics:
+                assert answer.name is not None
+                answer.topic_authorized_operations = authorized_operations(
+                    ctx, _TOPIC, answer.name, TOPIC_OPERATIONS
+                )
         return response
     assert request.topics is not None
     allow_auto = (version < 4 or request.allow_auto_topic_creation) and broker.config.get_bool(
@@ -179,6 +191,12 @@ def handle(
             answers.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True))
         else:
             answers.append(name)
+    if version >= 8 and request.include_topic_authorized_operations:
+        for entry in answers:
+            if not isinstance(entry, str) and entry.name is not None:
+                entry.topic_authorized_operations = authorized_operations(
+                    ctx, _TOPIC, entry.name, TOPIC_OPERATIONS
+                )
     refused = not_creatable + not_described
     names = [a for a in answers if isinstance(a, str)]
     if not names:
