@@ -2,8 +2,11 @@
 
 Every check is a one-line call from a handler: :func:`authorized` (one resource),
 :func:`authorized_names` (the names of a request allowed, asked once per distinct name),
-:func:`authorized_cluster` (the CLUSTER resource ``kafka-cluster``) and
-:func:`authorized_by_resource_type`. The request's principal and client address come from
+:func:`authorized_cluster` (the CLUSTER resource ``kafka-cluster``),
+:func:`authorized_by_resource_type`, and Kafka's compound rules: CREATE on the cluster or the
+topic (:func:`authorized_to_create_topic`), a config resource's topic or cluster
+(:func:`config_resource_refusal`), the ``*_authorized_operations`` bit sets
+(:func:`authorized_operations`, :func:`cluster_authorized_operations`). The request's principal and client address come from
 its :class:`~pydmq.api.handler.RequestContext`. Without an authorizer
 (``authorizer.class.name`` empty) everything is allowed, as Kafka. A request the node
 dispatches to itself in process (listener ``""``: a single node's transaction markers, its
