@@ -50,6 +50,7 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import (
+    authorized_items,
     authorized_names,
     authorized_operations,
     authorized_to_create_topic,
@@ -143,8 +144,8 @@ def handle(
     )
     all_topics = request.topics is None or (version == 0 and not request.topics)
     if all_topics:
-        visible = authorized_names(ctx, _DESCRIBE, _TOPIC, (t.name for t in broker.topics))
-        response.topics = [_topic_metadata(broker, t) for t in broker.topics if t.name in visible]
+        visible = authorized_items(ctx, _DESCRIBE, _TOPIC, list(broker.topics), _name)
+        response.topics = [_topic_metadata(broker, t) for t in visible]
         if version >= 8 and request.include_topic_authorized_operations:
             for answer in response.topics:
                 assert answer.name is not None
@@ -203,6 +204,10 @@ def handle(
         response.topics = [a for a in answers if not isinstance(a, str)] + refused
         return response
     return _answer_after_creating(broker, response, answers, names, refused)
+
+
+def _name(topic: TopicInfo) -> str:
+    return topic.name
 
 
 def _requested_names(broker: BrokerServices, request: MetadataRequest) -> list[str]:
