@@ -7,7 +7,8 @@
 #   PYDMQ_TEST_BOOTSTRAP=127.0.0.1:BROKER_PORT ./scripts/test tests/interop
 #
 # Defaults: broker 127.0.0.1:19092, controller 127.0.0.1:19093, data in a fresh temp dir.
-# Extra broker properties: KAFKA_EXTRA_PROPS="num.partitions=3 foo=bar".
+# Extra broker properties: KAFKA_EXTRA_PROPS="num.partitions=3 foo=bar", and/or a file of
+# them appended last (values with spaces, such as JAAS lines): KAFKA_EXTRA_PROPS_FILE=path.
 # The script execs the JVM, so its PID is the broker's PID.
 #
 # One node of a multi-node KRaft cluster (static quorum; every node broker + controller):
@@ -68,6 +69,10 @@ PROPS
 for kv in ${KAFKA_EXTRA_PROPS:-}; do
     echo "$kv" >>"$props"
 done
+if [ -n "${KAFKA_EXTRA_PROPS_FILE:-}" ]; then
+    # properties whose values hold spaces (a JAAS line); a key set here wins over the above
+    cat "$KAFKA_EXTRA_PROPS_FILE" >>"$props"
+fi
 
 cp=("$dist"/*.jar)
 cp="$(IFS=:; echo "${cp[*]}")"

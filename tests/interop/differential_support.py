@@ -93,6 +93,9 @@ class ReferenceKafka:
             self.controller_port = free_port()
         self.log_path = self.root / "kafka.log"
         self.process: subprocess.Popen[bytes] | None = None
+        # Properties appended last, one per line (values with spaces: JAAS lines); see
+        # KAFKA_EXTRA_PROPS_FILE in compat/kafka/start.sh.
+        self.props_lines: list[str] = []
 
     @property
     def bootstrap(self) -> str:
@@ -101,6 +104,11 @@ class ReferenceKafka:
     def start(self) -> ReferenceKafka:
         extra = " ".join(f"{k}={v}" for k, v in self.props.items())
         env = {**os.environ, "KAFKA_EXTRA_PROPS": extra}
+        if self.props_lines:
+            props_file = self.root / "extra.properties"
+            self.root.mkdir(parents=True, exist_ok=True)
+            props_file.write_text("".join(line + "\n" for line in self.props_lines))
+            env["KAFKA_EXTRA_PROPS_FILE"] = str(props_file)
         env.setdefault("KAFKA_LOG_LEVEL", "warn")
         with open(self.log_path, "ab") as log:
             self.process = subprocess.Popen(

@@ -11,7 +11,8 @@ has followed the same delta. For each delta:
 - topics whose configs changed: the new effective configs applied to their hosted partitions;
 - the cluster-wide default or this node's dynamic broker configs changed (BROKER resources ""
   and the node id): installed, and every topic's effective configs re-derived
-  (:func:`~pydmq.broker.dynamic_configs.install_broker_configs`).
+  (:func:`~pydmq.broker.dynamic_configs.install_broker_configs`);
+- ACLs created or deleted: the authorizer given the image's ACLs.
 
 What a node replays at start is not published (the hooks never fire for the state a node
 starts with). A cluster broker does the same from UpdateMetadata
@@ -57,6 +58,8 @@ class LocalMetadataPublisher:
         for topic_id, name in created.items():
             partitions = len(image.topics.by_id[topic_id].partitions)
             broker.plugins.on_topic_created(name, str(topic_id), partitions)
+        if delta.acls_changed() and broker.authorizer is not None:
+            broker.authorizer.update_acls(image.acls)
         changed_configs = delta.changed_config_resources()
         own = str(broker.node_id)
         if {(RESOURCE_BROKER, ""), (RESOURCE_BROKER, own)} & changed_configs:

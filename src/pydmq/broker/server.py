@@ -65,6 +65,7 @@ from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.replication.replica_manager import ReplicaManager
+from pydmq.security.authorizer import build_authorizer
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
 from pydmq.transactions.coordinator import (
@@ -109,6 +110,9 @@ class Broker:
         self.config = config
         self.node_id = config.node_id
         self.plugins = plugins
+        # What requests may do (None: authorizer.class.name is empty, everything allowed);
+        # given the metadata's ACLs by whoever follows it.
+        self.authorizer = build_authorizer(config, plugins.authorizers())
         self.cluster_id = cluster_id
         self.log_dir: Path = config.log_dir
         self.listeners = listeners
@@ -144,6 +148,8 @@ class Broker:
             local.register_node(self.node_id, None if rack is None else str(rack))
             local.add_listener(LocalMetadataPublisher(self).publish)
             self.local_controller = local
+            if self.authorizer is not None:
+                self.authorizer.update_acls(local.image.acls)
         # Admin requests go to the controller: the active one, or this node's in process.
         self.controller_channel = ControllerChannel(self, self.local_controller)
         self.topic_creator = TopicCreator(self, self.local_controller)
@@ -277,6 +283,7 @@ class Broker:
             inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
             served_apis=self.served_apis,
             control_plane=cluster,
+            authorizer=self.authorizer,
         )
 
     def served_apis(self, listener_name: str | None) -> dict[int, ApiHandlerSpec]:

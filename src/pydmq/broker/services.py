@@ -47,6 +47,7 @@ if TYPE_CHECKING:
         UpdateMetadataResponse,
     )
     from pydmq.replication.replica_manager import ReplicaManager
+    from pydmq.security.authorizer import Authorizer
     from pydmq.storage.api import TopicPartition
     from pydmq.transactions.coordinator import TransactionCoordinator
     from pydmq.transactions.log import TransactionStateLog
@@ -150,6 +151,8 @@ class BrokerServices:
     # The APIs a listener serves (None: the client listeners), for ApiVersions.
     served_apis: Callable[[str | None], Mapping[int, ApiHandlerSpec]]
     control_plane: ControlPlane | None
+    # The authorizer authorizer.class.name names (None: every request allowed).
+    authorizer: Authorizer | None = None
 
     def topic_config(self, name: str) -> TopicConfig:
         """The effective configs of topic ``name`` (the broker's defaults if unknown)."""

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pydmq.cleaner.config import CleanerSettings
+from pydmq.config.authorizer import AUTHORIZER_CONFIGS
 from pydmq.config.definitions import (
     ConfigDef,
     ConfigError,
@@ -19,7 +20,7 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
-from pydmq.config.listener_security import security_protocol
+from pydmq.config.listener_security import check_listener_security, security_protocol
 from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
 
 __all__ = [
@@ -621,6 +622,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     *SSL_CONFIGS,
+    *AUTHORIZER_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
@@ -685,7 +687,7 @@ class BrokerConfig(ConfigValues):
         self.dynamic_broker: dict[str, str] = {}
         self._dynamic_values: dict[str, object] = {}  # pydmq's own properties among them
         self._check_node_id_synonym()
-        self._check_listener_security()
+        check_listener_security(self, [_listener_uri_name(uri) for uri in self.listeners])
         self._check_quorum_bootstrap(kafka_only.get("controller.quorum.bootstrap.servers"))
 
     def set(self, name: str, raw: object) -> None:
@@ -766,16 +768,6 @@ class BrokerConfig(ConfigValues):
             raise ConfigError(
                 f"broker.id {broker_id} and node.id {self.node_id} differ; set only node.id"
             )
-
-    def _check_listener_security(self) -> None:
-        for uri in self.listeners:
-            name = _listener_uri_name(uri)
-            protocol = security_protocol(self, name)
-            if protocol not in ("PLAINTEXT", "SSL"):
-                raise ConfigError(
-                    f"listener {name} uses security protocol {protocol}: pydmq serves "
-                    "PLAINTEXT and SSL only (SASL is not implemented)"
-                )
 
     def _check_quorum_bootstrap(self, raw: object) -> None:
         """Kafka 4's own single-node server.properties names its quorum with

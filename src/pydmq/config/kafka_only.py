@@ -175,10 +175,10 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         ("rsm.config.", "rlmm.config."),
     ),
     _group(
-        "security, which pydmq does not implement yet: its listeners are PLAINTEXT, without "
-        "TLS, SASL authentication, ACLs or delegation tokens",
+        "security pydmq does not implement yet: its listeners are PLAINTEXT, without TLS, "
+        "SASL authentication or delegation tokens (ACLs: authorizer.class.name)",
         """
-        authorizer.class.name super.users allow.everyone.if.no.acl.found principal.builder.class
+        principal.builder.class
         security.inter.broker.protocol security.providers connections.max.reauth.ms
         connection.failed.authentication.delay.ms delegation.token.expiry.check.interval.ms
         delegation.token.expiry.time.ms delegation.token.max.lifetime.ms

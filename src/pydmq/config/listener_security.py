@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from pydmq.config.definitions import ConfigError
 from pydmq.config.ssl_configs import SSL_CONFIG_NAMES
 
 if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
 
-__all__ = ["SECURITY_PROTOCOLS", "security_protocol", "ssl_settings"]
+__all__ = ["SECURITY_PROTOCOLS", "check_listener_security", "security_protocol", "ssl_settings"]
 
 SECURITY_PROTOCOLS = frozenset({"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"})
 
@@ -26,6 +27,17 @@ def security_protocol(config: BrokerConfig | Mapping[str, str], name: str) -> st
     mapping being built)."""
     mapping = config if isinstance(config, Mapping) else config.listener_security_protocols()
     return mapping.get(name, name if name in SECURITY_PROTOCOLS else "PLAINTEXT")
+
+
+def check_listener_security(config: BrokerConfig, listener_names: list[str]) -> None:
+    """Refuse (ConfigError) a listener whose security protocol pydmq does not serve."""
+    for name in listener_names:
+        protocol = security_protocol(config, name)
+        if protocol not in ("PLAINTEXT", "SSL"):
+            raise ConfigError(
+                f"listener {name} uses security protocol {protocol}: pydmq serves "
+                "PLAINTEXT and SSL only (SASL is not implemented)"
+            )
 
 
 def ssl_settings(config: BrokerConfig, listener_name: str) -> dict[str, object]:

@@ -21,6 +21,9 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   replaces the broker's overrides of that topic). Deleted topics appear with leader
   ``LEADER_DURING_DELETE`` (-2), as Kafka's ZooKeeper-era controller marked them.
   ``metadata_offset`` is the new image's offset.
+- ACLs (pydmq's tagged ``acls_included``/``acls``): every ACL of the image in the FULL
+  UpdateMetadata, and in an INCREMENTAL one to every broker when a delta created or deleted
+  ACLs.
 - Dynamic broker configs (pydmq's tagged ``broker_configs``): the FULL UpdateMetadata carries
   the cluster-wide default ("") and the receiving broker's own layer, always; an incremental
   one the layers among those two that the delta changed (a broker whose own layer changed,
@@ -54,6 +57,7 @@ from pydmq.protocol.messages.stop_replica import (
     StopReplicaTopicState,
 )
 from pydmq.protocol.messages.update_metadata import (
+    UpdateMetadataAcl,
     UpdateMetadataBroker,
     UpdateMetadataBrokerConfig,
     UpdateMetadataBrokerConfigs,
@@ -307,8 +311,11 @@ def _update_metadata(
     controller_epoch: int,
     type_: int,
     broker_configs: list[UpdateMetadataBrokerConfigs],
+    with_acls: bool = False,
 ) -> UpdateMetadataRequest:
     return UpdateMetadataRequest(
+        acls_included=with_acls,
+        acls=_acls(image) if with_acls else [],
         controller_id=controller_id,
         is_k_raft_controller=True,
         controller_epoch=controller_epoch,
@@ -319,6 +326,23 @@ def _update_metadata(
         metadata_offset=image.offset,
         broker_configs=broker_configs,
     )
+
+
+def _acls(image: MetadataImage) -> list[UpdateMetadataAcl]:
+    """Every ACL of ``image``, with its id."""
+    return [
+        UpdateMetadataAcl(
+            id_=acl_id,
+            resource_type=acl.resource_type,
+            resource_name=acl.resource_name,
+            pattern_type=acl.pattern_type,
+            principal=acl.principal,
+            host=acl.host,
+            operation=acl.operation,
+            permission_type=acl.permission_type,
+        )
+        for acl_id, acl in image.acls.items()
+    ]
 
 
 def _changed_topic_configs(new: MetadataImage, delta: MetadataDelta) -> set[str]:
@@ -459,7 +483,8 @@ def delta_pushes(
             )
         )
     send_metadata = bool(um_topics or changed_brokers)
-    live = _live_brokers(new) if send_metadata or broker_layers else []
+    acls_changed = delta.acls_changed()
+    live = _live_brokers(new) if send_metadata or broker_layers or acls_changed else []
 
     pushes: dict[int, BrokerPush] = {}
     for broker_id in sorted(new.brokers):
@@ -481,7 +506,7 @@ def delta_pushes(
                 new, broker_id, accs, controller_id=controller_id, controller_epoch=controller_epoch
             )
         layers = [name for name in ("", str(broker_id)) if name in broker_layers]
-        if send_metadata or layers:
+        if send_metadata or layers or acls_changed:
             push.update_metadata = _update_metadata(
                 new,
                 broker_id,
@@ -491,6 +516,7 @@ def delta_pushes(
                 controller_epoch=controller_epoch,
                 type_=INCREMENTAL,
                 broker_configs=_broker_config_layers(new, layers),
+                with_acls=acls_changed,
             )
         if push:
             pushes[broker_id] = push
@@ -552,5 +578,6 @@ def full_push(
         controller_epoch=controller_epoch,
         type_=FULL,
         broker_configs=_broker_config_layers(image, ("", str(broker_id))),
+        with_acls=True,
     )
     return push

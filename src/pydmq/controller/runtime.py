@@ -71,6 +71,7 @@ from pydmq.protocol.features import METADATA_VERSION
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
+from pydmq.security.authorizer import build_authorizer
 from pydmq.security.tls import node_client_ssl
 
 if TYPE_CHECKING:
@@ -178,6 +179,9 @@ class ControllerRuntime:
         )
         self._driver: RaftDriver | None = None
         self.image = MetadataImage.EMPTY
+        # The controller listener's authorizer (None: authorizer.class.name is empty); it
+        # follows the ACLs of the image replayed here.
+        self.authorizer = build_authorizer(config, broker.plugins.authorizers())
         self._records_since_snapshot = 0
         self._lock = asyncio.Lock()
         # offset -> futures resolved once the entry at that offset is applied
@@ -297,6 +301,8 @@ class ControllerRuntime:
             delta.replay(decode_record(payload))
         old = self.image
         self.image = delta.apply(offset=end_offset - 1, epoch=epoch)
+        if self.authorizer is not None and self.image.acls != old.acls:
+            self.authorizer.update_acls(self.image.acls)
         self._records_since_snapshot = 0
         self.operation_context = operation_context(self.config, self.broker.plugins, self.image)
         log.info("controller %d loaded the snapshot at offset %d", self.node_id, end_offset)
@@ -373,6 +379,8 @@ class ControllerRuntime:
                 count += len(records)
             last = entries[-1]
             self.image = delta.apply(offset=last.offset, epoch=last.epoch)
+            if self.authorizer is not None and delta.acls_changed():
+                self.authorizer.update_acls(self.image.acls)
             self._records_since_snapshot += count
             self._publish(old, self.image, delta)
         self._resolve_waiters()

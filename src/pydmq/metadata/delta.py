@@ -23,10 +23,12 @@ from pydmq.metadata.image import (
     PartitionRegistration,
     TopicImage,
     TopicsImage,
+    acl_of_record,
     frozen_mapping,
 )
 from pydmq.metadata.records import (
     RESOURCE_TOPIC,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -37,11 +39,13 @@ from pydmq.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
+from pydmq.protocol.acl import StandardAcl
 
 __all__ = ["MetadataDelta", "MetadataReplayError"]
 
@@ -80,6 +84,7 @@ class MetadataDelta:
         self._configs: dict[tuple[int, str], dict[str, str | None]] = {}
         self._cleared_configs: set[tuple[int, str]] = set()
         self._next_producer_id: int | None = None
+        self._acls: dict[UUID, StandardAcl | None] = {}
 
     # -- replay -------------------------------------------------------------------------
 
@@ -118,6 +123,12 @@ class MetadataDelta:
                 self._features[rec.name] = rec.feature_level
             case ProducerIdsRecord():
                 self._next_producer_id = rec.next_producer_id
+            case AccessControlEntryRecord():
+                self._acls[rec.id] = acl_of_record(rec)
+            case RemoveAccessControlEntryRecord():
+                if self._acl(rec.id) is None:
+                    raise MetadataReplayError(f"unknown ACL id {rec.id}")
+                self._acls[rec.id] = None
             case NoOpRecord():
                 pass
 
@@ -129,6 +140,11 @@ class MetadataDelta:
         :class:`~pydmq.metadata.image_codec.RecordReplayer` shares one registration between
         partitions whose records are equal past their ids)."""
         self._touch_topic(topic_id).partitions.update(partitions)
+
+    def _acl(self, acl_id: UUID) -> StandardAcl | None:
+        if acl_id in self._acls:
+            return self._acls[acl_id]
+        return self.image.acls.get(acl_id)
 
     def _broker(self, broker_id: int) -> BrokerRegistration | None:
         if broker_id in self._brokers:
@@ -233,6 +249,10 @@ class MetadataDelta:
     def changed_config_resources(self) -> set[tuple[int, str]]:
         return set(self._configs)
 
+    def acls_changed(self) -> bool:
+        """Whether an ACL was created or deleted (the authorizers must be rebuilt)."""
+        return bool(self._acls)
+
     # -- the next image -------------------------------------------------------------------
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
@@ -248,7 +268,19 @@ class MetadataDelta:
             next_producer_id=(
                 image.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
+            acls=self._apply_acls(),
         )
+
+    def _apply_acls(self) -> Mapping[UUID, StandardAcl]:
+        if not self._acls:
+            return self.image.acls
+        acls = dict(self.image.acls)
+        for acl_id, acl in self._acls.items():
+            if acl is None:
+                acls.pop(acl_id, None)
+            else:
+                acls[acl_id] = acl
+        return frozen_mapping(acls)
 
     def _apply_features(self) -> Mapping[str, int]:
         if not self._features:

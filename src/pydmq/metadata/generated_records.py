@@ -19,6 +19,7 @@ from pydmq.protocol.primitives import Buffer, Reader, Writer
 
 __all__ = [
     "RECORD_CLASSES",
+    "AccessControlEntryRecord",
     "BrokerRegistrationChangeRecord",
     "ConfigRecord",
     "Endpoint",
@@ -30,6 +31,7 @@ __all__ = [
     "PartitionRecord",
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "TopicRecord",
     "UnfenceBrokerRecord",
@@ -233,6 +235,42 @@ class PartitionChangeRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class AccessControlEntryRecord:
+    """An ACL was created (the authorizer's StandardAcl), under its id."""
+
+    record_type: ClassVar[int] = 6
+    LOWEST_SUPPORTED_VERSION: ClassVar[int] = 0
+    HIGHEST_SUPPORTED_VERSION: ClassVar[int] = 0
+
+    id: UUID
+    """The ACL id."""
+    resource_type: int
+    """Kafka's ResourceType code: 2 topic, 3 group, 4 cluster, 5 transactional id, 6 delegation
+    token, 7 user.
+    """
+    resource_name: str
+    """The resource name, or the prefix of a PREFIXED pattern."""
+    pattern_type: int
+    """Kafka's PatternType code: 3 literal, 4 prefixed."""
+    principal: str
+    """The principal, e.g. User:alice or User:*."""
+    host: str
+    """The client host, or * for any."""
+    operation: int
+    """Kafka's AclOperation code (2 ALL ... 15 TWO_PHASE_COMMIT)."""
+    permission_type: int
+    """Kafka's AclPermissionType code: 2 deny, 3 allow."""
+
+    def encode(self) -> bytes:
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
+        w = Writer()
+        w.int16(6)
+        w.int16(0)
+        _write_AccessControlEntryRecord(w, self, 0)
+        return w.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
 class FenceBrokerRecord:
     """A broker was fenced: not a leader or ISR candidate until unfenced."""
 
@@ -343,6 +381,26 @@ class ProducerIdsRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RemoveAccessControlEntryRecord:
+    """The ACL of this id was deleted."""
+
+    record_type: ClassVar[int] = 16
+    LOWEST_SUPPORTED_VERSION: ClassVar[int] = 0
+    HIGHEST_SUPPORTED_VERSION: ClassVar[int] = 0
+
+    id: UUID
+    """The ACL id."""
+
+    def encode(self) -> bytes:
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
+        w = Writer()
+        w.int16(16)
+        w.int16(0)
+        _write_RemoveAccessControlEntryRecord(w, self, 0)
+        return w.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerRegistrationChangeRecord:
     """A change to a registered broker's flags; null leaves a flag unchanged."""
 
@@ -392,11 +450,13 @@ MetadataRecord: TypeAlias = (
     | PartitionRecord
     | ConfigRecord
     | PartitionChangeRecord
+    | AccessControlEntryRecord
     | FenceBrokerRecord
     | UnfenceBrokerRecord
     | RemoveTopicRecord
     | FeatureLevelRecord
     | ProducerIdsRecord
+    | RemoveAccessControlEntryRecord
     | BrokerRegistrationChangeRecord
     | NoOpRecord
 )
@@ -408,11 +468,13 @@ RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
     3: PartitionRecord,
     4: ConfigRecord,
     5: PartitionChangeRecord,
+    6: AccessControlEntryRecord,
     7: FenceBrokerRecord,
     8: UnfenceBrokerRecord,
     9: RemoveTopicRecord,
     12: FeatureLevelRecord,
     15: ProducerIdsRecord,
+    16: RemoveAccessControlEntryRecord,
     17: BrokerRegistrationChangeRecord,
     20: NoOpRecord,
 }
@@ -616,6 +678,50 @@ def _write_PartitionChangeRecord(w: Writer, msg: PartitionChangeRecord, version:
     w.int8(-1 if msg.leader_recovery_state is None else msg.leader_recovery_state)
 
 
+def _read_AccessControlEntryRecord(r: Reader, version: int) -> AccessControlEntryRecord:
+    f_id: UUID = r.uuid()
+    v = r.int8()
+    if v not in (2, 3, 4, 5, 6, 7):
+        raise _invalid("resource_type", v)
+    f_resource_type: int = v
+    f_resource_name: str = r.string()
+    v = r.int8()
+    if v not in (3, 4):
+        raise _invalid("pattern_type", v)
+    f_pattern_type: int = v
+    f_principal: str = r.string()
+    f_host: str = r.string()
+    v = r.int8()
+    if v not in (2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15):
+        raise _invalid("operation", v)
+    f_operation: int = v
+    v = r.int8()
+    if v not in (2, 3):
+        raise _invalid("permission_type", v)
+    f_permission_type: int = v
+    return AccessControlEntryRecord(
+        f_id,
+        f_resource_type,
+        f_resource_name,
+        f_pattern_type,
+        f_principal,
+        f_host,
+        f_operation,
+        f_permission_type,
+    )
+
+
+def _write_AccessControlEntryRecord(w: Writer, msg: AccessControlEntryRecord, version: int) -> None:
+    w.uuid(msg.id)
+    w.int8(msg.resource_type)
+    w.string(msg.resource_name)
+    w.int8(msg.pattern_type)
+    w.string(msg.principal)
+    w.string(msg.host)
+    w.int8(msg.operation)
+    w.int8(msg.permission_type)
+
+
 def _read_FenceBrokerRecord(r: Reader, version: int) -> FenceBrokerRecord:
     f_id: int = r.int32()
     f_epoch: int = r.int64()
@@ -671,6 +777,17 @@ def _write_ProducerIdsRecord(w: Writer, msg: ProducerIdsRecord, version: int) ->
     w.int64(msg.next_producer_id)
 
 
+def _read_RemoveAccessControlEntryRecord(r: Reader, version: int) -> RemoveAccessControlEntryRecord:
+    f_id: UUID = r.uuid()
+    return RemoveAccessControlEntryRecord(f_id)
+
+
+def _write_RemoveAccessControlEntryRecord(
+    w: Writer, msg: RemoveAccessControlEntryRecord, version: int
+) -> None:
+    w.uuid(msg.id)
+
+
 def _read_BrokerRegistrationChangeRecord(r: Reader, version: int) -> BrokerRegistrationChangeRecord:
     f_broker_id: int = r.int32()
     f_broker_epoch: int = r.int64()
@@ -712,11 +829,13 @@ _READERS: dict[int, tuple[int, int, Callable[[Reader, int], MetadataRecord]]] = 
     3: (0, 0, _read_PartitionRecord),
     4: (0, 0, _read_ConfigRecord),
     5: (0, 0, _read_PartitionChangeRecord),
+    6: (0, 0, _read_AccessControlEntryRecord),
     7: (0, 0, _read_FenceBrokerRecord),
     8: (0, 0, _read_UnfenceBrokerRecord),
     9: (0, 0, _read_RemoveTopicRecord),
     12: (0, 0, _read_FeatureLevelRecord),
     15: (0, 0, _read_ProducerIdsRecord),
+    16: (0, 0, _read_RemoveAccessControlEntryRecord),
     17: (0, 0, _read_BrokerRegistrationChangeRecord),
     20: (0, 0, _read_NoOpRecord),
 }

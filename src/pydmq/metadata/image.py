@@ -20,6 +20,7 @@ from pydmq.metadata.records import (
     NO_LEADER,
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
+    AccessControlEntryRecord,
     ConfigRecord,
     Endpoint,
     FeatureLevelRecord,
@@ -30,6 +31,13 @@ from pydmq.metadata.records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
+from pydmq.protocol.acl import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
 
 __all__ = [
     "BrokerRegistration",
@@ -38,6 +46,8 @@ __all__ = [
     "PartitionRegistration",
     "TopicImage",
     "TopicsImage",
+    "acl_of_record",
+    "acl_record",
     "frozen_mapping",
 ]
 
@@ -209,7 +219,8 @@ class MetadataImage:
 
     ``configs`` maps ``(resource_type, resource_name)`` to the explicitly set configs
     (:data:`~pydmq.metadata.records.RESOURCE_TOPIC`, ``RESOURCE_BROKER``).
-    ``next_producer_id`` is the first producer id not yet handed out.
+    ``next_producer_id`` is the first producer id not yet handed out. ``acls`` are the
+    authorizer's ACLs by id (AccessControlEntryRecord, RemoveAccessControlEntryRecord).
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -221,6 +232,7 @@ class MetadataImage:
     topics: TopicsImage = field(default_factory=TopicsImage)
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=frozen_mapping)
     next_producer_id: int = 0
+    acls: Mapping[UUID, StandardAcl] = field(default_factory=frozen_mapping)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -275,7 +287,38 @@ class MetadataImage:
             )
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        out.extend(acl_record(acl_id, acl) for acl_id, acl in self.acls.items())
         return out
+
+
+# -- ACLs ------------------------------------------------------------------------------------
+
+
+def acl_record(acl_id: UUID, acl: StandardAcl) -> AccessControlEntryRecord:
+    """The record that creates ``acl`` under ``acl_id``."""
+    return AccessControlEntryRecord(
+        id=acl_id,
+        resource_type=int(acl.resource_type),
+        resource_name=acl.resource_name,
+        pattern_type=int(acl.pattern_type),
+        principal=acl.principal,
+        host=acl.host,
+        operation=int(acl.operation),
+        permission_type=int(acl.permission_type),
+    )
+
+
+def acl_of_record(rec: AccessControlEntryRecord) -> StandardAcl:
+    """The ACL a record creates (its codes were checked by the record's decoder)."""
+    return StandardAcl(
+        ResourceType(rec.resource_type),
+        rec.resource_name,
+        PatternType(rec.pattern_type),
+        rec.principal,
+        rec.host,
+        AclOperation(rec.operation),
+        AclPermissionType(rec.permission_type),
+    )
 
 
 MetadataImage.EMPTY = MetadataImage()

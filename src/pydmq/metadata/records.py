@@ -24,6 +24,7 @@ from typing import Final
 from pydmq.metadata import generated_records as gen
 from pydmq.metadata.generated_records import (
     RECORD_CLASSES,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     Endpoint,
@@ -35,6 +36,7 @@ from pydmq.metadata.generated_records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -48,6 +50,7 @@ __all__ = [
     "RECORD_CLASSES",
     "RESOURCE_BROKER",
     "RESOURCE_TOPIC",
+    "AccessControlEntryRecord",
     "BrokerRegistrationChangeRecord",
     "ConfigRecord",
     "CorruptRecordError",
@@ -60,6 +63,7 @@ __all__ = [
     "PartitionRecord",
     "ProducerIdsRecord",
     "RegisterBrokerRecord",
+    "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "TopicRecord",
     "UnfenceBrokerRecord",

@@ -57,6 +57,9 @@ HANDLER_MODULES: tuple[str, ...] = (
     "end_txn",
     "describe_transactions",
     "list_transactions",
+    "describe_acls",
+    "create_acls",
+    "delete_acls",
 )
 
 
@@ -115,8 +118,15 @@ def _replication_plugins() -> list[ModuleType]:
     return [strategies]
 
 
+def _authorizer_plugins() -> list[ModuleType]:
+    from pydmq.security import plugin as authorizers
+
+    return [authorizers]
+
+
 BUILTIN_PLUGINS: list[object] = [
     BuiltinApiHandlers(),
+    *_authorizer_plugins(),
     *_engine_plugins(),
     *_assignor_plugins(),
     *_replication_plugins(),

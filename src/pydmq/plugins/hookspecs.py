@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
     from pydmq.assignment.placement import ReplicaPlacerSpec
     from pydmq.replication.strategy import ReplicationStrategySpec
+    from pydmq.security.authorizer import AuthorizerSpec
     from pydmq.storage.api import StorageEngineSpec
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "pydmq_on_topic_created",
     "pydmq_on_topic_deleted",
     "pydmq_register_api_handlers",
+    "pydmq_register_authorizers",
     "pydmq_register_group_assignors",
     "pydmq_register_replica_placers",
     "pydmq_register_replication_strategies",
@@ -118,6 +120,28 @@ def pydmq_register_replication_strategies() -> list[ReplicationStrategySpec]:
     Called: once, when the broker and the controller are built (before they serve requests).
 
     .. versionadded:: 0.2
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_register_authorizers() -> list[AuthorizerSpec]:
+    """Return authorizers: what a request's principal may do, decided from the ACLs.
+
+    :return: a list of :class:`~pydmq.security.authorizer.AuthorizerSpec`; ``name`` is what
+        the ``authorizer.class.name`` broker property gives (empty, the default: no
+        authorizer), ``factory(config)`` builds an
+        :class:`~pydmq.security.authorizer.Authorizer` from the broker configuration once at
+        start-up. The broker hands it the metadata image's ACLs (``update_acls``) at start and
+        whenever they change, and its handlers call ``authorize`` /
+        ``authorize_by_resource_type`` directly on the event loop, so both must be cheap. The
+        built-in is ``org.apache.kafka.metadata.authorizer.StandardAuthorizer`` (Kafka's
+        rules). A name nobody registered stops the broker at start-up; two plugins
+        registering the same name is an error.
+
+    Called: once, when the broker is built (before any listener opens).
+
+    .. versionadded:: 0.3
     """
     raise NotImplementedError
 

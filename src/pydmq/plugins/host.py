@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
     from pydmq.assignment.placement import ReplicaPlacerSpec
     from pydmq.replication.strategy import ReplicationStrategySpec
+    from pydmq.security.authorizer import AuthorizerSpec
     from pydmq.storage.api import StorageEngineSpec
 
 __all__ = ["DuplicateRegistrationError", "PluginHost"]
@@ -101,6 +102,16 @@ class PluginHost:
                     )
                 strategies[spec.name] = spec
         return strategies
+
+    def authorizers(self) -> dict[str, AuthorizerSpec]:
+        """Authorizers by name, in registration order (built-ins first)."""
+        authorizers: dict[str, AuthorizerSpec] = {}
+        for specs in reversed(self._pm.hook.pydmq_register_authorizers()):
+            for spec in specs:
+                if spec.name in authorizers:
+                    raise DuplicateRegistrationError(f"authorizer {spec.name!r} registered twice")
+                authorizers[spec.name] = spec
+        return authorizers
 
     def configure(self, config: Mapping[str, str]) -> None:
         self._pm.hook.pydmq_configure(config=config)

@@ -65,6 +65,7 @@ def _broker(*partitions: Partition, cluster: bool = True, dead: Iterable[int] = 
         replica_manager=replica_manager,
         cluster=SimpleNamespace(metadata_cache=metadata) if cluster else None,
         topic_config=lambda name: TopicConfig(config, {}),
+        authorizer=None,
     )
 
 

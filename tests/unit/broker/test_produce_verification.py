@@ -27,7 +27,9 @@ def test_acks_0_appends_once_verified() -> None:
     async def scenario() -> None:
         verifier = Verifier(later=True)
         rm, p = verified_leader(verifier)
-        ctx = SimpleNamespace(broker=SimpleNamespace(replica_manager=rm), api_version=9)
+        ctx = SimpleNamespace(
+            broker=SimpleNamespace(replica_manager=rm, authorizer=None), api_version=9
+        )
         request = ProduceRequest(
             transactional_id="txn",
             acks=0,

@@ -487,6 +487,7 @@ class _ClusterBroker:
         from types import SimpleNamespace
 
         self.config = SimpleNamespace(is_cluster_mode=True)
+        self.authorizer = None
         self.node_id = 1
         self.topics = topics
         self.metadata = _Cache(endpoints)
@@ -565,7 +566,7 @@ def test_offset_commit_handler_answers_once_committed(tmp_path: Path) -> None:
         await elect(c, 0)
         topics = TopicRegistry()
         topics.add(TopicInfo("t", uuid.uuid4(), [PartitionInfo(0, 1, 0, [1], [1])]))
-        broker = SimpleNamespace(topics=topics, group_coordinator=c)
+        broker = SimpleNamespace(topics=topics, group_coordinator=c, authorizer=None)
         ctx = RequestContext(broker, 8, 9, 1, "c", "127.0.0.1", 1, "PLAINTEXT", 1)  # type: ignore[arg-type]
 
         def request(offset: int) -> OffsetCommitRequest:

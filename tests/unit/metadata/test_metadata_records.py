@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from pydmq.metadata.records import (
     RECORD_CLASSES,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     CorruptRecordError,
@@ -23,6 +24,7 @@ from pydmq.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -92,6 +94,18 @@ RECORDS: st.SearchStrategy[MetadataRecord] = st.one_of(
         st.none() | st.booleans(),
     ),
     st.just(NoOpRecord()),
+    st.builds(
+        AccessControlEntryRecord,
+        uuids,
+        st.sampled_from([2, 3, 4, 5, 6, 7]),
+        names,
+        st.sampled_from([3, 4]),
+        names,
+        names,
+        st.integers(2, 15),
+        st.sampled_from([2, 3]),
+    ),
+    st.builds(RemoveAccessControlEntryRecord, uuids),
 )
 
 TID = uuid.UUID(int=7)
@@ -111,12 +125,14 @@ EXAMPLES: list[MetadataRecord] = [
     ProducerIdsRecord(1, 10, 2000),
     BrokerRegistrationChangeRecord(1, 10, fenced=False, in_controlled_shutdown=True),
     NoOpRecord(),
+    AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 3, 3),
+    RemoveAccessControlEntryRecord(TID),
 ]
 
 
 def test_examples_cover_every_record_type() -> None:
     assert {type(r) for r in EXAMPLES} == set(RECORD_CLASSES.values())
-    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 17, 20]
+    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20]
 
 
 @pytest.mark.parametrize("rec", EXAMPLES, ids=lambda r: type(r).__name__)

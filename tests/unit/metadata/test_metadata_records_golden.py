@@ -22,6 +22,7 @@ import pytest
 
 from pydmq.metadata.records import (
     RECORD_CLASSES,
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     Endpoint,
@@ -33,6 +34,7 @@ from pydmq.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -101,6 +103,9 @@ CASES: dict[str, MetadataRecord] = {
     "broker-change-cleared": BrokerRegistrationChangeRecord(2, 11, False, False),
     "broker-change-mixed": BrokerRegistrationChangeRecord(3, 12, None, False),
     "no-op": NoOpRecord(),
+    "acl": AccessControlEntryRecord(T1, 2, "orders", 3, "User:alice", "*", 3, 3),
+    "acl-prefixed-deny": AccessControlEntryRecord(TMAX, 3, "app-", 4, "User:*", "10.0.0.1", 2, 2),
+    "remove-acl": RemoveAccessControlEntryRecord(T1),
 }
 
 

@@ -241,3 +241,58 @@ def test_duplicate_assignor_name_is_an_error() -> None:
 
     with pytest.raises(DuplicateRegistrationError):
         PluginHost([Duplicate()]).group_assignors()
+
+
+def test_authorizer_hook_registers_third_party_authorizer(tmp_path: Path) -> None:
+    """A plugin's authorizer, picked by ``authorizer.class.name``, decides every request."""
+    from pydmq.protocol.acl import AclOperation, ResourceType
+    from pydmq.protocol.errors import ErrorCode
+    from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
+    from pydmq.security.authorizer import AuthorizerSpec
+    from pydmq.security.principal import KafkaPrincipal
+    from pydmq.security.standard_authorizer import StandardAuthorizer
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from support.raw_client import RawClient
+
+    asked: list[tuple[str, AclOperation, ResourceType, str]] = []
+
+    class OnlyPublicTopics(StandardAuthorizer):
+        def authorize(
+            self,
+            principal: KafkaPrincipal,
+            host: str,
+            operation: AclOperation,
+            resource_type: ResourceType,
+            resource_name: str,
+        ) -> bool:
+            asked.append((str(principal), operation, resource_type, resource_name))
+            return resource_type != ResourceType.TOPIC or resource_name.startswith("public-")
+
+    class Plugin:
+        @hookimpl
+        def pydmq_register_authorizers(self) -> list[AuthorizerSpec]:
+            return [AuthorizerSpec("only-public", OnlyPublicTopics.from_config)]
+
+    assert "only-public" in PluginHost([Plugin()]).authorizers()
+    with pytest.raises(DuplicateRegistrationError):
+
+        class Again:
+            @hookimpl
+            def pydmq_register_authorizers(self) -> list[AuthorizerSpec]:
+                return [AuthorizerSpec("only-public", OnlyPublicTopics.from_config)]
+
+        PluginHost([Plugin(), Again()]).authorizers()
+    overrides = {"authorizer.class.name": "only-public"}
+    with EmbeddedBroker(tmp_path / "d", overrides=overrides, plugins=[Plugin()]) as broker:
+        request = MetadataRequest(
+            topics=[MetadataRequestTopic(name=n) for n in ("public-a", "secret")],
+            allow_auto_topic_creation=False,
+        )
+        with RawClient(broker.bootstrap) as client:
+            topics = client.request(3, 12, request).body.topics
+    assert {t.name: t.error_code for t in topics} == {
+        "public-a": ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    }
+    assert ("User:ANONYMOUS", AclOperation.DESCRIBE, ResourceType.TOPIC, "secret") in asked

@@ -16,6 +16,8 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
   the topic has no partitions left;
 - a topic state carries the topic's complete config overrides (they replace ours);
 - ``live_brokers`` always replaces the alive set;
+- ``acls_included``/``acls`` (pydmq tagged fields) carry every ACL when they changed (and in
+  the FULL request): the broker's authorizer is given them.
 - ``broker_configs`` (pydmq tagged field) carries dynamic broker config layers: the cluster
   default ("") and this broker's own (its id); a listed layer replaces ours, a FULL update
   also empties the layers it does not list (layers of other brokers are ignored).
@@ -28,12 +30,20 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
+from pydmq.protocol.acl import (
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+    StandardAcl,
+)
 from pydmq.protocol.control_requests import FULL, INCREMENTAL, LEADER_DURING_DELETE
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
     UpdateMetadataTopicState,
 )
 from pydmq.protocol.topic_names import INTERNAL_TOPICS
+from pydmq.security.acl_filter import code_of
 from pydmq.storage.api import TopicPartition
 
 __all__ = [
@@ -69,6 +79,7 @@ class MetadataUpdate:
     applied: bool
     config_changed: set[str] = field(default_factory=set)
     broker_configs_changed: bool = False
+    acls_changed: bool = False
     deleted_topics: list[TopicInfo] = field(default_factory=list)
     created_topics: list[TopicInfo] = field(default_factory=list)
 
@@ -86,6 +97,8 @@ class MetadataCache:
         self.offline_replicas: dict[TopicPartition, list[int]] = {}
         # Dynamic broker configs: the cluster default ("") and this broker's own layer.
         self.broker_configs: dict[str, dict[str, str]] = {"": {}, str(node_id): {}}
+        # The authorizer's ACLs by id, as the controller's last UpdateMetadata carrying them.
+        self.acls: dict[uuid.UUID, StandardAcl] = {}
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:
@@ -141,7 +154,26 @@ class MetadataCache:
                 if topic.name not in listed:
                     self._remove_topic(topic, result)
         self._apply_broker_configs(request, result)
+        if request.acls_included:
+            self._apply_acls(request, result)
         return result
+
+    def _apply_acls(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
+        acls = {
+            a.id_: StandardAcl(
+                code_of(ResourceType, a.resource_type),
+                a.resource_name,
+                code_of(PatternType, a.pattern_type),
+                a.principal,
+                a.host,
+                code_of(AclOperation, a.operation),
+                code_of(AclPermissionType, a.permission_type),
+            )
+            for a in request.acls
+        }
+        if acls != self.acls:
+            self.acls = acls
+            result.acls_changed = True
 
     def _apply_broker_configs(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
         layers = {

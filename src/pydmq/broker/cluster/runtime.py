@@ -487,6 +487,8 @@ class BrokerCluster:
         if not result.applied:
             return UpdateMetadataResponse(error_code=ErrorCode.NONE)
         replica_manager = self.broker.replica_manager
+        if result.acls_changed and self.broker.authorizer is not None:
+            self.broker.authorizer.update_acls(self.metadata_cache.acls)
         if result.broker_configs_changed:
             layers = self.metadata_cache.broker_configs
             install_broker_configs(self.broker, layers[""], layers[str(self.node_id)])

@@ -12,6 +12,10 @@ client's version (:func:`~pydmq.broker.handlers._forward.forward_to_controller`:
 controller in cluster mode, a single node's own in process), and the answers are merged back
 in request order. The controller commits BROKER changes as ConfigRecords; every node installs
 them (:mod:`pydmq.broker.dynamic_configs`).
+
+Authorization (as Kafka): ALTER_CONFIGS on the topic, or on the cluster for a BROKER or
+BROKER_LOGGER resource, else TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED for
+that resource.
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import config_resource_refusal
 from pydmq.broker.handlers._config_resources import check_resource, resource_counts
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode, TopicError
 
 __all__ = ["ConfigChange", "alter_configs"]
@@ -88,6 +94,9 @@ async def alter_configs(
         rtype, name = resource.resource_type, resource.resource_name
         try:
             check_resource(resource, counts)
+            refusal = config_resource_refusal(ctx, rtype, name, AclOperation.ALTER_CONFIGS)
+            if refusal:
+                raise TopicError(refusal, "")
             if rtype not in types:
                 raise TopicError(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {rtype}")
             problem = null_problem(resource)

@@ -11,6 +11,11 @@ v4+, the batched form brokers send (KIP-890): several transactions, each answere
 with ``verify_only`` nothing is added, each partition answers NONE if it is in the ongoing
 transaction, else INVALID_TXN_STATE (a partition leader checking a transactional produce).
 v5 is what transactions v2 brokers send, answered the same.
+
+Authorization (as Kafka): v4+ comes from brokers and needs CLUSTER_ACTION (else a
+top-level CLUSTER_AUTHORIZATION_FAILED); v0-v3 need WRITE on the transactional id (else
+every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and WRITE on each topic (else
+TOPIC_AUTHORIZATION_FAILED, the other partitions OPERATION_NOT_ATTEMPTED).
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from collections.abc import Sequence
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._transactions import coordinator, fenced_as
+from pydmq.broker.handlers._authorize import authorized_cluster, authorized_names
+from pydmq.broker.handlers._transactions import (
+    TXN_ID_DENIED,
+    coordinator,
+    fenced_as,
+    txn_id_denied,
+)
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnPartitionResult,
@@ -40,6 +52,9 @@ async def handle(
     ctx: BrokerContext, request: AddPartitionsToTxnRequest
 ) -> AddPartitionsToTxnResponse:
     if ctx.api_version < _BATCHED_VERSION:
+        if txn_id_denied(ctx, request.v3_and_below_transactional_id):
+            codes = _every(request.v3_and_below_topics, TXN_ID_DENIED)
+            return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_by_topic(codes))
         codes = await _add(
             ctx,
             request.v3_and_below_transactional_id,
@@ -49,6 +64,8 @@ async def handle(
             verify_only=False,
         )
         return AddPartitionsToTxnResponse(results_by_topic_v3_and_below=_by_topic(codes))
+    if not authorized_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return AddPartitionsToTxnResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     results = []
     for txn in request.transactions:
         codes = await _add(
@@ -77,14 +94,19 @@ async def _add(
     verify_only: bool,
 ) -> dict[TopicPartition, int]:
     partitions = [TopicPartition(t.name, p) for t in topics for p in t.partitions]
-    unknown = {tp for tp in partitions if not _exists(ctx, tp)}
-    if unknown:
-        return {
-            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if tp in unknown
-            else ErrorCode.OPERATION_NOT_ATTEMPTED
-            for tp in partitions
-        }
+    writable = authorized_names(
+        ctx, AclOperation.WRITE, ResourceType.TOPIC, (t.name for t in topics)
+    )
+    refused = {
+        tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED for tp in partitions if tp.topic not in writable
+    }
+    refused.update(
+        (tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        for tp in partitions
+        if tp not in refused and not _exists(ctx, tp)
+    )
+    if refused:
+        return {tp: refused.get(tp, ErrorCode.OPERATION_NOT_ATTEMPTED) for tp in partitions}
     txn_coordinator = coordinator(ctx)
     if verify_only:
         return txn_coordinator.verify_partitions(
@@ -94,6 +116,10 @@ async def _add(
         transactional_id, producer_id, producer_epoch, partitions
     )
     return dict.fromkeys(partitions, fenced_as(code, ctx.api_version, 2))
+
+
+def _every(topics: Sequence[AddPartitionsToTxnTopic], code: int) -> dict[TopicPartition, int]:
+    return {TopicPartition(t.name, p): code for t in topics for p in t.partitions}
 
 
 def _exists(ctx: BrokerContext, tp: TopicPartition) -> bool:

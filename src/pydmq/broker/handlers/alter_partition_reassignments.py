@@ -9,6 +9,8 @@ The request is forwarded to the controller at the same version and its response 
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT when none answers; a single node's own, in process, whose one replica
 already leads every partition).
+
+Authorization (as Kafka): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from collections.abc import Awaitable, Callable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_cluster
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
@@ -52,10 +56,14 @@ def _response(
 
 def handle(
     ctx: BrokerContext, request: AlterPartitionReassignmentsRequest
-) -> Awaitable[AlterPartitionReassignmentsResponse]:
-    def unavailable(code: int, message: str) -> AlterPartitionReassignmentsResponse:
+) -> AlterPartitionReassignmentsResponse | Awaitable[AlterPartitionReassignmentsResponse]:
+    def unavailable(code: int, message: str | None) -> AlterPartitionReassignmentsResponse:
         return _response(request, lambda _t, _i, _r: (code, message))
 
+    if not authorized_cluster(ctx, AclOperation.ALTER):
+        denied = unavailable(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        denied.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return denied
     return forward_to_controller(ctx, request, unavailable, request.timeout)
 
 

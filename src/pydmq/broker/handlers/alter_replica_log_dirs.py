@@ -12,6 +12,9 @@ answers (observed against the reference broker):
 
 A partition named under two dirs takes the last one (Kafka builds a map); results are
 grouped by topic in the order topics are first named. v2 is flexible.
+
+Authorization (as Kafka): ALTER on the cluster, else every partition is
+CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import os
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_cluster
 from pydmq.broker.handlers._log_dirs import log_dir_offline, log_dir_path
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_replica_log_dirs import (
     AlterReplicaLogDirPartitionResult,
@@ -42,11 +47,14 @@ def handle(ctx: BrokerContext, request: AlterReplicaLogDirsRequest) -> AlterRepl
             for index in topic.partitions:
                 destinations[TopicPartition(topic.name, index)] = entry.path
     offline = bool(destinations) and log_dir_offline(broker)
+    allowed = authorized_cluster(ctx, AclOperation.ALTER)
     hosted = broker.replica_manager.partitions
     results: dict[str, AlterReplicaLogDirTopicResult] = {}
     response = AlterReplicaLogDirsResponse()
     for tp, path in destinations.items():
-        if os.path.abspath(path) != own:
+        if not allowed:
+            code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        elif os.path.abspath(path) != own:
             code = ErrorCode.LOG_DIR_NOT_FOUND
         elif offline:
             code = ErrorCode.KAFKA_STORAGE_ERROR

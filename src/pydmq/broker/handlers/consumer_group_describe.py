@@ -8,14 +8,18 @@ Java admin then falls back to DescribeGroups). Authorized operations when asked 
 authorizer: every group operation). Version notes: v1 adds ``member_type`` (1 = consumer
 protocol). A group not coordinated here: NOT_COORDINATOR; still loading:
 COORDINATOR_LOAD_IN_PROGRESS.
+
+Authorization (as Kafka): DESCRIBE on each group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._authorize import authorized_operations
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.groups.consumer.group import Partitions
+from pydmq.protocol.acl import GROUP_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.consumer_group_describe import (
     Assignment,
@@ -29,7 +33,6 @@ from pydmq.protocol.messages.consumer_group_describe import (
 __all__ = ["HANDLER"]
 
 _NOT_REQUESTED = -(2**31)
-_GROUP_OPERATIONS = (1 << 3) | (1 << 6) | (1 << 8)  # READ, DELETE, DESCRIBE
 _CONSUMER_MEMBER = 1
 
 
@@ -38,7 +41,6 @@ def handle(
 ) -> ConsumerGroupDescribeResponse:
     groups = coordinator(ctx)
     consumer = groups.consumer
-    ops = _GROUP_OPERATIONS if request.include_authorized_operations else _NOT_REQUESTED
 
     def assignment(parts: Partitions) -> Assignment:
         return Assignment(
@@ -50,6 +52,14 @@ def handle(
 
     response = ConsumerGroupDescribeResponse()
     for group_id in request.group_ids:
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            response.groups.append(DescribedGroup(group_id=group_id, error_code=GROUP_DENIED))
+            continue
+        ops = (
+            authorized_operations(ctx, ResourceType.GROUP, group_id, GROUP_OPERATIONS)
+            if request.include_authorized_operations
+            else _NOT_REQUESTED
+        )
         error = groups.ownership_error(group_id)
         if error:
             response.groups.append(DescribedGroup(group_id=group_id, error_code=error))

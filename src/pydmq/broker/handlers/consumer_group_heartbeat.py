@@ -12,6 +12,8 @@ full match). Cluster mode: NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when t
 not coordinated here / still loading; a heartbeat that wrote records (epoch, member,
 assignment changes) is answered once they are committed (and, converting an empty classic
 group, once its tombstone is).
+
+Authorization (as Kafka): READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,9 +22,10 @@ import asyncio
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.groups.consumer.api import HeartbeatRequest, HeartbeatResult
 from pydmq.groups.coordinator import GroupCoordinator
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.consumer_group_heartbeat import (
     Assignment,
     ConsumerGroupHeartbeatRequest,
@@ -34,6 +37,8 @@ __all__ = ["HANDLER"]
 
 
 def handle(ctx: BrokerContext, request: ConsumerGroupHeartbeatRequest) -> object:
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        return ConsumerGroupHeartbeatResponse(error_code=GROUP_DENIED)
     group_coordinator = coordinator(ctx)
     mark = group_coordinator.write_mark
     owned = (

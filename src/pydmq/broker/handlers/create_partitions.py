@@ -12,6 +12,9 @@ is flexible, v3 is v2 (KIP-890 version bump); the body is the same in all versio
 The request is forwarded to the controller at the same version and its response returned
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
+
+Authorization (as Kafka): ALTER on each topic, else that topic is TOPIC_AUTHORIZATION_FAILED
+and the others are forwarded.
 """
 
 from __future__ import annotations
@@ -20,7 +23,10 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_names
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.protocol.acl import AclOperation, ResourceType
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
@@ -41,7 +47,41 @@ def handle(
             ]
         )
 
+    alterable = authorized_names(ctx, AclOperation.ALTER, ResourceType.TOPIC, _names(request))
+    if len(alterable) < len({t.name for t in request.topics}):
+        return _forward_alterable(ctx, request, alterable)
     return forward_to_controller(ctx, request, unavailable, request.timeout)
+
+
+def _names(request: CreatePartitionsRequest) -> list[str]:
+    return [topic.name for topic in request.topics]
+
+
+async def _forward_alterable(
+    ctx: BrokerContext, request: CreatePartitionsRequest, alterable: set[str]
+) -> CreatePartitionsResponse:
+    """Refuse the topics the principal may not alter, forward the rest; the answers keep
+    the request's order."""
+    allowed = [t for t in request.topics if t.name in alterable]
+    answers: list[CreatePartitionsTopicResult] = []
+    if allowed:
+        forwarded = CreatePartitionsRequest(
+            topics=allowed, timeout=request.timeout, validate_only=request.validate_only
+        )
+        answers = list((await handle(ctx, forwarded)).results)
+    replies = iter(answers)
+    return CreatePartitionsResponse(
+        results=[
+            next(replies)
+            if t.name in alterable
+            else CreatePartitionsTopicResult(
+                name=t.name,
+                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                error_message="The topic authorization is failed.",
+            )
+            for t in request.topics
+        ]
+    )
 
 
 HANDLER = ApiHandlerSpec(37, 0, 3, handle, "CreatePartitions")

@@ -20,15 +20,19 @@ chunks between which other connections are served (:mod:`pydmq.broker.partition_
 The request is forwarded to the controller at the same version and its response returned
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
+
+Authorization (as Kafka): CREATE on the cluster or on the topic, else that topic is
+TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") and the others are forwarded.
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_to_create_topic
 from pydmq.broker.handlers._forward import forward_to_controller
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import (
@@ -41,8 +45,12 @@ from pydmq.protocol.topic_names import internal_topic_creation_problem
 
 __all__ = ["HANDLER"]
 
+_DENIED_MESSAGE = "Authorization failed."
 
-def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> CreatableTopicResult:
+
+def _refused(
+    topic: CreatableTopic, version: int, code: int, message: str | None
+) -> CreatableTopicResult:
     return CreatableTopicResult(
         name=topic.name,
         error_code=code,
@@ -55,14 +63,21 @@ def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> Cr
 
 def handle(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     counts = collections.Counter(t.name for t in request.topics)
-    reserved = {
-        t.name: problem
+    refused = {
+        t.name: (ErrorCode.INVALID_REQUEST, problem)
         for t in request.topics
         if counts[t.name] == 1 and (problem := internal_topic_creation_problem(t.name)) is not None
     }
-    if not reserved:
+    refused.update(
+        (t.name, (ErrorCode.TOPIC_AUTHORIZATION_FAILED, _DENIED_MESSAGE))
+        for t in request.topics
+        if counts[t.name] == 1
+        and t.name not in refused
+        and not authorized_to_create_topic(ctx, t.name)
+    )
+    if not refused:
         return _forward(ctx, request)
-    return _forward_allowed(ctx, request, reserved)
+    return _forward_allowed(ctx, request, refused)
 
 
 def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
@@ -75,10 +90,11 @@ def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[Crea
 
 
 async def _forward_allowed(
-    ctx: BrokerContext, request: CreateTopicsRequest, reserved: dict[str, str]
+    ctx: BrokerContext, request: CreateTopicsRequest, refused: Mapping[str, tuple[int, str | None]]
 ) -> CreateTopicsResponse:
-    """Refuse the reserved names here and forward the rest; answers keep the request's order."""
-    allowed = [t for t in request.topics if t.name not in reserved]
+    """Refuse the reserved and unauthorized names here and forward the rest; answers keep
+    the request's order."""
+    allowed = [t for t in request.topics if t.name not in refused]
     answered: dict[str, CreatableTopicResult] = {}
     response = CreateTopicsResponse()
     if allowed:
@@ -88,9 +104,7 @@ async def _forward_allowed(
         response = await _forward(ctx, forwarded)
         answered = {r.name: r for r in response.topics}
     response.topics = [
-        _refused(t, ctx.api_version, ErrorCode.INVALID_REQUEST, reserved[t.name])
-        if t.name in reserved
-        else answered[t.name]
+        _refused(t, ctx.api_version, *refused[t.name]) if t.name in refused else answered[t.name]
         for t in request.topics
     ]
     return response

@@ -5,6 +5,9 @@ Per group: INVALID_GROUP_ID (empty id), GROUP_ID_NOT_FOUND (unknown or Dead), NO
 (members present), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
 coordinated here / still loading. Cluster mode: answered once the tombstones are committed.
 No differences between versions besides flexible encoding (v2).
+
+Authorization (as Kafka): DELETE on each group, else that group is
+GROUP_AUTHORIZATION_FAILED and left alone.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from collections.abc import Awaitable, Mapping
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.delete_groups import (
     DeletableGroupResult,
     DeleteGroupsRequest,
@@ -26,7 +30,10 @@ __all__ = ["HANDLER"]
 def handle(ctx: BrokerContext, request: DeleteGroupsRequest) -> object:
     group_coordinator = coordinator(ctx)
     mark = group_coordinator.write_mark
-    results = group_coordinator.delete_groups(request.groups_names)
+    denied = [g for g in request.groups_names if group_denied(ctx, g, AclOperation.DELETE)]
+    allowed = [g for g in request.groups_names if g not in denied]
+    results = group_coordinator.delete_groups(allowed) if allowed else {}
+    results.update((g, GROUP_DENIED) for g in denied)
     committed = {
         g: group_coordinator.await_writes(g, mark)
         for g, code in results.items()

@@ -21,6 +21,9 @@ not succeeded by a replica that still has the deleted records. On one node, or w
 replication factor of 1, the low watermark is the leader's log start and the answer is
 immediate. v1 is v0 (throttling), v2 is flexible. A request of many partitions (up to its
 decode budget, 110,000 elements) is handled in slices (:mod:`pydmq.broker.handlers._slices`).
+
+Authorization (as Kafka): DELETE on each topic, else its partitions are
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -29,7 +32,9 @@ from collections.abc import Awaitable, Iterator
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_names
 from pydmq.broker.handlers._slices import in_slices
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_records import (
     DeleteRecordsPartitionResult,
@@ -72,6 +77,9 @@ def _delete(
     topic and per partition."""
     broker = ctx.broker
     replica_manager = broker.replica_manager
+    deletable_topics = authorized_names(
+        ctx, AclOperation.DELETE, ResourceType.TOPIC, [t.name for t in request.topics]
+    )
     for topic in request.topics:
         yield 1
         topic_result = DeleteRecordsTopicResult(name=topic.name)
@@ -83,6 +91,9 @@ def _delete(
                 partition_index=p.partition_index, low_watermark=-1, error_code=ErrorCode.NONE
             )
             topic_result.partitions.append(result)
+            if topic.name not in deletable_topics:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             tp = TopicPartition(topic.name, p.partition_index)
             partition, error = replica_manager.leader_partition(tp)
             if partition is None:

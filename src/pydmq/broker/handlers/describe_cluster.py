@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.protocol.acl import CLUSTER_OPERATIONS
+from pydmq.broker.handlers._authorize import cluster_authorized_operations
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_cluster import (
     DescribeClusterBroker,
@@ -46,7 +46,9 @@ def handle(ctx: BrokerContext, request: DescribeClusterRequest) -> DescribeClust
         cluster_id=broker.cluster_id,
         controller_id=metadata.controller_id(),
         cluster_authorized_operations=(
-            CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else _NOT_REQUESTED
+            cluster_authorized_operations(ctx)
+            if request.include_cluster_authorized_operations
+            else _NOT_REQUESTED
         ),
     )
     if endpoint_type not in (ENDPOINT_BROKERS, ENDPOINT_CONTROLLERS):

@@ -34,6 +34,10 @@ Kafka answers duplicates in CreateTopics and ListOffsets): one BROKER resource o
 answers 72 configs with their synonyms, so repeating it would make a small request cost
 megabytes of response. Many resources (up to the decode budget, 110,000) are described in
 slices (:mod:`pydmq.broker.handlers._slices`), each resource weighing the configs it returns.
+
+Authorization (as Kafka): DESCRIBE_CONFIGS on the topic, or on the cluster for a BROKER or
+BROKER_LOGGER resource, else TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED for
+that resource.
 """
 
 from __future__ import annotations
@@ -44,12 +48,14 @@ from collections.abc import Awaitable, Iterable, Iterator
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import config_resource_refusal
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigType
 from pydmq.config.kafka_broker_defs import KafkaOnlyConfig, kafka_only_configs
 from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TOPIC_DEFAULT_SYNONYMS, TopicConfig, broker_synonyms
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_configs import (
     DescribeConfigsRequest,
@@ -390,6 +396,11 @@ def _describe(
                     ErrorCode.INVALID_REQUEST,
                     f"Duplicate resource in the request: {resource.resource_name}",
                 )
+            refusal = config_resource_refusal(
+                ctx, resource.resource_type, resource.resource_name, AclOperation.DESCRIBE_CONFIGS
+            )
+            if refusal:
+                raise _ResourceError(refusal, "")
             if resource.resource_type == _TOPIC:
                 result.configs = _topic_configs(ctx, request, resource)
             elif resource.resource_type == _BROKER:

@@ -12,6 +12,9 @@ Kafka does). v4 adds ``total_bytes`` and ``usable_bytes`` of the file system hol
 advertised: kafka-python infers the broker's release from the highest DescribeLogDirs version
 and would then take pydmq for Kafka 4.3 and use versions of other APIs pydmq lacks. An offline log dir answers KAFKA_STORAGE_ERROR with no topics. The
 top-level error (v3+) is NONE: no authorizer.
+
+Authorization (as Kafka): DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED and no
+results.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from collections.abc import Iterable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_cluster
 from pydmq.broker.handlers._log_dirs import log_dir_offline, log_dir_path
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_log_dirs import (
     DescribeLogDirsPartition,
@@ -61,6 +66,8 @@ def _describe(partition: Partition) -> DescribeLogDirsPartition:
 
 
 def handle(ctx: BrokerContext, request: DescribeLogDirsRequest) -> DescribeLogDirsResponse:
+    if not authorized_cluster(ctx, AclOperation.DESCRIBE):
+        return DescribeLogDirsResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker = ctx.broker
     path = log_dir_path(broker)
     result = DescribeLogDirsResult(error_code=ErrorCode.NONE, log_dir=path)

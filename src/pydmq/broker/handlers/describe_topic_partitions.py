@@ -11,6 +11,9 @@ INVALID_TOPIC_EXCEPTION for an illegal name, else the topic id, is_internal and,
 partition, the fields Metadata gives (leader, leader epoch, replicas, ISR, offline replicas)
 plus empty eligible_leader_replicas / last_known_elr (no ELR on pydmq). Topic authorized
 operations: every operation a TOPIC supports (no authorizer, as Kafka without one).
+
+Authorization (as Kafka): all topics list only those the principal may DESCRIBE; a named
+topic it may not is TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import uuid
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_names, authorized_operations
+from pydmq.protocol.acl import TOPIC_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_topic_partitions import (
     Cursor,
@@ -29,14 +34,13 @@ from pydmq.protocol.messages.describe_topic_partitions import (
 )
 from pydmq.protocol.topic_names import topic_name_problem
 
-__all__ = ["HANDLER", "TOPIC_OPERATIONS"]
+__all__ = ["HANDLER"]
 
 MAX_PARTITION_LIMIT = 2000
 _ZERO_UUID = uuid.UUID(int=0)
 
 # AclOperation codes the TOPIC resource supports: READ 3, WRITE 4, CREATE 5, DELETE 6,
 # ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
-TOPIC_OPERATIONS = sum(1 << code for code in (3, 4, 5, 6, 7, 8, 10, 11))
 
 
 def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
@@ -59,6 +63,9 @@ def handle(
         names = sorted({t.name for t in request.topics})
     else:
         names = sorted(t.name for t in broker.topics)
+    described = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
+    if not request.topics:
+        names = [n for n in names if n in described]
     cursor = request.cursor
     first_partition = 0
     if cursor is not None:
@@ -78,6 +85,9 @@ def handle(
         if remaining <= 0:
             response.next_cursor = Cursor(topic_name=name, partition_index=start)
             break
+        if name not in described:
+            response.topics.append(_error_topic(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            continue
         topic = broker.topics.get(name)
         if topic is None:
             code = (
@@ -95,7 +105,9 @@ def handle(
                 name=topic.name,
                 topic_id=topic.topic_id,
                 is_internal=topic.internal,
-                topic_authorized_operations=TOPIC_OPERATIONS,
+                topic_authorized_operations=authorized_operations(
+                    ctx, ResourceType.TOPIC, topic.name, TOPIC_OPERATIONS
+                ),
                 partitions=[
                     DescribeTopicPartitionsResponsePartition(
                         error_code=ErrorCode.NONE,

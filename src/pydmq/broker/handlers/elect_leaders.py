@@ -10,6 +10,8 @@ The request is forwarded to the controller at the same version and its response 
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT when none answers; a single node's own, in process, whose one replica
 already leads every partition).
+
+Authorization (as Kafka): ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_cluster
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.elect_leaders import (
     ElectLeadersRequest,
@@ -48,7 +52,13 @@ def _per_partition(
     )
 
 
-def handle(ctx: BrokerContext, request: ElectLeadersRequest) -> Awaitable[ElectLeadersResponse]:
+def handle(
+    ctx: BrokerContext, request: ElectLeadersRequest
+) -> ElectLeadersResponse | Awaitable[ElectLeadersResponse]:
+    if not authorized_cluster(ctx, AclOperation.ALTER):
+        denied = _per_partition(request, ErrorCode.CLUSTER_AUTHORIZATION_FAILED, None)
+        denied.error_code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return denied
     return forward_to_controller(
         ctx,
         request,

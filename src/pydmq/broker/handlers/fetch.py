@@ -41,6 +41,12 @@ DeleteRecords waiting for the followers' log starts; a parked follower fetch com
 the log start offset of a partition it reads moved (a DeleteRecords on the leader), so the
 follower learns it without waiting out ``max_wait``.
 
+Authorization (with an authorizer, as Kafka's KafkaApis): a fetch claiming a replica id
+needs CLUSTER_ACTION on the cluster (a secured cluster lists its brokers' principal in
+``super.users``), else every partition is TOPIC_AUTHORIZATION_FAILED; a consumer's needs READ
+on each topic, else that topic's partitions are TOPIC_AUTHORIZATION_FAILED (after the session
+is applied, so a session's cached partitions are checked on every fetch).
+
 A fetch of more partitions than one slice (:data:`~pydmq.api.slices.SLICE_ELEMENTS`,
 up to the decode budget of 110,000 elements) is read in slices between which the event loop
 serves other connections, each read of its long poll too; a normal fetch is read at once.
@@ -60,7 +66,9 @@ from pydmq.broker.fetch_session import (
     FetchSession,
     SessionError,
 )
+from pydmq.broker.handlers._authorize import authorized_cluster, authorized_names
 from pydmq.broker.services import BrokerServices
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.fetch import (
     AbortedTransaction,
@@ -259,10 +267,28 @@ def handle(ctx: BrokerContext, request: FetchRequest) -> object:
             incremental = True
             targets, session_entries = _apply_to_session(session, targets, request, broker, version)
     answer = _Answer(session_id, incremental, session_entries, request.isolation_level == 1)
-    results = broker.replica_manager.fetch_messages(_params(ctx, request), targets)
+    params = _params(ctx, request)
+    if broker.authorizer is not None:
+        _authorize_targets(ctx, params, targets)
+    results = broker.replica_manager.fetch_messages(params, targets)
     if isinstance(results, list):
         return answer.respond(targets, results)
     return _respond_later(answer, targets, results)
+
+
+def _authorize_targets(ctx: BrokerContext, params: FetchParams, targets: list[FetchTarget]) -> None:
+    """TOPIC_AUTHORIZATION_FAILED on the targets the principal may not read (a replica's
+    fetch: all of them, unless it may CLUSTER_ACTION)."""
+    if params.replica_id >= 0:
+        if authorized_cluster(ctx, AclOperation.CLUSTER_ACTION):
+            return
+        readable: set[str] = set()
+    else:
+        names = {t.tp.topic for t in targets if t.error == ErrorCode.NONE}
+        readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, names)
+    for target in targets:
+        if target.error == ErrorCode.NONE and target.tp.topic not in readable:
+            target.error = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
 def _params(ctx: BrokerContext, request: FetchRequest) -> FetchParams:

@@ -12,6 +12,9 @@ controller and the answer is COORDINATOR_NOT_AVAILABLE, as it is for a partition
 leader or a leader without that listener. Any other key type: INVALID_REQUEST.
 v0-v3 carry one key and answer in the top-level fields (error message from v1); v4+ batch
 ``coordinator_keys`` and answer in ``coordinators``.
+
+Authorization (as Kafka): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED) or on the
+transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED), with no node.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from collections.abc import Callable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized
 from pydmq.groups.log import OFFSETS_TOPIC, is_cluster_mode, partition_for
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.find_coordinator import (
     Coordinator,
@@ -36,6 +41,8 @@ log = logging.getLogger(__name__)
 
 _GROUP = 0
 _TRANSACTION = 1
+_DESCRIBE = AclOperation.DESCRIBE
+_TXN_ID = ResourceType.TRANSACTIONAL_ID
 
 
 def _not_available(key: str) -> Coordinator:
@@ -84,7 +91,15 @@ def _this_node(ctx: BrokerContext, key: str, ensure_created: Callable[[], None])
     return Coordinator(key=key, node_id=ctx.broker.node_id, host=host, port=port)
 
 
+def _denied(key: str, code: int) -> Coordinator:
+    return Coordinator(key=key, node_id=-1, host="", port=-1, error_code=code)
+
+
 def _find(ctx: BrokerContext, key: str, key_type: int) -> Coordinator:
+    if key_type == _GROUP and not authorized(ctx, _DESCRIBE, ResourceType.GROUP, key):
+        return _denied(key, ErrorCode.GROUP_AUTHORIZATION_FAILED)
+    if key_type == _TRANSACTION and not authorized(ctx, _DESCRIBE, _TXN_ID, key):
+        return _denied(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     broker = ctx.broker
     cluster = is_cluster_mode(broker.config)
     if key_type == _GROUP:

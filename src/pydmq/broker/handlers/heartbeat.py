@@ -5,19 +5,24 @@ member), FENCED_INSTANCE_ID (a replaced static member), ILLEGAL_GENERATION,
 REBALANCE_IN_PROGRESS while the group prepares a rebalance (the member must rejoin).
 Group instance id from v3. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
 coordinated here / still loading (cluster mode).
+
+Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 __all__ = ["HANDLER"]
 
 
 def handle(ctx: BrokerContext, request: HeartbeatRequest) -> HeartbeatResponse:
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        return HeartbeatResponse(error_code=GROUP_DENIED)
     error = coordinator(ctx).heartbeat(
         request.group_id,
         request.generation_id,

@@ -16,6 +16,10 @@ a producer id and epoch 0, a known one an epoch bump (with the caller's ``produc
 COORDINATOR_LOAD_IN_PROGRESS when the id's ``__transaction_state`` partition is led elsewhere
 or loading. PRODUCER_FENCED is answered INVALID_PRODUCER_EPOCH below v4 (KIP-588).
 v6 (KIP-939 two-phase commit) is not advertised.
+
+Authorization (as Kafka): with a transactional id, WRITE on it (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED); without, IDEMPOTENT_WRITE on the cluster or WRITE on
+some topic (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -24,8 +28,15 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._transactions import coordinator, fenced_as
+from pydmq.broker.handlers._authorize import authorized_by_resource_type, authorized_cluster
+from pydmq.broker.handlers._transactions import (
+    TXN_ID_DENIED,
+    coordinator,
+    fenced_as,
+    txn_id_denied,
+)
 from pydmq.producers.id_manager import ProducerIdBlockError
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
@@ -36,7 +47,14 @@ def handle(
     ctx: BrokerContext, request: InitProducerIdRequest
 ) -> InitProducerIdResponse | Awaitable[InitProducerIdResponse]:
     if request.transactional_id is not None:
+        if txn_id_denied(ctx, request.transactional_id):
+            return _refused(TXN_ID_DENIED)
         return _transactional(ctx, request)
+    if not (
+        authorized_cluster(ctx, AclOperation.IDEMPOTENT_WRITE)
+        or authorized_by_resource_type(ctx, AclOperation.WRITE, ResourceType.TOPIC)
+    ):
+        return _refused(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     try:
         producer_id = ctx.broker.producer_ids.generate_producer_id()
     except ProducerIdBlockError as exc:
@@ -67,7 +85,11 @@ async def _transactional(
 
 
 def _unavailable(exc: ProducerIdBlockError) -> InitProducerIdResponse:
-    return InitProducerIdResponse(error_code=exc.error_code, producer_id=-1, producer_epoch=-1)
+    return _refused(exc.error_code)
+
+
+def _refused(code: int) -> InitProducerIdResponse:
+    return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
 
 async def _from_new_block(waiting: Awaitable[int]) -> InitProducerIdResponse:

@@ -7,14 +7,17 @@ MEMBER_ID_REQUIRED with its id and joins again; v0-v3 join in one round trip); g
 id (static membership) from v5; protocol name nullable and protocol type in the response from
 v7; ``reason`` (v8) is logged only; ``skip_assignment`` (v9) is always false. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the
 group is not coordinated here / still loading (cluster mode).
+
+Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.groups.api import JoinRequest
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.join_group import (
     JoinGroupRequest,
     JoinGroupResponse,
@@ -61,6 +64,8 @@ async def _join(ctx: BrokerContext, request: JoinGroupRequest) -> JoinGroupRespo
 
 
 def handle(ctx: BrokerContext, request: JoinGroupRequest) -> object:
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        return JoinGroupResponse(error_code=GROUP_DENIED, generation_id=-1)
     return _join(ctx, request)
 
 

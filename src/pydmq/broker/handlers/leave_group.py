@@ -5,13 +5,16 @@ v3+: a batch of member identities (member id and/or group instance id: an empty 
 an instance id removes that static member) with one error per member (UNKNOWN_MEMBER_ID,
 FENCED_INSTANCE_ID). ``reason`` (v5) is logged only. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS (top level) when
 the group is not coordinated here / still loading (cluster mode).
+
+Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.leave_group import (
     LeaveGroupRequest,
     LeaveGroupResponse,
@@ -22,6 +25,8 @@ __all__ = ["HANDLER"]
 
 
 def handle(ctx: BrokerContext, request: LeaveGroupRequest) -> LeaveGroupResponse:
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        return LeaveGroupResponse(error_code=GROUP_DENIED)
     if ctx.api_version < 3:
         top, errors = coordinator(ctx).leave_group(request.group_id, [(request.member_id, None)])
         return LeaveGroupResponse(error_code=top or (errors[0] if errors else 0))

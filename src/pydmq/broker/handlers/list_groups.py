@@ -6,13 +6,18 @@ matches everything. Group state in the response from v4, group type ("classic", 
 "consumer" for KIP-848 groups, whose protocol type is "consumer") from v5. Cluster mode: the
 groups of the ``__consumer_offsets`` partitions led here; COORDINATOR_LOAD_IN_PROGRESS (with
 the groups already loaded) while one of them loads.
+
+Authorization (as Kafka): DESCRIBE on the cluster lists every group; otherwise only the
+groups the principal may DESCRIBE.
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._authorize import authorized_cluster
+from pydmq.broker.handlers._groups import coordinator, group_denied
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 __all__ = ["HANDLER"]
@@ -24,7 +29,10 @@ def handle(ctx: BrokerContext, request: ListGroupsRequest) -> ListGroupsResponse
     types = {t.lower() for t in request.types_filter} if version >= 5 else set()
     group_coordinator = coordinator(ctx)
     response = ListGroupsResponse(error_code=group_coordinator.list_groups_error())
+    every_group = authorized_cluster(ctx, AclOperation.DESCRIBE)
     for group_id, protocol_type, state, group_type in group_coordinator.list_groups_with_type():
+        if not every_group and group_denied(ctx, group_id, AclOperation.DESCRIBE):
+            continue
         if states and state.lower() not in states:
             continue
         if types and group_type not in types:

@@ -17,6 +17,9 @@ A partition named more than once in a request gets INVALID_REQUEST at every occu
 in Kafka (a timestamp lookup decodes records: repeating one would multiply that work). A
 request of many partitions (up to its decode budget, 110,000 elements) is answered in slices
 (:mod:`pydmq.broker.handlers._slices`).
+
+Authorization (as Kafka): DESCRIBE on each topic, else its partitions are
+TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from collections.abc import Awaitable, Iterator
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_names
 from pydmq.broker.handlers._slices import in_slices
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.list_offsets import (
     ListOffsetsPartitionResponse,
@@ -58,6 +63,10 @@ def handle(
     return in_slices(_answer(ctx, request, response), lambda: response)
 
 
+def _names(request: ListOffsetsRequest) -> list[str]:
+    return [topic.name for topic in request.topics]
+
+
 def _answer(
     ctx: BrokerContext, request: ListOffsetsRequest, response: ListOffsetsResponse
 ) -> Iterator[int]:
@@ -65,6 +74,7 @@ def _answer(
     replica_manager = ctx.broker.replica_manager
     read_committed = ctx.api_version >= 2 and request.isolation_level == 1
     named = Counter((t.name, p.partition_index) for t in request.topics for p in t.partitions)
+    described = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, _names(request))
     yield len(named)  # the counting above
     for topic in request.topics:
         yield 1
@@ -80,6 +90,9 @@ def _answer(
                 leader_epoch=-1,
             )
             topic_response.partitions.append(result)
+            if topic.name not in described:
+                result.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             if named[(topic.name, p.partition_index)] > 1:
                 result.error_code = ErrorCode.INVALID_REQUEST
                 continue

@@ -7,13 +7,18 @@ started more than that many ms ago; -1: no filter), and from v2 ``transactional_
 (KIP-1152: an RE2/J regular expression the whole id must match; null or empty: no filter;
 INVALID_REGULAR_EXPRESSION for a pattern RE2/J refuses), as Kafka's.
 COORDINATOR_LOAD_IN_PROGRESS while a partition loads.
+
+Authorization (as Kafka): only the transactional ids the principal may DESCRIBE are
+listed.
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized
 from pydmq.broker.handlers._transactions import coordinator
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.messages.list_transactions import (
     ListTransactionsRequest,
     ListTransactionsResponse,
@@ -40,6 +45,9 @@ def handle(ctx: BrokerContext, request: ListTransactionsRequest) -> ListTransact
                 transaction_state=t.state,
             )
             for t in listed
+            if authorized(
+                ctx, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, t.transactional_id
+            )
         ],
     )
 

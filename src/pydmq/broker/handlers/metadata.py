@@ -31,6 +31,15 @@ controller when it is also an alive broker, else the lowest alive broker. Auto-c
 the controller (CreateTopics with the broker defaults; ``__consumer_offsets`` with the offsets
 topic settings) and answers as being created until the topic arrives by UpdateMetadata, or
 the controller's error (INVALID_REPLICATION_FACTOR with too few brokers...).
+
+Authorization (with an authorizer, as Kafka's KafkaApis): a principal sees only the topics it
+may DESCRIBE; "all topics" leaves the others out, a named one (or one asked by id) is
+answered TOPIC_AUTHORIZATION_FAILED (no topic id when asked by name, so its existence is not
+disclosed); a topic that would be auto-created needs CREATE on the cluster or on the topic,
+else TOPIC_AUTHORIZATION_FAILED. As Kafka, the refused topics come after the others: those
+refused creation, then those refused description. v8+ asking for
+``topic_authorized_operations`` gets the TOPIC operations the principal may do (all of them
+without an authorizer).
 """
 
 from __future__ import annotations
@@ -40,10 +49,17 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import (
+    authorized_items,
+    authorized_names,
+    authorized_operations,
+    authorized_to_create_topic,
+)
 from pydmq.broker.services import BrokerServices
 from pydmq.broker.topic_creator import NewTopic
 from pydmq.broker.topics import TopicInfo
 from pydmq.groups.log import OFFSETS_TOPIC
+from pydmq.protocol.acl import TOPIC_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.metadata import (
     MetadataRequest,
@@ -61,6 +77,9 @@ _ZERO_UUID = uuid.UUID(int=0)
 _AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 # Kafka 4.4's answer for a topic whose auto-creation is under way (observed at v0-v13).
 _BEING_CREATED = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+_DESCRIBE = AclOperation.DESCRIBE
+_TOPIC = ResourceType.TOPIC
 
 
 def _brokers(ctx: BrokerContext) -> list[MetadataResponseBroker]:
@@ -125,20 +144,32 @@ def handle(
     )
     all_topics = request.topics is None or (version == 0 and not request.topics)
     if all_topics:
-        response.topics = [_topic_metadata(broker, t) for t in broker.topics]
+        visible = authorized_items(ctx, _DESCRIBE, _TOPIC, list(broker.topics), _name)
+        response.topics = [_topic_metadata(broker, t) for t in visible]
+        if version >= 8 and request.include_topic_authorized_operations:
+            for answer in response.topics:
+                assert answer.name is not None
+                answer.topic_authorized_operations = authorized_operations(
+                    ctx, _TOPIC, answer.name, TOPIC_OPERATIONS
+                )
         return response
     assert request.topics is not None
     allow_auto = (version < 4 or request.allow_auto_topic_creation) and broker.config.get_bool(
         "auto.create.topics.enable"
     )
+    described = authorized_names(ctx, _DESCRIBE, _TOPIC, _requested_names(broker, request))
     seen: set[str] = set()
     answers: list[MetadataResponseTopic | str] = []  # a name: auto-created below
+    not_creatable: list[MetadataResponseTopic] = []
+    not_described: list[MetadataResponseTopic] = []
     for wanted in request.topics:
         if wanted.name is None:
             topic_id = wanted.topic_id
             topic = broker.topics.by_id(topic_id) if topic_id is not None else None
             if topic is None:
                 answers.append(_error_topic(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID))
+            elif topic.name not in described:
+                not_described.append(_error_topic(None, topic_id, _DENIED))
             else:
                 answers.append(_topic_metadata(broker, topic))
             continue
@@ -147,8 +178,12 @@ def handle(
             continue
         seen.add(name)
         topic = broker.topics.get(name)
-        if topic is not None:
+        if name not in described:
+            not_described.append(_error_topic(name, None, _DENIED))
+        elif topic is not None:
             answers.append(_topic_metadata(broker, topic))
+        elif allow_auto and not authorized_to_create_topic(ctx, name):
+            not_creatable.append(_error_topic(name, None, _DENIED, name in INTERNAL_TOPICS))
         elif topic_name_problem(name):
             answers.append(_error_topic(name, None, ErrorCode.INVALID_TOPIC_EXCEPTION))
         elif not allow_auto:
@@ -157,11 +192,35 @@ def handle(
             answers.append(_error_topic(name, None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, True))
         else:
             answers.append(name)
+    if version >= 8 and request.include_topic_authorized_operations:
+        for entry in answers:
+            if not isinstance(entry, str) and entry.name is not None:
+                entry.topic_authorized_operations = authorized_operations(
+                    ctx, _TOPIC, entry.name, TOPIC_OPERATIONS
+                )
+    refused = not_creatable + not_described
     names = [a for a in answers if isinstance(a, str)]
     if not names:
-        response.topics = [a for a in answers if not isinstance(a, str)]
+        response.topics = [a for a in answers if not isinstance(a, str)] + refused
         return response
-    return _answer_after_creating(broker, response, answers, names)
+    return _answer_after_creating(broker, response, answers, names, refused)
+
+
+def _name(topic: TopicInfo) -> str:
+    return topic.name
+
+
+def _requested_names(broker: BrokerServices, request: MetadataRequest) -> list[str]:
+    """The topic names a request asks for, by name or by a known id."""
+    names: list[str] = []
+    for wanted in request.topics or ():
+        if wanted.name is not None:
+            names.append(wanted.name)
+        elif wanted.topic_id is not None:
+            topic = broker.topics.by_id(wanted.topic_id)
+            if topic is not None:
+                names.append(topic.name)
+    return names
 
 
 async def _answer_after_creating(
@@ -169,12 +228,13 @@ async def _answer_after_creating(
     response: MetadataResponse,
     answers: list[MetadataResponseTopic | str],
     names: list[str],
+    refused: list[MetadataResponseTopic],
 ) -> MetadataResponse:
     codes = await _auto_create(broker, names)
     response.topics = [
         _error_topic(a, None, codes[a], a in INTERNAL_TOPICS) if isinstance(a, str) else a
         for a in answers
-    ]
+    ] + refused
     return response
 
 

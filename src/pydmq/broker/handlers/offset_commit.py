@@ -16,6 +16,10 @@ UNSUPPORTED_VERSION below v9, as Kafka 4. Cluster mode: NOT_COORDINATOR when the
 loads; the response waits until the offsets are committed (acks=-1). The partitions of a
 large commit (up to the decode budget, 110,000 elements) are checked in slices
 (:mod:`pydmq.broker.handlers._slices`).
+
+Authorization (as Kafka): READ on the group, else every partition is
+GROUP_AUTHORIZATION_FAILED; READ on each topic, else its partitions are
+TOPIC_AUTHORIZATION_FAILED (before the topic's existence is checked).
 """
 
 from __future__ import annotations
@@ -24,9 +28,11 @@ from collections.abc import Awaitable, Iterator
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._authorize import authorized_names
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.groups.api import CommitRequest
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_commit import (
     OffsetCommitRequest,
@@ -41,6 +47,13 @@ __all__ = ["HANDLER"]
 def handle(ctx: BrokerContext, request: OffsetCommitRequest) -> object:
     errors: dict[tuple[str, int], int] = {}
     wanted: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        errors.update(
+            ((t.name, p.partition_index), GROUP_DENIED)
+            for t in request.topics
+            for p in t.partitions
+        )
+        return _response(request, errors)
     return in_slices(
         _check(ctx, request, errors, wanted), lambda: _commit(ctx, request, errors, wanted)
     )
@@ -55,16 +68,23 @@ def _check(
     """Sort the partitions into ``wanted`` and ``errors``; yields 1 per topic and partition."""
     version = ctx.api_version
     topics = ctx.broker.topics
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, _names(request))
     for topic in request.topics:
         yield 1 + len(topic.partitions)
         info = topics.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < len(info.partitions):
+            if topic.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= p.partition_index < len(info.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 epoch = p.committed_leader_epoch if version >= 6 else -1
                 wanted[tp] = (p.committed_offset, epoch, p.committed_metadata)
+
+
+def _names(request: OffsetCommitRequest) -> list[str]:
+    return [topic.name for topic in request.topics]
 
 
 def _commit(

@@ -5,6 +5,9 @@ group, INVALID_GROUP_ID for an empty id; per partition UNKNOWN_TOPIC_OR_PARTITIO
 unknown topic and GROUP_SUBSCRIBED_TO_TOPIC while a member of a non-empty ``consumer`` group
 subscribes to the topic. NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
 coordinated here / still loading. Cluster mode: answered once the tombstones are committed.
+
+Authorization (as Kafka): DELETE on the group, else GROUP_AUTHORIZATION_FAILED; READ on
+each topic, else its partitions are TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -13,7 +16,9 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._authorize import authorized_names
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_delete import (
     OffsetDeleteRequest,
@@ -26,14 +31,19 @@ __all__ = ["HANDLER"]
 
 
 def handle(ctx: BrokerContext, request: OffsetDeleteRequest) -> object:
+    if group_denied(ctx, request.group_id, AclOperation.DELETE):
+        return OffsetDeleteResponse(error_code=GROUP_DENIED)
     topics = ctx.broker.topics
+    readable = authorized_names(ctx, AclOperation.READ, ResourceType.TOPIC, _names(request))
     errors: dict[tuple[str, int], int] = {}
     known: list[tuple[str, int]] = []
     for topic in request.topics:
         info = topics.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < len(info.partitions):
+            if topic.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= p.partition_index < len(info.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(tp)
@@ -47,6 +57,10 @@ def handle(ctx: BrokerContext, request: OffsetDeleteRequest) -> object:
         committed = group_coordinator.await_writes(request.group_id, mark)
         return _when_committed(committed, request, errors)
     return _response(request, errors)
+
+
+def _names(request: OffsetDeleteRequest) -> list[str]:
+    return [topic.name for topic in request.topics]
 
 
 async def _when_committed(

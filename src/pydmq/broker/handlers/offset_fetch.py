@@ -12,6 +12,10 @@ UNKNOWN_MEMBER_ID / STALE_MEMBER_EPOCH as Kafka 4 (none given: no check). v10 (t
 is not advertised. Per group NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when it is not
 coordinated here / still loading (cluster mode). Many groups (v8+, up to the decode budget,
 110,000 elements) are answered in slices (:mod:`pydmq.broker.handlers._slices`).
+
+Authorization (as Kafka): DESCRIBE on the group, else GROUP_AUTHORIZATION_FAILED (the
+group's error, top-level before v8); DESCRIBE on each topic: all topics leave the others
+out, a named one gets offset -1 and TOPIC_AUTHORIZATION_FAILED on each partition.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from collections.abc import Awaitable, Iterator, Sequence
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._authorize import authorized_names
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.broker.handlers._slices import in_slices
+from pydmq.protocol.acl import AclOperation, ResourceType
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_fetch import (
     OffsetFetchRequest,
     OffsetFetchResponse,
@@ -47,6 +54,8 @@ def _fetch(
     *,
     require_stable: bool = False,
 ) -> tuple[int, dict[str, list[Entry]]]:
+    if group_denied(ctx, group_id, AclOperation.DESCRIBE):
+        return GROUP_DENIED, {}
     error, rows = coordinator(ctx).fetch_offsets(
         group_id, topics, member_id, member_epoch, require_stable=require_stable
     )
@@ -64,7 +73,23 @@ def _fetch(
             offset, epoch, metadata = committed.offset, committed.leader_epoch, committed.metadata
             entry = (partition, offset, epoch, metadata, 0)
         by_topic.setdefault(topic, []).append(entry)
+    described = authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, by_topic)
+    if len(described) < len(by_topic):
+        _refuse_topics(by_topic, described, listed=topics is None)
     return error, by_topic
+
+
+def _refuse_topics(by_topic: dict[str, list[Entry]], described: set[str], listed: bool) -> None:
+    """The topics the principal may not describe: left out of an all-topics answer, else
+    answered TOPIC_AUTHORIZATION_FAILED on each partition."""
+    for name in [n for n in by_topic if n not in described]:
+        if listed:
+            del by_topic[name]
+        else:
+            by_topic[name] = [
+                (entry[0], -1, -1, "", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for entry in by_topic[name]
+            ]
 
 
 def _fetch_groups(

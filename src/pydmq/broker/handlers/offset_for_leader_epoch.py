@@ -7,12 +7,17 @@ UNKNOWN_LEADER_EPOCH when newer. Java consumers validate positions with it (KIP-
 (``replica_id`` >= 0) truncate with it before fetching from a new leader. Only the leader
 answers (NOT_LEADER_OR_FOLLOWER): the replica manager's leader checks
 (:meth:`~pydmq.replication.replica_manager.ReplicaManager.leader_partition`).
+
+Authorization (as Kafka): CLUSTER_ACTION on the cluster (followers), or DESCRIBE on each
+topic, else its partitions are TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_cluster, authorized_names
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.offset_for_leader_epoch import (
     EpochEndOffset,
@@ -30,6 +35,7 @@ def handle(
 ) -> OffsetForLeaderEpochResponse:
     replica_manager = ctx.broker.replica_manager
     response = OffsetForLeaderEpochResponse()
+    described = _described(ctx, request)
     for topic in request.topics:
         result = OffsetForLeaderTopicResult(topic=topic.topic)
         response.topics.append(result)
@@ -38,6 +44,9 @@ def handle(
                 error_code=ErrorCode.NONE, partition=p.partition, leader_epoch=-1, end_offset=-1
             )
             result.partitions.append(entry)
+            if described is not None and topic.topic not in described:
+                entry.error_code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                continue
             partition, error = replica_manager.leader_partition(
                 TopicPartition(topic.topic, p.partition), p.current_leader_epoch
             )
@@ -46,6 +55,14 @@ def handle(
                 continue
             entry.leader_epoch, entry.end_offset = partition.last_offset_for_epoch(p.leader_epoch)
     return response
+
+
+def _described(ctx: BrokerContext, request: OffsetForLeaderEpochRequest) -> set[str] | None:
+    """The topics the principal may ask about (None: all, a follower's CLUSTER_ACTION)."""
+    if authorized_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return None
+    names = [t.topic for t in request.topics]
+    return authorized_names(ctx, AclOperation.DESCRIBE, ResourceType.TOPIC, names)
 
 
 HANDLER = ApiHandlerSpec(23, 2, 4, handle, "OffsetForLeaderEpoch")

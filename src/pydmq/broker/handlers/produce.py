@@ -32,6 +32,13 @@ after ``timeout_ms``; see :mod:`pydmq.replication.delayed_produce`). ``acks=1`` 
 the leader's append. In single-node mode the high watermark follows each append, so nothing
 waits.
 
+Authorization (with an authorizer, as Kafka's KafkaApis): a transactional request needs
+WRITE on its transactional id, else every partition is TRANSACTIONAL_ID_AUTHORIZATION_FAILED;
+each topic needs WRITE, else its partitions are TOPIC_AUTHORIZATION_FAILED (checked before
+the topic's existence and the internal-topic rule). Idempotence needs no check here (Kafka 3+
+checks it at InitProducerId). The decisions are cached by the authorizer per (principal,
+topic), so this costs one dict lookup per topic.
+
 Storage: an append the log could not store (a full disk, an I/O error, an offline log dir)
 is KAFKA_STORAGE_ERROR, which clients retry; nothing of it is in the log and the idempotent
 producer state did not move, so the retry of the same batch is accepted once space returns.
@@ -43,6 +50,8 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized, authorized_names
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.batch_header import (
     ATTRIBUTES_AT,
     BATCH_HEADER_SIZE,
@@ -68,6 +77,8 @@ _ZSTD = 4
 # The low byte of the int16 attributes holds every attribute bit.
 _ATTRIBUTE_BITS_AT = ATTRIBUTES_AT + 1
 _NO_RECORDS = memoryview(b"")
+_WRITE = AclOperation.WRITE
+_TXN_ID_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 
 
 def _partition_error(index: int, code: int, message: str | None = None) -> PartitionProduceResponse:
@@ -121,6 +132,10 @@ def handle(
     transactional = request.transactional_id is not None
     valid_acks = acks in (0, 1, -1)
     response = ProduceResponse()
+    txn_id = request.transactional_id
+    if txn_id is not None and not authorized(ctx, _WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+        return None if acks == 0 else _every_partition(request, _TXN_ID_DENIED)
+    writable = authorized_names(ctx, _WRITE, ResourceType.TOPIC, _topic_names(request))
     entries: list[ProduceEntry] = []
     # The topics whose partitions became entries, with their responses to fill from results.
     appended: list[tuple[TopicProduceResponse, list[PartitionProduceData]]] = []
@@ -128,7 +143,12 @@ def handle(
         name = topic_data.name
         topic_response = TopicProduceResponse(name=name)
         response.responses.append(topic_response)
-        if name in INTERNAL_TOPICS:
+        if name not in writable:
+            topic_response.partition_responses = [
+                _partition_error(data.index, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+                for data in topic_data.partition_data
+            ]
+        elif name in INTERNAL_TOPICS:
             # Only the coordinator that owns an internal topic appends to it (through the
             # replica manager, not this handler); Kafka answers clients this code.
             message = f"Cannot append to internal topic {name}"
@@ -159,6 +179,25 @@ def handle(
         _fill(appended, results)
         return response
     return _respond_when_acked(response, appended, results)
+
+
+def _topic_names(request: ProduceRequest) -> list[str]:
+    return [topic_data.name for topic_data in request.topic_data]
+
+
+def _every_partition(request: ProduceRequest, code: int) -> ProduceResponse:
+    """Every partition of the request answered ``code``."""
+    return ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                name=topic_data.name,
+                partition_responses=[
+                    _partition_error(data.index, code) for data in topic_data.partition_data
+                ],
+            )
+            for topic_data in request.topic_data
+        ]
+    )
 
 
 def _fill(

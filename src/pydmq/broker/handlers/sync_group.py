@@ -6,13 +6,16 @@ id from v3; protocol type and name from v5 (checked against the group's:
 INCONSISTENT_GROUP_PROTOCOL, and echoed in the response). Cluster mode: NOT_COORDINATOR /
 COORDINATOR_LOAD_IN_PROGRESS when the group is not coordinated here / still loading; the
 assignment is handed out once the group record is committed (acks=-1).
+
+Authorization: READ on the group, else GROUP_AUTHORIZATION_FAILED (as Kafka).
 """
 
 from __future__ import annotations
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 
 __all__ = ["HANDLER"]
@@ -38,6 +41,8 @@ async def _sync(ctx: BrokerContext, request: SyncGroupRequest) -> SyncGroupRespo
 
 
 def handle(ctx: BrokerContext, request: SyncGroupRequest) -> object:
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        return SyncGroupResponse(error_code=GROUP_DENIED)
     return _sync(ctx, request)
 
 

@@ -20,6 +20,10 @@ offsets' batch is committed (acks=-1). Version notes: leader epoch from v2; v4 o
 error clients may get (TRANSACTION_ABORTABLE, never answered here); v5 is v4 for clients of
 transactions v2 (not advertised as a feature here, so clients stay on v4). v6 (topic ids) is
 not advertised.
+
+Authorization (as Kafka): WRITE on the transactional id (else every partition is
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else GROUP_AUTHORIZATION_FAILED),
+READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -28,8 +32,11 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._groups import coordinator
+from pydmq.broker.handlers._authorize import authorized_names
+from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.broker.handlers._transactions import TXN_ID_DENIED, txn_id_denied
 from pydmq.groups.api import CommitRequest
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitRequest,
@@ -50,11 +57,22 @@ def handle(
     topics = ctx.broker.topics
     errors: dict[TopicPartitionKey, int] = {}
     wanted: dict[TopicPartitionKey, tuple[int, int, str | None]] = {}
+    refusal = _refusal(ctx, request)
+    if refusal:
+        errors.update(
+            ((t.name, p.partition_index), refusal) for t in request.topics for p in t.partitions
+        )
+        return _response(request, errors)
+    readable = authorized_names(
+        ctx, AclOperation.READ, ResourceType.TOPIC, (t.name for t in request.topics)
+    )
     for topic in request.topics:
         info = topics.get(topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
-            if info is None or not 0 <= p.partition_index < len(info.partitions):
+            if topic.name not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif info is None or not 0 <= p.partition_index < len(info.partitions):
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 epoch = p.committed_leader_epoch if version >= 2 else -1
@@ -80,6 +98,15 @@ def handle(
         committed = group_coordinator.await_writes(request.group_id, mark, offsets=True)
         return _when_committed(committed, request, errors)
     return _response(request, errors)
+
+
+def _refusal(ctx: BrokerContext, request: TxnOffsetCommitRequest) -> int:
+    """The code every partition gets when the transactional id or the group is refused."""
+    if txn_id_denied(ctx, request.transactional_id):
+        return TXN_ID_DENIED
+    if group_denied(ctx, request.group_id, AclOperation.READ):
+        return GROUP_DENIED
+    return ErrorCode.NONE
 
 
 async def _when_committed(

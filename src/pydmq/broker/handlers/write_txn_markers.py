@@ -16,6 +16,9 @@ once per occurrence. v2 (KIP-890) adds ``transaction_version``, which changes no
 partition side. Decode budget: 110,000 elements (a coordinator completing thousands of
 transactions at once on one leader, :mod:`pydmq.protocol.budgets`); the appends of one
 request are not sliced.
+
+With an authorizer, a request over the inter-broker listener also needs ALTER or
+CLUSTER_ACTION on the cluster (as Kafka: the coordinator's broker principal).
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized_cluster
+from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.write_txn_markers import (
     WritableTxnMarkerPartitionResult,
@@ -66,7 +71,12 @@ def complete_group_transaction(
 
 def _authorized(ctx: BrokerContext) -> bool:
     listener = ctx.listener
-    return listener == IN_PROCESS_LISTENER or listener == ctx.broker.inter_broker_listener
+    if listener == IN_PROCESS_LISTENER:
+        return True
+    return listener == ctx.broker.inter_broker_listener and (
+        authorized_cluster(ctx, AclOperation.ALTER)
+        or authorized_cluster(ctx, AclOperation.CLUSTER_ACTION)
+    )
 
 
 def handle(

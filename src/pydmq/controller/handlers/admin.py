@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING
 from pydmq.controller.handlers import (
     alter_configs,
     alter_partition_reassignments,
+    create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_topics,
     elect_leaders,
     incremental_alter_configs,
@@ -32,6 +34,8 @@ _ADMIN_MODULES = (
     incremental_alter_configs,
     alter_partition_reassignments,
     list_partition_reassignments,
+    create_acls,
+    delete_acls,
 )
 
 

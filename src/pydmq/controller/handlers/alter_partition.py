@@ -5,6 +5,9 @@ A compare-and-set on (leader epoch, partition epoch), decided by
 partition state (the leader applies it at once, before LeaderAndIsr arrives). v3 sends the ISR
 as ``new_isr_with_epochs`` (broker id + broker epoch); v2 as ``new_isr``. Topics are named by
 id. Non-active controllers answer NOT_CONTROLLER at the top level.
+
+Authorization: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+(:mod:`pydmq.controller.handlers._authorize`).
 """
 
 from __future__ import annotations
@@ -13,8 +16,10 @@ import uuid
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.controller.handlers._authorize import cluster_action_denied
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import AlterPartitionItem, AlterPartitionReply, alter_partition
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.alter_partition import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -32,6 +37,8 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: AlterPartitionRequest
     ) -> AlterPartitionResponse:
+        if cluster_action_denied(runtime.authorizer, ctx):
+            return AlterPartitionResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         items = [
             AlterPartitionItem(
                 topic_id=topic.topic_id,

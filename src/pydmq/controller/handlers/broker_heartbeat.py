@@ -4,6 +4,9 @@ The heartbeat is noted first (it is what keeps the broker from being fenced), th
 broker state machine of :func:`~pydmq.controller.operations.broker_heartbeat` runs: unfence
 once ``current_metadata_offset`` reached the registration, fence on ``want_fence``, controlled
 shutdown on ``want_shut_down``. Non-active controllers answer NOT_CONTROLLER.
+
+Authorization: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+(:mod:`pydmq.controller.handlers._authorize`).
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.controller.handlers._authorize import cluster_action_denied
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import BrokerHeartbeatReply, broker_heartbeat
 from pydmq.protocol.errors import ErrorCode
@@ -29,6 +33,10 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: BrokerHeartbeatRequest
     ) -> BrokerHeartbeatResponse:
+        if cluster_action_denied(runtime.authorizer, ctx):
+            return BrokerHeartbeatResponse(
+                error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED, is_fenced=True
+            )
         if not runtime.is_active:
             return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER, is_fenced=True)
         runtime.record_heartbeat(request.broker_id, request.broker_epoch, ctx.connection_id)

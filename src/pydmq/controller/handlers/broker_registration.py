@@ -5,6 +5,9 @@ next voter). A registration writes RegisterBrokerRecord(fenced=True) with a new 
 the channel manager then pushes the broker its FULL state, and a heartbeat showing it caught up
 unfences it. The broker's listeners become its endpoints (``security_protocol`` as sent).
 A broker of another cluster (``cluster_id`` differs) gets INCONSISTENT_CLUSTER_ID.
+
+Authorization: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+(:mod:`pydmq.controller.handlers._authorize`).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.controller.handlers._authorize import cluster_action_denied
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import BrokerRegistrationReply, register_broker
 from pydmq.metadata.records import Endpoint
@@ -31,6 +35,8 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: BrokerRegistrationRequest
     ) -> BrokerRegistrationResponse:
+        if cluster_action_denied(runtime.authorizer, ctx):
+            return BrokerRegistrationResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         if request.broker_id < 0:
             return BrokerRegistrationResponse(error_code=ErrorCode.INVALID_REQUEST)
         if runtime.is_active and request.cluster_id != runtime.cluster_id:

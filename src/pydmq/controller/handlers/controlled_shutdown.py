@@ -3,6 +3,9 @@
 The controller marks the broker in controlled shutdown and moves its leaderships away (records);
 the answer lists the partitions it still leads. The broker repeats until that list is empty
 (or its shutdown timeout passes), then stops.
+
+Authorization: CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED
+(:mod:`pydmq.controller.handlers._authorize`).
 """
 
 from __future__ import annotations
@@ -10,8 +13,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
+from pydmq.controller.handlers._authorize import cluster_action_denied
 from pydmq.controller.handlers._common import run_operation
 from pydmq.controller.operations import ControlledShutdownReply, controlled_shutdown
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.controlled_shutdown import (
     ControlledShutdownRequest,
     ControlledShutdownResponse,
@@ -28,6 +33,8 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
     async def handle(
         ctx: RequestContext[object], request: ControlledShutdownRequest
     ) -> ControlledShutdownResponse:
+        if cluster_action_denied(runtime.authorizer, ctx):
+            return ControlledShutdownResponse(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         reply, error, _ = await run_operation(
             runtime,
             lambda image: controlled_shutdown(

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.controller import raft_wire
+from pydmq.controller.handlers._authorize import cluster_action_denied
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.begin_quorum_epoch import BeginQuorumEpochResponse
 from pydmq.protocol.messages.end_quorum_epoch import EndQuorumEpochResponse
@@ -86,6 +87,8 @@ def _exchange(
     ``__cluster_metadata``-0 gets ``refused(error_code=INVALID_REQUEST)``."""
 
     async def handle(ctx: RequestContext[object], request: Any) -> WireResponseT:
+        if cluster_action_denied(runtime.authorizer, ctx):
+            return refused(error_code=ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         try:
             raft_request = from_wire(request, ctx.api_version)
         except raft_wire.WireError:

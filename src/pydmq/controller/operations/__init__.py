@@ -8,9 +8,16 @@ I/O; the controller runtime runs them one at a time, so each sees the records of
 one already replayed into its image.
 
 Modules: :mod:`.common` (result, context, elections), :mod:`.brokers`, :mod:`.topics`,
-:mod:`.partitions` (AlterPartition, ElectLeaders), :mod:`.reassignment`, :mod:`.configs`.
+:mod:`.partitions` (AlterPartition, ElectLeaders), :mod:`.reassignment`, :mod:`.configs`,
+:mod:`.acls` (CreateAcls, DeleteAcls).
 """
 
+from pydmq.controller.operations.acls import (
+    AclCreationResult,
+    AclDeletionResult,
+    create_acls,
+    delete_acls,
+)
 from pydmq.controller.operations.brokers import (
     BrokerHeartbeatReply,
     BrokerRegistrationReply,
@@ -84,6 +91,8 @@ __all__ = [
     "OP_SET",
     "OP_SUBTRACT",
     "STRATEGY_CONFIG",
+    "AclCreationResult",
+    "AclDeletionResult",
     "AlterConfigsResource",
     "AlterPartitionItem",
     "AlterPartitionItemResult",
@@ -111,8 +120,10 @@ __all__ = [
     "alter_partition_reassignments",
     "broker_heartbeat",
     "controlled_shutdown",
+    "create_acls",
     "create_partitions",
     "create_topics",
+    "delete_acls",
     "delete_topics",
     "elect_leaders",
     "electable_brokers",

@@ -19,6 +19,10 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   resources) as ``{resource_name, configs: [{name, value}]}``: the cluster-wide default ("")
   and the receiving broker's own id. A listed layer replaces the broker's copy of it (empty
   ``configs``: nothing set); an unlisted one is unchanged. The FULL variant lists both.
+- UpdateMetadata request, tags 3 and 4: ``acls_included`` (bool, default false) and ``acls``,
+  the authorizer's ACLs (the AccessControlEntryRecord fields, with their ids). When
+  ``acls_included`` the list replaces the broker's ACLs (empty: none); otherwise they are
+  unchanged. The FULL variant includes them, an INCREMENTAL one when ACLs changed.
 """
 
 from __future__ import annotations
@@ -276,6 +280,17 @@ def update_metadata() -> ApiSpec:
         a.field("resource_name", "string"),
         a.structs("configs", broker_config),
     )
+    acl = a.struct(
+        "UpdateMetadataAcl",
+        a.field("id_", "uuid"),
+        a.field("resource_type", "int8"),
+        a.field("resource_name", "string"),
+        a.field("pattern_type", "int8"),
+        a.field("principal", "string"),
+        a.field("host", "string"),
+        a.field("operation", "int8"),
+        a.field("permission_type", "int8"),
+    )
     request = a.struct(
         "UpdateMetadataRequest",
         a.field("controller_id", "int32"),
@@ -287,6 +302,8 @@ def update_metadata() -> ApiSpec:
         a.field("type_", "int8", default=0, tag=0),
         a.field("metadata_offset", "int64", default=-1, tag=1),  # pydmq extension
         a.structs("broker_configs", broker_configs, tag=2),  # pydmq extension
+        a.field("acls_included", "bool", default=False, tag=3),  # pydmq extension
+        a.structs("acls", acl, tag=4),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",
@@ -302,6 +319,7 @@ def update_metadata() -> ApiSpec:
             broker,
             broker_config,
             broker_configs,
+            acl,
             request,
         ),
         a.message("response", response),

@@ -14,6 +14,7 @@ __all__ = [
     "FLEXIBLE_MIN_VERSION",
     "REQUEST_MAX_VERSION",
     "REQUEST_MIN_VERSION",
+    "UpdateMetadataAcl",
     "UpdateMetadataBroker",
     "UpdateMetadataBrokerConfig",
     "UpdateMetadataBrokerConfigs",
@@ -423,8 +424,99 @@ class UpdateMetadataBrokerConfigs:
         )
 
 
+class UpdateMetadataAcl:
+    __slots__ = (
+        "host",
+        "id_",
+        "operation",
+        "pattern_type",
+        "permission_type",
+        "principal",
+        "resource_name",
+        "resource_type",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    id_: uuid.UUID
+    resource_type: int
+    resource_name: str
+    pattern_type: int
+    principal: str
+    host: str
+    operation: int
+    permission_type: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        id_: uuid.UUID = _ZERO_UUID,
+        resource_type: int = 0,
+        resource_name: str = "",
+        pattern_type: int = 0,
+        principal: str = "",
+        host: str = "",
+        operation: int = 0,
+        permission_type: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.id_ = id_
+        self.resource_type = resource_type
+        self.resource_name = resource_name
+        self.pattern_type = pattern_type
+        self.principal = principal
+        self.host = host
+        self.operation = operation
+        self.permission_type = permission_type
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.id_,
+            self.resource_type,
+            self.resource_name,
+            self.pattern_type,
+            self.principal,
+            self.host,
+            self.operation,
+            self.permission_type,
+            self.unknown_tagged_fields,
+        ) == (
+            other.id_,
+            other.resource_type,
+            other.resource_name,
+            other.pattern_type,
+            other.principal,
+            other.host,
+            other.operation,
+            other.permission_type,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"id_={self.id_!r}, "
+            f"resource_type={self.resource_type!r}, "
+            f"resource_name={self.resource_name!r}, "
+            f"pattern_type={self.pattern_type!r}, "
+            f"principal={self.principal!r}, "
+            f"host={self.host!r}, "
+            f"operation={self.operation!r}, "
+            f"permission_type={self.permission_type!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
 class UpdateMetadataRequest:
     __slots__ = (
+        "acls",
+        "acls_included",
         "broker_configs",
         "broker_epoch",
         "controller_epoch",
@@ -447,6 +539,8 @@ class UpdateMetadataRequest:
     type_: int
     metadata_offset: int
     broker_configs: list[UpdateMetadataBrokerConfigs]
+    acls_included: bool
+    acls: list[UpdateMetadataAcl]
     unknown_tagged_fields: dict[int, bytes]
 
     def __init__(
@@ -461,6 +555,8 @@ class UpdateMetadataRequest:
         type_: int = 0,
         metadata_offset: int = -1,
         broker_configs: list[UpdateMetadataBrokerConfigs] = _MISSING,
+        acls_included: bool = False,
+        acls: list[UpdateMetadataAcl] = _MISSING,
         unknown_tagged_fields: dict[int, bytes] = _MISSING,
     ) -> None:
         self.controller_id = controller_id
@@ -472,6 +568,8 @@ class UpdateMetadataRequest:
         self.type_ = type_
         self.metadata_offset = metadata_offset
         self.broker_configs = [] if broker_configs is _MISSING else broker_configs
+        self.acls_included = acls_included
+        self.acls = [] if acls is _MISSING else acls
         self.unknown_tagged_fields = (
             {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
         )
@@ -489,6 +587,8 @@ class UpdateMetadataRequest:
             self.type_,
             self.metadata_offset,
             self.broker_configs,
+            self.acls_included,
+            self.acls,
             self.unknown_tagged_fields,
         ) == (
             other.controller_id,
@@ -500,6 +600,8 @@ class UpdateMetadataRequest:
             other.type_,
             other.metadata_offset,
             other.broker_configs,
+            other.acls_included,
+            other.acls,
             other.unknown_tagged_fields,
         )
 
@@ -515,6 +617,8 @@ class UpdateMetadataRequest:
             f"type_={self.type_!r}, "
             f"metadata_offset={self.metadata_offset!r}, "
             f"broker_configs={self.broker_configs!r}, "
+            f"acls_included={self.acls_included!r}, "
+            f"acls={self.acls!r}, "
             f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
         )
 
@@ -780,6 +884,50 @@ def _write_UpdateMetadataBrokerConfigs(
     w.tagged_fields(msg.unknown_tagged_fields)
 
 
+def _read_UpdateMetadataAcl(r: Reader, version: int) -> UpdateMetadataAcl:
+    f_id_: uuid.UUID
+    f_id_ = r.uuid()
+    f_resource_type: int
+    f_resource_type = r.int8()
+    f_resource_name: str
+    f_resource_name = r.compact_string()
+    f_pattern_type: int
+    f_pattern_type = r.int8()
+    f_principal: str
+    f_principal = r.compact_string()
+    f_host: str
+    f_host = r.compact_string()
+    f_operation: int
+    f_operation = r.int8()
+    f_permission_type: int
+    f_permission_type = r.int8()
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataAcl(
+        id_=f_id_,
+        resource_type=f_resource_type,
+        resource_name=f_resource_name,
+        pattern_type=f_pattern_type,
+        principal=f_principal,
+        host=f_host,
+        operation=f_operation,
+        permission_type=f_permission_type,
+        unknown_tagged_fields=unknown,
+    )
+
+
+def _write_UpdateMetadataAcl(w: Writer, msg: UpdateMetadataAcl, version: int) -> None:
+    w.uuid(msg.id_)
+    w.int8(msg.resource_type)
+    w.compact_string(msg.resource_name)
+    w.int8(msg.pattern_type)
+    w.compact_string(msg.principal)
+    w.compact_string(msg.host)
+    w.int8(msg.operation)
+    w.int8(msg.permission_type)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
 def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataRequest:
     f_controller_id: int
     f_controller_id = r.int32()
@@ -798,6 +946,8 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
     f_type_: int = 0
     f_metadata_offset: int = -1
     f_broker_configs: list[UpdateMetadataBrokerConfigs] = []
+    f_acls_included: bool = False
+    f_acls: list[UpdateMetadataAcl] = []
     unknown: dict[int, bytes]
     unknown = {}
     for _ in range(r.tagged_count()):
@@ -812,6 +962,13 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
             n = r.compact_array_length()
             f_broker_configs = [_read_UpdateMetadataBrokerConfigs(r, version) for _ in range(n)]
             r.expect_end_of_tag(end)
+        elif tag == 3:
+            f_acls_included = r.bool()
+            r.expect_end_of_tag(end)
+        elif tag == 4:
+            n = r.compact_array_length()
+            f_acls = [_read_UpdateMetadataAcl(r, version) for _ in range(n)]
+            r.expect_end_of_tag(end)
         else:
             unknown[tag] = r.raw(end - r.pos)
     return UpdateMetadataRequest(
@@ -824,6 +981,8 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
         type_=f_type_,
         metadata_offset=f_metadata_offset,
         broker_configs=f_broker_configs,
+        acls_included=f_acls_included,
+        acls=f_acls,
         unknown_tagged_fields=unknown,
     )
 
@@ -854,6 +1013,16 @@ def _write_UpdateMetadataRequest(w: Writer, msg: UpdateMetadataRequest, version:
         for e_broker_configs in msg.broker_configs:
             _write_UpdateMetadataBrokerConfigs(t, e_broker_configs, version)
         tagged.append((2, t.getvalue()))
+    if msg.acls_included:
+        t = Writer()
+        t.bool(msg.acls_included)
+        tagged.append((3, t.getvalue()))
+    if msg.acls:
+        t = Writer()
+        t.uvarint(len(msg.acls) + 1)
+        for e_acls in msg.acls:
+            _write_UpdateMetadataAcl(t, e_acls, version)
+        tagged.append((4, t.getvalue()))
     w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 
