@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import random
 import shutil
@@ -176,6 +177,9 @@ class Totals:
         self.anomalies: Counter[str] = Counter()
         self.examples: dict[str, list[str]] = {name: [] for name in TXN_ANOMALY_NAMES}
         self.client_errors: Counter[str] = Counter()
+        # The longest time from a transaction's start to the next one's (or the round's end)
+        # of one producer: a bound on the longest client call inside it (a stalled request).
+        self.longest_transaction_s = 0.0
 
     def add(self, history: TxnHistory, report: TxnReport) -> None:
         self.rounds += 1
@@ -191,6 +195,13 @@ class Totals:
             self.examples[name].extend(list(anomaly.examples)[: max(room, 0)])
         for error in report.client_errors:
             self.client_errors[error.split(": ", 1)[-1][:120]] += 1
+        by_producer: dict[str, list[float]] = {}
+        for txn in history.transactions:
+            by_producer.setdefault(txn.transactional_id, []).append(txn.began_at)
+        for began_at in by_producer.values():
+            starts = [*sorted(began_at), history.ended_at]
+            for began, following in itertools.pairwise(starts):
+                self.longest_transaction_s = max(self.longest_transaction_s, following - began)
 
     def to_json(self, faults: FaultInjector, seconds: float) -> dict[str, Any]:
         return {
@@ -205,6 +216,7 @@ class Totals:
             "anomalies": {name: self.anomalies[name] for name in TXN_ANOMALY_NAMES},
             "anomaly_examples": {k: v for k, v in self.examples.items() if v},
             "client_errors": dict(self.client_errors.most_common(20)),
+            "longest_transaction_s": round(self.longest_transaction_s, 1),
             "faults": dict(faults.faults),
             "fault_errors": faults.errors,
         }

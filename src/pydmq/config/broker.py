@@ -454,11 +454,9 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(
         "transaction.partition.verification.enable",
         T.BOOLEAN,
-        False,
+        True,
         "Verify with the transaction coordinator that a partition is in the producer's "
-        "transaction before appending the transaction's first batch to it (KIP-890). Off by "
-        "default, unlike Kafka, until a refusal of a legitimate batch on a cluster (Kafka "
-        "Streams, INVALID_TXN_STATE) is fixed.",
+        "transaction before appending the transaction's first batch to it (KIP-890).",
     ),
     ConfigDef(
         "transaction.max.timeout.ms",

@@ -195,8 +195,9 @@ class TransactionalCoordinatorLog(CoordinatorLog, Protocol):
 class CoordinatorError(Exception):
     """An operation could not be served: ``error_code`` is NOT_COORDINATOR (the partition is
     not led here, or leadership moved before the write committed), COORDINATOR_LOAD_IN_PROGRESS
-    (still loading), COORDINATOR_NOT_AVAILABLE (an unexpected failure) or the produce error of
-    the append (callers map it to their API's error, as Kafka's coordinators do)."""
+    (still loading), COORDINATOR_NOT_AVAILABLE (an unexpected failure), REQUEST_TIMED_OUT (a
+    write that could not run within the runtime's write timeout) or the produce error of the
+    append (callers map it to their API's error, as Kafka's coordinators do)."""
 
     def __init__(self, error_code: int, message: str = "") -> None:
         super().__init__(message or ErrorCode(error_code).name)

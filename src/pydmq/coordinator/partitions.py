@@ -136,7 +136,13 @@ class InternalTopicPartitions:
 
 
 async def _settle(answer: Awaitable[list[AppendResult]], future: asyncio.Future[int]) -> None:
-    """Resolve ``future`` with the code of the one acks=-1 append ``answer`` settles."""
-    [result] = await answer
+    """Resolve ``future`` with the code of the one acks=-1 append ``answer`` settles (with
+    its failure when the wait itself fails: the write it reports on must not wait forever)."""
+    try:
+        [result] = await answer
+    except BaseException as exc:
+        if not future.done():
+            future.set_exception(exc)
+        raise
     if not future.done():
         future.set_result(result.error_code)

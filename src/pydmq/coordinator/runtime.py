@@ -30,6 +30,11 @@ leads and owns everything that is not the coordinator's own logic:
   with the same key is committed and replayed (or failed), so it computes from the state those
   writes left, and a failed write leaves nothing behind for it to build on. Writes of other
   keys, and writes without a key (blind writes such as offset commits), are not held.
+- **Bounded waits**: a write that has not run ``write_timeout_ms`` after it was scheduled
+  (parked behind its key, or queued) fails with REQUEST_TIMED_OUT and never runs, as Kafka's
+  runtime times its write events out; one that ran waits for its records' commit, which the
+  log bounds (a commit that fails, times out or never reports fails it too). So every future
+  of the runtime completes, and a request waiting on one is answered.
 - **Transactional writes** (opt-in: the shard is a
   :class:`~pydmq.coordinator.api.TransactionalCoordinatorShard` and the log a
   :class:`~pydmq.coordinator.api.TransactionalCoordinatorLog`):
@@ -75,9 +80,14 @@ from pydmq.coordinator.events import EventQueue
 from pydmq.coordinator.timer import CoordinatorTimer
 from pydmq.protocol.errors import ErrorCode
 
-__all__ = ["CoordinatorRuntime", "ShardBuilder", "WriteOperation"]
+__all__ = ["DEFAULT_WRITE_TIMEOUT_MS", "CoordinatorRuntime", "ShardBuilder", "WriteOperation"]
 
 log = logging.getLogger(__name__)
+
+DEFAULT_WRITE_TIMEOUT_MS = 10_000
+"""How long a write may wait to run (parked behind its key or queued) before it fails with
+REQUEST_TIMED_OUT: twice the 5 s commit timeout of the coordinators' logs (Kafka's
+``offsets.commit.timeout.ms``), so a write parked behind one whose commit is slow still runs."""
 
 S = TypeVar("S", bound=CoordinatorShard[Any])
 Rec = TypeVar("Rec")
@@ -193,12 +203,14 @@ class CoordinatorRuntime(Generic[S, Rec]):
         build_shard: ShardBuilder[S],
         *,
         load_yield_records: int = 1000,
+        write_timeout_ms: int = DEFAULT_WRITE_TIMEOUT_MS,
     ) -> None:
         self.topic = topic
         self._log = partition_log
         self._serde = serde
         self._build_shard = build_shard
         self._load_yield_records = load_yield_records
+        self._write_timeout_s = write_timeout_ms / 1000
         self._contexts: dict[int, _ShardContext[S]] = {}
         self._transactional_log = isinstance(partition_log, TransactionalCoordinatorLog)
 
@@ -374,9 +386,25 @@ class CoordinatorRuntime(Generic[S, Rec]):
         key: Hashable | None,
         txn: _Transaction | None = None,
     ) -> asyncio.Future[R]:
-        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[R] = loop.create_future()
         context.queue.schedule(lambda: self._run_write(context, operation, future, key, txn))
+        if not future.done():
+            expiry = loop.call_later(self._write_timeout_s, self._expire, context, future)
+            future.add_done_callback(lambda _: expiry.cancel())
         return future
+
+    def _expire(self, context: _ShardContext[S], future: asyncio.Future[Any]) -> None:
+        """``write_timeout_ms`` passed since ``future``'s write was scheduled: fail it unless
+        it ran (its records are appended: their commit, which the log bounds, settles it)."""
+        if future.done() or any(write.future is future for write in context.pending):
+            return
+        future.set_exception(
+            CoordinatorError(
+                ErrorCode.REQUEST_TIMED_OUT,
+                f"the write did not run within {self._write_timeout_s * 1000:.0f} ms",
+            )
+        )
 
     async def _load(self, context: _ShardContext[S], *, after_commit: bool = False) -> None:
         """Replay the partition into ``context``'s shard, yielding to the loop; with

@@ -29,9 +29,13 @@ Kafka's ProducerAppendInfo.
 
 Partition verification (KIP-890 part 1): while a leader asks the transaction coordinator
 whether this partition is in a producer's transaction, the producer holds a *verification
-guard* here (:meth:`start_verification`, Kafka's VerificationGuard); a marker of that producer
-removes it, so a first transactional batch verified before an abort and appended after it is
-refused (:meth:`is_verified` is false) instead of opening a transaction nobody will end.
+guard* here (:meth:`start_verification`, Kafka's VerificationGuard of its
+VerificationStateEntry), shared by every verification of that producer in flight. As in
+Kafka, only an appended transactional batch of the producer removes it: a marker (so a first
+batch verified before an abort and appended after it is refused, :meth:`is_verified` being
+false, instead of opening a transaction nobody will end) or a data batch (its transaction is
+then open here, and later batches need no guard). A refused verification leaves it: another
+produce sharing it may have been verified.
 """
 
 from __future__ import annotations
@@ -192,8 +196,8 @@ class ProducerStateManager:
 
     def __init__(self) -> None:
         self.producers: dict[int, ProducerStateEntry] = {}
-        # producer id -> the guard of its partition verification in flight (KIP-890); not
-        # in snapshots: a guard lives only while the leader waits for the coordinator.
+        # producer id -> the guard of its partition verifications (KIP-890), until its next
+        # transactional batch or marker is appended; not in snapshots (leader only).
         self.verification_guards: dict[int, object] = {}
         # producer id -> first offset of its open transaction (every entry whose
         # current_txn_first_offset is set, and only those).
@@ -324,9 +328,12 @@ class ProducerStateManager:
                     timestamp,
                 )
             )
-        if attributes & TRANSACTIONAL_FLAG and entry.current_txn_first_offset is None:
-            entry.current_txn_first_offset = first_offset
-            self.ongoing_txns[producer_id] = first_offset
+        if attributes & TRANSACTIONAL_FLAG:
+            # the transaction is open here now: its verification is done (Kafka's rule)
+            self.verification_guards.pop(producer_id, None)
+            if entry.current_txn_first_offset is None:
+                entry.current_txn_first_offset = first_offset
+                self.ongoing_txns[producer_id] = first_offset
 
     def check_end_txn(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
         """Whether a leader may append a COMMIT/ABORT marker (WriteTxnMarkers); a Kafka error
@@ -394,13 +401,9 @@ class ProducerStateManager:
         return guard
 
     def is_verified(self, producer_id: int, guard: object) -> bool:
-        """Whether ``guard`` is still ``producer_id``'s (no marker since it was started)."""
+        """Whether ``guard`` is still ``producer_id``'s (none of its transactional batches or
+        markers appended since it was started)."""
         return self.verification_guards.get(producer_id) is guard
-
-    def end_verification(self, producer_id: int, guard: object) -> None:
-        """Forget ``guard`` (the coordinator refused the partition: nothing will be appended)."""
-        if self.verification_guards.get(producer_id) is guard:
-            del self.verification_guards[producer_id]
 
     def first_unstable_offset(self) -> int | None:
         """Smallest first offset of an ongoing transaction (bounds the last stable offset)."""

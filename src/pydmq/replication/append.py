@@ -67,6 +67,8 @@ class ProduceEntry:
     """One partition's record set of a produce, with the caller's verdict on the batch."""
 
     tp: TopicPartition
+    # Usually a view of the request's frame in the connection's receive buffer: valid only
+    # until the handler's first await (copied before one, see append_records).
     records: memoryview
     # The caller refused the batch (Kafka's checks of the produce request): answered with
     # this error, after the leader checks, instead of appending.
@@ -102,6 +104,12 @@ def append_records(
     if transactional_id is not None and verifier is not None and verifier.enabled:
         verifying = verify_first_batches(replica_manager, verifier, transactional_id, entries)
         if verifying is not None:
+            # The records are views of the connection's receive buffer, which the next
+            # frames overwrite once this request is pending: appended after an await, they
+            # must be copied now (writable: the append patches offsets in place).
+            for entry in entries:
+                if not entry.error_code:
+                    entry.records = memoryview(bytearray(entry.records))
             return _append_when_verified(
                 replica_manager, verifying, entries, acks, timeout_ms, origin
             )

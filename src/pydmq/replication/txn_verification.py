@@ -20,8 +20,12 @@ UNKNOWN_PRODUCER_ID as OUT_OF_ORDER_SEQUENCE_NUMBER; PRODUCER_FENCED as INVALID_
 A verifier answers at once (the coordinator is this node: its own operation, no network) or
 later (another broker's coordinator). While the answer is awaited, each partition's producer
 state holds a verification guard for the producer
-(:meth:`~pydmq.producers.state.ProducerStateManager.start_verification`); a marker removes it,
-and the append checks it first, so a batch verified before its transaction ended is refused.
+(:meth:`~pydmq.producers.state.ProducerStateManager.start_verification`), shared by the
+producer's produces verified meanwhile; a marker removes it, and the append checks it first,
+so a batch verified before its transaction ended is refused. A refusal does not remove it (a
+produce sharing it may have been verified: removing it would refuse that batch as a zombie,
+INVALID_TXN_STATE, which is fatal to a producer); the producer's next transactional append
+does, as Kafka's.
 
 Owned by the event loop (the produce path).
 """
@@ -187,20 +191,13 @@ def verify_first_batches(
             waiting.append((verifying, verdicts))
     if not waiting:
         return None
-    return _settle(replica_manager, waiting)
+    return _settle(waiting)
 
 
-async def _settle(
-    replica_manager: ReplicaManager, waiting: list[tuple[_Verifying, Awaitable[Verdicts]]]
-) -> None:
+async def _settle(waiting: list[tuple[_Verifying, Awaitable[Verdicts]]]) -> None:
     answers = await asyncio.gather(*(verdicts for _, verdicts in waiting))
     for (verifying, _), verdicts in zip(waiting, answers, strict=True):
         _apply(verifying, verdicts)
-        for entry in verifying.entries:
-            guard = entry.verification_guard
-            partition = replica_manager.partitions.get(entry.tp)
-            if entry.error_code and guard is not None and partition is not None:
-                partition.log.producer_state.end_verification(verifying.producer_id, guard)
 
 
 def still_verified(replica_manager: ReplicaManager, entry: ProduceEntry) -> bool:

@@ -642,3 +642,48 @@ def test_a_shard_failed_over_is_not_reloaded_when_leadership_moves_first() -> No
         assert rt.status(0) == E.NOT_COORDINATOR
 
     run(scenario())
+
+
+def test_a_write_that_cannot_run_within_the_write_timeout_fails_and_never_runs() -> None:
+    """No request waits on the runtime without a bound: a keyed write parked behind a write
+    whose commit never reports (the log's wait lost) fails with REQUEST_TIMED_OUT once
+    ``write_timeout_ms`` passed, and is not run later; the write that ran is left to its
+    commit, which settles it (the log bounds it)."""
+
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log, write_timeout_ms=50)
+        rt.load_now(0)
+        stuck = rt.schedule_write(0, increment(b"g"), key="g")
+        parked = rt.schedule_write(0, increment(b"g"), key="g")
+        with pytest.raises(CoordinatorError) as failed:
+            await asyncio.wait_for(parked, 5)  # a generous bound that only catches a wedge
+        assert failed.value.error_code == E.REQUEST_TIMED_OUT
+        assert not stuck.done()  # it ran: its commit decides
+        log.settle(0)
+        assert await stuck == 1
+        await settle_callbacks()
+        assert len(log.waiting) == 1  # the timed-out write never ran
+        after = rt.schedule_write(0, increment(b"g"), key="g")
+        log.settle(1)
+        assert await after == 2 and value_of(rt, 0, b"g") == b"2"
+
+    run(scenario())
+
+
+def test_a_write_answered_in_time_is_not_timed_out() -> None:
+    async def scenario() -> None:
+        log = MemoryPartitions()
+        log.hold = True
+        rt = make(log, write_timeout_ms=50)
+        rt.load_now(0)
+        first = rt.schedule_write(0, increment(b"g"), key="g")
+        second = rt.schedule_write(0, increment(b"g"), key="g")
+        log.settle(0)
+        await settle_callbacks()
+        await asyncio.sleep(0.1)  # past the timeout: the second write ran in time
+        log.settle(1)
+        assert await first == 1 and await second == 2
+
+    run(scenario())

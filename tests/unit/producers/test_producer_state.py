@@ -407,7 +407,8 @@ def test_a_snapshot_keeps_open_transactions() -> None:
 
 def test_verification_guards() -> None:
     """KIP-890's guard: shared by a producer's verifications in flight, removed by its marker
-    (applied or replicated) and by a refused verification, never by another producer's."""
+    (applied or replicated) and by its transactional data batch (Kafka's rule), never by
+    another producer's."""
     state = ProducerStateManager()
     guard = state.start_verification(1)
     assert state.start_verification(1) is guard
@@ -418,10 +419,13 @@ def test_verification_guards() -> None:
     assert state.is_verified(2, other)
     state.update(batch(pid=2, control=True, base_offset=11), 11, 11, NOW)
     assert not state.is_verified(2, other)
-    refused = state.start_verification(3)
-    state.end_verification(3, object())
-    assert state.is_verified(3, refused)
-    state.end_verification(3, refused)
+    opened = state.start_verification(3)
+    state.update(batch(pid=4, transactional=True, base_offset=12), 12, 12, NOW)
+    assert state.is_verified(3, opened)
+    state.update(batch(pid=3, base_offset=13), 13, 13, NOW)  # not transactional
+    assert state.is_verified(3, opened)
+    state.update(batch(pid=3, seq=1, transactional=True, base_offset=14), 14, 14, NOW)
+    assert not state.is_verified(3, opened)
     assert state.verification_guards == {}
 
 

@@ -133,6 +133,89 @@ def test_a_transaction_ended_while_its_partition_was_verified_is_refused() -> No
     asyncio.run(scenario())
 
 
+def test_a_batch_appended_after_its_verification_is_the_one_produced() -> None:
+    """The false refusals of the 3-node Streams run: a produce's records are views of the
+    connection's receive buffer, which the next requests of that (pipelining) producer
+    overwrite once the produce waits for its remote verification. Appended after the await,
+    the batch was whatever bytes were there by then: a later batch of the producer
+    (OUT_OF_ORDER_SEQUENCE_NUMBER, or INVALID_TXN_STATE when its producer id or epoch no longer
+    matched the guard), or garbage (CORRUPT_MESSAGE). The batch appended must be the one
+    produced, whatever happens to the request's buffer meanwhile."""
+
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        produced = bytes(transactional_batch(PID, EPOCH, 0, count=3))
+        receive_buffer = bytearray(produced)
+        entry = ProduceEntry(TP, memoryview(receive_buffer))
+        waiting = asyncio.ensure_future(
+            rm.append_records([entry], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)
+        # the connection reads the producer's next request into the same bytes
+        receive_buffer[:] = transactional_batch(PID + 1, EPOCH + 1, 5, count=3)
+        verifier.answer()
+        assert _codes(await waiting) == [0]
+        assert p.log.log_end_offset == 3
+        assert p.log.producer_state.ongoing_txns == {PID: 0}
+        stored = p.log.read(0, 1 << 20, 3, True)
+        # the same batch from its magic byte on (base offset and leader epoch are assigned)
+        assert b"".join(bytes(b) for b in stored.buffers)[16:] == produced[16:]
+
+    asyncio.run(scenario())
+
+
+def test_a_refused_verification_leaves_the_guard_a_concurrent_produce_shares() -> None:
+    """The false refusal of the 3-node Streams run: two produces of one producer open its next
+    transaction on the partition, each verified in its own request to the coordinator (the
+    second queued while the first was in flight), sharing the producer's guard. The first is
+    answered a retriable error (the coordinator was loading after a fail-over), the second
+    NONE. The refusal must not take the guard: the second batch is then checked as any other
+    (here a sequence gap, retriable, as Kafka answers), not refused as a zombie with
+    INVALID_TXN_STATE, which is fatal to a producer. The retries then commit both batches."""
+
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        # the producer's previous transaction, ended: the next one's first batch is verified
+        first = asyncio.ensure_future(
+            rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)
+        verifier.answer()
+        assert _codes(await first) == [0]
+        p.append_marker_to_leader(PID, EPOCH, 0, commit=True)
+        one = asyncio.ensure_future(
+            rm.append_records([_entry(1)], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
+        )
+        two = asyncio.ensure_future(
+            rm.append_records([_entry(2)], 1, 1000, transactional_id=TXN)  # type: ignore[arg-type]
+        )
+        await asyncio.sleep(0)
+        assert len(verifier.pending) == 2
+        (answer_one, tps_one), (answer_two, tps_two) = verifier.pending
+        verifier.pending.clear()
+        answer_one.set_result(dict.fromkeys(tps_one, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        assert _codes(await one) == [ErrorCode.NOT_ENOUGH_REPLICAS]
+        answer_two.set_result(dict.fromkeys(tps_two, ErrorCode.NONE))
+        assert _codes(await two) == [ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER]
+        assert p.log.log_end_offset == 2  # nothing appended since the marker
+        # the producer retries in order: both are appended in the one transaction
+        for sequence in (1, 2):
+            retry = rm.append_records([_entry(sequence)], 1, 1000, transactional_id=TXN)
+            if not isinstance(retry, list):
+                retry_task = asyncio.ensure_future(retry)
+                await asyncio.sleep(0)
+                verifier.answer()
+                retry = await retry_task
+            assert _codes(retry) == [0]
+        assert p.log.log_end_offset == 4
+        assert p.log.producer_state.ongoing_txns == {PID: 2}
+        assert p.log.producer_state.verification_guards == {}
+
+    asyncio.run(scenario())
+
+
 @pytest.mark.parametrize(
     ("coordinator", "produce"),
     [
