@@ -27,6 +27,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pydmq.broker.services import FinalizedFeatures
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
 from pydmq.protocol.control_requests import FULL, INCREMENTAL, LEADER_DURING_DELETE
 from pydmq.protocol.messages.update_metadata import (
@@ -86,6 +87,9 @@ class MetadataCache:
         self.offline_replicas: dict[TopicPartition, list[int]] = {}
         # Dynamic broker configs: the cluster default ("") and this broker's own layer.
         self.broker_configs: dict[str, dict[str, str]] = {"": {}, str(node_id): {}}
+        # The finalized feature levels, as the active controller's ApiVersions reported them
+        # (the broker lifecycle asks after each registration).
+        self.finalized_features = FinalizedFeatures(-1, {})
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:
