@@ -101,26 +101,26 @@ def test_the_local_coordinator_answers_at_once() -> None:
     brokers = _Brokers()
     manager = _manager(brokers, LOCAL)
     assert manager.enabled
-    assert manager.verify("x", 1, 0, [A]) == {A: ErrorCode.INVALID_TXN_STATE}
+    assert manager.verify("x", 1, 0, [A], False) == {A: ErrorCode.INVALID_TXN_STATE}
     assert brokers.requests == []
 
 
 def test_a_coordinator_without_leader_is_not_available() -> None:
     manager = _manager(_Brokers(), None)
-    assert manager.verify("x", 1, 0, [A]) == {A: ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    assert manager.verify("x", 1, 0, [A], False) == {A: ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
 
 def test_requests_to_a_remote_coordinator_are_batched() -> None:
     async def scenario() -> None:
         brokers = _Brokers()
         manager = _manager(brokers, REMOTE)
-        first = manager.verify("x", 1, 0, [A])
+        first = manager.verify("x", 1, 0, [A], False)
         await asyncio.sleep(0)  # the first request is in flight
         queued = [
-            manager.verify("y", 2, 0, [A]),
-            manager.verify("z", 3, 0, [A]),
-            manager.verify("z", 3, 0, [B]),  # same transaction: merged
-            manager.verify("y", 4, 0, [B]),  # another producer id of y: the request after
+            manager.verify("y", 2, 0, [A], False),
+            manager.verify("z", 3, 0, [A], False),
+            manager.verify("z", 3, 0, [B], False),  # same transaction: merged
+            manager.verify("y", 4, 0, [B], False),  # another producer id of y: the request after
         ]
         brokers.release.set()
         answers = await asyncio.gather(first, *queued)  # type: ignore[arg-type]
@@ -154,7 +154,7 @@ def test_a_failed_request_answers_every_partition(fail: bool, error: int, expect
         brokers.fail, brokers.error = fail, error
         brokers.release.set()
         manager = _manager(brokers, REMOTE)
-        answer = await manager.verify("x", 1, 0, [A, B])  # type: ignore[misc]
+        answer = await manager.verify("x", 1, 0, [A, B], False)  # type: ignore[misc]
         assert answer == {A: expected, B: expected}
 
     asyncio.run(scenario())

@@ -12,8 +12,10 @@ routing point); any other partition gets one control batch through
 :meth:`~pydmq.replication.replica_manager.ReplicaManager.append_txn_markers` with ``acks=-1``
 (errors and waits in :mod:`pydmq.replication.txn_markers`), waiting at most Kafka's
 ``request.timeout.ms`` default (30 s). A partition named twice in one marker is answered
-once per occurrence. v2 (KIP-890) adds ``transaction_version``, which changes nothing on the
-partition side. Decode budget: 110,000 elements (a coordinator completing thousands of
+once per occurrence. v2 (KIP-890) adds ``transaction_version``: a marker of transactions v2 must
+carry an epoch above the producer's (its coordinator bumped it), so a late or duplicate
+marker at the epoch of the producer's next, open transaction is INVALID_PRODUCER_EPOCH
+instead of ending it. Decode budget: 110,000 elements (a coordinator completing thousands of
 transactions at once on one leader, :mod:`pydmq.protocol.budgets`); the appends of one
 request are not sliced.
 """
@@ -113,6 +115,7 @@ def handle(
                     marker.producer_epoch,
                     marker.coordinator_epoch,
                     commit,
+                    marker.transaction_version if ctx.api_version >= 2 else 0,
                 )
                 entries.append(entry)
                 answers.append((partition_result, entry))
