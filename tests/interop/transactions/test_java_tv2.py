@@ -1,0 +1,135 @@
+"""The Java client (kafka-clients 4.x) uses transactions v2 (KIP-890 part 2) against pydmq, as
+it does against the reference Kafka 4.4: the same transactional plan run on both gives the
+same records, offsets and end offsets at both isolation levels, and the same producer epochs
+in DescribeTransactions and DescribeProducers, where transactions v2 shows itself: the
+coordinator bumps the epoch at the end of every transaction (4 transactions: epoch 4; a
+transactions v1 client stays at epoch 0) and writes each marker with the bumped epoch.
+
+Driven through compat/java/src/TransactionsClient.java (see test_java_transactions.py);
+DescribeTransactions and DescribeProducers are sent with the repository's raw client to the
+single broker of each target (the transaction coordinator and every partition's leader).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pydmq.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
+from pydmq.protocol.messages.describe_transactions import DescribeTransactionsRequest
+
+from ..differential_support import RawClient
+from ..support import PARTITIONS, unique_topic
+from ..test_java_transactions import consume, create_topic, java_classes, run_txn_client
+from .targets import KAFKA, PYDMQ, Target, running_target
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
+
+__all__ = ["java_classes"]  # the fixture, shared with test_java_transactions
+
+DESCRIBE_PRODUCERS = 61
+DESCRIBE_TRANSACTIONS = 65
+PLAN = "commit:6,abort:6,commit:5,abort:3"
+TRANSACTIONS = 4
+
+
+@pytest.fixture(scope="module")
+def kafka_target() -> Iterator[Target]:
+    with running_target(KAFKA) as target:
+        yield target
+
+
+@pytest.fixture(scope="module")
+def pydmq_target() -> Iterator[Target]:
+    with running_target(PYDMQ) as target:
+        yield target
+
+
+def describe_transaction(bootstrap: str, tid: str) -> dict[str, Any]:
+    """DescribeTransactions of ``tid`` (the broker is its coordinator)."""
+    with RawClient(bootstrap) as client:
+        body = client.request(
+            DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(transactional_ids=[tid])
+        ).body
+    [state] = body.transaction_states
+    return {
+        "error": state.error_code,
+        "state": state.transaction_state,
+        "producer_epoch": state.producer_epoch,
+        "partitions": sorted((t.topic, p) for t in state.topics for p in t.partitions),
+    }
+
+
+def describe_producers(bootstrap: str, topic: str) -> dict[int, list[dict[str, int]]]:
+    """DescribeProducers of every partition of ``topic`` (the broker leads them all): each
+    active producer's epoch, last sequence and open transaction (ids and times differ)."""
+    with RawClient(bootstrap) as client:
+        body = client.request(
+            DESCRIBE_PRODUCERS,
+            0,
+            DescribeProducersRequest(
+                topics=[TopicRequest(name=topic, partition_indexes=list(range(PARTITIONS)))]
+            ),
+        ).body
+    return {
+        p.partition_index: [
+            {
+                "error": p.error_code,
+                "producer_epoch": s.producer_epoch,
+                "last_sequence": s.last_sequence,
+                "current_txn_start_offset": s.current_txn_start_offset,
+            }
+            for s in p.active_producers
+        ]
+        for t in body.topics
+        for p in t.partitions
+    }
+
+
+def observe(target: Target, classes: Path) -> dict[str, Any]:
+    """Run the plan on ``target``; what both isolation levels and the describe APIs show,
+    with the (unique) topic name replaced by ``T``."""
+    topic = unique_topic("java-tv2")
+    tid = f"{topic}-tid"
+    create_topic(target.bootstrap, topic, target.replication)
+    written = run_txn_client(
+        classes,
+        "produce",
+        "--bootstrap",
+        target.bootstrap,
+        "--topic",
+        topic,
+        "--tid",
+        tid,
+        "--plan",
+        PLAN,
+    )
+    seen: dict[str, Any] = {}
+    for isolation in ("read_committed", "read_uncommitted"):
+        rows, end = consume(classes, target.bootstrap, topic, isolation)
+        seen[isolation] = {
+            "records": [(r["p"], r["o"], r["v"].replace(topic, "T")) for r in rows],
+            "end": end,
+        }
+    txn = describe_transaction(target.bootstrap, tid)
+    txn["partitions"] = [("T" if t == topic else t, p) for t, p in txn["partitions"]]
+    return {
+        "written": sorted((r["p"], r["o"], r["outcome"]) for r in written),
+        "seen": seen,
+        "transaction": txn,
+        "producers": describe_producers(target.bootstrap, topic),
+    }
+
+
+def test_java_producer_uses_transactions_v2_as_on_kafka(
+    kafka_target: Target, pydmq_target: Target, java_classes: Path
+) -> None:
+    expected = observe(kafka_target, java_classes)
+    got = observe(pydmq_target, java_classes)
+    print(f"kafka: {expected}\npydmq: {got}")
+    # transactions v2 on the reference: one epoch bump per transaction
+    assert expected["transaction"]["producer_epoch"] == TRANSACTIONS, expected
+    assert got == expected
