@@ -75,11 +75,15 @@ class _Brokers:
 
 
 def _manager(
-    brokers: _Brokers, leader: int | None, config: BrokerConfig | None = None
+    brokers: _Brokers,
+    leader: int | None,
+    config: BrokerConfig | None = None,
+    coordinator: Any = None,
 ) -> AddPartitionsToTxnManager:
     """Node LOCAL; every transactional id's coordinator is ``leader``; the in-process
-    coordinator answers INVALID_TXN_STATE (so that its answers are told apart)."""
-    coordinator = SimpleNamespace(
+    coordinator (unless ``coordinator``) answers INVALID_TXN_STATE (so that its answers are
+    told apart)."""
+    coordinator = coordinator or SimpleNamespace(
         verify_partitions=lambda tid, pid, epoch, tps: dict.fromkeys(
             tps, ErrorCode.INVALID_TXN_STATE
         )
@@ -165,3 +169,47 @@ def test_turned_off_by_the_dynamic_config() -> None:
     manager = _manager(_Brokers(), LOCAL, config)
     config.set_dynamic({"transaction.partition.verification.enable": "false"}, {})
     assert not manager.enabled
+
+
+def test_transactions_v2_adds_the_partitions() -> None:
+    """``add_partition`` (a Produce v12): the coordinator of this node adds the partitions in
+    process with transactions v2; another broker's gets AddPartitionsToTxn v5 with
+    ``verify_only`` false (a verification of another id sent with it keeps ``verify_only``
+    true)."""
+
+    async def scenario() -> None:
+        added: list[tuple[str, int, int, list[TopicPartition], int]] = []
+
+        async def add_partitions(
+            tid: str, pid: int, epoch: int, tps: list[TopicPartition], *, transaction_version: int
+        ) -> int:
+            added.append((tid, pid, epoch, list(tps), transaction_version))
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+
+        here = _manager(
+            _Brokers(), LOCAL, coordinator=SimpleNamespace(add_partitions=add_partitions)
+        )
+        answer = await here.verify("x", 1, 3, [A], True)  # type: ignore[misc]
+        assert answer == {A: ErrorCode.CONCURRENT_TRANSACTIONS}
+        assert added == [("x", 1, 3, [A], 2)]
+
+        brokers = _Brokers()
+        remote = _manager(brokers, REMOTE)
+        first = asyncio.ensure_future(remote.verify("x", 1, 3, [A], True))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(remote.verify("y", 2, 0, [B], False))  # type: ignore[arg-type]
+        third = asyncio.ensure_future(remote.verify("z", 4, 1, [B], True))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        brokers.release.set()
+        assert await first == {A: ErrorCode.NONE}
+        assert await second == {B: ErrorCode.NONE} and await third == {B: ErrorCode.NONE}
+        [(_, v1, r1), (_, v2, r2)] = brokers.requests
+        assert v1 == 5 and [(t.transactional_id, t.verify_only) for t in r1.transactions] == [
+            ("x", False)
+        ]
+        assert v2 == 5 and [(t.transactional_id, t.verify_only) for t in r2.transactions] == [
+            ("y", True),
+            ("z", False),
+        ]
+
+    asyncio.run(scenario())

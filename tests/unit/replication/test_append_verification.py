@@ -152,3 +152,28 @@ def test_coordinator_codes_as_produce_errors(coordinator: int, produce: int) -> 
     code, message = produce_error(coordinator)
     assert code == produce
     assert (message is None) == (produce == ErrorCode.NONE)
+
+
+def test_transactions_v2_add_the_partition_even_with_verification_off() -> None:
+    """A transactions v2 produce (Produce v12): the coordinator adds the partition (the
+    client sent no AddPartitionsToTxn), whatever the verification config says; its refusal
+    appends nothing."""
+    verifier = Verifier()
+    verifier.enabled = False
+    rm, p = verified_leader(verifier)
+    [result] = _now(
+        rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN, add_partition=True)
+    )
+    assert result.error_code == ErrorCode.NONE
+    assert verifier.calls == [(TXN, PID, EPOCH, [TP])] and verifier.adds == [True]
+    assert p.log.producer_state.txn_first_offset(PID) == 0
+    # later batches of the open transaction are not added again
+    _now(rm.append_records([_entry(1)], 1, 1000, transactional_id=TXN, add_partition=True))
+    assert len(verifier.calls) == 1
+
+    refused, p2 = verified_leader(Verifier(ErrorCode.PRODUCER_FENCED))
+    [result] = _now(
+        refused.append_records([_entry(0)], 1, 1000, transactional_id=TXN, add_partition=True)
+    )
+    assert result.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert p2.log.log_end_offset == 0
