@@ -111,6 +111,10 @@ def append_records(
             replica_manager, verifier, transactional_id, entries, add_partition
         )
         if verifying is not None:
+            # The records are views of the connection's receive buffer, which is reused once
+            # the handler returned: what is appended after the wait must be a copy.
+            for entry in entries:
+                entry.records = memoryview(bytearray(entry.records))
             return _append_when_verified(
                 replica_manager, verifying, entries, acks, timeout_ms, origin
             )

@@ -177,3 +177,25 @@ def test_transactions_v2_add_the_partition_even_with_verification_off() -> None:
     )
     assert result.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
     assert p2.log.log_end_offset == 0
+
+
+def test_a_waiting_produce_appends_a_copy_of_its_records() -> None:
+    """The records are views of the connection's receive buffer, reused (overwritten) once the
+    handler returned: a produce that waits for its coordinator appends what it received."""
+
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        received = bytearray(transactional_batch(PID, EPOCH, 0))
+        entry = ProduceEntry(TP, memoryview(received))
+        answer = rm.append_records([entry], 1, 1000, transactional_id=TXN, add_partition=True)
+        assert inspect.isawaitable(answer)
+        waiting = asyncio.ensure_future(answer)
+        await asyncio.sleep(0)
+        received[:] = bytes(len(received))  # the next frames land in the buffer
+        verifier.answer()
+        [result] = await waiting
+        assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 0)
+        assert p.log.producer_state.txn_first_offset(PID) == 0
+
+    asyncio.run(scenario())
