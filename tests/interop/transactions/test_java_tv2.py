@@ -6,8 +6,11 @@ coordinator bumps the epoch at the end of every transaction (4 transactions: epo
 transactions v1 client stays at epoch 0) and writes each marker with the bumped epoch.
 
 Driven through compat/java/src/TransactionsClient.java (see test_java_transactions.py);
-DescribeTransactions and DescribeProducers are sent with the repository's raw client to the
-single broker of each target (the transaction coordinator and every partition's leader).
+DescribeTransactions is sent with the repository's raw client to the id's coordinator
+(FindCoordinator), DescribeProducers to the single broker of a one-node target (every
+partition's leader). On a 3-node pydmq cluster the same plan gives the same records, end
+offsets and DescribeTransactions as on the reference (its brokers learn the finalized
+``transaction.version`` from the controller).
 """
 
 from __future__ import annotations
@@ -20,17 +23,20 @@ import pytest
 
 from pydmq.protocol.messages.describe_producers import DescribeProducersRequest, TopicRequest
 from pydmq.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from pydmq.protocol.messages.find_coordinator import FindCoordinatorRequest
 
 from ..differential_support import RawClient
 from ..support import PARTITIONS, unique_topic
 from ..test_java_transactions import consume, create_topic, java_classes, run_txn_client
-from .targets import KAFKA, PYDMQ, Target, running_target
+from .targets import KAFKA, PYDMQ, PYDMQ_CLUSTER, Target, running_target
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
 
 __all__ = ["java_classes"]  # the fixture, shared with test_java_transactions
 
 DESCRIBE_PRODUCERS = 61
+FIND_COORDINATOR = 10
+TRANSACTION_KEY = 1
 DESCRIBE_TRANSACTIONS = 65
 PLAN = "commit:6,abort:6,commit:5,abort:3"
 TRANSACTIONS = 4
@@ -48,9 +54,19 @@ def pydmq_target() -> Iterator[Target]:
         yield target
 
 
-def describe_transaction(bootstrap: str, tid: str) -> dict[str, Any]:
-    """DescribeTransactions of ``tid`` (the broker is its coordinator)."""
+def coordinator_of(bootstrap: str, tid: str) -> str:
+    """The ``host:port`` of ``tid``'s transaction coordinator."""
     with RawClient(bootstrap) as client:
+        body = client.request(
+            FIND_COORDINATOR, 3, FindCoordinatorRequest(key=tid, key_type=TRANSACTION_KEY)
+        ).body
+    assert body.error_code == 0, body
+    return f"{body.host}:{body.port}"
+
+
+def describe_transaction(bootstrap: str, tid: str) -> dict[str, Any]:
+    """DescribeTransactions of ``tid``, asked of its coordinator."""
+    with RawClient(coordinator_of(bootstrap, tid)) as client:
         body = client.request(
             DESCRIBE_TRANSACTIONS, 0, DescribeTransactionsRequest(transactional_ids=[tid])
         ).body
@@ -89,9 +105,10 @@ def describe_producers(bootstrap: str, topic: str) -> dict[int, list[dict[str, i
     }
 
 
-def observe(target: Target, classes: Path) -> dict[str, Any]:
-    """Run the plan on ``target``; what both isolation levels and the describe APIs show,
-    with the (unique) topic name replaced by ``T``."""
+def observe(target: Target, classes: Path, *, producers: bool = True) -> dict[str, Any]:
+    """Run the plan on ``target``; what both isolation levels and the describe APIs show
+    (DescribeProducers only with ``producers``: a one-node target), with the (unique) topic
+    name replaced by ``T``."""
     topic = unique_topic("java-tv2")
     tid = f"{topic}-tid"
     create_topic(target.bootstrap, topic, target.replication)
@@ -116,12 +133,14 @@ def observe(target: Target, classes: Path) -> dict[str, Any]:
         }
     txn = describe_transaction(target.bootstrap, tid)
     txn["partitions"] = [("T" if t == topic else t, p) for t, p in txn["partitions"]]
-    return {
+    observed = {
         "written": sorted((r["p"], r["o"], r["outcome"]) for r in written),
         "seen": seen,
         "transaction": txn,
-        "producers": describe_producers(target.bootstrap, topic),
     }
+    if producers:
+        observed["producers"] = describe_producers(target.bootstrap, topic)
+    return observed
 
 
 def test_java_producer_uses_transactions_v2_as_on_kafka(
@@ -132,4 +151,14 @@ def test_java_producer_uses_transactions_v2_as_on_kafka(
     print(f"kafka: {expected}\npydmq: {got}")
     # transactions v2 on the reference: one epoch bump per transaction
     assert expected["transaction"]["producer_epoch"] == TRANSACTIONS, expected
+    assert got == expected
+
+
+def test_java_producer_uses_transactions_v2_on_a_cluster(
+    kafka_target: Target, java_classes: Path
+) -> None:
+    expected = observe(kafka_target, java_classes, producers=False)
+    with running_target(PYDMQ_CLUSTER) as cluster:
+        got = observe(cluster, java_classes, producers=False)
+    print(f"kafka: {expected}\npydmq cluster: {got}")
     assert got == expected
