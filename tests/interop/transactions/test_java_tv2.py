@@ -55,8 +55,9 @@ def pydmq_target() -> Iterator[Target]:
 
 
 def coordinator_of(bootstrap: str, tid: str) -> str:
-    """The ``host:port`` of ``tid``'s transaction coordinator."""
-    with RawClient(bootstrap) as client:
+    """The ``host:port`` of ``tid``'s transaction coordinator (asked of the first bootstrap
+    broker)."""
+    with RawClient(bootstrap.split(",")[0]) as client:
         body = client.request(
             FIND_COORDINATOR, 3, FindCoordinatorRequest(key=tid, key_type=TRANSACTION_KEY)
         ).body
