@@ -71,13 +71,20 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         yield b
 
 
-def complete(broker: EmbeddedBroker, group: str, pid: int, epoch: int, commit: bool) -> int:
+def complete(
+    broker: EmbeddedBroker,
+    group: str,
+    pid: int,
+    epoch: int,
+    commit: bool,
+    transaction_version: int = 0,
+) -> int:
     """``complete_transaction`` of ``group``'s partition, run on the broker's loop."""
     coordinator: GroupCoordinator = broker.broker.group_coordinator  # type: ignore[attr-defined]
 
     async def call() -> int:
         return await coordinator.complete_transaction(
-            partition_for(group, PARTITIONS), pid, epoch, 0, commit
+            partition_for(group, PARTITIONS), pid, epoch, 0, commit, transaction_version
         )
 
     loop: asyncio.AbstractEventLoop = broker._loop  # type: ignore[assignment]
@@ -255,6 +262,49 @@ def test_v5_adds_the_offsets_partition_to_the_transaction(broker: EmbeddedBroker
                 break
             time.sleep(0.01)
         assert fetch(raw, group, 9, stable=True) == (0, 7)
+
+
+def test_v5_a_late_marker_does_not_end_the_next_transaction(broker: EmbeddedBroker) -> None:
+    """Transactions v2 markers carry the bumped epoch: once the next transaction's offsets are
+    pending at that epoch, a late (or duplicate) marker of the previous transaction is fenced
+    (INVALID_PRODUCER_EPOCH) instead of committing them (KIP-890)."""
+    group, tid = "txn-v5-late", "tx-v5-late"
+    with RawClient(broker.bootstrap) as raw:
+        init = raw.request(
+            22, 5, InitProducerIdRequest(transactional_id=tid, transaction_timeout=60_000)
+        ).body
+        pid, epoch = init.producer_id, init.producer_epoch
+        first = txn_commit(
+            raw, group, version=5, pid=pid, epoch=epoch, transactional_id=tid, offset=7
+        )
+        assert first == [[0]]
+        ended = raw.request(
+            26,
+            5,
+            EndTxnRequest(
+                transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True
+            ),
+        ).body
+        bumped = ended.producer_epoch
+        assert (ended.error_code, bumped) == (0, epoch + 1)
+        for _ in range(500):
+            if fetch(raw, group, 9, stable=True) == (0, 7):
+                break
+            time.sleep(0.01)
+        # retried as a client does while the first transaction completes
+        for _ in range(500):
+            second = txn_commit(
+                raw, group, version=5, pid=pid, epoch=bumped, transactional_id=tid, offset=9
+            )
+            if second != [[E.COORDINATOR_NOT_AVAILABLE]]:
+                break
+            time.sleep(0.01)
+        assert second == [[0]]
+        # the previous transaction's marker again, at the bumped epoch: fenced
+        late = complete(broker, group, pid, bumped, commit=True, transaction_version=2)
+        assert late == E.INVALID_PRODUCER_EPOCH
+        assert fetch(raw, group, 9, stable=True) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+        assert fetch(raw, group, 9, stable=False) == (0, 7)
 
 
 def test_abort_leaves_the_committed_offset(broker: EmbeddedBroker) -> None:

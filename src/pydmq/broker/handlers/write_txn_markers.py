@@ -56,13 +56,14 @@ def complete_group_transaction(
     producer_epoch: int,
     coordinator_epoch: int,
     committed: bool,
+    transaction_version: int,
 ) -> Awaitable[int]:
     """End a transaction on ``__consumer_offsets`` partition ``partition``: the group
     coordinator appends the marker through its shard (after the shard's earlier writes) and
     replays it, committing or dropping the producer's pending offsets; resolves to a Kafka
     error code."""
     return ctx.broker.group_coordinator.complete_transaction(
-        partition, producer_id, producer_epoch, coordinator_epoch, committed
+        partition, producer_id, producer_epoch, coordinator_epoch, committed, transaction_version
     )
 
 
@@ -86,6 +87,7 @@ def handle(
         result = WritableTxnMarkerResult(producer_id=marker.producer_id)
         response.markers.append(result)
         commit = marker.transaction_result == _COMMIT
+        version = marker.transaction_version if ctx.api_version >= 2 else 0
         for topic in marker.topics:
             topic_result = WritableTxnMarkerTopicResult(name=topic.name)
             result.topics.append(topic_result)
@@ -105,6 +107,7 @@ def handle(
                                 marker.producer_epoch,
                                 marker.coordinator_epoch,
                                 commit,
+                                version,
                             ),
                         )
                     )
@@ -115,7 +118,7 @@ def handle(
                     marker.producer_epoch,
                     marker.coordinator_epoch,
                     commit,
-                    marker.transaction_version if ctx.api_version >= 2 else 0,
+                    version,
                 )
                 entries.append(entry)
                 answers.append((partition_result, entry))
