@@ -364,8 +364,12 @@ def test_api_versions_each_version(
             if version == 3:
                 # KAFKA-17011: a v3 reader (older Java clients) chokes on min version 0.
                 assert not zero_min, names
-            finalized = {f.name for f in body.finalized_features}
+            if version >= 4:
+                assert names["transaction.version"] == (0, 2)
+            finalized = {f.name: f.max_version_level for f in body.finalized_features}
             assert "metadata.version" in finalized
+            # a new cluster is formatted at transactions v2, as Kafka 4.x (KIP-890)
+            assert finalized["transaction.version"] == 2
             assert body.finalized_features_epoch >= 0
 
 

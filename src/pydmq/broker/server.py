@@ -146,6 +146,7 @@ class Broker:
             self.topics = LocalTopicRegistry(local, metadata_dir)  # its first listener
             rack = config.get("broker.rack")
             local.register_node(self.node_id, None if rack is None else str(rack))
+            local.bootstrap_features()
             local.add_listener(LocalMetadataPublisher(self).publish)
             self.local_controller = local
             if self.authorizer is not None:
@@ -259,8 +260,13 @@ class Broker:
             producer_ids = cluster.producer_ids
         else:
             rack = self.config.get("broker.rack")
+            local = self.local_controller
+            assert local is not None  # a single node has its local controller
             metadata = SingleNodeMetadata(
-                self.node_id, None if rack is None else str(rack), self.advertised_endpoint
+                self.node_id,
+                None if rack is None else str(rack),
+                self.advertised_endpoint,
+                lambda: local.image,
             )
             producer_ids = self.producer_ids
         return BrokerServices(

@@ -56,6 +56,7 @@ __all__ = [
     "BrokerEndpoint",
     "BrokerServices",
     "ControlPlane",
+    "FinalizedFeatures",
     "MetadataView",
     "ProducerIdSource",
 ]
@@ -69,6 +70,16 @@ class BrokerEndpoint:
     host: str
     port: int
     rack: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FinalizedFeatures:
+    """The cluster's finalized feature levels as ApiVersions (v3+) reports them: ``epoch``
+    (the metadata offset they were read at; -1 while unknown) and the level of each feature
+    (a feature not named is at level 0)."""
+
+    epoch: int
+    levels: Mapping[str, int]
 
 
 class MetadataView(Protocol):
@@ -97,6 +108,11 @@ class MetadataView(Protocol):
         ...
 
     def offline_replicas(self, tp: TopicPartition) -> Sequence[int]: ...
+
+    def finalized_features(self) -> FinalizedFeatures:
+        """The finalized feature levels (``transaction.version`` tells clients whether to use
+        transactions v2)."""
+        ...
 
 
 class ProducerIdSource(Protocol):

@@ -2,13 +2,15 @@
 
 A single node is a combined broker and controller, the only broker there is, always alive: it
 answers with itself on the listener asked, as the controller too, and has no offline replica.
+Its finalized features are those of its local controller's metadata image.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from pydmq.broker.services import BrokerEndpoint
+from pydmq.broker.services import BrokerEndpoint, FinalizedFeatures
+from pydmq.metadata.image import MetadataImage
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["SingleNodeMetadata"]
@@ -24,8 +26,10 @@ class SingleNodeMetadata:
         node_id: int,
         rack: str | None,
         advertised_endpoint: Callable[[str], tuple[str, int]],
+        image: Callable[[], MetadataImage],
     ) -> None:
         self._node_id = node_id
+        self._image = image
         self._rack = rack
         self._advertised_endpoint = advertised_endpoint
 
@@ -44,3 +48,7 @@ class SingleNodeMetadata:
 
     def offline_replicas(self, tp: TopicPartition) -> Sequence[int]:
         return ()
+
+    def finalized_features(self) -> FinalizedFeatures:
+        image = self._image()
+        return FinalizedFeatures(max(0, image.offset), image.features)

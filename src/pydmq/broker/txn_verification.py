@@ -13,6 +13,11 @@ epoch for an id waits for the request after). A coordinator without a leader now
 COORDINATOR_NOT_AVAILABLE, a request that failed NETWORK_EXCEPTION: both retriable for the
 producer (see :func:`~pydmq.replication.txn_verification.produce_error`).
 
+Transactions v2 (``add_partition``): the same, but the coordinator adds the partitions to the
+transaction (:meth:`~pydmq.transactions.coordinator.TransactionCoordinator.add_partitions` of
+transactions v2 in process; else AddPartitionsToTxn v5 with ``verify_only`` false), as
+Kafka's leaders do for Produce v12 and the group coordinator for TxnOffsetCommit v5.
+
 Owned by the event loop; one sender task per coordinator broker with verifications queued.
 """
 
@@ -20,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, field
 
 from pydmq.broker.inter_broker import InterBrokerConnections
 from pydmq.broker.txn_markers import RegistryPartitionLeaders
 from pydmq.config.broker import BrokerConfig
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import TRANSACTIONS_V2
 from pydmq.protocol.messages.add_partitions_to_txn import (
     AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
@@ -44,6 +50,7 @@ log = logging.getLogger(__name__)
 ENABLE_CONFIG = "transaction.partition.verification.enable"
 ADD_PARTITIONS_TO_TXN = 24
 _VERIFY_VERSION = 4
+_ADD_VERSION = 5  # transactions v2: partitions added by their leaders
 _REQUEST_TIMEOUT_S = 30.0
 
 Verdicts = Mapping[TopicPartition, int]
@@ -56,6 +63,7 @@ class _Queued:
 
     producer_id: int
     producer_epoch: int
+    add_partition: bool
     partitions: set[TopicPartition]
     answer: asyncio.Future[dict[TopicPartition, int]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
@@ -95,17 +103,39 @@ class AddPartitionsToTxnManager:
         producer_id: int,
         producer_epoch: int,
         partitions: list[TopicPartition],
-    ) -> Verdicts | asyncio.Future[dict[TopicPartition, int]]:
+        add_partition: bool,
+    ) -> Verdicts | Awaitable[Verdicts]:
         coordinator_id = self._coordinator_of(transactional_id)
         if coordinator_id is None:
             return dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE)
         if coordinator_id == self._node_id:
+            if add_partition:
+                return self._add_here(transactional_id, producer_id, producer_epoch, partitions)
             return self._coordinator.verify_partitions(
                 transactional_id, producer_id, producer_epoch, partitions
             )
         return self._enqueue(
-            coordinator_id, transactional_id, producer_id, producer_epoch, partitions
+            coordinator_id,
+            transactional_id,
+            _Queued(producer_id, producer_epoch, add_partition, set(partitions)),
         )
+
+    async def _add_here(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+    ) -> Verdicts:
+        """Transactions v2 with this node's coordinator: add the partitions in process."""
+        code = await self._coordinator.add_partitions(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            partitions,
+            transaction_version=TRANSACTIONS_V2,
+        )
+        return dict.fromkeys(partitions, code)
 
     def _coordinator_of(self, transactional_id: str) -> int | None:
         """The broker id of the id's coordinator (this node on a single node), None when its
@@ -119,23 +149,19 @@ class AddPartitionsToTxnManager:
         return leader if leader is not None and leader >= 0 else None
 
     def _enqueue(
-        self,
-        coordinator_id: int,
-        transactional_id: str,
-        producer_id: int,
-        producer_epoch: int,
-        partitions: list[TopicPartition],
+        self, coordinator_id: int, transactional_id: str, wanted: _Queued
     ) -> asyncio.Future[dict[TopicPartition, int]]:
         queue = self._queues.setdefault(coordinator_id, [])
         for queued_id, queued in queue:
             if (
                 queued_id == transactional_id
-                and queued.producer_id == producer_id
-                and queued.producer_epoch == producer_epoch
+                and queued.producer_id == wanted.producer_id
+                and queued.producer_epoch == wanted.producer_epoch
+                and queued.add_partition == wanted.add_partition
             ):
-                queued.partitions.update(partitions)
+                queued.partitions.update(wanted.partitions)
                 return queued.answer
-        queued = _Queued(producer_id, producer_epoch, set(partitions))
+        queued = wanted
         queue.append((transactional_id, queued))
         if coordinator_id not in self._senders:
             self._senders[coordinator_id] = asyncio.create_task(
@@ -170,15 +196,17 @@ class AddPartitionsToTxnManager:
                     transactional_id=transactional_id,
                     producer_id=queued.producer_id,
                     producer_epoch=queued.producer_epoch,
-                    verify_only=True,
+                    verify_only=not queued.add_partition,
                     topics=_topics(queued.partitions),
                 )
                 for transactional_id, queued in batch.items()
             ]
         )
+        adds = any(queued.add_partition for queued in batch.values())
+        version = _ADD_VERSION if adds else _VERIFY_VERSION
         try:
             response: AddPartitionsToTxnResponse = await self._brokers.request(
-                coordinator_id, ADD_PARTITIONS_TO_TXN, _VERIFY_VERSION, request, _REQUEST_TIMEOUT_S
+                coordinator_id, ADD_PARTITIONS_TO_TXN, version, request, _REQUEST_TIMEOUT_S
             )
         except (ConnectionError, OSError, TimeoutError) as exc:
             log.info("transaction verification with broker %d failed: %s", coordinator_id, exc)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 from pydmq.controller.errors import ControllerError
 from pydmq.controller.local_log import LocalMetadataLog
 from pydmq.metadata.delta import MetadataDelta
+from pydmq.metadata.features import bootstrap_feature_records
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
     RESOURCE_BROKER,
@@ -127,6 +128,13 @@ class LocalController:
         epoch = max(image.offset + 1, current.epoch + 1 if current is not None else 0)
         records.append(RegisterBrokerRecord(node_id, uuid.uuid4(), epoch, (), rack, False, False))
         self.append(records)
+
+    def bootstrap_features(self) -> None:
+        """A new cluster of one (no ``metadata.version`` yet): commit its feature levels
+        (Kafka's format defaults, ``transaction.version`` 2 included)."""
+        records = bootstrap_feature_records(self.image)
+        if records:
+            self.append(records)
 
     def add_listener(self, listener: DeltaListener) -> None:
         self._listeners.append(listener)

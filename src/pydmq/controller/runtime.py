@@ -56,18 +56,18 @@ from pydmq.controller.operations import (
 )
 from pydmq.controller.raft_driver import RaftDriver
 from pydmq.metadata.delta import MetadataDelta, MetadataReplayError
+from pydmq.metadata.features import bootstrap_feature_records
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
     RESOURCE_BROKER,
     CorruptRecordError,
-    FeatureLevelRecord,
     NoOpRecord,
     decode_payload,
     decode_record,
     encode_payload,
     encode_record,
 )
-from pydmq.protocol.features import METADATA_VERSION
+from pydmq.protocol.features import METADATA_VERSION_FEATURE
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
@@ -482,18 +482,12 @@ class ControllerRuntime:
         task.add_done_callback(self._background.discard)
 
     async def _after_activation(self, epoch: int) -> None:
-        """One-off writes of a new active controller (metadata.version)."""
-        if "metadata.version" in self.image.features:
+        """One-off writes of a new active controller: a new cluster's feature levels
+        (``metadata.version``, ``transaction.version``)."""
+        if METADATA_VERSION_FEATURE in self.image.features:
             return
         with contextlib.suppress(ControllerError):
-            await self.run(
-                lambda image: ControllerResult(
-                    []
-                    if "metadata.version" in image.features
-                    else [FeatureLevelRecord("metadata.version", METADATA_VERSION)],
-                    None,
-                )
-            )
+            await self.run(lambda image: ControllerResult(bootstrap_feature_records(image), None))
 
     async def _fence_loop(self, epoch: int) -> None:
         """Fence brokers whose heartbeats stopped (``broker.session.timeout.ms``), one per

@@ -182,8 +182,10 @@ class TransactionalCoordinatorLog(CoordinatorLog, Protocol):
         producer_epoch: int,
         coordinator_epoch: int,
         result: TransactionResult,
+        transaction_version: int,
     ) -> asyncio.Future[int] | None:
-        """Append the COMMIT/ABORT control batch of ``producer_id``'s transaction."""
+        """Append the COMMIT/ABORT control batch of ``producer_id``'s transaction (of the
+        transaction coordinator's ``transaction_version``: 2 fences a late marker)."""
         ...
 
     def replay_batches(self, partition: int) -> Iterator[CoordinatorBatch]:

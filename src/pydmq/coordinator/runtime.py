@@ -114,6 +114,7 @@ class _Transaction(NamedTuple):
     producer_epoch: int
     result: TransactionResult | None = None  # None: records of the transaction
     coordinator_epoch: int = -1
+    transaction_version: int = 0  # of a completion: its marker's (2: transactions v2)
 
 
 class _PendingWrite:
@@ -342,15 +343,19 @@ class CoordinatorRuntime(Generic[S, Rec]):
         producer_epoch: int,
         coordinator_epoch: int,
         result: TransactionResult,
+        transaction_version: int = 0,
     ) -> asyncio.Future[None]:
         """Append the ``result`` marker of ``producer_id``'s transaction to ``partition``
         (after the writes queued before it) and, once committed, replay it through the
         shard's ``replay_end_transaction_marker``; the future resolves then, or fails with
-        :class:`CoordinatorError` (the append's produce error, e.g. INVALID_PRODUCER_EPOCH)."""
+        :class:`CoordinatorError` (the append's produce error, e.g. INVALID_PRODUCER_EPOCH,
+        which a late marker of transactions v2, ``transaction_version`` 2, gets)."""
         context = self._contexts.get(partition)
         if context is None:
             return self._refused(ErrorCode.NOT_COORDINATOR)
-        txn = _Transaction(producer_id, producer_epoch, result, coordinator_epoch)
+        txn = _Transaction(
+            producer_id, producer_epoch, result, coordinator_epoch, transaction_version
+        )
         return self._write_to(context, _no_records, None, txn)
 
     # -- internals -------------------------------------------------------------------
@@ -588,7 +593,12 @@ class CoordinatorRuntime(Generic[S, Rec]):
         log_ = cast(TransactionalCoordinatorLog, self._log)  # checked by _execute
         if txn.result is not None:
             return log_.append_end_txn_marker(
-                partition, txn.producer_id, txn.producer_epoch, txn.coordinator_epoch, txn.result
+                partition,
+                txn.producer_id,
+                txn.producer_epoch,
+                txn.coordinator_epoch,
+                txn.result,
+                txn.transaction_version,
             )
         stored = [self._serde.serialize(r) for r in records]
         return log_.append_transactional(partition, stored, txn.producer_id, txn.producer_epoch)

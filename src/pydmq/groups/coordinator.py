@@ -589,6 +589,7 @@ class GroupCoordinator:
         producer_epoch: int,
         coordinator_epoch: int,
         committed: bool,
+        transaction_version: int = 0,
     ) -> asyncio.Future[int]:
         """End ``producer_id``'s transaction on ``__consumer_offsets`` partition
         ``partition`` (the WriteTxnMarkers of the transaction coordinator): append the COMMIT
@@ -598,13 +599,14 @@ class GroupCoordinator:
         answers for the partition: NONE; NOT_LEADER_OR_FOLLOWER when the partition is not led
         or not loaded here, or leadership moved (Kafka maps the coordinator errors so, for
         the transaction coordinator retries them); else the append's error
-        (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS,
+        (INVALID_PRODUCER_EPOCH, also for a late marker of transactions v2,
+        ``transaction_version`` 2; TRANSACTION_COORDINATOR_FENCED, NOT_ENOUGH_REPLICAS,
         KAFKA_STORAGE_ERROR...). Needs the running loop."""
         result = TransactionResult.COMMIT if committed else TransactionResult.ABORT
         if self._owns_all and 0 <= partition < self._log.num_partitions:
             self._runtime.load_now(partition)
         write = self._runtime.schedule_transaction_completion(
-            partition, producer_id, producer_epoch, coordinator_epoch, result
+            partition, producer_id, producer_epoch, coordinator_epoch, result, transaction_version
         )
         answer: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 

@@ -133,9 +133,10 @@ class OffsetsTopicWriter(Protocol):
         producer_epoch: int,
         coordinator_epoch: int,
         commit: bool,
+        transaction_version: int,
     ) -> asyncio.Future[int] | None:
-        """Append the COMMIT (``commit``) or ABORT marker of ``producer_id``'s transaction,
-        with :meth:`append`'s rules."""
+        """Append the COMMIT (``commit``) or ABORT marker of ``producer_id``'s transaction
+        (of the coordinator's ``transaction_version``), with :meth:`append`'s rules."""
         ...
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
@@ -206,6 +207,7 @@ class ReplicaManagerOffsetsWriter:
         producer_epoch: int,
         coordinator_epoch: int,
         commit: bool,
+        transaction_version: int,
     ) -> asyncio.Future[int] | None:
         """The marker appended through the replica manager's marker path (the one
         WriteTxnMarkers takes for every other partition: the producer state checks the
@@ -217,6 +219,7 @@ class ReplicaManagerOffsetsWriter:
             producer_epoch,
             coordinator_epoch,
             commit,
+            transaction_version,
         )
         waiting = self._broker.replica_manager.append_txn_markers(
             [entry], self._partitions.timeout_ms
@@ -336,13 +339,14 @@ class ConsumerOffsetsLog:
         producer_epoch: int,
         coordinator_epoch: int,
         result: TransactionResult,
+        transaction_version: int,
     ) -> asyncio.Future[int] | None:
         """Append the COMMIT/ABORT control batch of ``producer_id``'s transaction (see
         :meth:`pydmq.coordinator.api.TransactionalCoordinatorLog.append_end_txn_marker`)."""
         self._ensure_created()
         commit = result is TransactionResult.COMMIT
         return self.writer.append_end_txn_marker(
-            partition, producer_id, producer_epoch, coordinator_epoch, commit
+            partition, producer_id, producer_epoch, coordinator_epoch, commit, transaction_version
         )
 
     def _ensure_created(self) -> None:

@@ -48,6 +48,7 @@ from typing import Final, NamedTuple
 
 from pydmq.protocol.batch_header import CONTROL_FLAG, TRANSACTIONAL_FLAG
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import TRANSACTIONS_V2
 from pydmq.protocol.records import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader, crc32c
 
 __all__ = [
@@ -335,15 +336,32 @@ class ProducerStateManager:
                 entry.current_txn_first_offset = first_offset
                 self.ongoing_txns[producer_id] = first_offset
 
-    def check_end_txn(self, producer_id: int, producer_epoch: int, coordinator_epoch: int) -> int:
+    def check_end_txn(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        coordinator_epoch: int,
+        transaction_version: int = 0,
+    ) -> int:
         """Whether a leader may append a COMMIT/ABORT marker (WriteTxnMarkers); a Kafka error
         code: INVALID_PRODUCER_EPOCH for an epoch older than the producer's current one,
         TRANSACTION_COORDINATOR_FENCED for a coordinator epoch older than the last marker's.
-        Changes nothing."""
+        Changes nothing.
+
+        Transactions v2 (``transaction_version`` 2, KIP-890): the coordinator bumps the epoch
+        before it writes the markers, so a marker's epoch must be above the producer's
+        current one; one at the current epoch is a late or duplicate marker, fenced while a
+        transaction is open (it would end the producer's next transaction), accepted when
+        none is (the retry of a marker that was written, as Kafka's KAFKA-19999)."""
         entry = self.producers.get(producer_id)
         if entry is None:
             return NONE
-        if producer_epoch < entry.producer_epoch:
+        current = entry.producer_epoch
+        if producer_epoch < current or (
+            transaction_version >= TRANSACTIONS_V2
+            and producer_epoch == current
+            and entry.current_txn_first_offset is not None
+        ):
             return INVALID_PRODUCER_EPOCH
         if coordinator_epoch < entry.coordinator_epoch:
             return TRANSACTION_COORDINATOR_FENCED

@@ -12,7 +12,8 @@ knows it, else UNKNOWN_TOPIC_OR_PARTITION; one hosted but not led here is
 NOT_LEADER_OR_FOLLOWER; then the caller's refusal of the batch, if any, is answered; then a
 transaction's first batch on the partition is verified with the transaction coordinator
 (KIP-890 part 1, :mod:`pydmq.replication.txn_verification`: refused with its error, or, when
-the coordinator is another broker, appended once it answered); then the batch is appended (:meth:`ReplicaManager.append`: the log validates it, ``acks=-1`` is refused
+the coordinator is another broker, appended once it answered; a transactions v2 produce has
+the coordinator add the partition to the transaction instead, KIP-890 part 2); then the batch is appended (:meth:`ReplicaManager.append`: the log validates it, ``acks=-1`` is refused
 with NOT_ENOUGH_REPLICAS before appending when the ISR is below the minimum). An append the
 log refused answers its error (KAFKA_STORAGE_ERROR when the storage failed: nothing of it is
 in the log and the idempotent producer state did not move, so a retry is accepted once the
@@ -97,12 +98,20 @@ def append_records(
     timeout_ms: int,
     origin: AppendOrigin = AppendOrigin.CLIENT,
     transactional_id: str | None = None,
+    add_partition: bool = False,
 ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
     """Append every entry (of ``origin``, a produce of ``transactional_id`` if any) as
-    leader; the results now, or once verified and acks=-1 is settled."""
+    leader; the results now, or once verified (with ``add_partition``, a transactions v2
+    produce: once the coordinator added the partitions) and acks=-1 is settled."""
     verifier = replica_manager.txn_verifier
-    if transactional_id is not None and verifier is not None and verifier.enabled:
-        verifying = verify_first_batches(replica_manager, verifier, transactional_id, entries)
+    if (
+        transactional_id is not None
+        and verifier is not None
+        and (add_partition or verifier.enabled)
+    ):
+        verifying = verify_first_batches(
+            replica_manager, verifier, transactional_id, entries, add_partition
+        )
         if verifying is not None:
             # The records are views of the connection's receive buffer, which the next
             # frames overwrite once this request is pending: appended after an await, they

@@ -314,10 +314,12 @@ class Partition:
         producer_epoch: int,
         coordinator_epoch: int,
         commit: bool,
+        transaction_version: int = 0,
     ) -> LogAppendInfo:
-        """Append a COMMIT/ABORT marker (WriteTxnMarkers) as leader with ``acks=all``'s
-        refusal (:class:`NotEnoughReplicasError` before anything is written when the committed
-        ISR is below the minimum); raises as :meth:`append_records_to_leader`."""
+        """Append a COMMIT/ABORT marker (WriteTxnMarkers, of the coordinator's
+        ``transaction_version``) as leader with ``acks=all``'s refusal
+        (:class:`NotEnoughReplicasError` before anything is written when the committed ISR is
+        below the minimum); raises as :meth:`append_records_to_leader`."""
         if self.leader_id != self.local_broker_id:
             raise NotLeaderOrFollowerError(self.tp, self.leader_id)
         min_isr = self.strategy.min_insync_replicas(self.replicas, self.min_insync_replicas)
@@ -330,6 +332,7 @@ class Partition:
             commit,
             self.leader_epoch,
             self.policy.flush_messages,
+            transaction_version,
         )
         self.maybe_increment_high_watermark()
         return info

@@ -531,11 +531,15 @@ class ReplicaManager:
         timeout_ms: int,
         origin: AppendOrigin = AppendOrigin.CLIENT,
         transactional_id: str | None = None,
+        add_partition: bool = False,
     ) -> list[AppendResult] | Awaitable[list[AppendResult]]:
         """Append produced record sets as leader (Kafka's appendRecords), of ``origin`` and,
-        for a transactional produce, ``transactional_id``: one result per entry, now or once
+        for a transactional produce, ``transactional_id`` (``add_partition``: of transactions
+        v2, whose partitions the coordinator adds): one result per entry, now or once
         verified and, for ``acks=-1``, settled (see :mod:`pydmq.replication.append`)."""
-        return append_records(self, entries, acks, timeout_ms, origin, transactional_id)
+        return append_records(
+            self, entries, acks, timeout_ms, origin, transactional_id, add_partition
+        )
 
     def append_txn_markers(
         self, entries: list[TxnMarkerEntry], timeout_ms: int

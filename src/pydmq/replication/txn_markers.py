@@ -5,8 +5,9 @@ WriteTxnMarkers (Kafka's ``ReplicaManager.appendRecords`` with origin COORDINATO
 Per entry, in order: a partition not hosted here is NOT_LEADER_OR_FOLLOWER when the cluster
 knows it, else UNKNOWN_TOPIC_OR_PARTITION; one hosted but not led here is
 NOT_LEADER_OR_FOLLOWER; a committed ISR below ``min.insync.replicas`` is NOT_ENOUGH_REPLICAS
-(nothing appended); the producer state refuses a marker of an older producer epoch
-(INVALID_PRODUCER_EPOCH) or an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED); a
+(nothing appended); the producer state refuses a marker of an older producer epoch, or of
+transactions v2 at the epoch of an open transaction (INVALID_PRODUCER_EPOCH: a late marker,
+KIP-890), or an older coordinator epoch (TRANSACTION_COORDINATOR_FENCED); a
 storage failure is KAFKA_STORAGE_ERROR. Otherwise one control batch (COMMIT or ABORT, the
 producer id and epoch, the coordinator epoch) is appended and the entry's answer waits, as an
 ``acks=-1`` produce, until the high watermark passed it (NOT_LEADER_OR_FOLLOWER on a
@@ -44,6 +45,8 @@ class TxnMarkerEntry:
     producer_epoch: int
     coordinator_epoch: int
     commit: bool
+    # The coordinator's transactions version (WriteTxnMarkers v2): 2 fences late markers.
+    transaction_version: int = 0
     error_code: int = ErrorCode.NONE
 
     def __call__(self, code: int) -> None:
@@ -64,7 +67,11 @@ def append_txn_markers(
             continue
         try:
             info = partition.append_marker_to_leader(
-                entry.producer_id, entry.producer_epoch, entry.coordinator_epoch, entry.commit
+                entry.producer_id,
+                entry.producer_epoch,
+                entry.coordinator_epoch,
+                entry.commit,
+                entry.transaction_version,
             )
         except LogAppendError as exc:
             if isinstance(exc, LogStorageError) and exc.offline:

@@ -27,6 +27,13 @@ produce sharing it may have been verified: removing it would refuse that batch a
 INVALID_TXN_STATE, which is fatal to a producer); the producer's next transactional append
 does, as Kafka's.
 
+Transactions v2 (KIP-890 part 2; Produce v12, or TxnOffsetCommit v5 for the group
+coordinator's partition): the client sends no AddPartitionsToTxn, so the leader adds the
+partition itself (``add_partition``: Kafka's ``TransactionSupportedOperation.addPartition``,
+AddPartitionsToTxn v5 with ``verify_only`` false), whatever
+``transaction.partition.verification.enable`` says; the coordinator's answer is mapped as a
+verification's.
+
 Owned by the event loop (the produce path).
 """
 
@@ -75,8 +82,11 @@ class TransactionVerifier(Protocol):
         producer_id: int,
         producer_epoch: int,
         partitions: list[TopicPartition],
+        add_partition: bool,
     ) -> Verdicts | Awaitable[Verdicts]:
-        """The coordinator's code per partition: now, or once its answer arrived."""
+        """The coordinator's code per partition: now, or once its answer arrived; with
+        ``add_partition`` (transactions v2) the coordinator adds the partitions to the
+        transaction (starting it) instead of only checking them."""
         ...
 
 
@@ -170,10 +180,12 @@ def verify_first_batches(
     verifier: TransactionVerifier,
     transactional_id: str,
     entries: list[ProduceEntry],
+    add_partition: bool,
 ) -> Awaitable[None] | None:
-    """Verify the entries that open a transaction on their partition; each refused entry
-    gets its produce error. None when every answer was had at once; else an awaitable that
-    settles them (each waiting entry holding its verification guard meanwhile)."""
+    """Verify (or, ``add_partition``, add to the transaction) the entries that open a
+    transaction on their partition; each refused entry gets its produce error. None when
+    every answer was had at once; else an awaitable that settles them (each waiting entry
+    holding its verification guard meanwhile)."""
     waiting: list[tuple[_Verifying, Awaitable[Verdicts]]] = []
     for verifying in _first_transactional_batches(replica_manager, entries).values():
         verdicts = verifier.verify(
@@ -181,6 +193,7 @@ def verify_first_batches(
             verifying.producer_id,
             verifying.producer_epoch,
             [entry.tp for entry in verifying.entries],
+            add_partition,
         )
         if isinstance(verdicts, Mapping):
             _apply(verifying, verdicts)

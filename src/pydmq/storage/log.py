@@ -262,13 +262,18 @@ class UnifiedLog:
         commit: bool,
         leader_epoch: int,
         flush_messages: int | None = None,
+        transaction_version: int = 0,
     ) -> LogAppendInfo:
         """Append one COMMIT/ABORT control batch (WriteTxnMarkers) and complete the
         producer's transaction; raises LogAppendError (INVALID_PRODUCER_EPOCH for an older
-        producer epoch, TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch, and
-        storage errors as :meth:`append_as_leader`)."""
+        producer epoch, or a late one of transactions v2, ``transaction_version`` 2: see
+        :meth:`~pydmq.producers.state.ProducerStateManager.check_end_txn`;
+        TRANSACTION_COORDINATOR_FENCED for an older coordinator epoch, and storage errors as
+        :meth:`append_as_leader`)."""
         state = self.producer_state
-        error = state.check_end_txn(producer_id, producer_epoch, coordinator_epoch)
+        error = state.check_end_txn(
+            producer_id, producer_epoch, coordinator_epoch, transaction_version
+        )
         if error:
             raise LogAppendError(
                 error,

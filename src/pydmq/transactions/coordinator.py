@@ -352,8 +352,12 @@ class TransactionCoordinator:
         producer_id: int,
         producer_epoch: int,
         partitions: Iterable[TopicPartition],
+        transaction_version: int = 0,
     ) -> int:
-        """Add ``partitions`` to the ongoing transaction: its error code."""
+        """Add ``partitions`` to the ongoing transaction: its error code. Transactions v2
+        (``transaction_version`` 2: a partition leader adding the partition of a produce,
+        KIP-890) records the client's version; a producer going on with the next producer id
+        of an exhausted epoch is told CONCURRENT_TRANSACTIONS until the rotation completed."""
         if not transactional_id:
             return ErrorCode.INVALID_REQUEST
         wanted = frozenset(partitions)
@@ -367,6 +371,8 @@ class TransactionCoordinator:
         ) -> CoordinatorResult[TransactionRecord, WriteOutcome]:
             now = self._clock()
             md = shard.get(transactional_id)
+            if _rotating_to(md, producer_id, producer_epoch):
+                return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)
             code = _check_producer(md, producer_id, producer_epoch)
             if code or md is None:
                 return no_write(code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
@@ -375,11 +381,15 @@ class TransactionCoordinator:
             if md.state is not _S.ONGOING and not md.state.is_complete_or_empty:
                 return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)
             start = md.start_timestamp if md.state is _S.ONGOING else now
+            changes: dict[str, Any] = {}
+            if transaction_version >= _TRANSACTIONS_V2:
+                changes["client_transaction_version"] = _TRANSACTIONS_V2
             new = md.transition_to(
                 _S.ONGOING,
                 partitions=md.partitions | wanted,
                 start_timestamp=start,
                 last_update_timestamp=now,
+                **changes,
             )
             outcome = WriteOutcome(ProducerIdAndEpoch(ErrorCode.NONE))
             return CoordinatorResult([TransactionRecord(transactional_id, new)], outcome)
@@ -417,6 +427,8 @@ class TransactionCoordinator:
             )
         except CoordinatorError as exc:
             return all_of(exc.error_code)
+        if _rotating_to(md, producer_id, producer_epoch):
+            return all_of(ErrorCode.CONCURRENT_TRANSACTIONS)
         code = _check_producer(md, producer_id, producer_epoch)
         if code or md is None:
             return all_of(code or ErrorCode.INVALID_PRODUCER_ID_MAPPING)
@@ -725,6 +737,19 @@ def transaction_state_leadership_listener(
             coordinator.on_resigned(tp.partition, None if replica is None else replica.leader_epoch)
 
     return listener
+
+
+def _rotating_to(md: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> bool:
+    """Whether ``producer_id`` at ``producer_epoch`` is the next producer id an EndTxn of
+    transactions v2 gave the client at an exhausted epoch, while that transaction's markers
+    are still being written (it becomes the id's producer id at completion)."""
+    return (
+        md is not None
+        and md.state.is_prepare
+        and md.next_producer_id >= 0
+        and producer_id == md.next_producer_id
+        and producer_epoch == 0
+    )
 
 
 def _check_producer(md: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> int:

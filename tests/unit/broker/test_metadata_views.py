@@ -7,8 +7,9 @@ import pytest
 
 from pydmq.broker.cluster.metadata_cache import CachedBroker, MetadataCache
 from pydmq.broker.cluster.metadata_view import ClusterMetadataView
-from pydmq.broker.services import BrokerEndpoint, MetadataView
+from pydmq.broker.services import BrokerEndpoint, FinalizedFeatures, MetadataView
 from pydmq.broker.single_node_metadata import SingleNodeMetadata
+from pydmq.metadata.image import MetadataImage, frozen_mapping
 from pydmq.storage.api import TopicPartition
 
 pytestmark = pytest.mark.timeout(10)
@@ -18,7 +19,10 @@ TP = TopicPartition("t", 0)
 
 def test_a_single_node_answers_with_itself_on_the_listener_asked() -> None:
     view: MetadataView = SingleNodeMetadata(
-        7, "r1", lambda listener: ("h", 9092 if listener == "PLAINTEXT" else 9093)
+        7,
+        "r1",
+        lambda listener: ("h", 9092 if listener == "PLAINTEXT" else 9093),
+        lambda: MetadataImage(offset=4, features=frozen_mapping({"transaction.version": 2})),
     )
     assert view.alive_brokers("PLAINTEXT") == [BrokerEndpoint(7, "h", 9092, "r1")]
     assert view.alive_brokers("OTHER") == [BrokerEndpoint(7, "h", 9093, "r1")]
@@ -27,6 +31,7 @@ def test_a_single_node_answers_with_itself_on_the_listener_asked() -> None:
     assert view.controller_id() == 7
     assert list(view.offline_replicas(TP)) == []
     assert view.describes_controllers
+    assert view.finalized_features() == FinalizedFeatures(4, {"transaction.version": 2})
 
 
 def _cache(controller_id: int, alive: dict[int, dict[str, tuple[str, int]]]) -> MetadataCache:

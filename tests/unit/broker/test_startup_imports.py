@@ -1,7 +1,7 @@
 """A single node does not import the cluster code (start-up time of ``pydmq serve``).
 
 Of the cluster packages it imports only what its local controller needs at start: the
-metadata records, image, delta and bulk codec, the Raft log files (not the Raft core), the local metadata
+metadata records, image, delta and bulk codec, the bootstrap feature levels, the Raft log files (not the Raft core), the local metadata
 log, the local controller and the controller's error type (not the controller's operations
 nor its admin handlers: imported on the first admin request).
 """
@@ -33,6 +33,7 @@ LOCAL_METADATA_LOG = [
     "pydmq.controller.local_log",
     "pydmq.metadata",
     "pydmq.metadata.delta",
+    "pydmq.metadata.features",
     "pydmq.metadata.generated_records",
     "pydmq.metadata.image",
     "pydmq.metadata.image_codec",

@@ -75,11 +75,15 @@ class _Brokers:
 
 
 def _manager(
-    brokers: _Brokers, leader: int | None, config: BrokerConfig | None = None
+    brokers: _Brokers,
+    leader: int | None,
+    config: BrokerConfig | None = None,
+    coordinator: Any = None,
 ) -> AddPartitionsToTxnManager:
     """Node LOCAL; every transactional id's coordinator is ``leader``; the in-process
-    coordinator answers INVALID_TXN_STATE (so that its answers are told apart)."""
-    coordinator = SimpleNamespace(
+    coordinator (unless ``coordinator``) answers INVALID_TXN_STATE (so that its answers are
+    told apart)."""
+    coordinator = coordinator or SimpleNamespace(
         verify_partitions=lambda tid, pid, epoch, tps: dict.fromkeys(
             tps, ErrorCode.INVALID_TXN_STATE
         )
@@ -101,26 +105,26 @@ def test_the_local_coordinator_answers_at_once() -> None:
     brokers = _Brokers()
     manager = _manager(brokers, LOCAL)
     assert manager.enabled
-    assert manager.verify("x", 1, 0, [A]) == {A: ErrorCode.INVALID_TXN_STATE}
+    assert manager.verify("x", 1, 0, [A], False) == {A: ErrorCode.INVALID_TXN_STATE}
     assert brokers.requests == []
 
 
 def test_a_coordinator_without_leader_is_not_available() -> None:
     manager = _manager(_Brokers(), None)
-    assert manager.verify("x", 1, 0, [A]) == {A: ErrorCode.COORDINATOR_NOT_AVAILABLE}
+    assert manager.verify("x", 1, 0, [A], False) == {A: ErrorCode.COORDINATOR_NOT_AVAILABLE}
 
 
 def test_requests_to_a_remote_coordinator_are_batched() -> None:
     async def scenario() -> None:
         brokers = _Brokers()
         manager = _manager(brokers, REMOTE)
-        first = manager.verify("x", 1, 0, [A])
+        first = manager.verify("x", 1, 0, [A], False)
         await asyncio.sleep(0)  # the first request is in flight
         queued = [
-            manager.verify("y", 2, 0, [A]),
-            manager.verify("z", 3, 0, [A]),
-            manager.verify("z", 3, 0, [B]),  # same transaction: merged
-            manager.verify("y", 4, 0, [B]),  # another producer id of y: the request after
+            manager.verify("y", 2, 0, [A], False),
+            manager.verify("z", 3, 0, [A], False),
+            manager.verify("z", 3, 0, [B], False),  # same transaction: merged
+            manager.verify("y", 4, 0, [B], False),  # another producer id of y: the request after
         ]
         brokers.release.set()
         answers = await asyncio.gather(first, *queued)  # type: ignore[arg-type]
@@ -154,7 +158,7 @@ def test_a_failed_request_answers_every_partition(fail: bool, error: int, expect
         brokers.fail, brokers.error = fail, error
         brokers.release.set()
         manager = _manager(brokers, REMOTE)
-        answer = await manager.verify("x", 1, 0, [A, B])  # type: ignore[misc]
+        answer = await manager.verify("x", 1, 0, [A, B], False)  # type: ignore[misc]
         assert answer == {A: expected, B: expected}
 
     asyncio.run(scenario())
@@ -165,3 +169,47 @@ def test_turned_off_by_the_dynamic_config() -> None:
     manager = _manager(_Brokers(), LOCAL, config)
     config.set_dynamic({"transaction.partition.verification.enable": "false"}, {})
     assert not manager.enabled
+
+
+def test_transactions_v2_adds_the_partitions() -> None:
+    """``add_partition`` (a Produce v12): the coordinator of this node adds the partitions in
+    process with transactions v2; another broker's gets AddPartitionsToTxn v5 with
+    ``verify_only`` false (a verification of another id sent with it keeps ``verify_only``
+    true)."""
+
+    async def scenario() -> None:
+        added: list[tuple[str, int, int, list[TopicPartition], int]] = []
+
+        async def add_partitions(
+            tid: str, pid: int, epoch: int, tps: list[TopicPartition], *, transaction_version: int
+        ) -> int:
+            added.append((tid, pid, epoch, list(tps), transaction_version))
+            return ErrorCode.CONCURRENT_TRANSACTIONS
+
+        here = _manager(
+            _Brokers(), LOCAL, coordinator=SimpleNamespace(add_partitions=add_partitions)
+        )
+        answer = await here.verify("x", 1, 3, [A], True)  # type: ignore[misc]
+        assert answer == {A: ErrorCode.CONCURRENT_TRANSACTIONS}
+        assert added == [("x", 1, 3, [A], 2)]
+
+        brokers = _Brokers()
+        remote = _manager(brokers, REMOTE)
+        first = asyncio.ensure_future(remote.verify("x", 1, 3, [A], True))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        second = asyncio.ensure_future(remote.verify("y", 2, 0, [B], False))  # type: ignore[arg-type]
+        third = asyncio.ensure_future(remote.verify("z", 4, 1, [B], True))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        brokers.release.set()
+        assert await first == {A: ErrorCode.NONE}
+        assert await second == {B: ErrorCode.NONE} and await third == {B: ErrorCode.NONE}
+        [(_, v1, r1), (_, v2, r2)] = brokers.requests
+        assert v1 == 5 and [(t.transactional_id, t.verify_only) for t in r1.transactions] == [
+            ("x", False)
+        ]
+        assert v2 == 5 and [(t.transactional_id, t.verify_only) for t in r2.transactions] == [
+            ("y", True),
+            ("z", False),
+        ]
+
+    asyncio.run(scenario())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,9 @@ from pydmq.groups.coordinator import GroupCoordinator
 from pydmq.groups.log import partition_for
 from pydmq.protocol.errors import ErrorCode as E
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
+from pydmq.protocol.messages.describe_transactions import DescribeTransactionsRequest
+from pydmq.protocol.messages.end_txn import EndTxnRequest
+from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest
 from pydmq.protocol.messages.join_group import JoinGroupRequest, JoinGroupRequestProtocol
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pydmq.protocol.messages.offset_commit import (
@@ -67,13 +71,20 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         yield b
 
 
-def complete(broker: EmbeddedBroker, group: str, pid: int, epoch: int, commit: bool) -> int:
+def complete(
+    broker: EmbeddedBroker,
+    group: str,
+    pid: int,
+    epoch: int,
+    commit: bool,
+    transaction_version: int = 0,
+) -> int:
     """``complete_transaction`` of ``group``'s partition, run on the broker's loop."""
     coordinator: GroupCoordinator = broker.broker.group_coordinator  # type: ignore[attr-defined]
 
     async def call() -> int:
         return await coordinator.complete_transaction(
-            partition_for(group, PARTITIONS), pid, epoch, 0, commit
+            partition_for(group, PARTITIONS), pid, epoch, 0, commit, transaction_version
         )
 
     loop: asyncio.AbstractEventLoop = broker._loop  # type: ignore[assignment]
@@ -87,6 +98,7 @@ def txn_commit(
     version: int = 3,
     pid: int = 100,
     epoch: int = 0,
+    transactional_id: str = "tx",
     generation: int = -1,
     member: str = "",
     instance: str | None = None,
@@ -99,7 +111,7 @@ def txn_commit(
         28,
         version,
         TxnOffsetCommitRequest(
-            transactional_id="tx",
+            transactional_id=transactional_id,
             group_id=group,
             producer_id=pid,
             producer_epoch=epoch,
@@ -199,7 +211,7 @@ def test_txn_offset_commit_is_advertised_v0_to_v5(broker: EmbeddedBroker) -> Non
         assert {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}[28] == (0, 5)
 
 
-@pytest.mark.parametrize("version", range(6))
+@pytest.mark.parametrize("version", range(5))
 def test_every_version_commits_only_with_the_marker(broker: EmbeddedBroker, version: int) -> None:
     group = f"txn-v{version}"
     with RawClient(broker.bootstrap) as raw:
@@ -211,6 +223,88 @@ def test_every_version_commits_only_with_the_marker(broker: EmbeddedBroker, vers
         assert complete(broker, group, 200 + version, 0, commit=True) == 0
         for fetch_version, stable in ((6, False), (7, True), (8, True), (9, False)):
             assert fetch(raw, group, fetch_version, stable) == (0, 7)
+
+
+def test_v5_adds_the_offsets_partition_to_the_transaction(broker: EmbeddedBroker) -> None:
+    """TxnOffsetCommit v5 is transactions v2 (KIP-890 part 2): no AddOffsetsToTxn came, so
+    the group coordinator has the transaction coordinator add the group's partition; the
+    offsets then commit with EndTxn v5 (the markers reach the partition). An unknown producer
+    is refused, nothing written."""
+    group, tid = "txn-v5", "tx-v5"
+    with RawClient(broker.bootstrap) as raw:
+        refused = txn_commit(raw, group, version=5, pid=999, transactional_id=tid)
+        assert refused == [[E.INVALID_PRODUCER_ID_MAPPING]]
+        init = raw.request(
+            22, 5, InitProducerIdRequest(transactional_id=tid, transaction_timeout=60_000)
+        ).body
+        assert init.error_code == 0
+        pid, epoch = init.producer_id, init.producer_epoch
+        assert txn_commit(
+            raw, group, version=5, pid=pid, epoch=epoch, transactional_id=tid, offset=7
+        ) == [[0]]
+        assert fetch(raw, group, 9, stable=True) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+        [state] = raw.request(
+            65, 0, DescribeTransactionsRequest(transactional_ids=[tid])
+        ).body.transaction_states
+        offsets = f"__consumer_offsets:{partition_for(group, PARTITIONS)}"
+        assert state.transaction_state == "Ongoing"
+        assert [f"{t.topic}:{p}" for t in state.topics for p in t.partitions] == [offsets]
+        ended = raw.request(
+            26,
+            5,
+            EndTxnRequest(
+                transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True
+            ),
+        ).body
+        assert (ended.error_code, ended.producer_epoch) == (0, epoch + 1)
+        for _ in range(500):
+            if fetch(raw, group, 9, stable=True) == (0, 7):
+                break
+            time.sleep(0.01)
+        assert fetch(raw, group, 9, stable=True) == (0, 7)
+
+
+def test_v5_a_late_marker_does_not_end_the_next_transaction(broker: EmbeddedBroker) -> None:
+    """Transactions v2 markers carry the bumped epoch: once the next transaction's offsets are
+    pending at that epoch, a late (or duplicate) marker of the previous transaction is fenced
+    (INVALID_PRODUCER_EPOCH) instead of committing them (KIP-890)."""
+    group, tid = "txn-v5-late", "tx-v5-late"
+    with RawClient(broker.bootstrap) as raw:
+        init = raw.request(
+            22, 5, InitProducerIdRequest(transactional_id=tid, transaction_timeout=60_000)
+        ).body
+        pid, epoch = init.producer_id, init.producer_epoch
+        first = txn_commit(
+            raw, group, version=5, pid=pid, epoch=epoch, transactional_id=tid, offset=7
+        )
+        assert first == [[0]]
+        ended = raw.request(
+            26,
+            5,
+            EndTxnRequest(
+                transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=True
+            ),
+        ).body
+        bumped = ended.producer_epoch
+        assert (ended.error_code, bumped) == (0, epoch + 1)
+        for _ in range(500):
+            if fetch(raw, group, 9, stable=True) == (0, 7):
+                break
+            time.sleep(0.01)
+        # retried as a client does while the first transaction completes
+        for _ in range(500):
+            second = txn_commit(
+                raw, group, version=5, pid=pid, epoch=bumped, transactional_id=tid, offset=9
+            )
+            if second != [[E.COORDINATOR_NOT_AVAILABLE]]:
+                break
+            time.sleep(0.01)
+        assert second == [[0]]
+        # the previous transaction's marker again, at the bumped epoch: fenced
+        late = complete(broker, group, pid, bumped, commit=True, transaction_version=2)
+        assert late == E.INVALID_PRODUCER_EPOCH
+        assert fetch(raw, group, 9, stable=True) == (E.UNSTABLE_OFFSET_COMMIT, -1)
+        assert fetch(raw, group, 9, stable=False) == (0, 7)
 
 
 def test_abort_leaves_the_committed_offset(broker: EmbeddedBroker) -> None:

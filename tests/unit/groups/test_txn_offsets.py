@@ -89,6 +89,7 @@ class TxnOffsetsLog:
         producer_epoch: int,
         coordinator_epoch: int,
         result: TransactionResult,
+        transaction_version: int,
     ) -> asyncio.Future[int] | None:
         return self._stored(CoordinatorBatch(producer_id, producer_epoch, True, (), result))
 

@@ -454,3 +454,33 @@ def test_a_marker_at_the_bumped_epoch_starts_the_next_transaction_at_sequence_0(
     assert log.state.has_ongoing_txn(1, 5)
     check, _ = log.produce(batch(pid=1, epoch=4, seq=3, transactional=True))
     assert check.error_code == INVALID_PRODUCER_EPOCH
+
+
+def test_transactions_v2_markers_must_carry_a_bumped_epoch() -> None:
+    """KIP-890: the coordinator bumps the epoch before writing the markers, so a TV2 marker at
+    the epoch of the producer's open transaction is late (it would end the next transaction)
+    and is fenced; at the current epoch with nothing open it is a retry of a written marker
+    (accepted, as Kafka's KAFKA-19999); transactions v1 markers keep the old rule."""
+    state = ProducerStateManager()
+    state.update(batch(epoch=0, seq=0, transactional=True), 0, 0, NOW)
+    assert state.check_end_txn(1, 0, 0, transaction_version=2) == INVALID_PRODUCER_EPOCH
+    assert state.check_end_txn(1, 0, 0, transaction_version=0) == 0  # v1: the same epoch
+    assert state.complete_txn(1, 1, 0, 1, NOW) == 0  # the marker at the bumped epoch 1
+    assert state.check_end_txn(1, 1, 0, transaction_version=2) == 0  # its retry
+    # the next transaction, at the epoch the EndTxn returned
+    state.update(batch(epoch=1, seq=0, transactional=True, base_offset=2), 2, 2, NOW)
+    assert state.txn_first_offset(1) == 2
+    # a late marker of the previous transaction (epoch 1) must not end it
+    assert state.check_end_txn(1, 1, 0, transaction_version=2) == INVALID_PRODUCER_EPOCH
+    assert state.check_end_txn(1, 0, 0, transaction_version=2) == INVALID_PRODUCER_EPOCH
+    assert state.txn_first_offset(1) == 2
+    assert state.check_end_txn(1, 2, 0, transaction_version=2) == 0
+    # a zombie batch of the epoch before the marker is fenced
+    log = Log()
+    assert log.produce(batch(epoch=0, seq=0, transactional=True))[0].is_ok
+    assert log.produce(batch(epoch=1, seq=-1, control=True))[0].is_ok
+    assert log.produce(batch(epoch=0, seq=1, transactional=True))[0].error_code == (
+        INVALID_PRODUCER_EPOCH
+    )
+    # the next transaction at the bumped epoch starts at sequence 0
+    assert log.produce(batch(epoch=1, seq=0, transactional=True))[0].is_ok

@@ -85,6 +85,7 @@ class Verifier:
         self.later = later
         self.enabled = True
         self.calls: list[tuple[str, int, int, list[TopicPartition]]] = []
+        self.adds: list[bool] = []  # each call's add_partition (transactions v2)
         self.pending: list[
             tuple[asyncio.Future[Mapping[TopicPartition, int]], list[TopicPartition]]
         ] = []
@@ -95,8 +96,10 @@ class Verifier:
         producer_id: int,
         producer_epoch: int,
         partitions: list[TopicPartition],
+        add_partition: bool,
     ) -> Mapping[TopicPartition, int] | asyncio.Future[Mapping[TopicPartition, int]]:
         self.calls.append((transactional_id, producer_id, producer_epoch, list(partitions)))
+        self.adds.append(add_partition)
         if not self.later:
             return dict.fromkeys(partitions, self.code)
         future: asyncio.Future[Mapping[TopicPartition, int]] = (

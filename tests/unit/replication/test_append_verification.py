@@ -235,3 +235,50 @@ def test_coordinator_codes_as_produce_errors(coordinator: int, produce: int) -> 
     code, message = produce_error(coordinator)
     assert code == produce
     assert (message is None) == (produce == ErrorCode.NONE)
+
+
+def test_transactions_v2_add_the_partition_even_with_verification_off() -> None:
+    """A transactions v2 produce (Produce v12): the coordinator adds the partition (the
+    client sent no AddPartitionsToTxn), whatever the verification config says; its refusal
+    appends nothing."""
+    verifier = Verifier()
+    verifier.enabled = False
+    rm, p = verified_leader(verifier)
+    [result] = _now(
+        rm.append_records([_entry(0)], 1, 1000, transactional_id=TXN, add_partition=True)
+    )
+    assert result.error_code == ErrorCode.NONE
+    assert verifier.calls == [(TXN, PID, EPOCH, [TP])] and verifier.adds == [True]
+    assert p.log.producer_state.txn_first_offset(PID) == 0
+    # later batches of the open transaction are not added again
+    _now(rm.append_records([_entry(1)], 1, 1000, transactional_id=TXN, add_partition=True))
+    assert len(verifier.calls) == 1
+
+    refused, p2 = verified_leader(Verifier(ErrorCode.PRODUCER_FENCED))
+    [result] = _now(
+        refused.append_records([_entry(0)], 1, 1000, transactional_id=TXN, add_partition=True)
+    )
+    assert result.error_code == ErrorCode.INVALID_PRODUCER_EPOCH
+    assert p2.log.log_end_offset == 0
+
+
+def test_a_waiting_produce_appends_a_copy_of_its_records() -> None:
+    """The records are views of the connection's receive buffer, reused (overwritten) once the
+    handler returned: a produce that waits for its coordinator appends what it received."""
+
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        received = bytearray(transactional_batch(PID, EPOCH, 0))
+        entry = ProduceEntry(TP, memoryview(received))
+        answer = rm.append_records([entry], 1, 1000, transactional_id=TXN, add_partition=True)
+        assert inspect.isawaitable(answer)
+        waiting = asyncio.ensure_future(answer)
+        await asyncio.sleep(0)
+        received[:] = bytes(len(received))  # the next frames land in the buffer
+        verifier.answer()
+        [result] = await waiting
+        assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 0)
+        assert p.log.producer_state.txn_first_offset(PID) == 0
+
+    asyncio.run(scenario())

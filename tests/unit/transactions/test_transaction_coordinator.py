@@ -619,3 +619,58 @@ def test_no_producer_id_block_answers_the_block_error() -> None:
         assert h.log.logs == {}
 
     run(scenario())
+
+
+def test_transactions_v2_partitions_added_by_their_leaders_one_epoch_per_transaction() -> None:
+    """KIP-890 part 2: a leader adds a produce's partition (transaction_version 2), which
+    records the client's version; every EndTxn bumps the epoch, the markers carry it and the
+    next transaction is added at it; the previous epoch is fenced."""
+
+    async def scenario() -> None:
+        h = Harness()
+        h.start()
+        c = h.coordinator
+        await c.init_producer_id("a", 60000)
+        for epoch in range(3):
+            assert await c.add_partitions("a", 1000, epoch, [TP0], transaction_version=2) == 0
+            added = h.log.values("a")[-1]
+            assert added is not None and added.client_transaction_version == 2
+            end = await c.end_transaction("a", 1000, epoch, epoch != 1, transaction_version=2)
+            assert (end.error_code, end.producer_id, end.producer_epoch) == (0, 1000, epoch + 1)
+            await h.settled("a", "CompleteAbort" if epoch == 1 else "CompleteCommit")
+            marker = h.receiver.requests[-1][2].markers[0]
+            assert (marker.producer_epoch, marker.transaction_version) == (epoch + 1, 2)
+        zombie = await c.add_partitions("a", 1000, 2, [TP1], transaction_version=2)
+        assert zombie == E.PRODUCER_FENCED
+        assert c.verify_partitions("a", 1000, 2, [TP1]) == {TP1: E.PRODUCER_FENCED}
+
+    run(scenario())
+
+
+def test_transactions_v2_a_rotated_producer_waits_for_the_rotation() -> None:
+    """An EndTxn at an exhausted epoch answers the next producer id; a produce of it added
+    while the markers are still written is told CONCURRENT_TRANSACTIONS (retried), not
+    INVALID_PRODUCER_ID_MAPPING, and is added once the rotation completed."""
+
+    async def scenario() -> None:
+        log = MemoryStateLog()
+        h = Harness(log)
+        key = gen.TransactionLogKey("a").encode()
+        partitions = (gen.PartitionsSchema("t", (0,)),)
+        ongoing = gen.TransactionLogValue(500, 32766, 60000, 1, partitions, 5, 1, 2)
+        log.logs[log.partition_for("a")] = [(key, ongoing.encode(1))]
+        h.start()
+        c = h.coordinator
+        h.receiver.hold = asyncio.Event()
+        end = await c.end_transaction("a", 500, 32766, True, transaction_version=2)
+        assert (end.error_code, end.producer_id, end.producer_epoch) == (E.NONE, 1000, 0)
+        assert h.state("a").state == "PrepareCommit"
+        early = await c.add_partitions("a", 1000, 0, [TP0], transaction_version=2)
+        assert early == E.CONCURRENT_TRANSACTIONS
+        assert c.verify_partitions("a", 1000, 0, [TP0]) == {TP0: E.CONCURRENT_TRANSACTIONS}
+        h.receiver.hold.set()
+        await h.settled("a", "CompleteCommit")
+        assert await c.add_partitions("a", 1000, 0, [TP0], transaction_version=2) == E.NONE
+        assert (h.state("a").producer_id, h.state("a").state) == (1000, "Ongoing")
+
+    run(scenario())

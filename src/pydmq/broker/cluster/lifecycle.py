@@ -14,6 +14,12 @@ A broker whose log dir went offline (a failed fsync, an I/O error: see
 restarts: the controller fences it, which moves its leaderships to the other ISR members and
 keeps it out of new ISRs and elections (Kafka's offline log dirs have the same effect when a
 broker's only log dir fails).
+
+Once registered, the broker asks the controller's ApiVersions for the cluster's finalized
+feature levels (``on_features``; again with the next heartbeats until the controller has
+finalized ``metadata.version``): a cluster broker's ApiVersions reports them to clients
+(``transaction.version`` 2 makes Kafka 4.x clients use transactions v2). Kafka's brokers read
+them from the metadata log; pydmq's are pushed UpdateMetadata, which has no features.
 """
 
 from __future__ import annotations
@@ -25,8 +31,12 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pydmq import __version__
 from pydmq.broker.cluster.controller_client import ControllerClient, ControllerUnavailableError
+from pydmq.broker.services import FinalizedFeatures
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.features import METADATA_VERSION_FEATURE
+from pydmq.protocol.messages.api_versions import ApiVersionsRequest
 from pydmq.protocol.messages.broker_heartbeat import BrokerHeartbeatRequest
 from pydmq.protocol.messages.broker_registration import (
     BrokerRegistrationRequest,
@@ -42,6 +52,8 @@ log = logging.getLogger(__name__)
 
 BROKER_REGISTRATION_API = 62
 BROKER_HEARTBEAT_API = 63
+API_VERSIONS_API = 18
+API_VERSIONS_VERSION = 4  # every supported feature (KAFKA-17011)
 REGISTRATION_VERSION = 3  # previous_broker_epoch (KIP-966); log dirs unused
 HEARTBEAT_VERSION = 1
 # What this broker supports, advertised at registration (the controller finalises levels).
@@ -74,6 +86,7 @@ class BrokerLifecycleManager:
         metadata_offset: Callable[[], int],
         log_dirs_offline: Callable[[], bool] = lambda: False,
         on_fenced_changed: Callable[[bool], None] = lambda fenced: None,
+        on_features: Callable[[FinalizedFeatures], None] = lambda features: None,
     ) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
@@ -84,6 +97,8 @@ class BrokerLifecycleManager:
         self._metadata_offset = metadata_offset
         self._log_dirs_offline = log_dirs_offline
         self._on_fenced_changed = on_fenced_changed
+        self._on_features = on_features
+        self._features_known = False
         self.incarnation_id = uuid.uuid4()
         self.broker_epoch = -1
         self._previous_epoch = -1
@@ -129,6 +144,8 @@ class BrokerLifecycleManager:
                     await self._register()
                 else:
                     await self._heartbeat()
+                if self.broker_epoch >= 0 and not self._features_known:
+                    await self._learn_features()
             except ControllerUnavailableError as exc:
                 log.info("broker %d: controller unavailable: %s", self.broker_id, exc)
             except asyncio.CancelledError:
@@ -184,6 +201,22 @@ class BrokerLifecycleManager:
         self.registered.set()
         log.info("broker %d registered with epoch %d", self.broker_id, self.broker_epoch)
         self._wake.set()  # first heartbeat at once
+
+    async def _learn_features(self) -> None:
+        """The finalized feature levels, from the active controller's ApiVersions."""
+        response = await self.client.send(
+            API_VERSIONS_API,
+            API_VERSIONS_VERSION,
+            ApiVersionsRequest(
+                client_software_name="pydmq-broker", client_software_version=__version__
+            ),
+            timeout=max(self.heartbeat_interval, 1.0),
+        )
+        if response.error_code != ErrorCode.NONE:
+            return
+        levels = {f.name: f.max_version_level for f in response.finalized_features}
+        self._features_known = METADATA_VERSION_FEATURE in levels
+        self._on_features(FinalizedFeatures(response.finalized_features_epoch, levels))
 
     async def _heartbeat(self) -> None:
         request = BrokerHeartbeatRequest(

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pydmq.broker.services import FinalizedFeatures
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
 from pydmq.protocol.acl import (
     AclOperation,
@@ -99,6 +100,9 @@ class MetadataCache:
         self.broker_configs: dict[str, dict[str, str]] = {"": {}, str(node_id): {}}
         # The authorizer's ACLs by id, as the controller's last UpdateMetadata carrying them.
         self.acls: dict[uuid.UUID, StandardAcl] = {}
+        # The finalized feature levels, as the active controller's ApiVersions reported them
+        # (the broker lifecycle asks after each registration).
+        self.finalized_features = FinalizedFeatures(-1, {})
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:

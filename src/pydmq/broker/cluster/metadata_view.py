@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pydmq.broker.cluster.metadata_cache import MetadataCache
-from pydmq.broker.services import BrokerEndpoint
+from pydmq.broker.services import BrokerEndpoint, FinalizedFeatures
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["ClusterMetadataView"]
@@ -45,3 +45,6 @@ class ClusterMetadataView:
 
     def offline_replicas(self, tp: TopicPartition) -> Sequence[int]:
         return self._cache.offline(tp)
+
+    def finalized_features(self) -> FinalizedFeatures:
+        return self._cache.finalized_features

@@ -47,6 +47,7 @@ from pydmq.broker.cluster.metadata_cache import MetadataCache, MetadataUpdate
 from pydmq.broker.cluster.producer_ids import ProducerIdBlockManager
 from pydmq.broker.cluster.replica_fetcher import FetchState, ReplicaFetcherManager
 from pydmq.broker.dynamic_configs import install_broker_configs
+from pydmq.broker.services import FinalizedFeatures
 from pydmq.config.topic import TopicConfig
 from pydmq.protocol.control_requests import FULL
 from pydmq.protocol.errors import ErrorCode
@@ -123,6 +124,7 @@ class BrokerCluster:
             metadata_offset=lambda: self.metadata_cache.metadata_offset,
             log_dirs_offline=broker.replica_manager.check_log_dirs,
             on_fenced_changed=lambda fenced: self._maybe_ready(),
+            on_features=self._features_learned,
         )
         broker.replica_manager.log_dir_failure_listeners.append(self._log_dir_failed)
         fetch_max = config.get_int("replica.fetch.max.bytes")
@@ -237,6 +239,11 @@ class BrokerCluster:
         if not self.metadata_cache.is_alive(self.node_id):
             return "unfenced, waiting for the metadata that lists this broker alive"
         return None
+
+    def _features_learned(self, features: FinalizedFeatures) -> None:
+        """The controller's finalized feature levels: the ones this broker reports to
+        clients."""
+        self.metadata_cache.finalized_features = features
 
     def _maybe_ready(self) -> None:
         if not self.ready.is_set() and self._not_ready_because() is None:

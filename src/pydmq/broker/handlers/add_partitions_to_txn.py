@@ -10,7 +10,10 @@ OPERATION_NOT_ATTEMPTED (nothing is added).
 v4+, the batched form brokers send (KIP-890): several transactions, each answered on its own;
 with ``verify_only`` nothing is added, each partition answers NONE if it is in the ongoing
 transaction, else INVALID_TXN_STATE (a partition leader checking a transactional produce).
-v5 is what transactions v2 brokers send, answered the same.
+v5 is what transactions v2 brokers send: without ``verify_only`` the leader of a Produce v12
+(or the group coordinator of a TxnOffsetCommit v5) adds its partition to the transaction
+itself, since a transactions v2 client sends no AddPartitionsToTxn (KIP-890 part 2); the
+transaction records the client's version 2.
 
 Authorization (as Kafka): v4+ comes from brokers and needs CLUSTER_ACTION (else a
 top-level CLUSTER_AUTHORIZATION_FAILED); v0-v3 need WRITE on the transactional id (else
@@ -46,6 +49,7 @@ from pydmq.storage.api import TopicPartition
 __all__ = ["HANDLER"]
 
 _BATCHED_VERSION = 4
+_ADD_VERSION = 5
 
 
 async def handle(
@@ -113,7 +117,12 @@ async def _add(
             transactional_id, producer_id, producer_epoch, partitions
         )
     code = await txn_coordinator.add_partitions(
-        transactional_id, producer_id, producer_epoch, partitions
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        partitions,
+        # v5 from a broker: a transactions v2 produce's partition (KIP-890 part 2)
+        transaction_version=2 if ctx.api_version >= _ADD_VERSION else 0,
     )
     return dict.fromkeys(partitions, fenced_as(code, ctx.api_version, 2))
 

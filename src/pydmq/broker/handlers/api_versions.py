@@ -5,7 +5,10 @@ its handler declares. v3+ requests carry the client's software name/version (val
 Kafka: INVALID_REQUEST when they are not ``[a-zA-Z0-9](?:[a-zA-Z0-9\\-.]*[a-zA-Z0-9])?``).
 An unsupported request version gets UNSUPPORTED_VERSION (35) in a v0 body (see dispatcher);
 v3+ responses list the supported features (``metadata.version``; from v4 also features whose
-minimum is 0, per KAFKA-17011) and ``metadata.version`` as finalized.
+minimum is 0, per KAFKA-17011: ``transaction.version`` 0-2, ``group.version`` 0) and the
+cluster's finalized levels (its metadata's ``FeatureLevelRecord``s: ``metadata.version`` and,
+for a cluster formatted by this version, ``transaction.version`` 2, which makes Kafka 4.x
+clients use transactions v2, KIP-890).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.protocol.errors import ErrorCode
-from pydmq.protocol.features import METADATA_VERSION
+from pydmq.protocol.features import SUPPORTED_FEATURES
 from pydmq.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -64,22 +67,18 @@ def handle(ctx: BrokerContext, request: ApiVersionsRequest) -> ApiVersionsRespon
         error_code=ErrorCode.NONE, api_keys=_api_keys(ctx.broker.served_apis(ctx.listener))
     )
     if ctx.api_version >= 3:
-        features = [
-            SupportedFeatureKey(
-                name="metadata.version", min_version=1, max_version=METADATA_VERSION
-            )
-        ]
-        if ctx.api_version >= 4:
+        response.supported_features = [
+            SupportedFeatureKey(name=name, min_version=low, max_version=high)
+            for name, (low, high) in SUPPORTED_FEATURES.items()
             # KAFKA-17011: a minimum of 0 is only safe to send from v4 on.
-            features.append(SupportedFeatureKey(name="group.version", min_version=0, max_version=0))
-        response.supported_features = features
-        response.finalized_features_epoch = 0
+            if low > 0 or ctx.api_version >= 4
+        ]
+        finalized = ctx.broker.metadata.finalized_features()
+        response.finalized_features_epoch = finalized.epoch
         response.finalized_features = [
-            FinalizedFeatureKey(
-                name="metadata.version",
-                min_version_level=METADATA_VERSION,
-                max_version_level=METADATA_VERSION,
-            )
+            FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+            for name, level in sorted(finalized.levels.items())
+            if level > 0
         ]
     return response
 

@@ -10,7 +10,11 @@ client added the partition with AddPartitionsToTxn). With
 transactional id's coordinator whether the partition is in the transaction, for a
 transaction's first batch on the partition (KIP-890 part 1,
 :mod:`pydmq.replication.txn_verification`): INVALID_TXN_STATE when it is not, nothing
-appended; NOT_ENOUGH_REPLICAS (retried) when the coordinator cannot answer now. A transactional batch in a request without a
+appended; NOT_ENOUGH_REPLICAS (retried) when the coordinator cannot answer now. v12 is sent
+by clients of transactions v2 (KIP-890 part 2, ``transaction.version`` 2), which send no
+AddPartitionsToTxn: the leader has the coordinator add the partition to the transaction
+(AddPartitionsToTxn v5, ``verify_only`` false) before a transaction's first batch on it is
+appended, whatever the verification config says; the same answers. A transactional batch in a request without a
 ``transactional_id`` is TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as Kafka (its authorization of
 the transactional id fails); the producer state answers an older epoch INVALID_PRODUCER_EPOCH,
 a new epoch not starting at sequence 0 OUT_OF_ORDER_SEQUENCE_NUMBER, and a
@@ -74,6 +78,8 @@ from pydmq.storage.api import TopicPartition
 __all__ = ["HANDLER"]
 
 _ZSTD = 4
+# Produce v12 is sent by clients of transactions v2 (KIP-890 part 2): no AddPartitionsToTxn.
+_TRANSACTIONS_V2_VERSION = 12
 # The low byte of the int16 attributes holds every attribute bit.
 _ATTRIBUTE_BITS_AT = ATTRIBUTES_AT + 1
 _NO_RECORDS = memoryview(b"")
@@ -170,7 +176,11 @@ def handle(
     if not entries:
         return None if acks == 0 else response
     results = ctx.broker.replica_manager.append_records(
-        entries, acks, request.timeout, transactional_id=request.transactional_id
+        entries,
+        acks,
+        request.timeout,
+        transactional_id=request.transactional_id,
+        add_partition=version >= _TRANSACTIONS_V2_VERSION,
     )
     if acks == 0:
         # no answer; a produce waiting for its transaction's verification appends all the same

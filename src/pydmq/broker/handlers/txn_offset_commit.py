@@ -17,9 +17,14 @@ and during a rebalance. The producer's epoch is checked by the partition's produ
 (an older epoch: INVALID_PRODUCER_EPOCH). Cluster mode: NOT_COORDINATOR /
 COORDINATOR_LOAD_IN_PROGRESS as the other group APIs, and the answer waits until the
 offsets' batch is committed (acks=-1). Version notes: leader epoch from v2; v4 only adds an
-error clients may get (TRANSACTION_ABORTABLE, never answered here); v5 is v4 for clients of
-transactions v2 (not advertised as a feature here, so clients stay on v4). v6 (topic ids) is
-not advertised.
+error clients may get (TRANSACTION_ABORTABLE, never answered here); v5 is sent by clients of
+transactions v2 (KIP-890 part 2), which send no AddOffsetsToTxn: the group coordinator first
+has the transaction coordinator add the group's ``__consumer_offsets`` partition to the
+transaction (AddPartitionsToTxn v5, through the partition leaders' verifier), and writes the
+offsets once it did; a refusal answers every partition (INVALID_TXN_STATE,
+INVALID_PRODUCER_EPOCH for a fenced producer, COORDINATOR_NOT_AVAILABLE, which the client
+retries, when the transaction coordinator cannot answer now). v6 (topic ids) is not
+advertised.
 
 Authorization (as Kafka): WRITE on the transactional id (else every partition is
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (else GROUP_AUTHORIZATION_FAILED),
@@ -28,7 +33,7 @@ READ on each topic (else TOPIC_AUTHORIZATION_FAILED).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
@@ -36,6 +41,7 @@ from pydmq.broker.handlers._authorize import authorized_names
 from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.broker.handlers._transactions import TXN_ID_DENIED, txn_id_denied
 from pydmq.groups.api import CommitRequest
+from pydmq.groups.log import OFFSETS_TOPIC
 from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.txn_offset_commit import (
@@ -44,13 +50,84 @@ from pydmq.protocol.messages.txn_offset_commit import (
     TxnOffsetCommitResponsePartition,
     TxnOffsetCommitResponseTopic,
 )
+from pydmq.replication.txn_verification import produce_error
+from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
 
 TopicPartitionKey = tuple[str, int]
+# TxnOffsetCommit v5 is sent by clients of transactions v2 (KIP-890 part 2).
+_TRANSACTIONS_V2_VERSION = 5
 
 
 def handle(
+    ctx: BrokerContext, request: TxnOffsetCommitRequest
+) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
+    # Authorized first (as Kafka): a refused request adds nothing to the transaction.
+    if (
+        ctx.api_version >= _TRANSACTIONS_V2_VERSION
+        and not _refusal(ctx, request)
+        and not coordinator(ctx).ownership_error(request.group_id)
+    ):
+        added = _add_offsets_partition(ctx, request)
+        if isinstance(added, int):
+            return _commit(ctx, request) if added == ErrorCode.NONE else _refused(request, added)
+        return _commit_when_added(ctx, request, added)
+    return _commit(ctx, request)
+
+
+def _add_offsets_partition(
+    ctx: BrokerContext, request: TxnOffsetCommitRequest
+) -> int | Awaitable[int]:
+    """Transactions v2: the transaction coordinator adds the group's partition to the
+    transaction; the code to answer (now or later)."""
+    verifier = ctx.broker.replica_manager.txn_verifier
+    assert verifier is not None  # every broker has one
+    tp = TopicPartition(
+        OFFSETS_TOPIC, ctx.broker.group_coordinator_log.partition_for(request.group_id)
+    )
+    verdicts = verifier.verify(
+        request.transactional_id, request.producer_id, request.producer_epoch, [tp], True
+    )
+    if isinstance(verdicts, Mapping):
+        return _offset_commit_error(verdicts[tp])
+    return _when_verified(verdicts, tp)
+
+
+async def _when_verified(
+    verdicts: Awaitable[Mapping[TopicPartition, int]], tp: TopicPartition
+) -> int:
+    return _offset_commit_error((await verdicts)[tp])
+
+
+def _offset_commit_error(code: int) -> int:
+    """The coordinator's answer to the add as TxnOffsetCommit answers it (the leaders'
+    mapping, then Kafka's group coordinator's: NOT_ENOUGH_REPLICAS is
+    COORDINATOR_NOT_AVAILABLE)."""
+    mapped, _ = produce_error(code)
+    return (
+        ErrorCode.COORDINATOR_NOT_AVAILABLE if mapped == ErrorCode.NOT_ENOUGH_REPLICAS else mapped
+    )
+
+
+async def _commit_when_added(
+    ctx: BrokerContext, request: TxnOffsetCommitRequest, added: Awaitable[int]
+) -> TxnOffsetCommitResponse:
+    code = await added
+    if code != ErrorCode.NONE:
+        return _refused(request, code)
+    response = _commit(ctx, request)
+    return response if isinstance(response, TxnOffsetCommitResponse) else await response
+
+
+def _refused(request: TxnOffsetCommitRequest, code: int) -> TxnOffsetCommitResponse:
+    return _response(
+        request,
+        {(t.name, p.partition_index): code for t in request.topics for p in t.partitions},
+    )
+
+
+def _commit(
     ctx: BrokerContext, request: TxnOffsetCommitRequest
 ) -> TxnOffsetCommitResponse | Awaitable[TxnOffsetCommitResponse]:
     version = ctx.api_version

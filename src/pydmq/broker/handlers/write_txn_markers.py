@@ -12,8 +12,10 @@ routing point); any other partition gets one control batch through
 :meth:`~pydmq.replication.replica_manager.ReplicaManager.append_txn_markers` with ``acks=-1``
 (errors and waits in :mod:`pydmq.replication.txn_markers`), waiting at most Kafka's
 ``request.timeout.ms`` default (30 s). A partition named twice in one marker is answered
-once per occurrence. v2 (KIP-890) adds ``transaction_version``, which changes nothing on the
-partition side. Decode budget: 110,000 elements (a coordinator completing thousands of
+once per occurrence. v2 (KIP-890) adds ``transaction_version``: a marker of transactions v2 must
+carry an epoch above the producer's (its coordinator bumped it), so a late or duplicate
+marker at the epoch of the producer's next, open transaction is INVALID_PRODUCER_EPOCH
+instead of ending it. Decode budget: 110,000 elements (a coordinator completing thousands of
 transactions at once on one leader, :mod:`pydmq.protocol.budgets`); the appends of one
 request are not sliced.
 
@@ -59,13 +61,14 @@ def complete_group_transaction(
     producer_epoch: int,
     coordinator_epoch: int,
     committed: bool,
+    transaction_version: int,
 ) -> Awaitable[int]:
     """End a transaction on ``__consumer_offsets`` partition ``partition``: the group
     coordinator appends the marker through its shard (after the shard's earlier writes) and
     replays it, committing or dropping the producer's pending offsets; resolves to a Kafka
     error code."""
     return ctx.broker.group_coordinator.complete_transaction(
-        partition, producer_id, producer_epoch, coordinator_epoch, committed
+        partition, producer_id, producer_epoch, coordinator_epoch, committed, transaction_version
     )
 
 
@@ -94,6 +97,7 @@ def handle(
         result = WritableTxnMarkerResult(producer_id=marker.producer_id)
         response.markers.append(result)
         commit = marker.transaction_result == _COMMIT
+        version = marker.transaction_version if ctx.api_version >= 2 else 0
         for topic in marker.topics:
             topic_result = WritableTxnMarkerTopicResult(name=topic.name)
             result.topics.append(topic_result)
@@ -113,6 +117,7 @@ def handle(
                                 marker.producer_epoch,
                                 marker.coordinator_epoch,
                                 commit,
+                                version,
                             ),
                         )
                     )
@@ -123,6 +128,7 @@ def handle(
                     marker.producer_epoch,
                     marker.coordinator_epoch,
                     commit,
+                    version,
                 )
                 entries.append(entry)
                 answers.append((partition_result, entry))

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from pydmq.api.handler import ApiHandlerSpec, RequestContext
 from pydmq.protocol.errors import ErrorCode
-from pydmq.protocol.features import METADATA_VERSION
+from pydmq.protocol.features import SUPPORTED_FEATURES
 from pydmq.protocol.messages.api_versions import (
     ApiVersion,
     ApiVersionsRequest,
@@ -45,17 +45,18 @@ def make_handler(runtime: ControllerRuntime) -> ApiHandlerSpec:
             return ApiVersionsResponse(error_code=ErrorCode.INVALID_REQUEST)
         response = ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=api_keys())
         if ctx.api_version >= 3:
-            level = runtime.image.features.get("metadata.version", METADATA_VERSION)
+            image = runtime.image
             response.supported_features = [
-                SupportedFeatureKey(
-                    name="metadata.version", min_version=1, max_version=METADATA_VERSION
-                )
+                SupportedFeatureKey(name=name, min_version=low, max_version=high)
+                for name, (low, high) in SUPPORTED_FEATURES.items()
+                # KAFKA-17011: a minimum of 0 is only safe to send from v4 on.
+                if low > 0 or ctx.api_version >= 4
             ]
-            response.finalized_features_epoch = max(0, runtime.image.offset)
+            response.finalized_features_epoch = max(0, image.offset)
             response.finalized_features = [
-                FinalizedFeatureKey(
-                    name="metadata.version", min_version_level=level, max_version_level=level
-                )
+                FinalizedFeatureKey(name=name, min_version_level=level, max_version_level=level)
+                for name, level in sorted(image.features.items())
+                if level > 0
             ]
         return response
 
