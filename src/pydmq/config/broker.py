@@ -18,6 +18,7 @@ from pydmq.config.definitions import (
     one_of,
     parse_value,
 )
+from pydmq.config.http import HTTP_CONFIGS
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 
 __all__ = [
@@ -618,6 +619,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "Largest metadata string of a committed offset.",
         read_only=True,
     ),
+    *HTTP_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
