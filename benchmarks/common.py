@@ -93,6 +93,8 @@ def spawn_serve(
         f"PLAINTEXT://127.0.0.1:{port}",
         "--log-dirs",
         data_dir,
+        "--http-listener",
+        "http://127.0.0.1:0",
         "--log-level",
         "WARNING",
     ]

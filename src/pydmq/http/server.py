@@ -25,8 +25,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
+import time
 from collections.abc import Sequence
-from email.utils import formatdate
 from http import HTTPStatus
 from urllib.parse import parse_qs, urlsplit
 
@@ -250,6 +250,19 @@ class _HttpConnection:
                 return None
 
     def _check_length(self, head: h11.Request, request_id: str) -> None:
+        # h11 bounds a head still incomplete; one that arrived whole in a read is measured here
+        size = (
+            len(head.method) + len(head.target) + sum(len(k) + len(v) + 4 for k, v in head.headers)
+        )
+        if size > self.settings.max_header_bytes:
+            raise _Refused(
+                error_response(
+                    431,
+                    "HEADERS_TOO_LARGE",
+                    f"the request line and headers are over {self.settings.max_header_bytes} bytes",
+                    request_id,
+                )
+            )
         for name, value in head.headers:
             if name == b"content-length" and int(value) > self.settings.max_body_bytes:
                 raise _Refused(self._too_large(request_id))
@@ -279,7 +292,7 @@ class _HttpConnection:
         return [
             ("content-type", response.content_type),
             ("content-length", str(len(response.body))),
-            ("date", formatdate(usegmt=True)),
+            ("date", _http_date()),
             ("x-request-id", request_id),
             *response.headers,
         ]
@@ -320,3 +333,13 @@ def _reason(status: int) -> bytes:
         return HTTPStatus(status).phrase.encode()
     except ValueError:
         return b""
+
+
+def _http_date() -> str:
+    """RFC 9110's IMF-fixdate of now (names in English whatever the locale)."""
+    now = time.gmtime()
+    day = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[now.tm_wday]
+    month = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+    return f"{day}, {now.tm_mday:02d} {month[now.tm_mon - 1]} {now.tm_year} " + time.strftime(
+        "%H:%M:%S GMT", now
+    )
