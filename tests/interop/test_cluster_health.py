@@ -2,7 +2,8 @@
 
 * A node started alone (no quorum: 1 of 3 voters) serves HTTP, is live, and is not ready:
   not registered, so no client listener either.
-* With all three up, every node is ready.
+* With all three up, every node is ready, exactly one reports itself active controller, and
+  its scrape has the Raft commit latency and both followers' lag.
 * With two nodes killed (SIGKILL), the survivor's controller quorum is gone: once
   ``broker.session.timeout.ms`` passes without a heartbeat answered it is not ready, with
   ``controller_contact`` false.
@@ -19,6 +20,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from pydmq.cluster_process import is_listening
 from pydmq.testing.cluster import ClusterProcess
@@ -36,6 +38,16 @@ def health(port: int, which: str) -> tuple[int, dict[str, object]]:
             return answer.status, json.loads(answer.read())
     except urllib.error.HTTPError as error:
         return error.code, json.loads(error.read())
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
 
 
 def wait_for_status(port: int, which: str, status: int) -> dict[str, object]:
@@ -77,6 +89,15 @@ def test_ready_after_registration_and_not_ready_without_quorum(tmp_path: Path) -
         for node_id in (1, 2, 3):
             body = wait_for_status(cluster.node(node_id).http_port, "ready", 200)
             assert body["status"] == "ready" and body["node_id"] == node_id
+
+        # exactly one active controller; it timed its commits; its followers' lag is known
+        scrapes = {i: scrape(cluster.node(i).http_port) for i in (1, 2, 3)}
+        active = [i for i, m in scrapes.items() if m.get(("pydmq_controller_active", ())) == 1]
+        assert len(active) == 1, scrapes
+        leader = scrapes[active[0]]
+        assert leader[("pydmq_raft_commit_latency_seconds_count", ())] >= 1
+        lags = [k for k in leader if k[0] == "pydmq_raft_follower_lag_records"]
+        assert len(lags) == 2, lags
 
         cluster.kill(2)
         cluster.kill(3)

@@ -40,6 +40,9 @@ __all__ = ["HttpListenerError", "HttpServer"]
 
 log = logging.getLogger(__name__)
 _READ_SIZE = 65536
+# After an error answer, how long and how much the server still reads before closing.
+_LINGER_S = 2.0
+_LINGER_BYTES = 1 << 20
 
 
 class HttpListenerError(OSError):
@@ -49,9 +52,10 @@ class HttpListenerError(OSError):
 class _Refused(Exception):
     """The request cannot be served: answer ``response`` and close the connection."""
 
-    def __init__(self, response: HttpResponse) -> None:
+    def __init__(self, response: HttpResponse, request_id: str) -> None:
         super().__init__(response.status)
         self.response = response
+        self.request_id = request_id
 
 
 class HttpServer:
@@ -179,7 +183,7 @@ class _HttpConnection:
             try:
                 request = await self._read_request()
             except _Refused as refused:
-                await self._send_raw(refused.response)
+                await self._send_raw(refused.response, refused.request_id)
                 return
             if request is None:
                 return
@@ -206,7 +210,9 @@ class _HttpConnection:
             except h11.RemoteProtocolError as exc:
                 status = exc.error_status_hint
                 code = "HEADERS_TOO_LARGE" if status == 431 else "INVALID_INPUT"
-                raise _Refused(error_response(status, code, str(exc), request_id)) from None
+                raise _Refused(
+                    error_response(status, code, str(exc), request_id), request_id
+                ) from None
             if event is h11.NEED_DATA:
                 remaining = deadline - loop.time()
                 data = b""
@@ -225,7 +231,8 @@ class _HttpConnection:
                             "REQUEST_TIMEOUT",
                             f"the request did not arrive within {settings.request_timeout_s:g} s",
                             request_id,
-                        )
+                        ),
+                        request_id,
                     )
                 if not started:
                     started = True
@@ -242,7 +249,7 @@ class _HttpConnection:
             elif isinstance(event, h11.Data):
                 body += event.data
                 if len(body) > settings.max_body_bytes:
-                    raise _Refused(self._too_large(request_id))
+                    raise _Refused(self._too_large(request_id), request_id)
             elif isinstance(event, h11.EndOfMessage):
                 assert head is not None
                 return self._request(head, bytes(body), request_id)
@@ -261,11 +268,12 @@ class _HttpConnection:
                     "HEADERS_TOO_LARGE",
                     f"the request line and headers are over {self.settings.max_header_bytes} bytes",
                     request_id,
-                )
+                ),
+                request_id,
             )
         for name, value in head.headers:
             if name == b"content-length" and int(value) > self.settings.max_body_bytes:
-                raise _Refused(self._too_large(request_id))
+                raise _Refused(self._too_large(request_id), request_id)
 
     def _too_large(self, request_id: str) -> HttpResponse:
         return error_response(
@@ -315,17 +323,32 @@ class _HttpConnection:
         await asyncio.wait_for(self.writer.drain(), self.settings.idle_timeout_s)
         return conn.our_state is h11.DONE and conn.their_state is h11.DONE
 
-    async def _send_raw(self, response: HttpResponse) -> None:
+    async def _send_raw(self, response: HttpResponse, request_id: str) -> None:
         """An answer written outside h11's state (the request could not be read), then the
         connection closes."""
-        request_id = ""
         lines = [f"HTTP/1.1 {response.status} {_reason(response.status).decode()}"]
         for name, value in [*self._headers(request_id, response), ("connection", "close")]:
-            if name != "x-request-id":
-                lines.append(f"{name}: {value}")
+            lines.append(f"{name}: {value}")
         self.writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + response.body)
         with contextlib.suppress(ConnectionError, TimeoutError):
             await asyncio.wait_for(self.writer.drain(), self.settings.idle_timeout_s)
+            await self._linger()
+
+    async def _linger(self) -> None:
+        """Close our side, then read and drop what the client still sends for a moment: a
+        socket closed with unread bytes answers with a reset, which can destroy the error
+        answer before the client read it."""
+        if not self.writer.can_write_eof():
+            return
+        self.writer.write_eof()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + _LINGER_S
+        dropped = 0
+        while dropped < _LINGER_BYTES and (remaining := deadline - loop.time()) > 0:
+            data = await asyncio.wait_for(self.reader.read(_READ_SIZE), remaining)
+            if not data:
+                return
+            dropped += len(data)
 
 
 def _reason(status: int) -> bytes:

@@ -163,6 +163,7 @@ def test_bad_request_line_is_400_and_closes() -> None:
             assert answer.status == 400
             assert answer.json()["error"]["code"] == "INVALID_INPUT"  # type: ignore[index]
             assert answer.headers["connection"] == "close"
+            assert answer.json()["error"]["request_id"] == answer.headers["x-request-id"]  # type: ignore[index]
             assert await _closed(reader)
             writer.close()
 
