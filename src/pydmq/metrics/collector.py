@@ -21,6 +21,7 @@ from prometheus_client.core import (
     HistogramMetricFamily,
     Metric,
 )
+from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import Collector, CollectorRegistry
 
 from pydmq.api.request_metrics import BUCKETS, ApiRequestMetrics, LatencyHistogram
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
     from pydmq.broker.server import Broker
     from pydmq.controller.runtime import ControllerRuntime
 
-__all__ = ["NodeCollector", "node_registry"]
+__all__ = ["NodeCollector", "node_registry", "render"]
 
 _BOUNDS = [repr(b) for b in BUCKETS] + ["+Inf"]
 
@@ -43,6 +44,23 @@ def node_registry(node: NodeView, lag: EventLoopLagProbe) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(NodeCollector(node, lag))
     return registry
+
+
+class _Snapshot(Collector):
+    """Metric families already collected (formatted away from the loop that read them)."""
+
+    def __init__(self, families: list[Metric]) -> None:
+        self.families = families
+
+    def collect(self) -> Iterable[Metric]:
+        return self.families
+
+
+def render(families: list[Metric]) -> bytes:
+    """The Prometheus text format of ``families`` (any thread: touches nothing of the node)."""
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Snapshot(families))
+    return generate_latest(registry)
 
 
 def _buckets(histogram: LatencyHistogram) -> list[tuple[str, float]]:

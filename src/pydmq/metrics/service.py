@@ -12,6 +12,8 @@ the broker registers).
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 from typing import TYPE_CHECKING
 
 from pydmq.config.http import HttpListener, HttpSettings
@@ -38,6 +40,7 @@ class NodeHttpService:
         self.node = node
         self.lag_probe = EventLoopLagProbe()
         self._registry: CollectorRegistry | None = None
+        self._renderer: concurrent.futures.ThreadPoolExecutor | None = None
         router = Router()
         router.add("GET", "/metrics", self._metrics, MONITORING)
         router.add("GET", "/v1/health/live", self._live, MONITORING)
@@ -59,15 +62,25 @@ class NodeHttpService:
     async def stop(self) -> None:
         await self.lag_probe.stop()
         await self.server.stop()
+        if self._renderer is not None:
+            self._renderer.shutdown(wait=False)
 
     async def _metrics(self, request: HttpRequest) -> HttpResponse:
-        from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-        from pydmq.metrics.collector import node_registry
+        from pydmq.metrics.collector import node_registry, render
 
         if self._registry is None:
             self._registry = node_registry(self.node, self.lag_probe)
-        return HttpResponse(200, generate_latest(self._registry), CONTENT_TYPE_LATEST)
+            self._renderer = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="pydmq-metrics"
+            )
+        # The figures are read here, on the loop that owns them; the text (most of a scrape's
+        # cost) is formatted on the renderer's thread, so the loop keeps serving meanwhile.
+        families = list(self._registry.collect())
+        loop = asyncio.get_running_loop()
+        body = await loop.run_in_executor(self._renderer, render, families)
+        return HttpResponse(200, body, CONTENT_TYPE_LATEST)
 
     async def _live(self, request: HttpRequest) -> HttpResponse:
         return json_response(200, {"status": "live", "node_id": self.node.node_id})
