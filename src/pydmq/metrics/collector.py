@@ -29,6 +29,7 @@ from pydmq.metrics.loop_lag import EventLoopLagProbe
 from pydmq.metrics.source import NodeView
 from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.storage.api import TopicPartition
+from pydmq.storage.errors import KafkaStorageError
 
 if TYPE_CHECKING:
     from pydmq.broker.server import Broker
@@ -229,7 +230,7 @@ class NodeCollector(Collector):
             try:
                 size.add_metric(labels, log.engine_log.size_in_bytes)
                 end.add_metric(labels, log.log_end_offset)
-            except Exception:  # an offline log dir: no figure for it
+            except (OSError, KafkaStorageError):  # an offline log dir: no figure for it
                 pass
             if partition.is_leader:
                 leaders += 1
