@@ -84,7 +84,15 @@ class RequestMetrics:
         metrics = self.by_api.get(api_key)
         if metrics is None:
             metrics = self.by_api[api_key] = ApiRequestMetrics()
-        metrics.queue.observe(queue)
         metrics.local.observe(local)
-        metrics.remote.observe(remote)
         metrics.total.observe(queue + local + remote)
+        # Most requests neither wait in the backlog nor for anything remote: a zero goes in
+        # the first bucket without a search.
+        if queue:
+            metrics.queue.observe(queue)
+        else:
+            metrics.queue.counts[0] += 1
+        if remote:
+            metrics.remote.observe(remote)
+        else:
+            metrics.remote.counts[0] += 1
