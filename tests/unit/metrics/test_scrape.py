@@ -46,7 +46,9 @@ def get_json(port: int, path: str) -> tuple[int, dict[str, object]]:
 
 
 def produce(bootstrap: str, topic: str, count: int) -> None:
-    producer = confluent_kafka.Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    producer = confluent_kafka.Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 5, "enable.idempotence": True}
+    )
     for i in range(count):
         producer.produce(topic, value=b"v" * 50, key=str(i).encode())
     assert producer.flush(30) == 0
