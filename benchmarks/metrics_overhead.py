@@ -25,7 +25,6 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import confluent_kafka as ck
 from confluent_kafka.admin import AdminClient, NewTopic
 
 REPO = Path(__file__).resolve().parents[1]
