@@ -112,6 +112,7 @@ def cluster_up(root: Path) -> Iterator[Up]:
             [
                 *(_PY, "-m", "pydmq", "cluster", "up", "3", "--data-dir", str(data)),
                 *("--base-port", str(base), "--controller-base-port", str(base + 10)),
+                *("--http-base-port", "0"),
             ],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

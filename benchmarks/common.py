@@ -93,6 +93,7 @@ def spawn_serve(
         f"PLAINTEXT://127.0.0.1:{port}",
         "--log-dirs",
         data_dir,
+        *_free_http_listener(env),
         "--log-level",
         "WARNING",
     ]
@@ -101,6 +102,16 @@ def spawn_serve(
         command, env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     return proc, port, started
+
+
+def _free_http_listener(env: Mapping[str, str]) -> list[str]:
+    """``--http-listener`` on a free port, for the trees that have an HTTP listener (the
+    default port, 8082, may be taken); older trees, compared with ``--src``, lack the flag."""
+    first = env.get("PYTHONPATH", "").split(os.pathsep)[0]
+    tree = Path(first) if first else Path(__file__).resolve().parents[1] / "src"
+    if not (tree / "pydmq" / "config" / "http.py").exists():
+        return []
+    return ["--http-listener", "http://127.0.0.1:0"]
 
 
 def wait_listening(

@@ -100,6 +100,8 @@ def produce_p99(enable: bool, keys: int, probes: int, rate: int) -> tuple[list[f
         f"PLAINTEXT://127.0.0.1:{port}",
         "--log-dirs",
         str(root),
+        "--http-listener",
+        "http://127.0.0.1:0",
         "--log-level",
         "INFO",
         "--override",

@@ -165,6 +165,8 @@ def start(
         f"PLAINTEXT://127.0.0.1:{port}",
         "--log-dirs",
         str(data),
+        "--http-listener",
+        "http://127.0.0.1:0",
         "--log-level",
         "INFO",
     ]

@@ -159,6 +159,7 @@ else
     # The settings compat/kafka/start.sh gives the reference Kafka: one node, internal topics
     # with replication factor 1, no initial rebalance delay.
     "$py" -m pydmq serve --listeners "PLAINTEXT://127.0.0.1:$port" --log-dirs "$run_dir/data" \
+        --http-listener "http://127.0.0.1:0" \
         -o offsets.topic.replication.factor=1 -o group.initial.rebalance.delay.ms=0 \
         >"$run_dir/broker.log" 2>&1 &
     broker_pid=$!

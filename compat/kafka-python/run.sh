@@ -157,6 +157,7 @@ else
     # below the 3000 ms session timeout test_group uses.
     "$py" -m pydmq serve --listeners "PLAINTEXT://127.0.0.1:$port" \
         --advertised-listeners "PLAINTEXT://127.0.0.1:$port" --log-dirs "$run_dir/data" \
+        --http-listener "http://127.0.0.1:0" \
         --node-id 0 -o num.partitions=4 -o offsets.topic.replication.factor=1 \
         -o group.initial.rebalance.delay.ms=0 -o group.min.session.timeout.ms=1000 \
         >"$run_dir/broker.log" 2>&1 &

@@ -216,7 +216,7 @@ start_broker() { # name extra-overrides... ; sets started_bs=host:port (no subsh
     local name="$1"; shift
     local port; port="$(free_port)"
     local args=(-m pydmq serve --listeners "PLAINTEXT://127.0.0.1:$port"
-                --log-dirs "$run_dir/$name-data"
+                --log-dirs "$run_dir/$name-data" --http-listener "http://127.0.0.1:0"
                 -o num.partitions=4 -o group.initial.rebalance.delay.ms=0
                 -o offsets.topic.replication.factor=1)
     local o

@@ -60,10 +60,15 @@ class NodeSpec:
     data_dir: Path
     log_path: Path
     control_plane_port: int = 0  # 0: the node opens its control-plane listener itself
+    http_port: int = 0  # the HTTP listener (metrics, health); 0: a free port the node picks
 
     @property
     def bootstrap(self) -> str:
         return format_address(self.host, self.port)
+
+    @property
+    def http_listener(self) -> str:
+        return f"http://{format_address(self.host, self.http_port)}"
 
     @property
     def controller_address(self) -> str:
@@ -90,9 +95,11 @@ def plan_nodes(
     controller_base_port: int = 19092,
     ports: Sequence[tuple[int, int]] | None = None,
     control_plane_ports: Sequence[int] | None = None,
+    http_ports: Sequence[int] | None = None,
 ) -> list[NodeSpec]:
     """Node ids 1..count; ports ``base + i`` unless ``ports`` gives (client, controller) pairs;
-    control-plane listeners on ``control_plane_ports`` (default: opened by each node)."""
+    control-plane listeners on ``control_plane_ports`` (default: opened by each node); HTTP
+    listeners on ``http_ports`` (default: a free port each node picks)."""
     if count < 1:
         raise ValueError("a cluster needs at least one node")
     pairs = (
@@ -105,7 +112,10 @@ def plan_nodes(
     planes = list(control_plane_ports) if control_plane_ports is not None else [0] * count
     if len(planes) != count:
         raise ValueError(f"{count} nodes need {count} control-plane ports, got {len(planes)}")
-    used = [p for pair in pairs for p in pair] + [p for p in planes if p]
+    https = list(http_ports) if http_ports is not None else [0] * count
+    if len(https) != count:
+        raise ValueError(f"{count} nodes need {count} HTTP ports, got {len(https)}")
+    used = [p for pair in pairs for p in pair] + [p for p in (*planes, *https) if p]
     if len(set(used)) != len(used) or not all(0 < p < 65536 for p in used):
         raise ValueError(f"ports must be distinct and in 1-65535: {used}")
     return [
@@ -117,8 +127,11 @@ def plan_nodes(
             data_dir=data_dir / f"node-{i + 1}",
             log_path=data_dir / f"node-{i + 1}.log",
             control_plane_port=plane,
+            http_port=http,
         )
-        for i, ((client, controller), plane) in enumerate(zip(pairs, planes, strict=True))
+        for i, ((client, controller), plane, http) in enumerate(
+            zip(pairs, planes, https, strict=True)
+        )
     ]
 
 
@@ -157,6 +170,8 @@ def node_command(
         voters,
         "--log-dirs",
         str(spec.data_dir),
+        "--http-listener",
+        spec.http_listener,
         "--override",
         "controller.listener.names=CONTROLLER",
         "--override",

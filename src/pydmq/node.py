@@ -37,6 +37,7 @@ from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.http import HttpSettings
 from pydmq.config.listener_security import security_protocol
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
@@ -45,6 +46,7 @@ from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.metrics.service import NodeHttpService
     from pydmq.net.tls import TlsListener
     from pydmq.security.principal import KafkaPrincipal
     from pydmq.security.tls import ServerTls
@@ -106,11 +108,20 @@ class Node:
         self._servers: list[asyncio.base_events.Server | TlsListener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
+        # The HTTP listener (metrics, health; pydmq.http.listeners), started with the node.
+        self.http: NodeHttpService | None = None
+        self.serving_clients = False
 
     @property
     def bound_ports(self) -> dict[str, int]:
         """Listener name -> the port it bound (once started)."""
         return self.listeners.bound_ports
+
+    @property
+    def http_ports(self) -> list[int]:
+        """The port each HTTP listener bound, in ``pydmq.http.listeners`` order (once
+        started; empty when the HTTP listener is off)."""
+        return [] if self.http is None else [listener.port for listener in self.http.bound]
 
     def dispatcher_for(self, listener_name: str) -> RequestDispatcher[Any] | None:
         """Controller listeners get the controller's APIs only; the broker's listeners (client
@@ -141,17 +152,24 @@ class Node:
             if broker.cluster is not None:
                 early = {broker.control_plane_listener, *self._controller_listeners}
                 await self._start_serving(s for name, s in servers if name in early)
+                await self._start_http()  # readiness answers while the broker registers
                 await broker.join_cluster()
         await self._start_serving(s for _, s in servers)
+        self.serving_clients = True
         if broker is not None:
             broker.serving()
+        if self.http is None:
+            await self._start_http()
         log.info(
             "pydmq node %d serving %s (data in %s, cluster id %s%s)",
             self.node_id,
             ", ".join(
-                f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
-                for item in self.listeners.listeners
-                if item.name in self.bound_ports
+                [
+                    f"{item.name}://{item.host}:{self.bound_ports[item.name]}"
+                    for item in self.listeners.listeners
+                    if item.name in self.bound_ports
+                ]
+                + [listener.uri for listener in (self.http.bound if self.http else [])]
             ),
             self.log_dir,
             self.cluster_id,
@@ -223,7 +241,26 @@ class Node:
             if not server.is_serving():
                 await server.start_serving()
 
+    async def _start_http(self) -> None:
+        """Start the HTTP listener unless ``pydmq.http.listeners`` is empty; imported only now
+        (after the Kafka listeners serve: start-up time)."""
+        settings = HttpSettings.from_config(self.config)
+        if not settings.listeners:
+            return
+        from pydmq.metrics.service import NodeHttpService
+
+        service = NodeHttpService(self, settings)
+        try:
+            await service.start()
+        except BaseException:
+            await service.stop()
+            raise
+        self.http = service
+
     async def stop(self) -> None:
+        self.serving_clients = False
+        if self.http is not None:
+            await self.http.stop()
         broker = self.broker
         if broker is not None:
             await broker.controlled_shutdown()

@@ -79,6 +79,7 @@ def _cluster_up(root: Path) -> Iterator[tuple[subprocess.Popen[str], str, list[s
         [
             *(sys.executable, "-m", "pydmq", "cluster", "up", "3", "--data-dir", str(root)),
             *("--base-port", str(base), "--controller-base-port", str(base + 10)),
+            *("--http-base-port", "0"),
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -16,7 +16,7 @@ fresh copy of the repository (its ``git ls-files``), exactly as written.
 
 The fresh shells get the environment of this test minus its virtualenv and PYTHONPATH, so
 ``pydmq`` is only found once the README has installed and activated it. The README's fixed
-ports (9092-9094, 19092-19094) must be free, else the test skips. Every process it started
+ports (9092-9094, 19092-19094, HTTP 8082-8084) must be free, else the test skips. Every process it started
 is killed by process group at the end, whatever happens.
 """
 
@@ -44,7 +44,7 @@ from pydmq.cluster_process import is_listening
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(1200)]
 
 REPO = Path(__file__).resolve().parents[2]
-README_PORTS = (9092, 9093, 9094, 19092, 19093, 19094)
+README_PORTS = (9092, 9093, 9094, 19092, 19093, 19094, 8082, 8083, 8084)
 INSTALL_TIMEOUT_S = 600.0  # the first server command creates the venv and pip-installs
 SERVER_TIMEOUT_S = 60.0
 COMMAND_TIMEOUT_S = 120.0

@@ -45,6 +45,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "pydmq.engines",
         "pydmq.assignment",
         "pydmq.cleaner",
+        # the HTTP/1.1 listener (server, routing, JSON envelope): knows nothing of Kafka
+        "pydmq.http",
     ),
     # partitions and replication; the request layer both roles sit on; the coordinator
     # runtime the coordinators over internal topics sit on
@@ -55,6 +57,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pydmq.controller",),
     # the broker role
     ("pydmq.broker",),
+    # a node's observability: Prometheus collectors over the roles' state, health, the HTTP
+    # routes the node starts (reads the broker and controller; never the node)
+    ("pydmq.metrics",),
     # the composition root: builds the roles a node has, owns its listeners, start and stop
     ("pydmq.node",),
     # launching nodes as processes (pydmq cluster up, the test harness, the chaos harness)

@@ -27,11 +27,13 @@ import concurrent.futures
 import inspect
 import logging
 import struct
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic
 
 from pydmq.api.handler import ApiHandlerSpec, HostT, RawResponse, RequestContext
+from pydmq.api.request_metrics import RequestMetrics
 from pydmq.net.connection import CloseConnection, KafkaConnection
 from pydmq.protocol.budgets import decode_budget
 from pydmq.protocol.errors import DecodeBudgetExceededError, ErrorCode, ProtocolError
@@ -76,8 +78,12 @@ class RequestDispatcher(Generic[HostT]):
         # Connections already warned about a request over its budget (one line each).
         self._warned: weakref.WeakSet[KafkaConnection] = weakref.WeakSet()
         self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
+        # Count and time of every request answered, per API key (read at scrape time).
+        self.request_metrics = RequestMetrics()
 
     def __call__(self, frame: memoryview, connection: KafkaConnection) -> Any:
+        started = time.perf_counter()
+        queued = started - connection.received_at if connection.received_at else 0.0
         try:
             header, body_offset = parse_request_header(frame)
         except DecodeBudgetExceededError as exc:
@@ -110,8 +116,10 @@ class RequestDispatcher(Generic[HostT]):
         ctx = self._context(header, connection)
         result = spec.handle(ctx, request)
         if inspect.isawaitable(result):
-            return self._finish_later(ctx, result)
-        return self._encode(ctx, result)
+            return self._finish_later(ctx, result, (queued, started, time.perf_counter()))
+        encoded = self._encode(ctx, result)
+        self.request_metrics.record(api_key, queued, time.perf_counter() - started, 0.0)
+        return encoded
 
     def _context(self, header: RequestHeader, connection: KafkaConnection) -> RequestContext[HostT]:
         return RequestContext(
@@ -196,7 +204,10 @@ class RequestDispatcher(Generic[HostT]):
         )
 
     def _finish_later(
-        self, ctx: RequestContext[HostT], result: Awaitable[Any]
+        self,
+        ctx: RequestContext[HostT],
+        result: Awaitable[Any],
+        timing: tuple[float, float, float],
     ) -> asyncio.Future[Buffers | None]:
         """Run the handler's awaitable as the task itself and encode its answer when it ends.
 
@@ -206,6 +217,7 @@ class RequestDispatcher(Generic[HostT]):
         """
         task = asyncio.ensure_future(result)
         answer: asyncio.Future[Buffers | None] = task.get_loop().create_future()
+        queued, started, local_done = timing
 
         def settle(done: asyncio.Future[Any]) -> None:
             if answer.done():
@@ -221,6 +233,10 @@ class RequestDispatcher(Generic[HostT]):
                 answer.set_result(self._encode(ctx, done.result()))
             except Exception as encode_error:  # surfaces on the connection, which closes
                 answer.set_exception(encode_error)
+                return
+            self.request_metrics.record(
+                ctx.api_key, queued, local_done - started, time.perf_counter() - local_done
+            )
 
         def cancel_handler(settled: asyncio.Future[Buffers | None]) -> None:
             if settled.cancelled():

@@ -107,6 +107,11 @@ class LogCleanerManager:
         self.cleanings = 0  # completed cleanings, for tests and figures
         self.bytes_read = 0
         self.bytes_written = 0
+        # For /metrics (Kafka's max-dirty-percent and max-clean-time-secs): the dirty ratio
+        # of the last log picked, the time spent cleaning and that of the last cleaning.
+        self.last_dirty_ratio = 0.0
+        self.clean_seconds = 0.0
+        self.last_clean_seconds = 0.0
 
     @classmethod
     def on_loop(
@@ -181,6 +186,7 @@ class LogCleanerManager:
 
     def _clean(self, plan: LogToClean, offset_map: OffsetMap) -> None:
         now_ms = int(time.time() * 1000)
+        started = time.perf_counter()
         try:
             result = clean_log(
                 plan, self._owner, offset_map, self.throttler, now_ms, self._stopping.is_set
@@ -200,6 +206,9 @@ class LogCleanerManager:
             self.cleanings += 1
             self.bytes_read += result.stats.bytes_read
             self.bytes_written += result.stats.bytes_written
+            self.last_dirty_ratio = plan.dirty_ratio
+            self.last_clean_seconds = time.perf_counter() - started
+            self.clean_seconds += self.last_clean_seconds
         log.info(
             "cleaned %s up to offset %d: %d groups, %d -> %d bytes, %d -> %d records",
             plan.tp,

@@ -175,6 +175,8 @@ def run_up(
         )
         say(f"bootstrap: {','.join(s.bootstrap for s in specs)}")
         say(f"controllers: {voters_of(specs)}")
+        if all(s.http_port for s in specs):
+            say(f"metrics: {' '.join(s.http_listener + '/metrics' for s in specs)}")
         say(f"status: pydmq cluster status -b {specs[0].bootstrap}")
         say("press Ctrl-C to stop")
         while not (stop_event is not None and stop_event.is_set()):
@@ -216,6 +218,9 @@ def _run_up(args: argparse.Namespace) -> int:
             host=args.host,
             base_port=args.base_port,
             controller_base_port=args.controller_base_port,
+            http_ports=[args.http_base_port + i for i in range(args.nodes)]
+            if args.http_base_port
+            else None,
         )
         voters = voters_of(specs)
         launcher = shlex.split(args.node_launcher) if args.node_launcher else DEFAULT_LAUNCHER
@@ -527,6 +532,13 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=19092,
         help="controller port of node 1 (default 19092)",
+    )
+    up.add_argument(
+        "--http-base-port",
+        type=int,
+        default=8082,
+        help="HTTP port (metrics, health) of node 1, the next nodes' follow (default 8082; "
+        "0: each node picks a free port)",
     )
     up.add_argument(
         "--override",

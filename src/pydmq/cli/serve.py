@@ -43,6 +43,12 @@ def add_parser(sub: Any) -> None:
     parser.add_argument("--listeners", help="e.g. PLAINTEXT://127.0.0.1:9092")
     parser.add_argument("--advertised-listeners", help="listeners published to clients")
     parser.add_argument("--log-dirs", help="data directory")
+    parser.add_argument(
+        "--http-listener",
+        metavar="URI,...",
+        help="pydmq.http.listeners: where /metrics and /v1/health/* listen (default "
+        "http://127.0.0.1:8082; an empty value turns the HTTP listener off)",
+    )
     parser.add_argument("--node-id", type=int, help="node.id")
     parser.add_argument("--process-roles", help="process.roles, e.g. broker,controller")
     parser.add_argument(
@@ -73,6 +79,7 @@ def build_config(args: argparse.Namespace) -> BrokerConfig:
         ("node_id", "node.id"),
         ("process_roles", "process.roles"),
         ("controller_quorum_voters", "controller.quorum.voters"),
+        ("http_listener", "pydmq.http.listeners"),
     ):
         value = getattr(args, flag)
         if value is not None:

@@ -19,6 +19,7 @@ from pydmq.config.definitions import (
     one_of,
     parse_value,
 )
+from pydmq.config.http import HTTP_CONFIGS
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 from pydmq.config.listener_security import check_listener_security, security_protocol
 from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
@@ -621,6 +622,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     ),
     *SSL_CONFIGS,
     *AUTHORIZER_CONFIGS,
+    *HTTP_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)

@@ -42,10 +42,12 @@ import contextlib
 import enum
 import logging
 import random
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
+from pydmq.api.request_metrics import LatencyHistogram
 from pydmq.config.broker import BrokerConfig
 from pydmq.controller.channel_manager import ControllerChannelManager
 from pydmq.controller.errors import ControllerError, ControllerTimeoutError, NotControllerError
@@ -183,6 +185,8 @@ class ControllerRuntime:
         # follows the ACLs of the image replayed here.
         self.authorizer = build_authorizer(config, broker.plugins.authorizers())
         self._records_since_snapshot = 0
+        # Append-to-applied time of each committed operation (read by /metrics).
+        self.commit_latency = LatencyHistogram()
         self._lock = asyncio.Lock()
         # offset -> futures resolved once the entry at that offset is applied
         self._waiters: dict[int, list[asyncio.Future[None]]] = {}
@@ -584,11 +588,13 @@ class ControllerRuntime:
                 self.check_active()
             result = operation(self.image)
             if result.records:
+                appended = time.perf_counter()
                 try:
                     offset = driver.append([encode_payload(result.records)])
                 except NotLeaderError as exc:
                     raise NotControllerError(str(exc)) from None
                 await self._wait_applied(offset, timeout)
+                self.commit_latency.observe(time.perf_counter() - appended)
             return result.response
 
     async def _wait_applied(self, offset: int, timeout: float) -> None:

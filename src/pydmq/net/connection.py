@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, cast
@@ -72,7 +73,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._end = 0
         self._transport: asyncio.Transport | None = None
         self._pending: asyncio.Future[Buffers | None] | None = None
-        self._backlog: deque[bytearray] = deque()
+        self._backlog: deque[tuple[float, bytearray]] = deque()
+        # When the frame being dispatched arrived, if it waited in the backlog (its queue time
+        # in the dispatcher's request metrics); 0.0 for a frame dispatched as it arrived.
+        self.received_at = 0.0
         self._reading_paused = False
         self._writing_paused = False
         self.closed = False
@@ -177,7 +181,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._start = frame_start + size
             frame = self._view[frame_start : frame_start + size]
             if self._pending is not None or self._backlog:
-                self._backlog.append(bytearray(frame))  # writable: offsets are patched in place
+                # writable: offsets are patched in place
+                self._backlog.append((time.perf_counter(), bytearray(frame)))
                 if len(self._backlog) >= _MAX_BACKLOG_FRAMES:
                     self._pause_reading()
             else:
@@ -225,7 +230,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         while self._backlog and self._pending is None and not self.closed:
             if self._writing_paused:
                 return
-            self._handle(memoryview(self._backlog.popleft()))
+            self.received_at, held = self._backlog.popleft()
+            self._handle(memoryview(held))
+            self.received_at = 0.0
         if self._pending is None and not self._writing_paused and not self.closed:
             self._resume_reading()
             # frames may already sit in the receive buffer

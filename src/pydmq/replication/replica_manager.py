@@ -66,6 +66,7 @@ from pydmq.replication.delayed_delete_records import (
 from pydmq.replication.fetch import FetchParams, FetchPartitionResult, FetchTarget, fetch_messages
 from pydmq.replication.partition import Partition, append_policy
 from pydmq.replication.purgatory import DelayedOperationPurgatory
+from pydmq.replication.stats import BrokerTopicStats
 from pydmq.replication.strategy import ISR_STRATEGY, ReplicationStrategy, ReplicationStrategySpec
 from pydmq.replication.txn_markers import TxnMarkerEntry, append_txn_markers
 from pydmq.replication.txn_verification import TransactionVerifier
@@ -193,6 +194,8 @@ class ReplicaManager:
         # Who verifies a transaction's first batch per partition with its coordinator
         # (KIP-890 part 1); set by the broker at start-up, None: not verified.
         self.txn_verifier: TransactionVerifier | None = None
+        # Per-topic bytes and messages in and out, ISR changes (read by /metrics).
+        self.topic_stats = BrokerTopicStats()
 
     def attach_cluster(
         self, metadata: ClusterMetadata, isr_expansion_wanted: Callable[[], None]
@@ -617,6 +620,9 @@ class ReplicaManager:
             raise
         if not info.duplicate:
             self.fetch_purgatory.notify(partition.tp)
+            self.topic_stats.record_append(
+                partition.tp.topic, info.last_offset - info.first_offset + 1, len(records)
+            )
         return info
 
     # -- maintenance -----------------------------------------------------------------

@@ -136,6 +136,7 @@ class ClusterNode(BrokerProcess):
         self.node_id = spec.node_id
         self.controller_port = spec.controller_port
         self.control_plane_port = spec.control_plane_port
+        self.http_port = spec.http_port
         self.voters = voters
         self.launcher = tuple(launcher)
         self.paused = False
@@ -239,13 +240,14 @@ class ClusterProcess:
         ``launcher`` is the command that runs ``serve`` (default ``python -m pydmq``)."""
         self.base_dir = Path(base_dir)
         self.host = host
-        ports = free_ports(3 * n, host)
+        ports = free_ports(4 * n, host)
         specs = plan_nodes(
             n,
             self.base_dir,
             host=host,
             ports=list(zip(ports[:n], ports[n : 2 * n], strict=True)),
-            control_plane_ports=ports[2 * n :],
+            control_plane_ports=ports[2 * n : 3 * n],
+            http_ports=ports[3 * n :],
         )
         self.voters = voters_of(specs)
         per_node = node_config or {}

@@ -37,6 +37,8 @@ class EmbeddedBroker:
             if ":" in host
             else f"PLAINTEXT://{host}:{port}",
             "log.dirs": str(data_dir),
+            # a free port: embedded brokers of one process (and tests) never collide on 8082
+            "pydmq.http.listeners": f"http://[{host}]:0" if ":" in host else f"http://{host}:0",
         }
         values.update(overrides or {})
         self.config = BrokerConfig(values)
@@ -48,6 +50,7 @@ class EmbeddedBroker:
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
         self.bootstrap = ""
+        self.http_port = 0  # the HTTP listener's bound port (0: off or not started)
 
     def start(self, timeout: float = 30.0) -> EmbeddedBroker:
         ready = threading.Event()
@@ -79,6 +82,7 @@ class EmbeddedBroker:
         self._stop = asyncio.Event()
         await node.start()
         self.bootstrap = node.bootstrap()
+        self.http_port = next(iter(node.http_ports), 0)
         ready.set()
         try:
             await self._stop.wait()

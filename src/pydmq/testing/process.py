@@ -35,6 +35,8 @@ class BrokerProcess:
         self.data_dir = Path(data_dir)
         self.host = host
         self.port = port or free_port(host)
+        # The HTTP listener on a free port of its own (never the default 8082).
+        self.http_port = free_port(host)
         self.overrides = dict(overrides or {})
         self.log_path = Path(log_path) if log_path else self.data_dir.parent / "broker.log"
         self.process: subprocess.Popen[bytes] | None = None
@@ -58,6 +60,10 @@ class BrokerProcess:
             f"PLAINTEXT://{self.host}:{self.port}",
             "--log-dirs",
             str(self.data_dir),
+            "--http-listener",
+            f"http://[{self.host}]:{self.http_port}"
+            if ":" in self.host
+            else f"http://{self.host}:{self.http_port}",
         ]
         for key, value in self.overrides.items():
             cmd += ["--override", f"{key}={value}"]

@@ -68,6 +68,7 @@ class _Connection:
         self.client_port = 40000 + connection_id
         self.listener = "PLAINTEXT"
         self.principal = ANONYMOUS
+        self.received_at = 0.0  # dispatched as it arrived
 
 
 class _Recorder:

@@ -293,6 +293,8 @@ def test_up_command_stops_on_sigterm(tmp_path: Path) -> None:
             str(client),
             "--controller-base-port",
             str(controller),
+            "--http-base-port",
+            "0",
             "--node-launcher",
             f"{sys.executable} {FAKE_NODE}",
         ],

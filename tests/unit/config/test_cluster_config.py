@@ -204,6 +204,7 @@ def _serve_args(**kwargs: object) -> argparse.Namespace:
         "node_id": None,
         "process_roles": None,
         "controller_quorum_voters": None,
+        "http_listener": None,
         "override": [],
     }
     base.update(kwargs)

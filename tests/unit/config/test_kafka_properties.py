@@ -239,7 +239,10 @@ def test_serve_starts_from_kafkas_server_properties(tmp_path: Path) -> None:
     log = tmp_path / "serve.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pydmq", "serve", "--config", str(config)],
+            [
+                *(sys.executable, "-m", "pydmq", "serve", "--config", str(config)),
+                *("--http-listener", "http://127.0.0.1:0"),
+            ],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -36,6 +36,7 @@ from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
     from pydmq.replication.partition import Partition
+    from pydmq.replication.stats import BrokerTopicStats
 
 __all__ = ["AlterPartitionManager"]
 
@@ -70,6 +71,7 @@ class AlterPartitionManager:
         partitions: Callable[[], Iterable[Partition]],
         on_committed: Callable[[TopicPartition], None],
         interval_ms: int,
+        stats: BrokerTopicStats | None = None,
         is_eligible: Callable[[int], bool] = lambda _broker_id: True,
         request_timeout_ms: int = 5000,
     ) -> None:
@@ -78,6 +80,7 @@ class AlterPartitionManager:
         self.client = client
         self._partitions = partitions
         self._on_committed = on_committed
+        self._stats = stats  # where committed ISR shrinks and expansions are counted
         self._is_eligible = is_eligible
         self.interval = interval_ms / 1000
         self.request_timeout = request_timeout_ms / 1000
@@ -205,7 +208,10 @@ class AlterPartitionManager:
                     self._failed(partition, maybe_applied=result.error_code not in _NOT_APPLIED)
                     continue
                 if result.leader_epoch == partition.leader_epoch and partition.is_leader:
+                    old_isr = partition.isr
                     partition.isr_change_committed(list(result.isr), result.partition_epoch)
+                    if self._stats is not None:
+                        self._stats.record_isr_change(old_isr, partition.isr)
                     log.info(
                         "%s: ISR now %s (partition epoch %d)",
                         partition.tp,

@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -104,6 +105,9 @@ class BrokerLifecycleManager:
         self._previous_epoch = -1
         self.fenced = True
         self.caught_up = False
+        # time.monotonic() of the last registration or heartbeat the controller answered
+        # without error (readiness: a broker that lost its controller stops being ready).
+        self.last_contact = 0.0
         self.registered = asyncio.Event()
         self.unfenced = asyncio.Event()
         self.want_shut_down = False
@@ -196,6 +200,7 @@ class BrokerLifecycleManager:
             return
         self.broker_epoch = response.broker_epoch
         self._previous_epoch = response.broker_epoch
+        self.last_contact = time.monotonic()
         self.fenced = True
         self.unfenced.clear()
         self.registered.set()
@@ -248,6 +253,7 @@ class BrokerLifecycleManager:
         if code != ErrorCode.NONE:
             log.info("broker %d: heartbeat error %s", self.broker_id, ErrorCode(code).name)
             return
+        self.last_contact = time.monotonic()
         self.caught_up = response.is_caught_up
         self.should_shut_down = response.should_shut_down
         self._set_fenced(response.is_fenced)

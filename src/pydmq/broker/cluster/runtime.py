@@ -147,6 +147,7 @@ class BrokerCluster:
             on_committed=broker.replica_manager.notify_high_watermark,
             interval_ms=max(100, min(lag_ms // 2, 2500)),
             is_eligible=self.metadata_cache.is_alive,
+            stats=broker.replica_manager.topic_stats,
         )
         self.producer_ids = ProducerIdBlockManager(
             broker_id=self.node_id,

@@ -79,6 +79,7 @@ from pydmq.protocol.messages.fetch import (
 )
 from pydmq.protocol.scatter import RecordsView
 from pydmq.replication.fetch import FetchParams, FetchPartitionResult, FetchTarget
+from pydmq.replication.stats import BrokerTopicStats
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
@@ -175,7 +176,14 @@ class _Answer:
     """How the results of one Fetch become its response: the session's entries (whose last
     reported values decide what an incremental response carries) and the wire details."""
 
-    __slots__ = ("incremental", "read_committed", "session_entries", "session_id")
+    __slots__ = (
+        "follower",
+        "incremental",
+        "read_committed",
+        "session_entries",
+        "session_id",
+        "stats",
+    )
 
     def __init__(
         self,
@@ -183,11 +191,15 @@ class _Answer:
         incremental: bool,
         session_entries: list[CachedPartition] | None,
         read_committed: bool,
+        stats: BrokerTopicStats,
+        follower: bool,
     ) -> None:
         self.session_id = session_id
         self.incremental = incremental
         self.session_entries = session_entries
         self.read_committed = read_committed
+        self.stats = stats  # bytes out per topic (consumers' or followers')
+        self.follower = follower
 
     def respond(
         self, targets: list[FetchTarget], results: list[FetchPartitionResult]
@@ -207,6 +219,12 @@ class _Answer:
                 if incremental and not (changed or result.error_code or info is not None):
                     continue
             tp = target.tp
+            if info is not None:
+                topic_stats = self.stats.topic(tp.topic)
+                if self.follower:
+                    topic_stats.replication_bytes_out += info.size
+                else:
+                    topic_stats.bytes_out += info.size
             key = (tp.topic, target.topic_id)
             topic_response = by_topic.get(key)
             if topic_response is None:
@@ -266,8 +284,15 @@ def handle(ctx: BrokerContext, request: FetchRequest) -> object:
             session_id = sid
             incremental = True
             targets, session_entries = _apply_to_session(session, targets, request, broker, version)
-    answer = _Answer(session_id, incremental, session_entries, request.isolation_level == 1)
     params = _params(ctx, request)
+    answer = _Answer(
+        session_id,
+        incremental,
+        session_entries,
+        request.isolation_level == 1,
+        broker.replica_manager.topic_stats,
+        params.replica_id >= 0,
+    )
     if broker.authorizer is not None:
         _authorize_targets(ctx, params, targets)
     results = broker.replica_manager.fetch_messages(params, targets)

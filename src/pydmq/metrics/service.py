@@ -1,0 +1,90 @@
+"""NodeHttpService: a node's HTTP listener and its routes.
+
+Routes (group ``monitoring``): ``GET /metrics`` (Prometheus text format, rendered by
+prometheus_client from the node's own registry), ``GET /v1/health/live`` and
+``GET /v1/health/ready`` (JSON, 200 or 503; see :mod:`pydmq.metrics.health`).
+
+prometheus_client costs ~0.1 s to import: it is imported at the first scrape, never at
+start-up. The node starts this service once its Kafka listeners serve (in cluster mode once
+its controller and control-plane listeners serve, so readiness can answer "not ready" while
+the broker registers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from typing import TYPE_CHECKING
+
+from pydmq.config.http import HttpListener, HttpSettings
+from pydmq.http.messages import HttpRequest, HttpResponse, json_response
+from pydmq.http.routing import Router
+from pydmq.http.server import HttpServer
+from pydmq.metrics.health import readiness
+from pydmq.metrics.loop_lag import EventLoopLagProbe
+from pydmq.metrics.source import NodeView
+
+if TYPE_CHECKING:
+    from prometheus_client.registry import CollectorRegistry
+
+__all__ = ["MONITORING", "NodeHttpService"]
+
+MONITORING = "monitoring"  # the route group of metrics and health
+
+
+class NodeHttpService:
+    """Owned by the node, on its event loop: the HTTP server, the routes above, the event
+    loop's lag probe and (from the first scrape) the node's metrics registry."""
+
+    def __init__(self, node: NodeView, settings: HttpSettings) -> None:
+        self.node = node
+        self.lag_probe = EventLoopLagProbe()
+        self._registry: CollectorRegistry | None = None
+        self._renderer: concurrent.futures.ThreadPoolExecutor | None = None
+        router = Router()
+        router.add("GET", "/metrics", self._metrics, MONITORING)
+        router.add("GET", "/v1/health/live", self._live, MONITORING)
+        router.add("GET", "/v1/health/ready", self._ready, MONITORING)
+        self.router = router
+        self.server = HttpServer(settings, router)
+
+    @property
+    def bound(self) -> list[HttpListener]:
+        """Each listener as bound (port 0 resolved)."""
+        return self.server.bound
+
+    async def start(self) -> None:
+        """Bind and serve (HttpListenerError, naming the property, when a listener cannot be
+        bound), then start the lag probe."""
+        await self.server.start()
+        self.lag_probe.start()
+
+    async def stop(self) -> None:
+        await self.lag_probe.stop()
+        await self.server.stop()
+        if self._renderer is not None:
+            self._renderer.shutdown(wait=False)
+
+    async def _metrics(self, request: HttpRequest) -> HttpResponse:
+        from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+        from pydmq.metrics.collector import node_registry, render
+
+        if self._registry is None:
+            self._registry = node_registry(self.node, self.lag_probe)
+            self._renderer = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="pydmq-metrics"
+            )
+        # The figures are read here, on the loop that owns them; the text (most of a scrape's
+        # cost) is formatted on the renderer's thread, so the loop keeps serving meanwhile.
+        families = list(self._registry.collect())
+        loop = asyncio.get_running_loop()
+        body = await loop.run_in_executor(self._renderer, render, families)
+        return HttpResponse(200, body, CONTENT_TYPE_LATEST)
+
+    async def _live(self, request: HttpRequest) -> HttpResponse:
+        return json_response(200, {"status": "live", "node_id": self.node.node_id})
+
+    async def _ready(self, request: HttpRequest) -> HttpResponse:
+        verdict = readiness(self.node)
+        return json_response(200 if verdict.ready else 503, verdict.to_json(self.node.node_id))
