@@ -64,6 +64,7 @@ from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
+from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
@@ -148,6 +149,15 @@ class Broker:
         self.controller_channel = ControllerChannel(self, self.local_controller)
         self.topic_creator = TopicCreator(self, self.local_controller)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
+        # Client quotas: a single node's from its image now, a cluster broker's from the
+        # controller's UpdateMetadata; both as each change is applied.
+        self.quotas = QuotaManagers(
+            QuotaSettings(
+                config.get_int("quota.window.num"), config.get_int("quota.window.size.seconds")
+            )
+        )
+        if self.local_controller is not None:
+            self.quotas.update(self.local_controller.image.client_quotas)
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
@@ -275,6 +285,7 @@ class Broker:
             inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
             served_apis=self.served_apis,
             control_plane=cluster,
+            quotas=self.quotas,
         )
 
     def served_apis(self, listener_name: str | None) -> dict[int, ApiHandlerSpec]:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         UpdateMetadataRequest,
         UpdateMetadataResponse,
     )
+    from pydmq.quotas.manager import QuotaManagers
     from pydmq.replication.replica_manager import ReplicaManager
     from pydmq.storage.api import TopicPartition
     from pydmq.transactions.coordinator import TransactionCoordinator
@@ -150,6 +151,8 @@ class BrokerServices:
     # The APIs a listener serves (None: the client listeners), for ApiVersions.
     served_apis: Callable[[str | None], Mapping[int, ApiHandlerSpec]]
     control_plane: ControlPlane | None
+    # The client quota managers (Kafka's ClientQuotaManagers) and the quotas they enforce.
+    quotas: QuotaManagers
 
     def topic_config(self, name: str) -> TopicConfig:
         """The effective configs of topic ``name`` (the broker's defaults if unknown)."""

@@ -19,6 +19,7 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
+from pydmq.config.quotas import QUOTA_CONFIGS
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -618,6 +619,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "Largest metadata string of a committed offset.",
         read_only=True,
     ),
+    *QUOTA_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)

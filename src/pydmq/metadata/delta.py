@@ -21,13 +21,16 @@ from pydmq.metadata.image import (
     BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
+    QuotaEntity,
     TopicImage,
     TopicsImage,
     frozen_mapping,
+    quota_entity,
 )
 from pydmq.metadata.records import (
     RESOURCE_TOPIC,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -80,6 +83,8 @@ class MetadataDelta:
         self._configs: dict[tuple[int, str], dict[str, str | None]] = {}
         self._cleared_configs: set[tuple[int, str]] = set()
         self._next_producer_id: int | None = None
+        # Client quotas changed here: entity -> key -> value, None when removed.
+        self._client_quotas: dict[QuotaEntity, dict[str, float | None]] = {}
 
     # -- replay -------------------------------------------------------------------------
 
@@ -116,6 +121,10 @@ class MetadataDelta:
                 self._configs.setdefault(key, {})[rec.name] = rec.value
             case FeatureLevelRecord():
                 self._features[rec.name] = rec.feature_level
+            case ClientQuotaRecord():
+                entity = quota_entity((e.entity_type, e.entity_name) for e in rec.entity)
+                quotas = self._client_quotas.setdefault(entity, {})
+                quotas[rec.key] = None if rec.remove else rec.value
             case ProducerIdsRecord():
                 self._next_producer_id = rec.next_producer_id
             case NoOpRecord():
@@ -233,6 +242,10 @@ class MetadataDelta:
     def changed_config_resources(self) -> set[tuple[int, str]]:
         return set(self._configs)
 
+    def changed_client_quotas(self) -> bool:
+        """Whether a ClientQuotaRecord was replayed."""
+        return bool(self._client_quotas)
+
     # -- the next image -------------------------------------------------------------------
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
@@ -248,6 +261,7 @@ class MetadataDelta:
             next_producer_id=(
                 image.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
+            client_quotas=self._apply_client_quotas(),
         )
 
     def _apply_features(self) -> Mapping[str, int]:
@@ -303,3 +317,20 @@ class MetadataDelta:
             else:
                 configs.pop(key, None)
         return frozen_mapping(configs)
+
+    def _apply_client_quotas(self) -> Mapping[QuotaEntity, Mapping[str, float]]:
+        if not self._client_quotas:
+            return self.image.client_quotas
+        quotas = dict(self.image.client_quotas)
+        for entity, changes in self._client_quotas.items():
+            values = dict(quotas.get(entity, {}))
+            for key, value in changes.items():
+                if value is None:
+                    values.pop(key, None)
+                else:
+                    values[key] = value
+            if values:
+                quotas[entity] = frozen_mapping(values)
+            else:
+                quotas.pop(entity, None)
+        return frozen_mapping(quotas)

@@ -10,7 +10,7 @@ Sans-IO: no asyncio, sockets or files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, TypeVar
@@ -20,8 +20,10 @@ from pydmq.metadata.records import (
     NO_LEADER,
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
+    ClientQuotaRecord,
     ConfigRecord,
     Endpoint,
+    EntityData,
     FeatureLevelRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -36,13 +38,25 @@ __all__ = [
     "Endpoint",
     "MetadataImage",
     "PartitionRegistration",
+    "QuotaEntity",
     "TopicImage",
     "TopicsImage",
     "frozen_mapping",
+    "quota_entity",
 ]
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+QuotaEntity = tuple[tuple[str, str | None], ...]
+"""A client quota entity: its (entity type, entity name) pairs sorted by type; a name of None
+is the type's default entity (Kafka's ClientQuotaEntity)."""
+
+
+def quota_entity(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
+    """The :data:`QuotaEntity` of ``pairs`` (in any order)."""
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
 
 
 def frozen_mapping(items: Mapping[K, V] | None = None) -> Mapping[K, V]:
@@ -209,7 +223,8 @@ class MetadataImage:
 
     ``configs`` maps ``(resource_type, resource_name)`` to the explicitly set configs
     (:data:`~pydmq.metadata.records.RESOURCE_TOPIC`, ``RESOURCE_BROKER``).
-    ``next_producer_id`` is the first producer id not yet handed out.
+    ``next_producer_id`` is the first producer id not yet handed out. ``client_quotas``
+    maps each client quota entity (:data:`QuotaEntity`) to its quota values by key.
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -221,6 +236,7 @@ class MetadataImage:
     topics: TopicsImage = field(default_factory=TopicsImage)
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=frozen_mapping)
     next_producer_id: int = 0
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=frozen_mapping)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -272,6 +288,11 @@ class MetadataImage:
             out.extend(
                 ConfigRecord(resource_type, resource_name, name, value)
                 for name, value in values.items()
+            )
+        for entity, quotas in self.client_quotas.items():
+            entity_data = tuple(EntityData(kind, name) for kind, name in entity)
+            out.extend(
+                ClientQuotaRecord(entity_data, key, value, False) for key, value in quotas.items()
             )
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))

@@ -57,6 +57,8 @@ HANDLER_MODULES: tuple[str, ...] = (
     "end_txn",
     "describe_transactions",
     "list_transactions",
+    "describe_client_quotas",
+    "alter_client_quotas",
 )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydmq.controller.handlers import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     create_partitions,
@@ -32,6 +33,7 @@ _ADMIN_MODULES = (
     incremental_alter_configs,
     alter_partition_reassignments,
     list_partition_reassignments,
+    alter_client_quotas,
 )
 
 

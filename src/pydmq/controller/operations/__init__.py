@@ -8,7 +8,8 @@ I/O; the controller runtime runs them one at a time, so each sees the records of
 one already replayed into its image.
 
 Modules: :mod:`.common` (result, context, elections), :mod:`.brokers`, :mod:`.topics`,
-:mod:`.partitions` (AlterPartition, ElectLeaders), :mod:`.reassignment`, :mod:`.configs`.
+:mod:`.partitions` (AlterPartition, ElectLeaders), :mod:`.reassignment`, :mod:`.configs`,
+:mod:`.quotas` (AlterClientQuotas).
 """
 
 from pydmq.controller.operations.brokers import (
@@ -57,6 +58,11 @@ from pydmq.controller.operations.partitions import (
     alter_partition,
     elect_leaders,
 )
+from pydmq.controller.operations.quotas import (
+    ClientQuotaAlteration,
+    ClientQuotaAlterationResult,
+    alter_client_quotas,
+)
 from pydmq.controller.operations.reassignment import (
     OngoingReassignment,
     ReassignmentRequest,
@@ -90,6 +96,8 @@ __all__ = [
     "AlterPartitionReply",
     "BrokerHeartbeatReply",
     "BrokerRegistrationReply",
+    "ClientQuotaAlteration",
+    "ClientQuotaAlterationResult",
     "ConfigResourceResult",
     "ControlledShutdownReply",
     "ControllerResult",
@@ -106,6 +114,7 @@ __all__ = [
     "ReassignmentRequest",
     "ReassignmentResult",
     "allocate_producer_ids",
+    "alter_client_quotas",
     "alter_configs",
     "alter_partition",
     "alter_partition_reassignments",
