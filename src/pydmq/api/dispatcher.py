@@ -18,6 +18,10 @@ handlers answer in slices, giving the loop back between them), and its response 
 on the decoding thread: the loop keeps serving the other connections meanwhile (it takes the
 GIL back every switch interval, 5 ms), and one thread bounds what large requests can take to
 one core.
+
+A handler that found its client over a quota sets ``ctx.throttle_time_ms``: once the response
+is encoded the connection is muted for that time, or, for a client older than KIP-219, the
+response is delayed by it (:mod:`pydmq.quotas.throttling`).
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
+from pydmq.quotas.throttling import client_throttles
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
 
@@ -55,6 +60,12 @@ Buffers = Sequence[bytes | bytearray | memoryview]
 def _decode(api_key: int, body: bytearray, body_offset: int, version: int, budget: int) -> Any:
     """Decode a request from its private copy (runs on the decoding thread: pure, no state)."""
     return API_SCHEMAS[api_key].decode_request(Reader(body, body_offset, budget=budget), version)
+
+
+def _settle(future: asyncio.Future[Buffers | None], buffers: Buffers | None) -> None:
+    """Complete a delayed answer, unless its connection closed meanwhile (cancelled)."""
+    if not future.done():
+        future.set_result(buffers)
 
 
 class RequestDispatcher(Generic[HostT]):
@@ -107,13 +118,18 @@ class RequestDispatcher(Generic[HostT]):
             return self._decode_off_loop(header, spec, bytearray(frame), body_offset, connection)
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
-        ctx = self._context(header, connection)
+        ctx = self._context(header, connection, len(frame))
         result = spec.handle(ctx, request)
         if inspect.isawaitable(result):
-            return self._finish_later(ctx, result)
-        return self._encode(ctx, result)
+            return self._finish_later(ctx, result, connection)
+        buffers = self._encode(ctx, result)
+        if ctx.throttle_time_ms:
+            return self._throttled(ctx, connection, buffers)
+        return buffers
 
-    def _context(self, header: RequestHeader, connection: KafkaConnection) -> RequestContext[HostT]:
+    def _context(
+        self, header: RequestHeader, connection: KafkaConnection, size: int
+    ) -> RequestContext[HostT]:
         return RequestContext(
             broker=self._host,
             api_key=header.api_key,
@@ -125,6 +141,7 @@ class RequestDispatcher(Generic[HostT]):
             listener=connection.listener,
             connection_id=connection.connection_id,
             principal=connection.principal,
+            request_size=size,
         )
 
     async def _decode_off_loop(
@@ -155,11 +172,17 @@ class RequestDispatcher(Generic[HostT]):
             return self._refuse_over_budget(header, connection, exc)
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
-        ctx = self._context(header, connection)
+        ctx = self._context(header, connection, len(body))
         result = spec.handle(ctx, request)
         if inspect.isawaitable(result):
             result = await result
-        return await loop.run_in_executor(self._decoder, self._encode, ctx, result)
+        buffers = await loop.run_in_executor(self._decoder, self._encode, ctx, result)
+        if not ctx.throttle_time_ms:
+            return buffers
+        throttled = self._throttled(ctx, connection, buffers)
+        if isinstance(throttled, asyncio.Future):
+            return await throttled
+        return throttled
 
     def _refuse_over_budget(
         self, header: RequestHeader, connection: KafkaConnection, exc: DecodeBudgetExceededError
@@ -195,8 +218,23 @@ class RequestDispatcher(Generic[HostT]):
             action,
         )
 
+    @staticmethod
+    def _throttled(
+        ctx: RequestContext[HostT], connection: KafkaConnection, buffers: Buffers | None
+    ) -> Buffers | asyncio.Future[Buffers | None] | None:
+        """``buffers`` with the connection muted for the throttle time, or a future of them
+        that completes after it (a client older than KIP-219)."""
+        delay = ctx.throttle_time_ms / 1000.0
+        if client_throttles(ctx.api_key, ctx.api_version):
+            connection.mute_for(delay)
+            return buffers
+        loop = asyncio.get_running_loop()
+        delayed: asyncio.Future[Buffers | None] = loop.create_future()
+        loop.call_later(delay, _settle, delayed, buffers)
+        return delayed
+
     def _finish_later(
-        self, ctx: RequestContext[HostT], result: Awaitable[Any]
+        self, ctx: RequestContext[HostT], result: Awaitable[Any], connection: KafkaConnection
     ) -> asyncio.Future[Buffers | None]:
         """Run the handler's awaitable as the task itself and encode its answer when it ends.
 
@@ -218,9 +256,18 @@ class RequestDispatcher(Generic[HostT]):
                 answer.set_exception(exc)
                 return
             try:
-                answer.set_result(self._encode(ctx, done.result()))
+                buffers = self._encode(ctx, done.result())
             except Exception as encode_error:  # surfaces on the connection, which closes
                 answer.set_exception(encode_error)
+                return
+            if not ctx.throttle_time_ms:
+                answer.set_result(buffers)
+                return
+            throttled = self._throttled(ctx, connection, buffers)
+            if isinstance(throttled, asyncio.Future):
+                throttled.add_done_callback(lambda f: _settle(answer, f.result()))
+            else:
+                answer.set_result(throttled)
 
         def cancel_handler(settled: asyncio.Future[Buffers | None]) -> None:
             if settled.cancelled():

@@ -16,8 +16,12 @@ import pytest
 
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.api.handler import RequestContext
+from pydmq.net.connection import KafkaConnection
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.messages.metadata import MetadataResponse
+
+# Unthrottled answers never touch the connection.
+_CONNECTION = KafkaConnection(lambda frame, connection: None, 1024, "PLAINTEXT")
 
 
 def _context(api_key: int = 3, api_version: int = 12) -> RequestContext[None]:
@@ -43,7 +47,9 @@ def test_cancelling_before_the_handler_ran_leaves_no_unawaited_coroutine() -> No
 
     async def scenario() -> bool:
         answer = asyncio.ensure_future(  # what the connection does
-            RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(_context(), handler())
+            RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
+                _context(), handler(), _CONNECTION
+            )
         )
         answer.cancel()  # the connection closed in the same loop tick
         for _ in range(3):
@@ -72,7 +78,9 @@ def test_cancelling_the_answer_cancels_a_running_handler() -> None:
 
     async def scenario() -> None:
         answer = asyncio.ensure_future(  # what the connection does
-            RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(_context(), handler())
+            RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
+                _context(), handler(), _CONNECTION
+            )
         )
         await asyncio.sleep(0.01)  # the handler is parked
         answer.cancel()
@@ -89,7 +97,7 @@ def test_the_answer_is_the_encoded_response_with_its_correlation_id() -> None:
 
     async def scenario() -> Any:
         return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-            _context(), handler()
+            _context(), handler(), _CONNECTION
         )
 
     buffers = asyncio.run(scenario())
@@ -106,7 +114,7 @@ def test_a_failing_handler_fails_the_answer() -> None:
 
     async def scenario() -> Any:
         return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-            _context(), handler()
+            _context(), handler(), _CONNECTION
         )
 
     with pytest.raises(RuntimeError, match="boom"):
@@ -119,7 +127,7 @@ def test_a_handler_answering_none_sends_nothing() -> None:
 
     async def scenario() -> Any:
         return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-            _context(0, 9), handler()
+            _context(0, 9), handler(), _CONNECTION
         )
 
     assert asyncio.run(scenario()) is None
