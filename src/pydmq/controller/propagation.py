@@ -26,6 +26,9 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   one the layers among those two that the delta changed (a broker whose own layer changed,
   or every broker when the default changed, gets an UpdateMetadata for it). Another
   broker's layer is never sent.
+- Client quotas (pydmq's tagged ``client_quotas``): the FULL UpdateMetadata lists every client
+  quota entity with its values; an incremental one (sent to every broker when quotas changed)
+  the entities the delta changed, each with its complete values (none: removed).
 - Request order for one broker and one change: LeaderAndIsr, StopReplica, UpdateMetadata, so
   a broker that acknowledged an UpdateMetadata at offset N has applied everything up to N.
 - ``type_``: ``FULL`` (2) for the full-state variants, ``INCREMENTAL`` (1) otherwise
@@ -57,8 +60,11 @@ from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataBroker,
     UpdateMetadataBrokerConfig,
     UpdateMetadataBrokerConfigs,
+    UpdateMetadataClientQuota,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
+    UpdateMetadataQuotaEntity,
+    UpdateMetadataQuotaValue,
     UpdateMetadataRequest,
     UpdateMetadataTopicConfig,
     UpdateMetadataTopicState,
@@ -66,7 +72,7 @@ from pydmq.protocol.messages.update_metadata import (
 
 if TYPE_CHECKING:
     from pydmq.metadata.delta import MetadataDelta
-    from pydmq.metadata.image import MetadataImage, PartitionRegistration
+    from pydmq.metadata.image import MetadataImage, PartitionRegistration, QuotaEntity
 
 __all__ = [
     "BROKER_RESOURCE",
@@ -307,6 +313,7 @@ def _update_metadata(
     controller_epoch: int,
     type_: int,
     broker_configs: list[UpdateMetadataBrokerConfigs],
+    client_quotas: list[UpdateMetadataClientQuota],
 ) -> UpdateMetadataRequest:
     return UpdateMetadataRequest(
         controller_id=controller_id,
@@ -318,7 +325,28 @@ def _update_metadata(
         type_=type_,
         metadata_offset=image.offset,
         broker_configs=broker_configs,
+        client_quotas=client_quotas,
     )
+
+
+def _client_quotas(
+    image: MetadataImage, entities: Iterable[QuotaEntity]
+) -> list[UpdateMetadataClientQuota]:
+    """The UpdateMetadata form of ``entities`` with their values in ``image`` (none when
+    their quotas were removed), in a stable order."""
+    return [
+        UpdateMetadataClientQuota(
+            entity=[
+                UpdateMetadataQuotaEntity(entity_type=kind, entity_name=name)
+                for kind, name in entity
+            ],
+            values=[
+                UpdateMetadataQuotaValue(key=key, value=value)
+                for key, value in sorted(image.client_quotas.get(entity, {}).items())
+            ],
+        )
+        for entity in sorted(entities, key=repr)
+    ]
 
 
 def _changed_topic_configs(new: MetadataImage, delta: MetadataDelta) -> set[str]:
@@ -458,7 +486,9 @@ def delta_pushes(
                 configs=_topic_configs(new, name),
             )
         )
-    send_metadata = bool(um_topics or changed_brokers)
+    quota_entities = delta.changed_client_quotas()
+    client_quotas = _client_quotas(new, quota_entities)
+    send_metadata = bool(um_topics or changed_brokers or quota_entities)
     live = _live_brokers(new) if send_metadata or broker_layers else []
 
     pushes: dict[int, BrokerPush] = {}
@@ -491,6 +521,7 @@ def delta_pushes(
                 controller_epoch=controller_epoch,
                 type_=INCREMENTAL,
                 broker_configs=_broker_config_layers(new, layers),
+                client_quotas=client_quotas,
             )
         if push:
             pushes[broker_id] = push
@@ -552,5 +583,6 @@ def full_push(
         controller_epoch=controller_epoch,
         type_=FULL,
         broker_configs=_broker_config_layers(image, ("", str(broker_id))),
+        client_quotas=_client_quotas(image, image.client_quotas),
     )
     return push

@@ -242,9 +242,9 @@ class MetadataDelta:
     def changed_config_resources(self) -> set[tuple[int, str]]:
         return set(self._configs)
 
-    def changed_client_quotas(self) -> bool:
-        """Whether a ClientQuotaRecord was replayed."""
-        return bool(self._client_quotas)
+    def changed_client_quotas(self) -> set[QuotaEntity]:
+        """The client quota entities ClientQuotaRecords changed (empty: none)."""
+        return set(self._client_quotas)
 
     # -- the next image -------------------------------------------------------------------
 

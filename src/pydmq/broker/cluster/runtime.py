@@ -481,6 +481,8 @@ class BrokerCluster:
         if not result.applied:
             return UpdateMetadataResponse(error_code=ErrorCode.NONE)
         replica_manager = self.broker.replica_manager
+        if result.client_quotas_changed:
+            self.broker.quotas.update(self.metadata_cache.client_quotas)
         if result.broker_configs_changed:
             layers = self.metadata_cache.broker_configs
             install_broker_configs(self.broker, layers[""], layers[str(self.node_id)])

@@ -19,6 +19,11 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   resources) as ``{resource_name, configs: [{name, value}]}``: the cluster-wide default ("")
   and the receiving broker's own id. A listed layer replaces the broker's copy of it (empty
   ``configs``: nothing set); an unlisted one is unchanged. The FULL variant lists both.
+- UpdateMetadata request, tag 3: ``client_quotas``, client quota entities as ``{entity:
+  [{entity_type, entity_name (null: the default)}], values: [{key, value}]}``. A listed
+  entity replaces the broker's copy of it (empty ``values``: its quotas were removed); an
+  unlisted one is unchanged. The FULL variant lists every entity, and the broker drops the
+  others.
 """
 
 from __future__ import annotations
@@ -276,6 +281,21 @@ def update_metadata() -> ApiSpec:
         a.field("resource_name", "string"),
         a.structs("configs", broker_config),
     )
+    quota_entity = a.struct(
+        "UpdateMetadataQuotaEntity",
+        a.field("entity_type", "string"),
+        a.field("entity_name", "string", nullable=True),
+    )
+    quota_value = a.struct(
+        "UpdateMetadataQuotaValue",
+        a.field("key", "string"),
+        a.field("value", "float64"),
+    )
+    client_quota = a.struct(
+        "UpdateMetadataClientQuota",
+        a.structs("entity", quota_entity),
+        a.structs("values", quota_value),
+    )
     request = a.struct(
         "UpdateMetadataRequest",
         a.field("controller_id", "int32"),
@@ -287,6 +307,7 @@ def update_metadata() -> ApiSpec:
         a.field("type_", "int8", default=0, tag=0),
         a.field("metadata_offset", "int64", default=-1, tag=1),  # pydmq extension
         a.structs("broker_configs", broker_configs, tag=2),  # pydmq extension
+        a.structs("client_quotas", client_quota, tag=3),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",
@@ -302,6 +323,9 @@ def update_metadata() -> ApiSpec:
             broker,
             broker_config,
             broker_configs,
+            quota_entity,
+            quota_value,
+            client_quota,
             request,
         ),
         a.message("response", response),
