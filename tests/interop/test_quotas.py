@@ -275,3 +275,23 @@ def test_kafka_configs_manages_client_quotas_unchanged(broker: Any) -> None:
     assert (
         _kafka_configs(boot, "--describe", "--entity-type", "clients", "--entity-name", name) == ""
     )
+
+
+def test_request_percentage_throttles_every_api_but_the_exempt_ones(broker: Any) -> None:
+    from pydmq.protocol.messages.api_versions import ApiVersionsRequest
+    from pydmq.protocol.messages.metadata import MetadataRequest
+
+    # A quota no request can stay under: the throttle is Kafka's bound, one window (1 s).
+    _set_client_quota(broker.bootstrap, "busy", "request_percentage", 1e-9)
+    try:
+        with RawClient(broker.bootstrap) as client:
+            metadata = client.request(3, 12, MetadataRequest(topics=[]), client_id="busy").body
+        with RawClient(broker.bootstrap) as client:
+            versions = client.request(18, 3, ApiVersionsRequest(), client_id="busy").body
+        with RawClient(broker.bootstrap) as client:
+            other = client.request(3, 12, MetadataRequest(topics=[]), client_id="idle").body
+    finally:
+        _set_client_quota(broker.bootstrap, "busy", "request_percentage", None)
+    assert metadata.throttle_time == 1000
+    assert versions.throttle_time == 0
+    assert other.throttle_time == 0

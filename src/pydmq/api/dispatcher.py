@@ -22,6 +22,14 @@ one core.
 A handler that found its client over a quota sets ``ctx.throttle_time_ms``: once the response
 is encoded the connection is muted for that time, or, for a client older than KIP-219, the
 response is delayed by it (:mod:`pydmq.quotas.throttling`).
+
+With a ``request_percentage`` quota configured (``request_quota`` enabled), the time a request
+takes to decode and handle, on the loop and on the decoding thread, is recorded for its client
+as Kafka's request quota does (a percentage of one thread's time; the awaited parts of an
+asynchronous handler are not counted), and a client over its quota gets the throttle time in
+the response's ``throttle_time_ms`` (at most one quota window, as Kafka bounds it). ApiVersions
+and SASL requests, and requests on ``exempt_listeners`` (the inter-broker listener), are
+exempt. Without such a quota the clock is not read.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import concurrent.futures
 import inspect
 import logging
 import struct
+import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic
@@ -44,6 +53,7 @@ from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
+from pydmq.quotas.manager import ClientQuotaManager
 from pydmq.quotas.throttling import client_throttles
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
@@ -57,9 +67,21 @@ INLINE_DECODE_BUDGET = 10_000
 Buffers = Sequence[bytes | bytearray | memoryview]
 
 
-def _decode(api_key: int, body: bytearray, body_offset: int, version: int, budget: int) -> Any:
-    """Decode a request from its private copy (runs on the decoding thread: pure, no state)."""
-    return API_SCHEMAS[api_key].decode_request(Reader(body, body_offset, budget=budget), version)
+# Exempt from the request quota, as Kafka: ApiVersions and SASL (a client must always be able
+# to learn the versions and authenticate).
+_REQUEST_QUOTA_EXEMPT = frozenset((17, 18, 36))
+# Kafka's nanosToPercentage: nanoseconds of one thread's time -> percent-seconds.
+_NANOS_TO_PERCENT = 100.0 / 1e9
+
+
+def _decode(
+    api_key: int, body: bytearray, body_offset: int, version: int, budget: int
+) -> tuple[Any, int]:
+    """Decode a request from its private copy (runs on the decoding thread: pure, no state);
+    with the nanoseconds it took."""
+    started = time.perf_counter_ns()
+    request = API_SCHEMAS[api_key].decode_request(Reader(body, body_offset, budget=budget), version)
+    return request, time.perf_counter_ns() - started
 
 
 def _settle(future: asyncio.Future[Buffers | None], buffers: Buffers | None) -> None:
@@ -80,8 +102,12 @@ class RequestDispatcher(Generic[HostT]):
         host: HostT,
         handlers: Mapping[int, ApiHandlerSpec],
         unsupported_version: Callable[[], ApiVersionsResponse],
+        request_quota: ClientQuotaManager | None = None,
+        exempt_listeners: frozenset[str] = frozenset(),
     ) -> None:
         self._host = host
+        self._request_quota = request_quota
+        self._exempt_listeners = exempt_listeners
         self.handlers = dict(handlers)
         self._unsupported_version = unsupported_version
         # Connections already warned about a request over its budget (one line each).
@@ -89,6 +115,8 @@ class RequestDispatcher(Generic[HostT]):
         self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
 
     def __call__(self, frame: memoryview, connection: KafkaConnection) -> Any:
+        quota = self._request_quota
+        started = time.perf_counter_ns() if quota is not None and quota.enabled else 0
         try:
             header, body_offset = parse_request_header(frame)
         except DecodeBudgetExceededError as exc:
@@ -120,8 +148,11 @@ class RequestDispatcher(Generic[HostT]):
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
         ctx = self._context(header, connection, len(frame))
         result = spec.handle(ctx, request)
+        spent = time.perf_counter_ns() - started if started else 0
         if inspect.isawaitable(result):
-            return self._finish_later(ctx, result, connection)
+            return self._finish_later(ctx, result, connection, spent)
+        if spent:
+            self._charge(ctx, result, spent)
         buffers = self._encode(ctx, result)
         if ctx.throttle_time_ms:
             return self._throttled(ctx, connection, buffers)
@@ -165,7 +196,7 @@ class RequestDispatcher(Generic[HostT]):
             weakref.finalize(self, self._decoder.shutdown, wait=False)
         loop = asyncio.get_running_loop()
         try:
-            request = await loop.run_in_executor(
+            request, spent = await loop.run_in_executor(
                 self._decoder, _decode, api_key, body, body_offset, version, decode_budget(api_key)
             )
         except DecodeBudgetExceededError as exc:
@@ -173,9 +204,15 @@ class RequestDispatcher(Generic[HostT]):
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
         ctx = self._context(header, connection, len(body))
+        quota = self._request_quota
+        started = time.perf_counter_ns() if quota is not None and quota.enabled else 0
         result = spec.handle(ctx, request)
+        if started:
+            spent += time.perf_counter_ns() - started
         if inspect.isawaitable(result):
             result = await result
+        if started:
+            self._charge(ctx, result, spent)
         buffers = await loop.run_in_executor(self._decoder, self._encode, ctx, result)
         if not ctx.throttle_time_ms:
             return buffers
@@ -218,6 +255,26 @@ class RequestDispatcher(Generic[HostT]):
             action,
         )
 
+    def _charge(self, ctx: RequestContext[HostT], response: Any, nanos: int) -> None:
+        """Kafka's request quota: record ``nanos`` of the client's request time and, over its
+        quota, the (bounded) throttle time in the context and the response."""
+        quota = self._request_quota
+        if (
+            quota is None
+            or ctx.api_key in _REQUEST_QUOTA_EXEMPT
+            or ctx.listener in self._exempt_listeners
+        ):
+            return
+        throttle = quota.record_and_get_throttle_time_ms(
+            ctx.principal.name, ctx.client_id or "", nanos * _NANOS_TO_PERCENT
+        )
+        if not throttle:
+            return
+        throttle = min(throttle, quota.window_ms)
+        ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
+        if hasattr(response, "throttle_time"):
+            response.throttle_time = max(response.throttle_time, throttle)
+
     @staticmethod
     def _throttled(
         ctx: RequestContext[HostT], connection: KafkaConnection, buffers: Buffers | None
@@ -234,7 +291,11 @@ class RequestDispatcher(Generic[HostT]):
         return delayed
 
     def _finish_later(
-        self, ctx: RequestContext[HostT], result: Awaitable[Any], connection: KafkaConnection
+        self,
+        ctx: RequestContext[HostT],
+        result: Awaitable[Any],
+        connection: KafkaConnection,
+        spent: int = 0,
     ) -> asyncio.Future[Buffers | None]:
         """Run the handler's awaitable as the task itself and encode its answer when it ends.
 
@@ -256,7 +317,10 @@ class RequestDispatcher(Generic[HostT]):
                 answer.set_exception(exc)
                 return
             try:
-                buffers = self._encode(ctx, done.result())
+                response = done.result()
+                if spent:
+                    self._charge(ctx, response, spent)
+                buffers = self._encode(ctx, response)
             except Exception as encode_error:  # surfaces on the connection, which closes
                 answer.set_exception(encode_error)
                 return

@@ -221,7 +221,15 @@ class Broker:
         handlers = dict(plugins.api_handlers())
         # The answer to an unsupported ApiVersions version on any listener of the node.
         self.unsupported_version = partial(unsupported_version_response, handlers)
-        self.dispatcher = RequestDispatcher(self.services, handlers, self.unsupported_version)
+        self.dispatcher = RequestDispatcher(
+            self.services,
+            handlers,
+            self.unsupported_version,
+            request_quota=self.quotas.request,
+            exempt_listeners=frozenset(
+                () if self.cluster is None else (config.inter_broker_listener_name,)
+            ),
+        )
         if self.cluster is not None:
             name = config.control_plane_listener_name
             listeners.add_control_plane(name, config.inter_broker_listener_name)

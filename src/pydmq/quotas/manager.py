@@ -159,6 +159,12 @@ class ClientQuotaManager:
         now = self.clock() if now_ms is None else now_ms
         self._rate(quota[1], now).unrecord(value, now)
 
+    @property
+    def window_ms(self) -> int:
+        """One quota window (``quota.window.size.seconds``), in milliseconds: Kafka's bound on
+        a request-quota throttle time."""
+        return self._settings.window_ms
+
     def max_value_in_quota_window(self, user: str, client_id: str) -> float | None:
         """The most the client may take in one quota window (``quota * (samples - 1) *
         window``, Kafka's cap on a throttled consumer's fetch size), None without a quota."""
