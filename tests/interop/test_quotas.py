@@ -295,3 +295,30 @@ def test_request_percentage_throttles_every_api_but_the_exempt_ones(broker: Any)
     assert metadata.throttle_time == 1000
     assert versions.throttle_time == 0
     assert other.throttle_time == 0
+
+
+def test_pydmq_quotas_cli_alters_and_describes_as_kafka_configs_prints(
+    broker: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pydmq.cli import main
+
+    boot = broker.bootstrap
+    assert main(["quotas", "alter", "-b", boot, "--client", "cli-slow",
+                 "--add-config", "producer_byte_rate=100000,request_percentage=12.5"]) == 0  # fmt: skip
+    assert main(["quotas", "alter", "-b", boot, "--user", "alice", "--client-default",
+                 "--add-config", "consumer_byte_rate=2000000"]) == 0  # fmt: skip
+    assert main(["quotas", "alter", "-b", boot, "--ip-default",
+                 "--add-config", "connection_creation_rate=3e9"]) == 1  # fmt: skip
+    capsys.readouterr()
+    assert main(["quotas", "describe", "-b", boot, "--client", "cli-slow"]) == 0
+    assert main(["quotas", "describe", "-b", boot, "--user", "alice"]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "Quota configs for client-id 'cli-slow' are producer_byte_rate=100000.0, "
+        "request_percentage=12.5",
+        "Quota configs for user-principal 'alice', the default client-id are "
+        "consumer_byte_rate=2000000.0",
+    ]
+    assert main(["quotas", "alter", "-b", boot, "--client", "cli-slow",
+                 "--delete-config", "producer_byte_rate,request_percentage"]) == 0  # fmt: skip
+    assert main(["quotas", "alter", "-b", boot, "--user", "alice", "--client-default",
+                 "--delete-config", "consumer_byte_rate"]) == 0  # fmt: skip
