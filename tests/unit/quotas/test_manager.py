@@ -142,3 +142,11 @@ def test_the_broker_set_updates_every_key() -> None:
         (managers.controller_mutation, 4.0),
     ):
         assert manager.quota("alice", "x") == (value, ("alice", ""))
+
+
+def test_clients_before_kip_219_get_a_delayed_answer_instead() -> None:
+    from pydmq.quotas.throttling import client_throttles
+
+    assert not client_throttles(0, 5) and client_throttles(0, 6)  # Produce
+    assert not client_throttles(1, 7) and client_throttles(1, 8)  # Fetch
+    assert client_throttles(48, 0)  # DescribeClientQuotas: newer than the KIP
