@@ -322,3 +322,51 @@ def test_pydmq_quotas_cli_alters_and_describes_as_kafka_configs_prints(
                  "--delete-config", "producer_byte_rate,request_percentage"]) == 0  # fmt: skip
     assert main(["quotas", "alter", "-b", boot, "--user", "alice", "--client-default",
                  "--delete-config", "consumer_byte_rate"]) == 0  # fmt: skip
+
+
+def test_controller_mutation_rate_refuses_strict_requests_and_throttles_old_ones(
+    broker: Any,
+) -> None:
+    from pydmq.protocol.messages import create_topics as ct
+    from pydmq.protocol.messages import delete_topics as dt
+
+    def create(client_id: str, version: int, names: list[str]) -> Any:
+        request = ct.CreateTopicsRequest(
+            topics=[
+                ct.CreatableTopic(name=n, num_partitions=10, replication_factor=1) for n in names
+            ],
+            timeout=30_000,
+        )
+        with RawClient(broker.bootstrap) as client:  # a new connection: the last one is muted
+            return client.request(19, version, request, client_id=client_id).body
+
+    prefix = f"mutation-{uuid.uuid4().hex[:6]}"
+    strict = [f"{prefix}-s{i}" for i in range(3)]
+    old = [f"{prefix}-o{i}" for i in range(3)]
+    # 1 partition/s: a bucket of 11 partitions (11 windows of 1 s)
+    _set_client_quota(broker.bootstrap, "mutator", "controller_mutation_rate", 1.0)
+    _set_client_quota(broker.bootstrap, "mutator-old", "controller_mutation_rate", 1.0)
+    try:
+        created = create("mutator", 7, strict)
+        permissive = create("mutator-old", 5, old)
+        request = dt.DeleteTopicsRequest(
+            topics=[dt.DeleteTopicState(name=n) for n in strict[:2]], timeout=30_000
+        )
+        with RawClient(broker.bootstrap) as client:
+            deleted = client.request(20, 6, request, client_id="mutator").body
+    finally:
+        _set_client_quota(broker.bootstrap, "mutator", "controller_mutation_rate", None)
+        _set_client_quota(broker.bootstrap, "mutator-old", "controller_mutation_rate", None)
+    print(
+        f"\nstrict: {[t.error_code for t in created.topics]}, throttle {created.throttle_time} ms;"
+        f" permissive: {[t.error_code for t in permissive.topics]}, "
+        f"throttle {permissive.throttle_time} ms"
+    )
+    # 11 -> 1 -> -9 tokens: the third topic meets an empty bucket
+    assert [t.error_code for t in created.topics] == [0, 0, 89]
+    assert created.topics[2].error_message == "The throttling quota has been exceeded."
+    assert 8000 <= created.throttle_time <= 9000
+    assert [t.error_code for t in permissive.topics] == [0, 0, 0]
+    assert permissive.throttle_time > 0
+    assert [r.error_code for r in deleted.responses] == [89, 89]
+    assert deleted.throttle_time > 0

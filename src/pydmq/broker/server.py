@@ -154,7 +154,11 @@ class Broker:
         self.quotas = QuotaManagers(
             QuotaSettings(
                 config.get_int("quota.window.num"), config.get_int("quota.window.size.seconds")
-            )
+            ),
+            QuotaSettings(
+                config.get_int("controller.quota.window.num"),
+                config.get_int("controller.quota.window.size.seconds"),
+            ),
         )
         if self.local_controller is not None:
             self.quotas.update(self.local_controller.image.client_quotas)

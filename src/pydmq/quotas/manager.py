@@ -33,14 +33,13 @@ from pydmq.metadata.image import QuotaEntity
 from pydmq.quotas.configs import (
     CLIENT_ID,
     CONSUMER_BYTE_RATE,
-    CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
     REQUEST_PERCENTAGE,
     USER,
 )
 from pydmq.quotas.rate import SampledRate, throttle_time_ms
 
-__all__ = ["ClientQuotaManager", "QuotaManagers", "QuotaSettings", "monotonic_ms"]
+__all__ = ["ClientQuotaManager", "QuotaManagers", "QuotaSettings", "SensorKey", "monotonic_ms"]
 
 # The candidates for (user, client id), most precise first: (user part, client part), where
 # a part is None (the entity has no such type), "name" (the request's) or "default".
@@ -179,11 +178,20 @@ class QuotaManagers:
     """The broker's quota managers, one per key, and the quotas they were built from (which
     DescribeClientQuotas answers)."""
 
-    def __init__(self, settings: QuotaSettings, clock: Callable[[], int] = monotonic_ms) -> None:
+    def __init__(
+        self,
+        settings: QuotaSettings,
+        controller_settings: QuotaSettings | None = None,
+        clock: Callable[[], int] = monotonic_ms,
+    ) -> None:
+        from pydmq.quotas.controller_mutation import ControllerMutationQuotaManager
+
         self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, settings, clock)
         self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, settings, clock)
         self.request = ClientQuotaManager(REQUEST_PERCENTAGE, settings, clock)
-        self.controller_mutation = ClientQuotaManager(CONTROLLER_MUTATION_RATE, settings, clock)
+        self.controller_mutation = ControllerMutationQuotaManager(
+            controller_settings or settings, clock
+        )
         self.client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = {}
 
     def update(self, client_quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:

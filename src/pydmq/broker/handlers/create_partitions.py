@@ -12,6 +12,8 @@ is flexible, v3 is v2 (KIP-890 version bump); the body is the same in all versio
 The request is forwarded to the controller at the same version and its response returned
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
+A client with a ``controller_mutation_rate`` quota is held to it (the partitions added) before
+the request is forwarded (:mod:`pydmq.broker.handlers._mutation_quota`; strict from v3).
 """
 
 from __future__ import annotations
@@ -21,16 +23,34 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._mutation_quota import THROTTLED, finish, mutation_quota
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_partitions import (
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
+from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["HANDLER"]
 
 
 def handle(
+    ctx: BrokerContext, request: CreatePartitionsRequest
+) -> Awaitable[CreatePartitionsResponse]:
+    quota = None if request.validate_only else mutation_quota(ctx, 3)
+    if quota is None:
+        return _forward(ctx, request)
+    throttled = set()
+    for t in request.topics:
+        info = ctx.broker.topics.get(t.name)
+        added = max(0, t.count - len(info.partitions)) if info is not None else 0
+        if not quota.record(added):
+            throttled.add(t.name)
+    return _forward_allowed(ctx, request, throttled, quota)
+
+
+def _forward(
     ctx: BrokerContext, request: CreatePartitionsRequest
 ) -> Awaitable[CreatePartitionsResponse]:
     def unavailable(code: int, message: str) -> CreatePartitionsResponse:
@@ -42,6 +62,33 @@ def handle(
         )
 
     return forward_to_controller(ctx, request, unavailable, request.timeout)
+
+
+async def _forward_allowed(
+    ctx: BrokerContext,
+    request: CreatePartitionsRequest,
+    throttled: set[str],
+    quota: ControllerMutationQuota,
+) -> CreatePartitionsResponse:
+    """Refuse the topics over the mutation quota here, forward the rest; request order."""
+    allowed = [t for t in request.topics if t.name not in throttled]
+    response = CreatePartitionsResponse()
+    if allowed:
+        forwarded = CreatePartitionsRequest(
+            topics=allowed, timeout=request.timeout, validate_only=request.validate_only
+        )
+        response = await _forward(ctx, forwarded)
+    answers = iter(response.results)
+    response.results = [
+        CreatePartitionsTopicResult(
+            name=t.name, error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED, error_message=THROTTLED
+        )
+        if t.name in throttled
+        else next(answers)
+        for t in request.topics
+    ]
+    finish(ctx, quota, response)
+    return response
 
 
 HANDLER = ApiHandlerSpec(37, 0, 3, handle, "CreatePartitions")

@@ -20,6 +20,8 @@ chunks between which other connections are served (:mod:`pydmq.broker.partition_
 The request is forwarded to the controller at the same version and its response returned
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
+A client with a ``controller_mutation_rate`` quota is held to it before the request is
+forwarded (:mod:`pydmq.broker.handlers._mutation_quota`; strict from v6).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._mutation_quota import THROTTLED, finish, mutation_quota
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import (
     CreatableTopic,
@@ -38,6 +41,7 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 from pydmq.protocol.topic_names import internal_topic_creation_problem
+from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["HANDLER"]
 
@@ -53,16 +57,31 @@ def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> Cr
     )
 
 
+def _partitions(ctx: BrokerContext, topic: CreatableTopic) -> int:
+    """The partitions ``topic`` would create (what the mutation quota counts)."""
+    if topic.num_partitions != -1:
+        return int(topic.num_partitions)
+    if topic.assignments:
+        return len(topic.assignments)
+    return ctx.broker.config.get_int("num.partitions")
+
+
 def handle(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     counts = collections.Counter(t.name for t in request.topics)
-    reserved = {
-        t.name: problem
+    refused: dict[str, tuple[int, str]] = {
+        t.name: (ErrorCode.INVALID_REQUEST, problem)
         for t in request.topics
         if counts[t.name] == 1 and (problem := internal_topic_creation_problem(t.name)) is not None
     }
-    if not reserved:
+    quota = None if request.validate_only else mutation_quota(ctx, 6)
+    if quota is not None:
+        for t in request.topics:
+            counted = counts[t.name] == 1 and t.name not in refused
+            if counted and not quota.record(_partitions(ctx, t)):
+                refused[t.name] = (ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+    if not refused and quota is None:
         return _forward(ctx, request)
-    return _forward_allowed(ctx, request, reserved)
+    return _forward_allowed(ctx, request, refused, quota)
 
 
 def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
@@ -75,10 +94,14 @@ def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[Crea
 
 
 async def _forward_allowed(
-    ctx: BrokerContext, request: CreateTopicsRequest, reserved: dict[str, str]
+    ctx: BrokerContext,
+    request: CreateTopicsRequest,
+    refused: dict[str, tuple[int, str]],
+    quota: ControllerMutationQuota | None,
 ) -> CreateTopicsResponse:
-    """Refuse the reserved names here and forward the rest; answers keep the request's order."""
-    allowed = [t for t in request.topics if t.name not in reserved]
+    """Refuse the reserved names (and those over the mutation quota) here and forward the
+    rest; answers keep the request's order."""
+    allowed = [t for t in request.topics if t.name not in refused]
     answered: dict[str, CreatableTopicResult] = {}
     response = CreateTopicsResponse()
     if allowed:
@@ -88,11 +111,10 @@ async def _forward_allowed(
         response = await _forward(ctx, forwarded)
         answered = {r.name: r for r in response.topics}
     response.topics = [
-        _refused(t, ctx.api_version, ErrorCode.INVALID_REQUEST, reserved[t.name])
-        if t.name in reserved
-        else answered[t.name]
+        _refused(t, ctx.api_version, *refused[t.name]) if t.name in refused else answered[t.name]
         for t in request.topics
     ]
+    finish(ctx, quota, response)
     return response
 
 

@@ -9,6 +9,9 @@ names).
 The request is forwarded to the controller at the same version and its response returned
 (:mod:`pydmq.broker.controller_channel`: the active controller in cluster mode,
 REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
+A client with a ``controller_mutation_rate`` quota is held to it (the partitions deleted)
+before the request is forwarded (:mod:`pydmq.broker.handlers._mutation_quota`; strict from
+v5).
 """
 
 from __future__ import annotations
@@ -19,33 +22,88 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._mutation_quota import THROTTLED, finish, mutation_quota
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_topics import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
 )
+from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["HANDLER"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 
 
+def _wanted(ctx: BrokerContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    if ctx.api_version >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, _ZERO_UUID) for name in request.topic_names]
+
+
 def handle(ctx: BrokerContext, request: DeleteTopicsRequest) -> Awaitable[DeleteTopicsResponse]:
+    quota = mutation_quota(ctx, 5)
+    if quota is None:
+        return _forward(ctx, request)
+    throttled: set[int] = set()
+    topics = ctx.broker.topics
+    for index, (name, topic_id) in enumerate(_wanted(ctx, request)):
+        info = topics.get(name) if name is not None else topics.by_id(topic_id)
+        if not quota.record(0 if info is None else len(info.partitions)):
+            throttled.add(index)
+    return _forward_allowed(ctx, request, throttled, quota)
+
+
+def _forward(ctx: BrokerContext, request: DeleteTopicsRequest) -> Awaitable[DeleteTopicsResponse]:
     def unavailable(code: int, message: str) -> DeleteTopicsResponse:
-        if ctx.api_version >= 6:
-            wanted = [(t.name, t.topic_id) for t in request.topics]
-        else:
-            wanted = [(name, _ZERO_UUID) for name in request.topic_names]
         return DeleteTopicsResponse(
             responses=[
                 DeletableTopicResult(
                     name=name, topic_id=topic_id, error_code=code, error_message=message
                 )
-                for name, topic_id in wanted
+                for name, topic_id in _wanted(ctx, request)
             ]
         )
 
     return forward_to_controller(ctx, request, unavailable, request.timeout)
+
+
+async def _forward_allowed(
+    ctx: BrokerContext,
+    request: DeleteTopicsRequest,
+    throttled: set[int],
+    quota: ControllerMutationQuota,
+) -> DeleteTopicsResponse:
+    """Refuse the topics over the mutation quota here, forward the rest; request order."""
+    wanted = _wanted(ctx, request)
+    response = DeleteTopicsResponse()
+    if len(throttled) < len(wanted):
+        if ctx.api_version >= 6:
+            forwarded = DeleteTopicsRequest(
+                topics=[t for i, t in enumerate(request.topics) if i not in throttled],
+                timeout=request.timeout,
+            )
+        else:
+            forwarded = DeleteTopicsRequest(
+                topic_names=[n for i, n in enumerate(request.topic_names) if i not in throttled],
+                timeout=request.timeout,
+            )
+        response = await _forward(ctx, forwarded)
+    answers = iter(response.responses)
+    response.responses = [
+        DeletableTopicResult(
+            name=name,
+            topic_id=topic_id,
+            error_code=ErrorCode.THROTTLING_QUOTA_EXCEEDED,
+            error_message=THROTTLED,
+        )
+        if i in throttled
+        else next(answers)
+        for i, (name, topic_id) in enumerate(wanted)
+    ]
+    finish(ctx, quota, response)
+    return response
 
 
 HANDLER = ApiHandlerSpec(20, 1, 6, handle, "DeleteTopics")
