@@ -364,7 +364,7 @@ def test_controller_mutation_rate_refuses_strict_requests_and_throttles_old_ones
     )
     # 11 -> 1 -> -9 tokens: the third topic meets an empty bucket
     assert [t.error_code for t in created.topics] == [0, 0, 89]
-    assert created.topics[2].error_message == "The throttling quota has been exceeded."
+    assert created.topics[2].error_message is None
     assert 8000 <= created.throttle_time <= 9000
     assert [t.error_code for t in permissive.topics] == [0, 0, 0]
     assert permissive.throttle_time > 0

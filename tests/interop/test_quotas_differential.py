@@ -7,7 +7,9 @@ sorted, since Kafka lists them in hash order) and the described values. The case
 entity checks (empty, unknown type, empty name, ip combined with user or client-id, ip names),
 the value checks (unknown key, key of the wrong entity, zero, negative, fractional, NaN,
 infinite, too large for a LONG / INT), duplicates, removal, validate_only, both versions,
-and the filter's match types, ``strict`` and its errors.
+and the filter's match types, ``strict`` and its errors. A second script compares the
+quotas' enforcement: a produce over ``producer_byte_rate`` gets the same throttle time to
+the millisecond, and ``controller_mutation_rate`` refuses and throttles the same topics.
 
 Not compared: an ip entity named by a host name that does not resolve (Kafka resolves it,
 pydmq checks only its form; see pydmq.quotas.validation).
@@ -216,3 +218,75 @@ def test_alter_and_describe_client_quotas_answer_as_kafka(bootstraps: tuple[str,
     ]
     print(f"\n{len(CASES)} AlterClientQuotas/DescribeClientQuotas cases compared")
     assert not differences, "\n".join(differences)
+
+
+def _throttle_scenario(bootstrap: str, tag: str) -> dict[str, Any]:
+    """Quotas enforced: a produce over ``producer_byte_rate`` (its exact throttle time: the
+    request size and Kafka's formula), and ``controller_mutation_rate`` on strict, permissive
+    and validate-only CreateTopics and on DeleteTopics (codes and messages; the throttle
+    times depend on the clock, so only whether there is one)."""
+    from pydmq.protocol.messages import create_topics as ct
+    from pydmq.protocol.messages import delete_topics as dt
+    from pydmq.protocol.messages import produce as pr
+    from pydmq.protocol.records import SimpleRecord, build_batch
+
+    def set_quota(client_id: str, key: str) -> None:
+        value = 1000.0 if key == PBR else 1.0
+        entity = [aq.EntityData(entity_type=C, entity_name=client_id)]
+        request = aq.AlterClientQuotasRequest(
+            entries=[aq.EntryData(entity=entity, ops=[aq.OpData(key=key, value=value)])]
+        )
+        with RawClient(bootstrap) as client:
+            assert client.request(49, 1, request).body.entries[0].error_code == 0
+
+    def create(client_id: str, version: int, names: list[str], validate: bool = False) -> Any:
+        request = ct.CreateTopicsRequest(
+            topics=[
+                ct.CreatableTopic(name=n, num_partitions=10, replication_factor=1) for n in names
+            ],
+            timeout=30_000,
+            validate_only=validate,
+        )
+        with RawClient(bootstrap) as client:
+            body = client.request(19, version, request, client_id=client_id).body
+        return [(t.error_code, t.error_message) for t in body.topics], body.throttle_time > 0
+
+    for client_id in ("mut", "old", "val"):
+        set_quota(f"{client_id}-{tag}", CMR)
+    set_quota(f"prod-{tag}", PBR)
+    time.sleep(1)  # every broker of the cluster has them
+    seen: dict[str, Any] = {
+        "strict": create(f"mut-{tag}", 7, [f"{tag}-s{i}" for i in range(3)]),
+        "permissive": create(f"old-{tag}", 5, [f"{tag}-o{i}" for i in range(3)]),
+        "validate only": create(f"val-{tag}", 7, [f"{tag}-v{i}" for i in range(3)], True),
+        "after validate only": create(f"val-{tag}", 7, [f"{tag}-w{i}" for i in range(3)]),
+    }
+    request = dt.DeleteTopicsRequest(
+        topics=[dt.DeleteTopicState(name=f"{tag}-s{i}") for i in range(2)], timeout=30_000
+    )
+    with RawClient(bootstrap) as client:
+        body = client.request(20, 6, request, client_id=f"mut-{tag}").body
+    seen["delete"] = ([r.error_code for r in body.responses], body.throttle_time > 0)
+    batch = build_batch([SimpleRecord(None, b"v" * 60_000, timestamp=0)])
+    request = pr.ProduceRequest(
+        acks=1,
+        timeout=10_000,
+        topic_data=[
+            pr.TopicProduceData(
+                name=f"{tag}-o0", partition_data=[pr.PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
+    with RawClient(bootstrap) as client:
+        body = client.request(0, 9, request, client_id=f"prod-{tag}").body
+    # (the partition's answer may be UNKNOWN_TOPIC_OR_PARTITION on Kafka, whose broker may not
+    # have the new topic yet: the size is recorded and the throttle computed all the same)
+    seen["produce throttle_time_ms"] = body.throttle_time
+    return seen
+
+
+def test_throttles_answer_as_kafka(bootstraps: tuple[str, str]) -> None:
+    kafka, pydmq = bootstraps
+    expected, actual = _throttle_scenario(kafka, "t1"), _throttle_scenario(pydmq, "t1")
+    print(f"\nKafka: {expected}\npydmq: {actual}")
+    assert actual == expected

@@ -7,7 +7,7 @@ Each topic's partitions are taken from the client's token bucket in request orde
 CreatePartitions v3, DeleteTopics v5) a topic met with an empty bucket is refused with
 THROTTLING_QUOTA_EXCEEDED and not forwarded, older versions are all accepted; either way the
 response carries the throttle time and the connection is muted for it. ``validate_only``
-requests take nothing.
+requests count too, and the refusal has no message: both as Kafka 4.4 answers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["THROTTLED", "finish", "mutation_quota"]
 
-THROTTLED = "The throttling quota has been exceeded."
+THROTTLED: str | None = None
+"""The message of a topic refused THROTTLING_QUOTA_EXCEEDED: none, as Kafka 4.4 answers."""
 
 
 def mutation_quota(ctx: BrokerContext, strict_since: int) -> ControllerMutationQuota | None:

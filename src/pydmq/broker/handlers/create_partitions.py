@@ -38,7 +38,7 @@ __all__ = ["HANDLER"]
 def handle(
     ctx: BrokerContext, request: CreatePartitionsRequest
 ) -> Awaitable[CreatePartitionsResponse]:
-    quota = None if request.validate_only else mutation_quota(ctx, 3)
+    quota = mutation_quota(ctx, 3)
     if quota is None:
         return _forward(ctx, request)
     throttled = set()

@@ -46,7 +46,9 @@ from pydmq.quotas.controller_mutation import ControllerMutationQuota
 __all__ = ["HANDLER"]
 
 
-def _refused(topic: CreatableTopic, version: int, code: int, message: str) -> CreatableTopicResult:
+def _refused(
+    topic: CreatableTopic, version: int, code: int, message: str | None
+) -> CreatableTopicResult:
     return CreatableTopicResult(
         name=topic.name,
         error_code=code,
@@ -68,12 +70,12 @@ def _partitions(ctx: BrokerContext, topic: CreatableTopic) -> int:
 
 def handle(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     counts = collections.Counter(t.name for t in request.topics)
-    refused: dict[str, tuple[int, str]] = {
+    refused: dict[str, tuple[int, str | None]] = {
         t.name: (ErrorCode.INVALID_REQUEST, problem)
         for t in request.topics
         if counts[t.name] == 1 and (problem := internal_topic_creation_problem(t.name)) is not None
     }
-    quota = None if request.validate_only else mutation_quota(ctx, 6)
+    quota = mutation_quota(ctx, 6)
     if quota is not None:
         for t in request.topics:
             counted = counts[t.name] == 1 and t.name not in refused
@@ -96,7 +98,7 @@ def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[Crea
 async def _forward_allowed(
     ctx: BrokerContext,
     request: CreateTopicsRequest,
-    refused: dict[str, tuple[int, str]],
+    refused: dict[str, tuple[int, str | None]],
     quota: ControllerMutationQuota | None,
 ) -> CreateTopicsResponse:
     """Refuse the reserved names (and those over the mutation quota) here and forward the
