@@ -17,7 +17,9 @@
 
 With no quota of its key configured a manager is ``enabled = False`` and the request paths
 skip it: no lookup, no clock read, no allocation. Resolved quotas are cached per
-(user, client id) until the next change of the quotas.
+(user, client id) until the next change of the quotas. Sensors unused for an hour are dropped
+(Kafka expires its quota sensors after an hour too), checked when the number of sensors has
+doubled since the last check, so many short-lived client ids do not pile up.
 
 :class:`QuotaManagers` is the broker's set of them, updated from the metadata image's
 ``client_quotas`` (a single node's local controller, a cluster broker's UpdateMetadata).
@@ -56,6 +58,10 @@ _PRECEDENCE: tuple[tuple[str | None, str | None], ...] = (
 
 # The sensor of a matched quota: (user tag, client-id tag).
 SensorKey = tuple[str, str]
+
+# Kafka's InactiveSensorExpirationTimeSeconds, and the fewest sensors worth a check.
+_SENSOR_EXPIRY_MS = 3_600_000
+_FIRST_EXPIRY_CHECK = 1024
 
 
 def monotonic_ms() -> int:
@@ -97,6 +103,7 @@ class ClientQuotaManager:
         self._quotas: dict[QuotaEntity, float] = {}
         self._resolved: dict[tuple[str, str], tuple[float, SensorKey] | None] = {}
         self._rates: dict[SensorKey, SampledRate] = {}
+        self._expiry_check_at = _FIRST_EXPIRY_CHECK
 
     def update(self, client_quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
         """Take the quotas of this manager's key from the image's ``client_quotas``."""
@@ -130,9 +137,26 @@ class ClientQuotaManager:
     def _rate(self, sensor: SensorKey, now_ms: int) -> SampledRate:
         rate = self._rates.get(sensor)
         if rate is None:
+            if len(self._rates) >= self._expiry_check_at:
+                self._expire(now_ms)
             settings = self._settings
             rate = self._rates[sensor] = SampledRate(settings.samples, settings.window_ms, now_ms)
         return rate
+
+    def _expire(self, now_ms: int) -> None:
+        """Drop the sensors unused for an hour, and the cached resolutions with them."""
+        self._rates = {
+            sensor: rate
+            for sensor, rate in self._rates.items()
+            if now_ms - rate.current_start_ms < _SENSOR_EXPIRY_MS
+        }
+        self._resolved.clear()
+        self._expiry_check_at = max(_FIRST_EXPIRY_CHECK, 2 * len(self._rates))
+
+    @property
+    def sensor_count(self) -> int:
+        """How many sensors (rates) the manager keeps."""
+        return len(self._rates)
 
     def record_and_get_throttle_time_ms(
         self, user: str, client_id: str, value: float, now_ms: int | None = None

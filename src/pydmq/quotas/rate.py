@@ -44,6 +44,12 @@ class SampledRate:
             self._values[current] = 0.0
         self._values[current] += value
 
+    @property
+    def current_start_ms(self) -> int:
+        """When the current sample started: the rate was last recorded into at most one
+        window after it."""
+        return self._starts[self._current]
+
     def _purge(self, now_ms: int) -> None:
         expire = self._samples * self._window_ms
         starts = self._starts

@@ -150,3 +150,15 @@ def test_clients_before_kip_219_get_a_delayed_answer_instead() -> None:
     assert not client_throttles(0, 5) and client_throttles(0, 6)  # Produce
     assert not client_throttles(1, 7) and client_throttles(1, 8)  # Fetch
     assert client_throttles(48, 0)  # DescribeClientQuotas: newer than the KIP
+
+
+def test_sensors_unused_for_an_hour_are_dropped() -> None:
+    manager = ClientQuotaManager(KEY, QuotaSettings())
+    manager.update(_quotas(({C: None}, 1e9)))
+    for i in range(1023):
+        manager.record_and_get_throttle_time_ms("u", f"short-lived-{i}", 1, 0)
+    manager.record_and_get_throttle_time_ms("u", "recent", 1, 3_000_000)
+    assert manager.sensor_count == 1024
+    # an hour after the first ones, the next new sensor triggers the check
+    manager.record_and_get_throttle_time_ms("u", "new", 1, 3_600_000)
+    assert manager.sensor_count == 2  # "recent" and "new"
