@@ -61,6 +61,9 @@ class SampledRate:
     def window_ms(self, now_ms: int) -> int:
         """The time the samples cover (Kafka's ``Rate.windowSize``), at least 1 ms."""
         self._purge(now_ms)
+        return self._window(now_ms)
+
+    def _window(self, now_ms: int) -> int:
         elapsed = now_ms - min(self._starts)
         full_windows = elapsed // self._window_ms
         least = self._samples - 1
@@ -71,7 +74,7 @@ class SampledRate:
     def measure(self, now_ms: int) -> float:
         """The rate per second at ``now_ms``."""
         self._purge(now_ms)
-        return sum(self._values) / (self.window_ms(now_ms) / 1000.0)
+        return sum(self._values) * 1000.0 / self._window(now_ms)
 
     def unrecord(self, value: float, now_ms: int) -> None:
         """Take back ``value`` recorded in the current sample (Kafka's fetch quota does, for a
