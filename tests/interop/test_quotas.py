@@ -370,3 +370,54 @@ def test_controller_mutation_rate_refuses_strict_requests_and_throttles_old_ones
     assert permissive.throttle_time > 0
     assert [r.error_code for r in deleted.responses] == [89, 89]
     assert deleted.throttle_time > 0
+
+
+def _produce_request(topic: str, value_size: int) -> Any:
+    from pydmq.protocol.messages import produce as pr
+    from pydmq.protocol.records import SimpleRecord, build_batch
+
+    batch = build_batch([SimpleRecord(None, b"v" * value_size, timestamp=0)])
+    return pr.ProduceRequest(
+        acks=1,
+        timeout=10_000,
+        topic_data=[
+            pr.TopicProduceData(
+                name=topic, partition_data=[pr.PartitionProduceData(index=0, records=batch)]
+            )
+        ],
+    )
+
+
+@pytest.mark.parametrize(("version", "muted"), [(9, True), (5, False)])
+def test_a_throttled_client_is_muted_or_its_answer_delayed(
+    broker: Any, version: int, muted: bool
+) -> None:
+    """From Produce v6 (KIP-219) the answer leaves at once and the connection's next request
+    waits out the throttle; before it, the answer itself is delayed. Only lower bounds are
+    asserted: the broker's timer cannot fire early."""
+    topic = f"quota-mute-{uuid.uuid4().hex[:8]}"
+    _create_topic(broker.bootstrap, topic)
+    client_id = f"muted-{version}"
+    # ~10.3 KB at a new client counts 10 s: ~1030 B/s against 1000 B/s, a ~300 ms throttle
+    _set_client_quota(broker.bootstrap, client_id, "producer_byte_rate", 1000.0)
+    request = _produce_request(topic, 10_200)
+    try:
+        with RawClient(broker.bootstrap) as client:
+            sent = time.monotonic()
+            first = client.request(0, version, request, client_id=client_id).body
+            answered = time.monotonic()
+            second = client.request(3, 12, None, client_id="after-the-throttle")
+            done = time.monotonic()
+    finally:
+        _set_client_quota(broker.bootstrap, client_id, "producer_byte_rate", None)
+    throttle = first.throttle_time / 1000.0
+    print(
+        f"\nProduce v{version}: throttle {first.throttle_time} ms, answer after "
+        f"{answered - sent:.3f} s, next answer {done - answered:.3f} s later"
+    )
+    assert 0.1 < throttle < 2.0
+    assert second.body is not None
+    if muted:
+        assert done - answered >= throttle - 0.05
+    else:
+        assert answered - sent >= throttle - 0.05
