@@ -148,6 +148,7 @@ def live(
     config = BrokerConfig(
         {
             "listeners": "PLAINTEXT://127.0.0.1:0",
+            "pydmq.http.listeners": "http://127.0.0.1:0",
             "log.dirs": str(data),
             "auto.create.topics.enable": "true",
             "num.partitions": 1,

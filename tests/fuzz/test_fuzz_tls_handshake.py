@@ -72,6 +72,7 @@ def tls_node(
     config = BrokerConfig(
         {
             "listeners": "SSL://127.0.0.1:0",
+            "pydmq.http.listeners": "http://127.0.0.1:0",
             "log.dirs": str(root / "data"),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(server.pem),

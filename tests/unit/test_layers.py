@@ -40,6 +40,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     (
         "pydmq.config",
         "pydmq.security",
+        # client quotas: their checks, filters and rates need only the metadata records
+        "pydmq.quotas",
         "pydmq.net",
         "pydmq.client",
         "pydmq.engines",

@@ -50,6 +50,7 @@ def test_a_controller_only_node_has_no_broker_role(tmp_path: Path) -> None:
             "process.roles": "controller",
             "controller.quorum.voters": f"1@127.0.0.1:{port}",
             "listeners": f"CONTROLLER://127.0.0.1:{port}",
+            "pydmq.http.listeners": "http://127.0.0.1:0",
             "log.dirs": str(tmp_path),
         }
     )
@@ -70,7 +71,13 @@ def test_a_controller_only_node_has_no_broker_role(tmp_path: Path) -> None:
 
 
 def test_a_single_node_is_a_broker_and_its_own_controller(tmp_path: Path) -> None:
-    config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)})
+    config = BrokerConfig(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "pydmq.http.listeners": "http://127.0.0.1:0",
+            "log.dirs": str(tmp_path),
+        }
+    )
     hooks = _BrokerHooks()
     node = Node(config, plugins=[hooks])
     assert node.controller is None  # no quorum: the broker's local controller

@@ -18,6 +18,18 @@ handlers answer in slices, giving the loop back between them), and its response 
 on the decoding thread: the loop keeps serving the other connections meanwhile (it takes the
 GIL back every switch interval, 5 ms), and one thread bounds what large requests can take to
 one core.
+
+A handler that found its client over a quota sets ``ctx.throttle_time_ms``: once the response
+is encoded the connection is muted for that time, or, for a client older than KIP-219, the
+response is delayed by it (:mod:`pydmq.quotas.throttling`).
+
+With a ``request_percentage`` quota configured (``request_quota`` enabled), the time a request
+takes to decode and handle, on the loop and on the decoding thread, is recorded for its client
+as Kafka's request quota does (a percentage of one thread's time; the awaited parts of an
+asynchronous handler are not counted), and a client over its quota gets the throttle time in
+the response's ``throttle_time_ms`` (at most one quota window, as Kafka bounds it). ApiVersions
+and SASL requests, and requests on ``exempt_listeners`` (the inter-broker listener), are
+exempt. Without such a quota the clock is not read.
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
+from pydmq.quotas.manager import ClientQuotaManager
+from pydmq.quotas.throttling import client_throttles
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
 
@@ -54,9 +68,27 @@ INLINE_DECODE_BUDGET = 10_000
 Buffers = Sequence[bytes | bytearray | memoryview]
 
 
-def _decode(api_key: int, body: bytearray, body_offset: int, version: int, budget: int) -> Any:
-    """Decode a request from its private copy (runs on the decoding thread: pure, no state)."""
-    return API_SCHEMAS[api_key].decode_request(Reader(body, body_offset, budget=budget), version)
+# Exempt from the request quota, as Kafka: ApiVersions and SASL (a client must always be able
+# to learn the versions and authenticate).
+_REQUEST_QUOTA_EXEMPT = frozenset((17, 18, 36))
+# Kafka's nanosToPercentage: nanoseconds of one thread's time -> percent-seconds.
+_NANOS_TO_PERCENT = 100.0 / 1e9
+
+
+def _decode(
+    api_key: int, body: bytearray, body_offset: int, version: int, budget: int
+) -> tuple[Any, int]:
+    """Decode a request from its private copy (runs on the decoding thread: pure, no state);
+    with the nanoseconds it took."""
+    started = time.perf_counter_ns()
+    request = API_SCHEMAS[api_key].decode_request(Reader(body, body_offset, budget=budget), version)
+    return request, time.perf_counter_ns() - started
+
+
+def _settle(future: asyncio.Future[Buffers | None], buffers: Buffers | None) -> None:
+    """Complete a delayed answer, unless its connection closed meanwhile (cancelled)."""
+    if not future.done():
+        future.set_result(buffers)
 
 
 class RequestDispatcher(Generic[HostT]):
@@ -71,8 +103,12 @@ class RequestDispatcher(Generic[HostT]):
         host: HostT,
         handlers: Mapping[int, ApiHandlerSpec],
         unsupported_version: Callable[[], ApiVersionsResponse],
+        request_quota: ClientQuotaManager | None = None,
+        exempt_listeners: frozenset[str] = frozenset(),
     ) -> None:
         self._host = host
+        self._request_quota = request_quota
+        self._exempt_listeners = exempt_listeners
         self.handlers = dict(handlers)
         self._unsupported_version = unsupported_version
         # Connections already warned about a request over its budget (one line each).
@@ -84,6 +120,8 @@ class RequestDispatcher(Generic[HostT]):
     def __call__(self, frame: memoryview, connection: KafkaConnection) -> Any:
         started = time.perf_counter()
         queued = started - connection.received_at if connection.received_at else 0.0
+        quota = self._request_quota
+        charged = quota is not None and quota.enabled
         try:
             header, body_offset = parse_request_header(frame)
         except DecodeBudgetExceededError as exc:
@@ -113,15 +151,24 @@ class RequestDispatcher(Generic[HostT]):
             return self._decode_off_loop(header, spec, bytearray(frame), body_offset, connection)
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
-        ctx = self._context(header, connection)
+        ctx = self._context(header, connection, len(frame))
         result = spec.handle(ctx, request)
+        local_done = time.perf_counter()
+        # The request quota's charge: nanoseconds of the handler's time on the loop.
+        spent = int((local_done - started) * 1e9) if charged else 0
         if inspect.isawaitable(result):
-            return self._finish_later(ctx, result, (queued, started, time.perf_counter()))
-        encoded = self._encode(ctx, result)
+            return self._finish_later(ctx, result, connection, (queued, started, local_done), spent)
+        if spent:
+            self._charge(ctx, result, spent)
+        buffers = self._encode(ctx, result)
         self.request_metrics.record(api_key, queued, time.perf_counter() - started, 0.0)
-        return encoded
+        if ctx.throttle_time_ms:
+            return self._throttled(ctx, connection, buffers)
+        return buffers
 
-    def _context(self, header: RequestHeader, connection: KafkaConnection) -> RequestContext[HostT]:
+    def _context(
+        self, header: RequestHeader, connection: KafkaConnection, size: int
+    ) -> RequestContext[HostT]:
         return RequestContext(
             broker=self._host,
             api_key=header.api_key,
@@ -133,6 +180,7 @@ class RequestDispatcher(Generic[HostT]):
             listener=connection.listener,
             connection_id=connection.connection_id,
             principal=connection.principal,
+            request_size=size,
         )
 
     async def _decode_off_loop(
@@ -156,18 +204,30 @@ class RequestDispatcher(Generic[HostT]):
             weakref.finalize(self, self._decoder.shutdown, wait=False)
         loop = asyncio.get_running_loop()
         try:
-            request = await loop.run_in_executor(
+            request, spent = await loop.run_in_executor(
                 self._decoder, _decode, api_key, body, body_offset, version, decode_budget(api_key)
             )
         except DecodeBudgetExceededError as exc:
             return self._refuse_over_budget(header, connection, exc)
         except ProtocolError as exc:
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
-        ctx = self._context(header, connection)
+        ctx = self._context(header, connection, len(body))
+        quota = self._request_quota
+        started = time.perf_counter_ns() if quota is not None and quota.enabled else 0
         result = spec.handle(ctx, request)
+        if started:
+            spent += time.perf_counter_ns() - started
         if inspect.isawaitable(result):
             result = await result
-        return await loop.run_in_executor(self._decoder, self._encode, ctx, result)
+        if started:
+            self._charge(ctx, result, spent)
+        buffers = await loop.run_in_executor(self._decoder, self._encode, ctx, result)
+        if not ctx.throttle_time_ms:
+            return buffers
+        throttled = self._throttled(ctx, connection, buffers)
+        if isinstance(throttled, asyncio.Future):
+            return await throttled
+        return throttled
 
     def _refuse_over_budget(
         self, header: RequestHeader, connection: KafkaConnection, exc: DecodeBudgetExceededError
@@ -203,11 +263,48 @@ class RequestDispatcher(Generic[HostT]):
             action,
         )
 
+    def _charge(self, ctx: RequestContext[HostT], response: Any, nanos: int) -> None:
+        """Kafka's request quota: record ``nanos`` of the client's request time and, over its
+        quota, the (bounded) throttle time in the context and the response."""
+        quota = self._request_quota
+        if (
+            quota is None
+            or ctx.api_key in _REQUEST_QUOTA_EXEMPT
+            or ctx.listener in self._exempt_listeners
+        ):
+            return
+        throttle = quota.record_and_get_throttle_time_ms(
+            ctx.principal.name, ctx.client_id or "", nanos * _NANOS_TO_PERCENT
+        )
+        if not throttle:
+            return
+        throttle = min(throttle, quota.window_ms)
+        ctx.throttle_time_ms = max(ctx.throttle_time_ms, throttle)
+        if hasattr(response, "throttle_time"):
+            response.throttle_time = max(response.throttle_time, throttle)
+
+    @staticmethod
+    def _throttled(
+        ctx: RequestContext[HostT], connection: KafkaConnection, buffers: Buffers | None
+    ) -> Buffers | asyncio.Future[Buffers | None] | None:
+        """``buffers`` with the connection muted for the throttle time, or a future of them
+        that completes after it (a client older than KIP-219)."""
+        delay = ctx.throttle_time_ms / 1000.0
+        if client_throttles(ctx.api_key, ctx.api_version):
+            connection.mute_for(delay)
+            return buffers
+        loop = asyncio.get_running_loop()
+        delayed: asyncio.Future[Buffers | None] = loop.create_future()
+        loop.call_later(delay, _settle, delayed, buffers)
+        return delayed
+
     def _finish_later(
         self,
         ctx: RequestContext[HostT],
         result: Awaitable[Any],
+        connection: KafkaConnection,
         timing: tuple[float, float, float],
+        spent: int = 0,
     ) -> asyncio.Future[Buffers | None]:
         """Run the handler's awaitable as the task itself and encode its answer when it ends.
 
@@ -230,13 +327,24 @@ class RequestDispatcher(Generic[HostT]):
                 answer.set_exception(exc)
                 return
             try:
-                answer.set_result(self._encode(ctx, done.result()))
+                response = done.result()
+                if spent:
+                    self._charge(ctx, response, spent)
+                buffers = self._encode(ctx, response)
             except Exception as encode_error:  # surfaces on the connection, which closes
                 answer.set_exception(encode_error)
                 return
             self.request_metrics.record(
                 ctx.api_key, queued, local_done - started, time.perf_counter() - local_done
             )
+            if not ctx.throttle_time_ms:
+                answer.set_result(buffers)
+                return
+            throttled = self._throttled(ctx, connection, buffers)
+            if isinstance(throttled, asyncio.Future):
+                throttled.add_done_callback(lambda f: _settle(answer, f.result()))
+            else:
+                answer.set_result(throttled)
 
         def cancel_handler(settled: asyncio.Future[Buffers | None]) -> None:
             if settled.cancelled():

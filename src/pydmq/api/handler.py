@@ -39,6 +39,12 @@ class RequestContext(Generic[HostT]):
     # The connection's principal when the request arrived (User:ANONYMOUS until it
     # authenticates); what the authorizer checks.
     principal: KafkaPrincipal = ANONYMOUS
+    # The request's size in bytes (header and body), which the produce quota records.
+    request_size: int = 0
+    # Set by a handler whose client exceeded a quota: the dispatcher mutes the connection
+    # for this long after the response (or delays the response of a client older than
+    # KIP-219), see pydmq.quotas.throttling.
+    throttle_time_ms: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,6 +9,7 @@ has followed the same delta. For each delta:
   records were committed: creation is all or nothing, see
   :class:`~pydmq.broker.partition_creation.PartitionCreation`);
 - topics whose configs changed: the new effective configs applied to their hosted partitions;
+- client quotas changed: the quota managers take the image's quotas;
 - the cluster-wide default or this node's dynamic broker configs changed (BROKER resources ""
   and the node id): installed, and every topic's effective configs re-derived
   (:func:`~pydmq.broker.dynamic_configs.install_broker_configs`);
@@ -60,6 +61,8 @@ class LocalMetadataPublisher:
             broker.plugins.on_topic_created(name, str(topic_id), partitions)
         if delta.acls_changed() and broker.authorizer is not None:
             broker.authorizer.update_acls(image.acls)
+        if delta.changed_client_quotas():
+            broker.quotas.update(image.client_quotas)
         changed_configs = delta.changed_config_resources()
         own = str(broker.node_id)
         if {(RESOURCE_BROKER, ""), (RESOURCE_BROKER, own)} & changed_configs:

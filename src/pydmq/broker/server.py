@@ -64,6 +64,7 @@ from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
+from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.security.authorizer import build_authorizer
 from pydmq.storage.api import TopicPartition
@@ -155,6 +156,19 @@ class Broker:
         self.controller_channel = ControllerChannel(self, self.local_controller)
         self.topic_creator = TopicCreator(self, self.local_controller)
         self.producer_ids = ProducerIdManager(metadata_dir / "producer-id-block")
+        # Client quotas: a single node's from its image now, a cluster broker's from the
+        # controller's UpdateMetadata; both as each change is applied.
+        self.quotas = QuotaManagers(
+            QuotaSettings(
+                config.get_int("quota.window.num"), config.get_int("quota.window.size.seconds")
+            ),
+            QuotaSettings(
+                config.get_int("controller.quota.window.num"),
+                config.get_int("controller.quota.window.size.seconds"),
+            ),
+        )
+        if self.local_controller is not None:
+            self.quotas.update(self.local_controller.image.client_quotas)
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
@@ -220,7 +234,15 @@ class Broker:
         handlers = dict(plugins.api_handlers())
         # The answer to an unsupported ApiVersions version on any listener of the node.
         self.unsupported_version = partial(unsupported_version_response, handlers)
-        self.dispatcher = RequestDispatcher(self.services, handlers, self.unsupported_version)
+        self.dispatcher = RequestDispatcher(
+            self.services,
+            handlers,
+            self.unsupported_version,
+            request_quota=self.quotas.request,
+            exempt_listeners=frozenset(
+                () if self.cluster is None else (config.inter_broker_listener_name,)
+            ),
+        )
         if self.cluster is not None:
             name = config.control_plane_listener_name
             listeners.add_control_plane(name, config.inter_broker_listener_name)
@@ -290,6 +312,7 @@ class Broker:
             served_apis=self.served_apis,
             control_plane=cluster,
             authorizer=self.authorizer,
+            quotas=self.quotas,
         )
 
     def served_apis(self, listener_name: str | None) -> dict[int, ApiHandlerSpec]:

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
         UpdateMetadataRequest,
         UpdateMetadataResponse,
     )
+    from pydmq.quotas.manager import QuotaManagers
     from pydmq.replication.replica_manager import ReplicaManager
     from pydmq.security.authorizer import Authorizer
     from pydmq.storage.api import TopicPartition
@@ -167,6 +168,8 @@ class BrokerServices:
     # The APIs a listener serves (None: the client listeners), for ApiVersions.
     served_apis: Callable[[str | None], Mapping[int, ApiHandlerSpec]]
     control_plane: ControlPlane | None
+    # The client quota managers (Kafka's ClientQuotaManagers) and the quotas they enforce.
+    quotas: QuotaManagers
     # The authorizer authorizer.class.name names (None: every request allowed).
     authorizer: Authorizer | None = None
 

@@ -15,6 +15,7 @@ _SUBCOMMANDS = (
     "consume",
     "groups",
     "acls",
+    "quotas",
     "config",
     "cluster",
     "chaos",

@@ -22,6 +22,7 @@ from pydmq.config.definitions import (
 from pydmq.config.http import HTTP_CONFIGS
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 from pydmq.config.listener_security import check_listener_security, security_protocol
+from pydmq.config.quotas import QUOTA_CONFIGS
 from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
 
 __all__ = [
@@ -623,6 +624,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     *SSL_CONFIGS,
     *AUTHORIZER_CONFIGS,
     *HTTP_CONFIGS,
+    *QUOTA_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)

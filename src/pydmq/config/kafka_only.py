@@ -221,11 +221,11 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         """,
     ),
     _group(
-        "client quotas and connection limits, which pydmq does not enforce",
+        "connection limits, replication throttles and static quota defaults, which pydmq "
+        "does not enforce (client quotas are metadata: AlterClientQuotas)",
         """
         max.connections max.connections.per.ip max.connections.per.ip.overrides
-        max.connection.creation.rate quota.window.num quota.window.size.seconds
-        controller.quota.window.num controller.quota.window.size.seconds
+        max.connection.creation.rate
         replication.quota.window.num replication.quota.window.size.seconds
         alter.log.dirs.replication.quota.window.num
         alter.log.dirs.replication.quota.window.size.seconds client.quota.callback.class

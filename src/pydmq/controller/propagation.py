@@ -29,6 +29,9 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   one the layers among those two that the delta changed (a broker whose own layer changed,
   or every broker when the default changed, gets an UpdateMetadata for it). Another
   broker's layer is never sent.
+- Client quotas (pydmq's tagged ``client_quotas``): the FULL UpdateMetadata lists every client
+  quota entity with its values; an incremental one (sent to every broker when quotas changed)
+  the entities the delta changed, each with its complete values (none: removed).
 - Request order for one broker and one change: LeaderAndIsr, StopReplica, UpdateMetadata, so
   a broker that acknowledged an UpdateMetadata at offset N has applied everything up to N.
 - ``type_``: ``FULL`` (2) for the full-state variants, ``INCREMENTAL`` (1) otherwise
@@ -61,8 +64,11 @@ from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataBroker,
     UpdateMetadataBrokerConfig,
     UpdateMetadataBrokerConfigs,
+    UpdateMetadataClientQuota,
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
+    UpdateMetadataQuotaEntity,
+    UpdateMetadataQuotaValue,
     UpdateMetadataRequest,
     UpdateMetadataTopicConfig,
     UpdateMetadataTopicState,
@@ -70,7 +76,7 @@ from pydmq.protocol.messages.update_metadata import (
 
 if TYPE_CHECKING:
     from pydmq.metadata.delta import MetadataDelta
-    from pydmq.metadata.image import MetadataImage, PartitionRegistration
+    from pydmq.metadata.image import MetadataImage, PartitionRegistration, QuotaEntity
 
 __all__ = [
     "BROKER_RESOURCE",
@@ -312,6 +318,7 @@ def _update_metadata(
     type_: int,
     broker_configs: list[UpdateMetadataBrokerConfigs],
     with_acls: bool = False,
+    client_quotas: list[UpdateMetadataClientQuota],
 ) -> UpdateMetadataRequest:
     return UpdateMetadataRequest(
         acls_included=with_acls,
@@ -325,6 +332,7 @@ def _update_metadata(
         type_=type_,
         metadata_offset=image.offset,
         broker_configs=broker_configs,
+        client_quotas=client_quotas,
     )
 
 
@@ -342,6 +350,26 @@ def _acls(image: MetadataImage) -> list[UpdateMetadataAcl]:
             permission_type=acl.permission_type,
         )
         for acl_id, acl in image.acls.items()
+    ]
+
+
+def _client_quotas(
+    image: MetadataImage, entities: Iterable[QuotaEntity]
+) -> list[UpdateMetadataClientQuota]:
+    """The UpdateMetadata form of ``entities`` with their values in ``image`` (none when
+    their quotas were removed), in a stable order."""
+    return [
+        UpdateMetadataClientQuota(
+            entity=[
+                UpdateMetadataQuotaEntity(entity_type=kind, entity_name=name)
+                for kind, name in entity
+            ],
+            values=[
+                UpdateMetadataQuotaValue(key=key, value=value)
+                for key, value in sorted(image.client_quotas.get(entity, {}).items())
+            ],
+        )
+        for entity in sorted(entities, key=repr)
     ]
 
 
@@ -482,8 +510,10 @@ def delta_pushes(
                 configs=_topic_configs(new, name),
             )
         )
-    send_metadata = bool(um_topics or changed_brokers)
     acls_changed = delta.acls_changed()
+    quota_entities = delta.changed_client_quotas()
+    client_quotas = _client_quotas(new, quota_entities)
+    send_metadata = bool(um_topics or changed_brokers or quota_entities)
     live = _live_brokers(new) if send_metadata or broker_layers or acls_changed else []
 
     pushes: dict[int, BrokerPush] = {}
@@ -517,6 +547,7 @@ def delta_pushes(
                 type_=INCREMENTAL,
                 broker_configs=_broker_config_layers(new, layers),
                 with_acls=acls_changed,
+                client_quotas=client_quotas,
             )
         if push:
             pushes[broker_id] = push
@@ -579,5 +610,6 @@ def full_push(
         type_=FULL,
         broker_configs=_broker_config_layers(image, ("", str(broker_id))),
         with_acls=True,
+        client_quotas=_client_quotas(image, image.client_quotas),
     )
     return push

@@ -21,15 +21,18 @@ from pydmq.metadata.image import (
     BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
+    QuotaEntity,
     TopicImage,
     TopicsImage,
     acl_of_record,
     frozen_mapping,
+    quota_entity,
 )
 from pydmq.metadata.records import (
     RESOURCE_TOPIC,
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -85,6 +88,8 @@ class MetadataDelta:
         self._cleared_configs: set[tuple[int, str]] = set()
         self._next_producer_id: int | None = None
         self._acls: dict[UUID, StandardAcl | None] = {}
+        # Client quotas changed here: entity -> key -> value, None when removed.
+        self._client_quotas: dict[QuotaEntity, dict[str, float | None]] = {}
 
     # -- replay -------------------------------------------------------------------------
 
@@ -121,6 +126,10 @@ class MetadataDelta:
                 self._configs.setdefault(key, {})[rec.name] = rec.value
             case FeatureLevelRecord():
                 self._features[rec.name] = rec.feature_level
+            case ClientQuotaRecord():
+                entity = quota_entity((e.entity_type, e.entity_name) for e in rec.entity)
+                quotas = self._client_quotas.setdefault(entity, {})
+                quotas[rec.key] = None if rec.remove else rec.value
             case ProducerIdsRecord():
                 self._next_producer_id = rec.next_producer_id
             case AccessControlEntryRecord():
@@ -253,6 +262,10 @@ class MetadataDelta:
         """Whether an ACL was created or deleted (the authorizers must be rebuilt)."""
         return bool(self._acls)
 
+    def changed_client_quotas(self) -> set[QuotaEntity]:
+        """The client quota entities ClientQuotaRecords changed (empty: none)."""
+        return set(self._client_quotas)
+
     # -- the next image -------------------------------------------------------------------
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
@@ -269,6 +282,7 @@ class MetadataDelta:
                 image.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
             acls=self._apply_acls(),
+            client_quotas=self._apply_client_quotas(),
         )
 
     def _apply_acls(self) -> Mapping[UUID, StandardAcl]:
@@ -335,3 +349,20 @@ class MetadataDelta:
             else:
                 configs.pop(key, None)
         return frozen_mapping(configs)
+
+    def _apply_client_quotas(self) -> Mapping[QuotaEntity, Mapping[str, float]]:
+        if not self._client_quotas:
+            return self.image.client_quotas
+        quotas = dict(self.image.client_quotas)
+        for entity, changes in self._client_quotas.items():
+            values = dict(quotas.get(entity, {}))
+            for key, value in changes.items():
+                if value is None:
+                    values.pop(key, None)
+                else:
+                    values[key] = value
+            if values:
+                quotas[entity] = frozen_mapping(values)
+            else:
+                quotas.pop(entity, None)
+        return frozen_mapping(quotas)

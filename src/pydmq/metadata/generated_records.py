@@ -21,8 +21,10 @@ __all__ = [
     "RECORD_CLASSES",
     "AccessControlEntryRecord",
     "BrokerRegistrationChangeRecord",
+    "ClientQuotaRecord",
     "ConfigRecord",
     "Endpoint",
+    "EntityData",
     "FeatureLevelRecord",
     "FenceBrokerRecord",
     "MetadataRecord",
@@ -357,6 +359,42 @@ class FeatureLevelRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class EntityData:
+    """An element of ``ClientQuotaRecord.entity``."""
+
+    entity_type: str
+    """user, client-id or ip."""
+    entity_name: str | None
+    """The name, null for the default entity."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientQuotaRecord:
+    """A client quota of an entity set (value) or removed (remove true)."""
+
+    record_type: ClassVar[int] = 14
+    LOWEST_SUPPORTED_VERSION: ClassVar[int] = 0
+    HIGHEST_SUPPORTED_VERSION: ClassVar[int] = 0
+
+    entity: tuple[EntityData, ...]
+    """The entity: one to two (entity type, entity name) pairs."""
+    key: str
+    """The quota key."""
+    value: float
+    """The quota value (ignored when removed)."""
+    remove: bool
+    """Whether the quota is removed."""
+
+    def encode(self) -> bytes:
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
+        w = Writer()
+        w.int16(14)
+        w.int16(0)
+        _write_ClientQuotaRecord(w, self, 0)
+        return w.getvalue()
+
+
+@dataclass(frozen=True, slots=True)
 class ProducerIdsRecord:
     """A block of producer ids was handed to a broker; next_producer_id is the next free."""
 
@@ -455,6 +493,7 @@ MetadataRecord: TypeAlias = (
     | UnfenceBrokerRecord
     | RemoveTopicRecord
     | FeatureLevelRecord
+    | ClientQuotaRecord
     | ProducerIdsRecord
     | RemoveAccessControlEntryRecord
     | BrokerRegistrationChangeRecord
@@ -473,6 +512,7 @@ RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
     8: UnfenceBrokerRecord,
     9: RemoveTopicRecord,
     12: FeatureLevelRecord,
+    14: ClientQuotaRecord,
     15: ProducerIdsRecord,
     16: RemoveAccessControlEntryRecord,
     17: BrokerRegistrationChangeRecord,
@@ -764,6 +804,35 @@ def _write_FeatureLevelRecord(w: Writer, msg: FeatureLevelRecord, version: int) 
     w.int16(msg.feature_level)
 
 
+def _read_EntityData(r: Reader, version: int) -> EntityData:
+    f_entity_type: str = r.string()
+    f_entity_name: str | None = r.nullable_string()
+    return EntityData(f_entity_type, f_entity_name)
+
+
+def _write_EntityData(w: Writer, msg: EntityData, version: int) -> None:
+    w.string(msg.entity_type)
+    w.nullable_string(msg.entity_name)
+
+
+def _read_ClientQuotaRecord(r: Reader, version: int) -> ClientQuotaRecord:
+    n = r.array_length()
+    f_entity: tuple[EntityData, ...] = tuple([_read_EntityData(r, version) for _ in range(n)])
+    f_key: str = r.string()
+    f_value: float = r.float64()
+    f_remove: bool = r.bool()
+    return ClientQuotaRecord(f_entity, f_key, f_value, f_remove)
+
+
+def _write_ClientQuotaRecord(w: Writer, msg: ClientQuotaRecord, version: int) -> None:
+    w.int32(len(msg.entity))
+    for e in msg.entity:
+        _write_EntityData(w, e, version)
+    w.string(msg.key)
+    w.float64(msg.value)
+    w.bool(msg.remove)
+
+
 def _read_ProducerIdsRecord(r: Reader, version: int) -> ProducerIdsRecord:
     f_broker_id: int = r.int32()
     f_broker_epoch: int = r.int64()
@@ -834,6 +903,7 @@ _READERS: dict[int, tuple[int, int, Callable[[Reader, int], MetadataRecord]]] = 
     8: (0, 0, _read_UnfenceBrokerRecord),
     9: (0, 0, _read_RemoveTopicRecord),
     12: (0, 0, _read_FeatureLevelRecord),
+    14: (0, 0, _read_ClientQuotaRecord),
     15: (0, 0, _read_ProducerIdsRecord),
     16: (0, 0, _read_RemoveAccessControlEntryRecord),
     17: (0, 0, _read_BrokerRegistrationChangeRecord),

@@ -10,7 +10,7 @@ Sans-IO: no asyncio, sockets or files.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import ClassVar, TypeVar
@@ -21,8 +21,10 @@ from pydmq.metadata.records import (
     RESOURCE_BROKER,
     RESOURCE_TOPIC,
     AccessControlEntryRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     Endpoint,
+    EntityData,
     FeatureLevelRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -44,15 +46,27 @@ __all__ = [
     "Endpoint",
     "MetadataImage",
     "PartitionRegistration",
+    "QuotaEntity",
     "TopicImage",
     "TopicsImage",
     "acl_of_record",
     "acl_record",
     "frozen_mapping",
+    "quota_entity",
 ]
 
 K = TypeVar("K")
 V = TypeVar("V")
+
+
+QuotaEntity = tuple[tuple[str, str | None], ...]
+"""A client quota entity: its (entity type, entity name) pairs sorted by type; a name of None
+is the type's default entity (Kafka's ClientQuotaEntity)."""
+
+
+def quota_entity(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
+    """The :data:`QuotaEntity` of ``pairs`` (in any order)."""
+    return tuple(sorted(pairs, key=lambda pair: pair[0]))
 
 
 def frozen_mapping(items: Mapping[K, V] | None = None) -> Mapping[K, V]:
@@ -221,6 +235,8 @@ class MetadataImage:
     (:data:`~pydmq.metadata.records.RESOURCE_TOPIC`, ``RESOURCE_BROKER``).
     ``next_producer_id`` is the first producer id not yet handed out. ``acls`` are the
     authorizer's ACLs by id (AccessControlEntryRecord, RemoveAccessControlEntryRecord).
+    ``client_quotas``
+    maps each client quota entity (:data:`QuotaEntity`) to its quota values by key.
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -233,6 +249,7 @@ class MetadataImage:
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=frozen_mapping)
     next_producer_id: int = 0
     acls: Mapping[UUID, StandardAcl] = field(default_factory=frozen_mapping)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=frozen_mapping)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -284,6 +301,11 @@ class MetadataImage:
             out.extend(
                 ConfigRecord(resource_type, resource_name, name, value)
                 for name, value in values.items()
+            )
+        for entity, quotas in self.client_quotas.items():
+            entity_data = tuple(EntityData(kind, name) for kind, name in entity)
+            out.extend(
+                ClientQuotaRecord(entity_data, key, value, False) for key, value in quotas.items()
             )
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))

@@ -4,6 +4,10 @@ A reusable receive buffer (``asyncio.BufferedProtocol``) avoids a fresh allocati
 (page faults dominate on small VMs, DESIGN.md §8). Requests are dispatched as soon as they are
 complete; a request whose handler is asynchronous (long-poll Fetch, acks=all) holds back the
 requests after it, so responses leave in request order, as Kafka guarantees.
+
+A throttled client is muted (:meth:`KafkaConnection.mute_for`): its requests are neither read
+nor served until the throttle time has passed, as Kafka mutes a channel after sending the
+response that carries ``throttle_time_ms`` (KIP-219).
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.received_at = 0.0
         self._reading_paused = False
         self._writing_paused = False
+        # Set while the client is muted for its throttle time (mute_for).
+        self._unmute: asyncio.TimerHandle | None = None
         self.closed = False
 
     # -- asyncio callbacks -------------------------------------------------------------
@@ -107,6 +113,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.closed = True
         if self._pending is not None:
             self._pending.cancel()
+        if self._unmute is not None:
+            self._unmute.cancel()
         self._backlog.clear()
         if self._on_close is not None:
             self._on_close(self)
@@ -152,7 +160,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # Once the client stops reading its responses, frames already received stay in the
         # buffer until it catches up: handling them would queue a response each (8 MiB
         # Fetch answers from a buffer of small requests pinned over 1 GB).
-        while not self.closed and not self._writing_paused:
+        while not self.closed and not self._writing_paused and self._unmute is None:
             available = self._end - self._start
             if available < 4:
                 break
@@ -228,15 +236,39 @@ class KafkaConnection(asyncio.BufferedProtocol):
         """Serve the requests held back (behind an asynchronous one, or while the client did
         not read), then read again, unless one of them is asynchronous or writing paused."""
         while self._backlog and self._pending is None and not self.closed:
-            if self._writing_paused:
+            if self._writing_paused or self._unmute is not None:
                 return
             self.received_at, held = self._backlog.popleft()
             self._handle(memoryview(held))
             self.received_at = 0.0
-        if self._pending is None and not self._writing_paused and not self.closed:
+        if (
+            self._pending is None
+            and not self._writing_paused
+            and self._unmute is None
+            and not self.closed
+        ):
             self._resume_reading()
             # frames may already sit in the receive buffer
             self._process_frames()
+
+    def mute_for(self, seconds: float) -> None:
+        """Neither read nor serve this client's requests for ``seconds`` (a throttle time),
+        from now: called as its throttled response is handed over, so that response still
+        leaves. A longer mute replaces a shorter one."""
+        if self.closed or seconds <= 0:
+            return
+        loop = asyncio.get_running_loop()
+        until = loop.time() + seconds
+        if self._unmute is not None:
+            if self._unmute.when() >= until:
+                return
+            self._unmute.cancel()
+        self._unmute = loop.call_at(until, self._unmuted)
+        self._pause_reading()
+
+    def _unmuted(self) -> None:
+        self._unmute = None
+        self._serve_held()
 
     def _write(self, buffers: Buffers | None) -> None:
         if buffers is None or self._transport is None or self.closed:

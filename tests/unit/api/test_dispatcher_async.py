@@ -16,11 +16,14 @@ import pytest
 
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.api.handler import RequestContext
+from pydmq.net.connection import KafkaConnection
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.messages.metadata import MetadataResponse
 
 # (queued, started, local done): a request's timing so far, as the dispatcher passes it
 _TIMING = (0.0, 0.0, 0.0)
+# Unthrottled answers never touch the connection.
+_CONNECTION = KafkaConnection(lambda frame, connection: None, 1024, "PLAINTEXT")
 
 
 def _context(api_key: int = 3, api_version: int = 12) -> RequestContext[None]:
@@ -47,7 +50,7 @@ def test_cancelling_before_the_handler_ran_leaves_no_unawaited_coroutine() -> No
     async def scenario() -> bool:
         answer = asyncio.ensure_future(  # what the connection does
             RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-                _context(), handler(), _TIMING
+                _context(), handler(), _CONNECTION, _TIMING
             )
         )
         answer.cancel()  # the connection closed in the same loop tick
@@ -78,7 +81,7 @@ def test_cancelling_the_answer_cancels_a_running_handler() -> None:
     async def scenario() -> None:
         answer = asyncio.ensure_future(  # what the connection does
             RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-                _context(), handler(), _TIMING
+                _context(), handler(), _CONNECTION, _TIMING
             )
         )
         await asyncio.sleep(0.01)  # the handler is parked
@@ -96,7 +99,7 @@ def test_the_answer_is_the_encoded_response_with_its_correlation_id() -> None:
 
     async def scenario() -> Any:
         return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-            _context(), handler(), _TIMING
+            _context(), handler(), _CONNECTION, _TIMING
         )
 
     buffers = asyncio.run(scenario())
@@ -113,7 +116,7 @@ def test_a_failing_handler_fails_the_answer() -> None:
 
     async def scenario() -> Any:
         return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-            _context(), handler(), _TIMING
+            _context(), handler(), _CONNECTION, _TIMING
         )
 
     with pytest.raises(RuntimeError, match="boom"):
@@ -126,7 +129,7 @@ def test_a_handler_answering_none_sends_nothing() -> None:
 
     async def scenario() -> Any:
         return await RequestDispatcher(None, {}, ApiVersionsResponse)._finish_later(
-            _context(0, 9), handler(), _TIMING
+            _context(0, 9), handler(), _CONNECTION, _TIMING
         )
 
     assert asyncio.run(scenario()) is None

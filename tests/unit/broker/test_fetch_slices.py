@@ -59,7 +59,13 @@ def _ctx(broker: Broker) -> RequestContext:
 def test_a_large_fetch_gives_the_loop_back_and_answers_the_same(tmp_path: Path) -> None:
     async def scenario() -> None:
         node = Node(
-            BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(tmp_path)})
+            BrokerConfig(
+                {
+                    "listeners": "PLAINTEXT://127.0.0.1:0",
+                    "pydmq.http.listeners": "http://127.0.0.1:0",
+                    "log.dirs": str(tmp_path),
+                }
+            )
         )
         broker = node.broker
         assert broker is not None

@@ -14,6 +14,7 @@ import pytest
 
 from pydmq.broker.handlers.produce import HANDLER
 from pydmq.protocol.messages.produce import PartitionProduceData, ProduceRequest, TopicProduceData
+from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.testing.conformance_transactions import transactional_batch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "replication"))
@@ -28,7 +29,10 @@ def test_acks_0_appends_once_verified() -> None:
         verifier = Verifier(later=True)
         rm, p = verified_leader(verifier)
         ctx = SimpleNamespace(
-            broker=SimpleNamespace(replica_manager=rm, authorizer=None), api_version=9
+            broker=SimpleNamespace(
+                replica_manager=rm, authorizer=None, quotas=QuotaManagers(QuotaSettings())
+            ),
+            api_version=9,
         )
         request = ProduceRequest(
             transactional_id="txn",

@@ -20,7 +20,7 @@ CHILD = textwrap.dedent(
     from pydmq.config.broker import BrokerConfig
     from pydmq.node import Node
 
-    Node(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
+    Node(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "pydmq.http.listeners": "http://127.0.0.1:0", "log.dirs": sys.argv[1]}))
     prefixes = ("pydmq.broker.cluster", "pydmq.controller", "pydmq.raft", "pydmq.metadata")
     print(json.dumps(sorted(m for m in sys.modules if m.startswith(prefixes))))
     """
@@ -64,7 +64,7 @@ FIRST_ADMIN_REQUEST = textwrap.dedent(
     from pydmq.node import Node
     from pydmq.protocol.messages.create_topics import CreatableTopic, CreateTopicsRequest
 
-    broker = Node(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]}))
+    broker = Node(BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "pydmq.http.listeners": "http://127.0.0.1:0", "log.dirs": sys.argv[1]}))
     request = CreateTopicsRequest(
         topics=[CreatableTopic(name="t", num_partitions=1, replication_factor=1)], timeout=1000
     )
@@ -108,7 +108,7 @@ STARTED_NODE = textwrap.dedent(
     from pydmq.node import Node
 
     async def main() -> None:
-        config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": sys.argv[1]})
+        config = BrokerConfig({"listeners": "PLAINTEXT://127.0.0.1:0", "pydmq.http.listeners": "http://127.0.0.1:0", "log.dirs": sys.argv[1]})
         node = Node(config)
         await node.start()
         await node.stop()

@@ -9,8 +9,10 @@ from pydmq.controller.propagation import BrokerPush, delta_pushes, full_push
 from pydmq.metadata.delta import MetadataDelta
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
+    ClientQuotaRecord,
     ConfigRecord,
     Endpoint,
+    EntityData,
     FenceBrokerRecord,
     MetadataRecord,
     NoOpRecord,
@@ -369,3 +371,45 @@ def test_full_push_carries_the_default_and_the_brokers_own_layer() -> None:
     w = Writer()
     API_SCHEMAS[6].encode_request(w, push.update_metadata, 8)
     assert API_SCHEMAS[6].decode_request(Reader(bytes(w.buf)), 8) == push.update_metadata
+
+
+def _quota(
+    client_id: str | None, key: str, value: float, remove: bool = False
+) -> ClientQuotaRecord:
+    return ClientQuotaRecord((EntityData("client-id", client_id),), key, value, remove)
+
+
+def _pushed_quotas(push: BrokerPush) -> list[tuple[object, object]]:
+    assert push.update_metadata is not None
+    return [
+        (
+            [(e.entity_type, e.entity_name) for e in q.entity],
+            [(v.key, v.value) for v in q.values],
+        )
+        for q in push.update_metadata.client_quotas
+    ]
+
+
+def test_client_quota_changes_go_to_every_broker_with_the_entities_values() -> None:
+    base, _ = _replay(_base(), [_quota("a", "producer_byte_rate", 10.0)])
+    pushes = _pushes(
+        base,
+        [_quota(None, "consumer_byte_rate", 5.0), _quota("a", "producer_byte_rate", 0.0, True)],
+    )
+    assert sorted(pushes) == [1, 2, 3]
+    for push in pushes.values():
+        assert push.leader_and_isr is None
+        assert _pushed_quotas(push) == [
+            ([("client-id", "a")], []),  # removed
+            ([("client-id", None)], [("consumer_byte_rate", 5.0)]),
+        ]
+
+
+def test_the_full_update_metadata_lists_every_client_quota_and_others_none() -> None:
+    image, _ = _replay(_base(), [_quota("a", "producer_byte_rate", 10.0)])
+    push = full_push(
+        image, 1, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert _pushed_quotas(push) == [([("client-id", "a")], [("producer_byte_rate", 10.0)])]
+    other = _pushes(image, [ConfigRecord(2, "orders", "retention.ms", "5")])
+    assert all(_pushed_quotas(p) == [] for p in other.values())

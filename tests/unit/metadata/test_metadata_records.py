@@ -13,9 +13,11 @@ from pydmq.metadata.records import (
     RECORD_CLASSES,
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     CorruptRecordError,
     Endpoint,
+    EntityData,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -87,6 +89,13 @@ RECORDS: st.SearchStrategy[MetadataRecord] = st.one_of(
     st.builds(FeatureLevelRecord, names, st.integers(0, 2**15 - 1)),
     st.builds(ProducerIdsRecord, st.integers(-1, 2**31 - 1), int64, int64),
     st.builds(
+        ClientQuotaRecord,
+        st.lists(st.builds(EntityData, names, st.none() | names), max_size=3).map(tuple),
+        names,
+        st.floats(allow_nan=False),
+        st.booleans(),
+    ),
+    st.builds(
         BrokerRegistrationChangeRecord,
         broker_ids,
         int64,
@@ -123,6 +132,12 @@ EXAMPLES: list[MetadataRecord] = [
     RemoveTopicRecord(TID),
     FeatureLevelRecord("metadata.version", 1),
     ProducerIdsRecord(1, 10, 2000),
+    ClientQuotaRecord(
+        (EntityData("user", "alice"), EntityData("client-id", None)),
+        "producer_byte_rate",
+        1024.0,
+        False,
+    ),
     BrokerRegistrationChangeRecord(1, 10, fenced=False, in_controlled_shutdown=True),
     NoOpRecord(),
     AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 3, 3),
@@ -132,7 +147,7 @@ EXAMPLES: list[MetadataRecord] = [
 
 def test_examples_cover_every_record_type() -> None:
     assert {type(r) for r in EXAMPLES} == set(RECORD_CLASSES.values())
-    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 15, 16, 17, 20]
+    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 15, 16, 17, 20]
 
 
 @pytest.mark.parametrize("rec", EXAMPLES, ids=lambda r: type(r).__name__)

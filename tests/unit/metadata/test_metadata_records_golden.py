@@ -24,8 +24,10 @@ from pydmq.metadata.records import (
     RECORD_CLASSES,
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     Endpoint,
+    EntityData,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -98,6 +100,15 @@ CASES: dict[str, MetadataRecord] = {
     "feature-level-extremes": FeatureLevelRecord("", I16[0]),
     "producer-ids": ProducerIdsRecord(1, 10, 2000),
     "producer-ids-extremes": ProducerIdsRecord(-1, I64[0], I64[1]),
+    "client-quota": ClientQuotaRecord(
+        (EntityData("client-id", None), EntityData("user", "alice")),
+        "producer_byte_rate",
+        1048576.0,
+        False,
+    ),
+    "client-quota-removed": ClientQuotaRecord(
+        (EntityData("ip", "10.0.0.1"),), "connection_creation_rate", 0.0, True
+    ),
     "broker-change-unchanged": BrokerRegistrationChangeRecord(1, 10),
     "broker-change-set": BrokerRegistrationChangeRecord(1, 10, True, True),
     "broker-change-cleared": BrokerRegistrationChangeRecord(2, 11, False, False),

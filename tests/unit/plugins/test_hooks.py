@@ -71,7 +71,12 @@ def test_lifecycle_and_topic_hooks_fire(tmp_path: Path) -> None:
 
     async def run() -> None:
         config = BrokerConfig(
-            {"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0", "num.partitions": 2}
+            {
+                "log.dirs": str(tmp_path),
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "pydmq.http.listeners": "http://127.0.0.1:0",
+                "num.partitions": 2,
+            }
         )
         node = Node(config, plugins=[recorder])
         broker = node.broker
@@ -182,7 +187,13 @@ def test_group_assignor_hook_registers_third_party_assignor(tmp_path: Path) -> N
     assert "everything-to-first" in assignors
 
     async def run() -> None:
-        config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+        config = BrokerConfig(
+            {
+                "log.dirs": str(tmp_path),
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "pydmq.http.listeners": "http://127.0.0.1:0",
+            }
+        )
         node = Node(config, plugins=[AssignorPlugin()])
         broker = node.broker
         assert broker is not None

@@ -72,6 +72,8 @@ def _scalar(kafka_type: str, nullable: bool) -> st.SearchStrategy[Any]:
         base = _TEXT
     elif kafka_type == "uuid":
         base = st.uuids()
+    elif kafka_type == "float64":
+        base = st.floats(allow_nan=False)
     else:
         raise AssertionError(kafka_type)
     return st.none() | base if nullable else base
@@ -340,10 +342,10 @@ def test_update_metadata_defaults_and_unknown_tags_kept() -> None:
     assert UpdateMetadataTopicState().configs == []
     data = _encode(6, request)
     assert data.endswith(b"\x00")  # no tagged fields when both are at their defaults
-    request.unknown_tagged_fields = {5: b"xy"}
+    request.unknown_tagged_fields = {99: b"xy"}  # a tag no pydmq extension uses
     request.type_ = 2
     again = API_SCHEMAS[6].decode_request(Reader(_encode(6, request)), 8)
-    assert again.unknown_tagged_fields == {5: b"xy"}
+    assert again.unknown_tagged_fields == {99: b"xy"}
     assert again.type_ == 2
 
 

@@ -16,7 +16,13 @@ PARTITIONS = 40
 
 def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
     async def run() -> None:
-        config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+        config = BrokerConfig(
+            {
+                "log.dirs": str(tmp_path),
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "pydmq.http.listeners": "http://127.0.0.1:0",
+            }
+        )
         node = Node(config)
         broker = node.broker
         assert broker is not None
@@ -71,7 +77,13 @@ def test_deleting_a_partition_waits_for_its_checkpoint_write(tmp_path: Path) -> 
     broker that lost every partition because a client deleted a topic.)"""
 
     async def run() -> None:
-        config = BrokerConfig({"log.dirs": str(tmp_path), "listeners": "PLAINTEXT://127.0.0.1:0"})
+        config = BrokerConfig(
+            {
+                "log.dirs": str(tmp_path),
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "pydmq.http.listeners": "http://127.0.0.1:0",
+            }
+        )
         node = Node(config)
         broker = node.broker
         assert broker is not None

@@ -52,6 +52,7 @@ def node_config(tmp_path: Path, ca: TestCA, server: Identity, **extra: str) -> B
     return BrokerConfig(
         {
             "listeners": "SSL://127.0.0.1:0",
+            "pydmq.http.listeners": "http://127.0.0.1:0",
             "log.dirs": str(tmp_path / "data"),
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(server.pem),

@@ -20,17 +20,21 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
   the FULL request): the broker's authorizer is given them.
 - ``broker_configs`` (pydmq tagged field) carries dynamic broker config layers: the cluster
   default ("") and this broker's own (its id); a listed layer replaces ours, a FULL update
-  also empties the layers it does not list (layers of other brokers are ignored).
+  also empties the layers it does not list (layers of other brokers are ignored);
+- ``client_quotas`` (pydmq tagged field) carries client quota entities with their complete
+  values: a listed entity replaces ours (no values: removed), a FULL update also drops the
+  entities it does not list.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydmq.broker.services import FinalizedFeatures
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
+from pydmq.metadata.image import QuotaEntity, quota_entity
 from pydmq.protocol.acl import (
     AclOperation,
     AclPermissionType,
@@ -81,6 +85,7 @@ class MetadataUpdate:
     config_changed: set[str] = field(default_factory=set)
     broker_configs_changed: bool = False
     acls_changed: bool = False
+    client_quotas_changed: bool = False
     deleted_topics: list[TopicInfo] = field(default_factory=list)
     created_topics: list[TopicInfo] = field(default_factory=list)
 
@@ -103,6 +108,8 @@ class MetadataCache:
         # The finalized feature levels, as the active controller's ApiVersions reported them
         # (the broker lifecycle asks after each registration).
         self.finalized_features = FinalizedFeatures(-1, {})
+        # Client quotas, as a metadata image holds them: entity -> key -> value.
+        self.client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = {}
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:
@@ -160,6 +167,7 @@ class MetadataCache:
         self._apply_broker_configs(request, result)
         if request.acls_included:
             self._apply_acls(request, result)
+        self._apply_client_quotas(request, result)
         return result
 
     def _apply_acls(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
@@ -178,6 +186,21 @@ class MetadataCache:
         if acls != self.acls:
             self.acls = acls
             result.acls_changed = True
+
+    def _apply_client_quotas(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
+        if not request.client_quotas and request.type_ != UPDATE_FULL:
+            return
+        quotas = {} if request.type_ == UPDATE_FULL else dict(self.client_quotas)
+        for listed in request.client_quotas:
+            entity = quota_entity((e.entity_type, e.entity_name) for e in listed.entity)
+            values = {v.key: v.value for v in listed.values}
+            if values:
+                quotas[entity] = values
+            else:
+                quotas.pop(entity, None)
+        if quotas != self.client_quotas:
+            self.client_quotas = quotas
+            result.client_quotas_changed = True
 
     def _apply_broker_configs(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
         layers = {

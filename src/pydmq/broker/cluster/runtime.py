@@ -497,6 +497,8 @@ class BrokerCluster:
         replica_manager = self.broker.replica_manager
         if result.acls_changed and self.broker.authorizer is not None:
             self.broker.authorizer.update_acls(self.metadata_cache.acls)
+        if result.client_quotas_changed:
+            self.broker.quotas.update(self.metadata_cache.client_quotas)
         if result.broker_configs_changed:
             layers = self.metadata_cache.broker_configs
             install_broker_configs(self.broker, layers[""], layers[str(self.node_id)])

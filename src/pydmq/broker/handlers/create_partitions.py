@@ -15,6 +15,8 @@ REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
 
 Authorization (as Kafka): ALTER on each topic, else that topic is TOPIC_AUTHORIZATION_FAILED
 and the others are forwarded.
+A client with a ``controller_mutation_rate`` quota is held to it (the partitions added) before
+the request is forwarded (:mod:`pydmq.broker.handlers._mutation_quota`; strict from v3).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import authorized_names
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._mutation_quota import THROTTLED, finish, mutation_quota
 from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_partitions import (
@@ -32,11 +35,37 @@ from pydmq.protocol.messages.create_partitions import (
     CreatePartitionsResponse,
     CreatePartitionsTopicResult,
 )
+from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["HANDLER"]
 
+_NOT_AUTHORIZED = "The topic authorization is failed."
+
 
 def handle(
+    ctx: BrokerContext, request: CreatePartitionsRequest
+) -> Awaitable[CreatePartitionsResponse]:
+    names = [topic.name for topic in request.topics]
+    alterable = authorized_names(ctx, AclOperation.ALTER, ResourceType.TOPIC, names)
+    refused: dict[str, int] = {
+        name: ErrorCode.TOPIC_AUTHORIZATION_FAILED for name in names if name not in alterable
+    }
+    quota = mutation_quota(ctx, 3)
+    if quota is not None:
+        # The authorized topics' new partitions, in request order (authorized first).
+        for t in request.topics:
+            if t.name in refused:
+                continue
+            info = ctx.broker.topics.get(t.name)
+            added = max(0, t.count - len(info.partitions)) if info is not None else 0
+            if not quota.record(added):
+                refused[t.name] = ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    if not refused and quota is None:
+        return _forward(ctx, request)
+    return _forward_allowed(ctx, request, refused, quota)
+
+
+def _forward(
     ctx: BrokerContext, request: CreatePartitionsRequest
 ) -> Awaitable[CreatePartitionsResponse]:
     def unavailable(code: int, message: str) -> CreatePartitionsResponse:
@@ -47,41 +76,39 @@ def handle(
             ]
         )
 
-    alterable = authorized_names(ctx, AclOperation.ALTER, ResourceType.TOPIC, _names(request))
-    if len(alterable) < len({t.name for t in request.topics}):
-        return _forward_alterable(ctx, request, alterable)
     return forward_to_controller(ctx, request, unavailable, request.timeout)
 
 
-def _names(request: CreatePartitionsRequest) -> list[str]:
-    return [topic.name for topic in request.topics]
-
-
-async def _forward_alterable(
-    ctx: BrokerContext, request: CreatePartitionsRequest, alterable: set[str]
+async def _forward_allowed(
+    ctx: BrokerContext,
+    request: CreatePartitionsRequest,
+    refused: dict[str, int],
+    quota: ControllerMutationQuota | None,
 ) -> CreatePartitionsResponse:
-    """Refuse the topics the principal may not alter, forward the rest; the answers keep
-    the request's order."""
-    allowed = [t for t in request.topics if t.name in alterable]
-    answers: list[CreatePartitionsTopicResult] = []
+    """Answer the refused topics here (not authorized, over the mutation quota), forward the
+    rest; the answers keep the request's order."""
+    allowed = [t for t in request.topics if t.name not in refused]
+    response = CreatePartitionsResponse()
     if allowed:
         forwarded = CreatePartitionsRequest(
             topics=allowed, timeout=request.timeout, validate_only=request.validate_only
         )
-        answers = list((await handle(ctx, forwarded)).results)
-    replies = iter(answers)
-    return CreatePartitionsResponse(
-        results=[
-            next(replies)
-            if t.name in alterable
-            else CreatePartitionsTopicResult(
-                name=t.name,
-                error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                error_message="The topic authorization is failed.",
-            )
-            for t in request.topics
-        ]
-    )
+        response = await _forward(ctx, forwarded)
+    answers = iter(response.results)
+    response.results = [
+        CreatePartitionsTopicResult(
+            name=t.name,
+            error_code=refused[t.name],
+            error_message=_NOT_AUTHORIZED
+            if refused[t.name] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else THROTTLED,
+        )
+        if t.name in refused
+        else next(answers)
+        for t in request.topics
+    ]
+    finish(ctx, quota, response)
+    return response
 
 
 HANDLER = ApiHandlerSpec(37, 0, 3, handle, "CreatePartitions")

@@ -23,17 +23,20 @@ REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
 
 Authorization (as Kafka): CREATE on the cluster or on the topic, else that topic is
 TOPIC_AUTHORIZATION_FAILED ("Authorization failed.") and the others are forwarded.
+A client with a ``controller_mutation_rate`` quota is held to it before the request is
+forwarded (:mod:`pydmq.broker.handlers._mutation_quota`; strict from v6).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import authorized_to_create_topic
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._mutation_quota import THROTTLED, finish, mutation_quota
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.create_topics import (
     CreatableTopic,
@@ -42,6 +45,7 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsResponse,
 )
 from pydmq.protocol.topic_names import internal_topic_creation_problem
+from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["HANDLER"]
 
@@ -61,9 +65,18 @@ def _refused(
     )
 
 
+def _partitions(ctx: BrokerContext, topic: CreatableTopic) -> int:
+    """The partitions ``topic`` would create (what the mutation quota counts)."""
+    if topic.num_partitions != -1:
+        return int(topic.num_partitions)
+    if topic.assignments:
+        return len(topic.assignments)
+    return ctx.broker.config.get_int("num.partitions")
+
+
 def handle(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
     counts = collections.Counter(t.name for t in request.topics)
-    refused = {
+    refused: dict[str, tuple[int, str | None]] = {
         t.name: (ErrorCode.INVALID_REQUEST, problem)
         for t in request.topics
         if counts[t.name] == 1 and (problem := internal_topic_creation_problem(t.name)) is not None
@@ -75,9 +88,15 @@ def handle(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[Create
         and t.name not in refused
         and not authorized_to_create_topic(ctx, t.name)
     )
-    if not refused:
+    quota = mutation_quota(ctx, 6)
+    if quota is not None:
+        for t in request.topics:
+            counted = counts[t.name] == 1 and t.name not in refused
+            if counted and not quota.record(_partitions(ctx, t)):
+                refused[t.name] = (ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED)
+    if not refused and quota is None:
         return _forward(ctx, request)
-    return _forward_allowed(ctx, request, refused)
+    return _forward_allowed(ctx, request, refused, quota)
 
 
 def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[CreateTopicsResponse]:
@@ -90,10 +109,13 @@ def _forward(ctx: BrokerContext, request: CreateTopicsRequest) -> Awaitable[Crea
 
 
 async def _forward_allowed(
-    ctx: BrokerContext, request: CreateTopicsRequest, refused: Mapping[str, tuple[int, str | None]]
+    ctx: BrokerContext,
+    request: CreateTopicsRequest,
+    refused: dict[str, tuple[int, str | None]],
+    quota: ControllerMutationQuota | None,
 ) -> CreateTopicsResponse:
-    """Refuse the reserved and unauthorized names here and forward the rest; answers keep
-    the request's order."""
+    """Refuse the reserved and unauthorized names (and those over the mutation quota) here
+    and forward the rest; answers keep the request's order."""
     allowed = [t for t in request.topics if t.name not in refused]
     answered: dict[str, CreatableTopicResult] = {}
     response = CreateTopicsResponse()
@@ -107,6 +129,7 @@ async def _forward_allowed(
         _refused(t, ctx.api_version, *refused[t.name]) if t.name in refused else answered[t.name]
         for t in request.topics
     ]
+    finish(ctx, quota, response)
     return response
 
 

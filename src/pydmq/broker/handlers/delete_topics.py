@@ -12,6 +12,9 @@ REQUEST_TIMED_OUT per item when none answers; a single node's own, in process).
 
 Authorization (as Kafka): DELETE on each topic (a topic named by id: DESCRIBE, then DELETE),
 else that topic is TOPIC_AUTHORIZATION_FAILED and the others are forwarded.
+A client with a ``controller_mutation_rate`` quota is held to it (the partitions deleted)
+before the request is forwarded (:mod:`pydmq.broker.handlers._mutation_quota`; strict from
+v5).
 """
 
 from __future__ import annotations
@@ -23,25 +26,44 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import authorized
 from pydmq.broker.handlers._forward import forward_to_controller
+from pydmq.broker.handlers._mutation_quota import THROTTLED, finish, mutation_quota
 from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_topics import (
     DeletableTopicResult,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
-    DeleteTopicState,
 )
+from pydmq.quotas.controller_mutation import ControllerMutationQuota
 
 __all__ = ["HANDLER"]
 
 _ZERO_UUID = uuid.UUID(int=0)
 
 
+def _wanted(ctx: BrokerContext, request: DeleteTopicsRequest) -> list[tuple[str | None, uuid.UUID]]:
+    if ctx.api_version >= 6:
+        return [(t.name, t.topic_id) for t in request.topics]
+    return [(name, _ZERO_UUID) for name in request.topic_names]
+
+
 def handle(ctx: BrokerContext, request: DeleteTopicsRequest) -> Awaitable[DeleteTopicsResponse]:
-    denied = _denied(ctx, request)
-    if denied:
-        return _forward_allowed(ctx, request, denied)
-    return _forward(ctx, request)
+    refused: dict[int, int] = dict.fromkeys(
+        _denied(ctx, request), ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    )
+    quota = mutation_quota(ctx, 5)
+    if quota is not None:
+        # The authorized topics' partitions, in request order (as Kafka: authorized first).
+        topics = ctx.broker.topics
+        for index, (name, topic_id) in enumerate(_wanted(ctx, request)):
+            if index in refused:
+                continue
+            info = topics.get(name) if name is not None else topics.by_id(topic_id)
+            if not quota.record(0 if info is None else len(info.partitions)):
+                refused[index] = ErrorCode.THROTTLING_QUOTA_EXCEEDED
+    if not refused and quota is None:
+        return _forward(ctx, request)
+    return _forward_allowed(ctx, request, refused, quota)
 
 
 def _denied(ctx: BrokerContext, request: DeleteTopicsRequest) -> set[int]:
@@ -71,49 +93,51 @@ def _denied(ctx: BrokerContext, request: DeleteTopicsRequest) -> set[int]:
 
 
 async def _forward_allowed(
-    ctx: BrokerContext, request: DeleteTopicsRequest, denied: set[int]
+    ctx: BrokerContext,
+    request: DeleteTopicsRequest,
+    refused: dict[int, int],
+    quota: ControllerMutationQuota | None,
 ) -> DeleteTopicsResponse:
-    """Forward the topics not denied; the answers keep the request's order."""
-    v6 = ctx.api_version >= 6
-    count = len(request.topics) if v6 else len(request.topic_names)
-    allowed = [i for i in range(count) if i not in denied]
-    answers: list[DeletableTopicResult] = []
-    if allowed:
-        forwarded = DeleteTopicsRequest(timeout=request.timeout)
-        if v6:
-            forwarded.topics = [request.topics[i] for i in allowed]
-        else:
-            forwarded.topic_names = [request.topic_names[i] for i in allowed]
-        answers = list((await _forward(ctx, forwarded)).responses)
-    results = iter(answers)
+    """Answer the refused topics here (not authorized, over the mutation quota), forward the
+    rest; the answers keep the request's order."""
+    wanted = _wanted(ctx, request)
     response = DeleteTopicsResponse()
-    for i in range(count):
-        if i in denied:
-            topic: DeleteTopicState | None = request.topics[i] if v6 else None
-            response.responses.append(
-                DeletableTopicResult(
-                    name=topic.name if topic is not None else request.topic_names[i],
-                    topic_id=topic.topic_id if topic is not None else _ZERO_UUID,
-                    error_code=ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-                )
+    if len(refused) < len(wanted):
+        if ctx.api_version >= 6:
+            forwarded = DeleteTopicsRequest(
+                topics=[t for i, t in enumerate(request.topics) if i not in refused],
+                timeout=request.timeout,
             )
         else:
-            response.responses.append(next(results))
+            forwarded = DeleteTopicsRequest(
+                topic_names=[n for i, n in enumerate(request.topic_names) if i not in refused],
+                timeout=request.timeout,
+            )
+        response = await _forward(ctx, forwarded)
+    answers = iter(response.responses)
+    response.responses = [
+        DeletableTopicResult(
+            name=name,
+            topic_id=topic_id,
+            error_code=refused[i],
+            error_message=THROTTLED if refused[i] == ErrorCode.THROTTLING_QUOTA_EXCEEDED else None,
+        )
+        if i in refused
+        else next(answers)
+        for i, (name, topic_id) in enumerate(wanted)
+    ]
+    finish(ctx, quota, response)
     return response
 
 
 def _forward(ctx: BrokerContext, request: DeleteTopicsRequest) -> Awaitable[DeleteTopicsResponse]:
     def unavailable(code: int, message: str) -> DeleteTopicsResponse:
-        if ctx.api_version >= 6:
-            wanted = [(t.name, t.topic_id) for t in request.topics]
-        else:
-            wanted = [(name, _ZERO_UUID) for name in request.topic_names]
         return DeleteTopicsResponse(
             responses=[
                 DeletableTopicResult(
                     name=name, topic_id=topic_id, error_code=code, error_message=message
                 )
-                for name, topic_id in wanted
+                for name, topic_id in _wanted(ctx, request)
             ]
         )
 

@@ -50,6 +50,12 @@ is applied, so a session's cached partitions are checked on every fetch).
 A fetch of more partitions than one slice (:data:`~pydmq.api.slices.SLICE_ELEMENTS`,
 up to the decode budget of 110,000 elements) is read in slices between which the event loop
 serves other connections, each read of its long poll too; a normal fetch is read at once.
+
+Quotas: a consumer with a ``consumer_byte_rate`` quota (by its user and client id) reads at
+most what the quota allows in one window; a fetch that takes it over its rate is answered
+empty with ``throttle_time_ms``, and the connection is muted for that time (a client before
+v8 gets its response delayed instead). Followers are never throttled; nothing is looked up
+when no such quota exists.
 """
 
 from __future__ import annotations
@@ -245,6 +251,18 @@ class _Answer:
             )
         return response
 
+    def throttled(self, broker: BrokerServices, throttle_time_ms: int) -> FetchResponse:
+        """Kafka's answer to a throttled fetch: no partitions; a session this request
+        created is dropped again (the answer is sessionless), an existing one is kept with
+        its last reported state, so the next fetch gets what this one did not."""
+        session_id = self.session_id
+        if session_id and not self.incremental:
+            broker.fetch_sessions.remove(session_id)
+            session_id = 0
+        return FetchResponse(
+            throttle_time=throttle_time_ms, error_code=ErrorCode.NONE, session_id=session_id
+        )
+
 
 def _aborted(result: FetchPartitionResult) -> list[AbortedTransaction]:
     aborted = result.aborted_transactions
@@ -295,10 +313,63 @@ def handle(ctx: BrokerContext, request: FetchRequest) -> object:
     )
     if broker.authorizer is not None:
         _authorize_targets(ctx, params, targets)
+    quota = _FetchQuota.of(ctx, params)
     results = broker.replica_manager.fetch_messages(params, targets)
     if isinstance(results, list):
-        return answer.respond(targets, results)
-    return _respond_later(answer, targets, results)
+        return _respond(ctx, answer, quota, targets, results)
+    return _respond_later(ctx, answer, quota, targets, results)
+
+
+class _FetchQuota:
+    """The consumer's ``consumer_byte_rate`` quota (Kafka's fetch ClientQuotaManager): the
+    response size is capped at what the client may take in one quota window; once read, its
+    records' size is recorded, and a client over its rate gets an empty response carrying the
+    throttle time (the recorded size taken back, as Kafka does) and is muted for that time."""
+
+    __slots__ = ("client_id", "user")
+
+    def __init__(self, user: str, client_id: str) -> None:
+        self.user = user
+        self.client_id = client_id
+
+    @classmethod
+    def of(cls, ctx: BrokerContext, params: FetchParams) -> _FetchQuota | None:
+        """The quota of a consumer's fetch (None: no quota applies; followers have none),
+        with ``params`` capped to its window."""
+        manager = ctx.broker.quotas.fetch
+        if not manager.enabled or params.replica_id >= 0:
+            return None
+        user, client_id = ctx.principal.name, ctx.client_id or ""
+        window_bytes = manager.max_value_in_quota_window(user, client_id)
+        if window_bytes is None:
+            return None
+        limit = int(min(window_bytes, 2**31 - 1))
+        params.max_bytes = limit if params.max_bytes <= 0 else min(params.max_bytes, limit)
+        params.min_bytes = min(params.min_bytes, params.max_bytes)
+        return cls(user, client_id)
+
+    def throttle_time_ms(self, ctx: BrokerContext, results: list[FetchPartitionResult]) -> int:
+        manager = ctx.broker.quotas.fetch
+        size = sum(r.records.size for r in results if r.records is not None)
+        throttle = manager.record_and_get_throttle_time_ms(self.user, self.client_id, size)
+        if throttle:
+            manager.unrecord(self.user, self.client_id, size)
+        return throttle
+
+
+def _respond(
+    ctx: BrokerContext,
+    answer: _Answer,
+    quota: _FetchQuota | None,
+    targets: list[FetchTarget],
+    results: list[FetchPartitionResult],
+) -> FetchResponse:
+    if quota is not None:
+        throttle = quota.throttle_time_ms(ctx, results)
+        if throttle:
+            ctx.throttle_time_ms = throttle
+            return answer.throttled(ctx.broker, throttle)
+    return answer.respond(targets, results)
 
 
 def _authorize_targets(ctx: BrokerContext, params: FetchParams, targets: list[FetchTarget]) -> None:
@@ -339,9 +410,13 @@ def _params(ctx: BrokerContext, request: FetchRequest) -> FetchParams:
 
 
 async def _respond_later(
-    answer: _Answer, targets: list[FetchTarget], waiting: Awaitable[list[FetchPartitionResult]]
+    ctx: BrokerContext,
+    answer: _Answer,
+    quota: _FetchQuota | None,
+    targets: list[FetchTarget],
+    waiting: Awaitable[list[FetchPartitionResult]],
 ) -> FetchResponse:
-    return answer.respond(targets, await waiting)
+    return _respond(ctx, answer, quota, targets, await waiting)
 
 
 HANDLER = ApiHandlerSpec(1, 4, 17, handle, "Fetch")

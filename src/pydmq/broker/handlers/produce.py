@@ -46,6 +46,11 @@ topic), so this costs one dict lookup per topic.
 Storage: an append the log could not store (a full disk, an I/O error, an offline log dir)
 is KAFKA_STORAGE_ERROR, which clients retry; nothing of it is in the log and the idempotent
 producer state did not move, so the retry of the same batch is accepted once space returns.
+
+Quotas: with a ``producer_byte_rate`` quota for the client (its user and client id), the
+request's size is recorded after the append and a client over its rate gets
+``throttle_time_ms`` and is muted for that time (:mod:`pydmq.quotas.manager`; a client before
+v6 gets its response delayed instead). Nothing is looked up when no such quota exists.
 """
 
 from __future__ import annotations
@@ -174,6 +179,7 @@ def handle(
                 )
             appended.append((topic_response, topic_data.partition_data))
     if not entries:
+        _throttle(ctx, response)
         return None if acks == 0 else response
     results = ctx.broker.replica_manager.append_records(
         entries,
@@ -183,12 +189,26 @@ def handle(
         add_partition=version >= _TRANSACTIONS_V2_VERSION,
     )
     if acks == 0:
-        # no answer; a produce waiting for its transaction's verification appends all the same
+        # no answer (a throttled client is muted all the same); a produce waiting for its
+        # transaction's verification appends all the same
+        _throttle(ctx, response)
         return None if isinstance(results, list) else _without_response(results)
     if isinstance(results, list):
         _fill(appended, results)
+        _throttle(ctx, response)
         return response
-    return _respond_when_acked(response, appended, results)
+    return _respond_when_acked(ctx, response, appended, results)
+
+
+def _throttle(ctx: BrokerContext, response: ProduceResponse) -> None:
+    """Kafka's produce quota, after the append: record the request's size for the client
+    and answer (and mute it for) the throttle time when it went over its byte rate."""
+    produce = ctx.broker.quotas.produce
+    if produce.enabled:
+        throttle = produce.record_and_get_throttle_time_ms(
+            ctx.principal.name, ctx.client_id or "", ctx.request_size
+        )
+        ctx.throttle_time_ms = response.throttle_time = throttle
 
 
 def _topic_names(request: ProduceRequest) -> list[str]:
@@ -238,11 +258,13 @@ async def _without_response(waiting: Awaitable[list[AppendResult]]) -> None:
 
 
 async def _respond_when_acked(
+    ctx: BrokerContext,
     response: ProduceResponse,
     appended: list[tuple[TopicProduceResponse, list[PartitionProduceData]]],
     waiting: Awaitable[list[AppendResult]],
 ) -> ProduceResponse:
     _fill(appended, await waiting)
+    _throttle(ctx, response)
     return response
 
 

@@ -11,7 +11,7 @@ groups:
 - broker lifecycle (BrokerRegistration, BrokerHeartbeat, AlterPartition, AllocateProducerIds,
   ControlledShutdown) and the admin requests brokers forward unchanged (CreateTopics,
   DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, ElectLeaders,
-  AlterPartitionReassignments, ListPartitionReassignments): the active controller only;
+  AlterPartitionReassignments, ListPartitionReassignments, AlterClientQuotas): the active controller only;
   other voters answer NOT_CONTROLLER;
 - ApiVersions and DescribeCluster, so tools can find the quorum and the active controller.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pydmq.controller.handlers import (
+    alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
     create_acls,
@@ -36,6 +37,7 @@ _ADMIN_MODULES = (
     list_partition_reassignments,
     create_acls,
     delete_acls,
+    alter_client_quotas,
 )
 
 

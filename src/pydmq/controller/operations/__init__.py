@@ -9,7 +9,7 @@ one already replayed into its image.
 
 Modules: :mod:`.common` (result, context, elections), :mod:`.brokers`, :mod:`.topics`,
 :mod:`.partitions` (AlterPartition, ElectLeaders), :mod:`.reassignment`, :mod:`.configs`,
-:mod:`.acls` (CreateAcls, DeleteAcls).
+:mod:`.acls` (CreateAcls, DeleteAcls), :mod:`.quotas` (AlterClientQuotas).
 """
 
 from pydmq.controller.operations.acls import (
@@ -64,6 +64,11 @@ from pydmq.controller.operations.partitions import (
     alter_partition,
     elect_leaders,
 )
+from pydmq.controller.operations.quotas import (
+    ClientQuotaAlteration,
+    ClientQuotaAlterationResult,
+    alter_client_quotas,
+)
 from pydmq.controller.operations.reassignment import (
     OngoingReassignment,
     ReassignmentRequest,
@@ -99,6 +104,8 @@ __all__ = [
     "AlterPartitionReply",
     "BrokerHeartbeatReply",
     "BrokerRegistrationReply",
+    "ClientQuotaAlteration",
+    "ClientQuotaAlterationResult",
     "ConfigResourceResult",
     "ControlledShutdownReply",
     "ControllerResult",
@@ -115,6 +122,7 @@ __all__ = [
     "ReassignmentRequest",
     "ReassignmentResult",
     "allocate_producer_ids",
+    "alter_client_quotas",
     "alter_configs",
     "alter_partition",
     "alter_partition_reassignments",

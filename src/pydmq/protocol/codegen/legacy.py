@@ -23,6 +23,11 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   the authorizer's ACLs (the AccessControlEntryRecord fields, with their ids). When
   ``acls_included`` the list replaces the broker's ACLs (empty: none); otherwise they are
   unchanged. The FULL variant includes them, an INCREMENTAL one when ACLs changed.
+- UpdateMetadata request, tag 5: ``client_quotas``, client quota entities as ``{entity:
+  [{entity_type, entity_name (null: the default)}], values: [{key, value}]}``. A listed
+  entity replaces the broker's copy of it (empty ``values``: its quotas were removed); an
+  unlisted one is unchanged. The FULL variant lists every entity, and the broker drops the
+  others.
 """
 
 from __future__ import annotations
@@ -291,6 +296,21 @@ def update_metadata() -> ApiSpec:
         a.field("operation", "int8"),
         a.field("permission_type", "int8"),
     )
+    quota_entity = a.struct(
+        "UpdateMetadataQuotaEntity",
+        a.field("entity_type", "string"),
+        a.field("entity_name", "string", nullable=True),
+    )
+    quota_value = a.struct(
+        "UpdateMetadataQuotaValue",
+        a.field("key", "string"),
+        a.field("value", "float64"),
+    )
+    client_quota = a.struct(
+        "UpdateMetadataClientQuota",
+        a.structs("entity", quota_entity),
+        a.structs("values", quota_value),
+    )
     request = a.struct(
         "UpdateMetadataRequest",
         a.field("controller_id", "int32"),
@@ -304,6 +324,7 @@ def update_metadata() -> ApiSpec:
         a.structs("broker_configs", broker_configs, tag=2),  # pydmq extension
         a.field("acls_included", "bool", default=False, tag=3),  # pydmq extension
         a.structs("acls", acl, tag=4),  # pydmq extension
+        a.structs("client_quotas", client_quota, tag=5),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",
@@ -320,6 +341,9 @@ def update_metadata() -> ApiSpec:
             broker_config,
             broker_configs,
             acl,
+            quota_entity,
+            quota_value,
+            client_quota,
             request,
         ),
         a.message("response", response),

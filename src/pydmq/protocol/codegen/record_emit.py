@@ -26,7 +26,14 @@ from pydmq.protocol.codegen.record_model import (
 
 __all__ = ["emit_family", "module_path"]
 
-_PY_SCALAR = {"bool": "bool", "tristate": "bool", "uuid": "UUID", "string": "str", "bytes": "bytes"}
+_PY_SCALAR = {
+    "bool": "bool",
+    "tristate": "bool",
+    "float64": "float",
+    "uuid": "UUID",
+    "string": "str",
+    "bytes": "bytes",
+}
 
 
 def module_path(family: RecordFamily) -> str:

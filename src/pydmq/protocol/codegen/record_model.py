@@ -15,7 +15,7 @@ JSON message specs (our own files, describing our own layouts):
   ``versionField`` (a key whose version is a field of its class, e.g. the kind of a consumer
   group key), and ``fields``.
 - a field: ``name``, ``type`` (``bool``, ``int8``, ``int16``, ``int32``, ``int64``,
-  ``uint16``, ``uuid``, ``string``, ``bytes``, ``tristate``, a struct name, or ``[]`` and one of
+  ``uint16``, ``float64``, ``uuid``, ``string``, ``bytes``, ``tristate``, a struct name, or ``[]`` and one of
   those for an array; a struct declared inline has ``fields``), ``versions`` (``"0+"``,
   ``"5,7-8"``), optional ``nullableVersions``, ``default`` (a field with one is optional in the
   class; a field absent from some versions needs one), ``nullValue`` (the int written for
@@ -54,7 +54,7 @@ __all__ = [
 RECORD_SCHEMA_DIR = Path(__file__).resolve().parent / "schemas" / "records"
 
 INT_TYPES = frozenset({"int8", "int16", "int32", "int64", "uint16"})
-PRIMITIVE_TYPES = INT_TYPES | {"bool", "tristate", "uuid", "string", "bytes"}
+PRIMITIVE_TYPES = INT_TYPES | {"bool", "tristate", "float64", "uuid", "string", "bytes"}
 ARRAY_TYPES = frozenset({"int8", "int16", "int32", "int64"})  # read and written in bulk
 
 

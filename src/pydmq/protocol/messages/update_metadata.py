@@ -18,8 +18,11 @@ __all__ = [
     "UpdateMetadataBroker",
     "UpdateMetadataBrokerConfig",
     "UpdateMetadataBrokerConfigs",
+    "UpdateMetadataClientQuota",
     "UpdateMetadataEndpoint",
     "UpdateMetadataPartitionState",
+    "UpdateMetadataQuotaEntity",
+    "UpdateMetadataQuotaValue",
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
     "UpdateMetadataTopicConfig",
@@ -513,12 +516,142 @@ class UpdateMetadataAcl:
         )
 
 
+class UpdateMetadataQuotaEntity:
+    __slots__ = ("entity_name", "entity_type", "unknown_tagged_fields")
+    __match_args__ = ()
+
+    entity_type: str
+    entity_name: str | None
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        entity_type: str = "",
+        entity_name: str | None = None,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.entity_type = entity_type
+        self.entity_name = entity_name
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.entity_type,
+            self.entity_name,
+            self.unknown_tagged_fields,
+        ) == (
+            other.entity_type,
+            other.entity_name,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"entity_type={self.entity_type!r}, "
+            f"entity_name={self.entity_name!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
+class UpdateMetadataQuotaValue:
+    __slots__ = ("key", "unknown_tagged_fields", "value")
+    __match_args__ = ()
+
+    key: str
+    value: float
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        key: str = "",
+        value: float = 0.0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.key = key
+        self.value = value
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.key,
+            self.value,
+            self.unknown_tagged_fields,
+        ) == (
+            other.key,
+            other.value,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"key={self.key!r}, "
+            f"value={self.value!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
+class UpdateMetadataClientQuota:
+    __slots__ = ("entity", "unknown_tagged_fields", "values")
+    __match_args__ = ()
+
+    entity: list[UpdateMetadataQuotaEntity]
+    values: list[UpdateMetadataQuotaValue]
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        entity: list[UpdateMetadataQuotaEntity] = _MISSING,
+        values: list[UpdateMetadataQuotaValue] = _MISSING,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.entity = [] if entity is _MISSING else entity
+        self.values = [] if values is _MISSING else values
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.entity,
+            self.values,
+            self.unknown_tagged_fields,
+        ) == (
+            other.entity,
+            other.values,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"entity={self.entity!r}, "
+            f"values={self.values!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
 class UpdateMetadataRequest:
     __slots__ = (
         "acls",
         "acls_included",
         "broker_configs",
         "broker_epoch",
+        "client_quotas",
         "controller_epoch",
         "controller_id",
         "is_k_raft_controller",
@@ -541,6 +674,7 @@ class UpdateMetadataRequest:
     broker_configs: list[UpdateMetadataBrokerConfigs]
     acls_included: bool
     acls: list[UpdateMetadataAcl]
+    client_quotas: list[UpdateMetadataClientQuota]
     unknown_tagged_fields: dict[int, bytes]
 
     def __init__(
@@ -557,6 +691,7 @@ class UpdateMetadataRequest:
         broker_configs: list[UpdateMetadataBrokerConfigs] = _MISSING,
         acls_included: bool = False,
         acls: list[UpdateMetadataAcl] = _MISSING,
+        client_quotas: list[UpdateMetadataClientQuota] = _MISSING,
         unknown_tagged_fields: dict[int, bytes] = _MISSING,
     ) -> None:
         self.controller_id = controller_id
@@ -570,6 +705,7 @@ class UpdateMetadataRequest:
         self.broker_configs = [] if broker_configs is _MISSING else broker_configs
         self.acls_included = acls_included
         self.acls = [] if acls is _MISSING else acls
+        self.client_quotas = [] if client_quotas is _MISSING else client_quotas
         self.unknown_tagged_fields = (
             {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
         )
@@ -589,6 +725,7 @@ class UpdateMetadataRequest:
             self.broker_configs,
             self.acls_included,
             self.acls,
+            self.client_quotas,
             self.unknown_tagged_fields,
         ) == (
             other.controller_id,
@@ -602,6 +739,7 @@ class UpdateMetadataRequest:
             other.broker_configs,
             other.acls_included,
             other.acls,
+            other.client_quotas,
             other.unknown_tagged_fields,
         )
 
@@ -619,6 +757,7 @@ class UpdateMetadataRequest:
             f"broker_configs={self.broker_configs!r}, "
             f"acls_included={self.acls_included!r}, "
             f"acls={self.acls!r}, "
+            f"client_quotas={self.client_quotas!r}, "
             f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
         )
 
@@ -928,6 +1067,68 @@ def _write_UpdateMetadataAcl(w: Writer, msg: UpdateMetadataAcl, version: int) ->
     w.tagged_fields(msg.unknown_tagged_fields)
 
 
+def _read_UpdateMetadataQuotaEntity(r: Reader, version: int) -> UpdateMetadataQuotaEntity:
+    f_entity_type: str
+    f_entity_type = r.compact_string()
+    f_entity_name: str | None
+    f_entity_name = r.compact_nullable_string()
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataQuotaEntity(
+        entity_type=f_entity_type, entity_name=f_entity_name, unknown_tagged_fields=unknown
+    )
+
+
+def _write_UpdateMetadataQuotaEntity(
+    w: Writer, msg: UpdateMetadataQuotaEntity, version: int
+) -> None:
+    w.compact_string(msg.entity_type)
+    w.compact_nullable_string(msg.entity_name)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
+def _read_UpdateMetadataQuotaValue(r: Reader, version: int) -> UpdateMetadataQuotaValue:
+    f_key: str
+    f_key = r.compact_string()
+    f_value: float
+    f_value = r.float64()
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataQuotaValue(key=f_key, value=f_value, unknown_tagged_fields=unknown)
+
+
+def _write_UpdateMetadataQuotaValue(w: Writer, msg: UpdateMetadataQuotaValue, version: int) -> None:
+    w.compact_string(msg.key)
+    w.float64(msg.value)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
+def _read_UpdateMetadataClientQuota(r: Reader, version: int) -> UpdateMetadataClientQuota:
+    f_entity: list[UpdateMetadataQuotaEntity]
+    n = r.compact_array_length()
+    f_entity = [_read_UpdateMetadataQuotaEntity(r, version) for _ in range(n)]
+    f_values: list[UpdateMetadataQuotaValue]
+    n = r.compact_array_length()
+    f_values = [_read_UpdateMetadataQuotaValue(r, version) for _ in range(n)]
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataClientQuota(
+        entity=f_entity, values=f_values, unknown_tagged_fields=unknown
+    )
+
+
+def _write_UpdateMetadataClientQuota(
+    w: Writer, msg: UpdateMetadataClientQuota, version: int
+) -> None:
+    w.uvarint(len(msg.entity) + 1)
+    for e_entity in msg.entity:
+        _write_UpdateMetadataQuotaEntity(w, e_entity, version)
+    w.uvarint(len(msg.values) + 1)
+    for e_values in msg.values:
+        _write_UpdateMetadataQuotaValue(w, e_values, version)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
 def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataRequest:
     f_controller_id: int
     f_controller_id = r.int32()
@@ -948,6 +1149,7 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
     f_broker_configs: list[UpdateMetadataBrokerConfigs] = []
     f_acls_included: bool = False
     f_acls: list[UpdateMetadataAcl] = []
+    f_client_quotas: list[UpdateMetadataClientQuota] = []
     unknown: dict[int, bytes]
     unknown = {}
     for _ in range(r.tagged_count()):
@@ -969,6 +1171,10 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
             n = r.compact_array_length()
             f_acls = [_read_UpdateMetadataAcl(r, version) for _ in range(n)]
             r.expect_end_of_tag(end)
+        elif tag == 5:
+            n = r.compact_array_length()
+            f_client_quotas = [_read_UpdateMetadataClientQuota(r, version) for _ in range(n)]
+            r.expect_end_of_tag(end)
         else:
             unknown[tag] = r.raw(end - r.pos)
     return UpdateMetadataRequest(
@@ -983,6 +1189,7 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
         broker_configs=f_broker_configs,
         acls_included=f_acls_included,
         acls=f_acls,
+        client_quotas=f_client_quotas,
         unknown_tagged_fields=unknown,
     )
 
@@ -1023,6 +1230,12 @@ def _write_UpdateMetadataRequest(w: Writer, msg: UpdateMetadataRequest, version:
         for e_acls in msg.acls:
             _write_UpdateMetadataAcl(t, e_acls, version)
         tagged.append((4, t.getvalue()))
+    if msg.client_quotas:
+        t = Writer()
+        t.uvarint(len(msg.client_quotas) + 1)
+        for e_client_quotas in msg.client_quotas:
+            _write_UpdateMetadataClientQuota(t, e_client_quotas, version)
+        tagged.append((5, t.getvalue()))
     w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 

@@ -53,6 +53,7 @@ class Cluster:
                 "node.id": i + 1,
                 "process.roles": "broker,controller" if i < n else "broker",
                 "listeners": ",".join(listeners),
+                "pydmq.http.listeners": "http://127.0.0.1:0",  # never a fixed port in tests
                 "controller.quorum.voters": voters,
                 "log.dirs": str(root / f"node{i + 1}"),
                 "broker.heartbeat.interval.ms": 200,

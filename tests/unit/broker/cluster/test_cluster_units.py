@@ -212,3 +212,48 @@ def test_metadata_cache_keeps_the_default_and_its_own_broker_config_layers() -> 
     )
     assert cache.update(full).broker_configs_changed
     assert cache.broker_configs == {"": {}, "1": {"log.cleaner.threads": "2"}}
+
+
+def _quotas_update(
+    offset: int, type_: int, *quotas: tuple[str | None, dict[str, float]]
+) -> UpdateMetadataRequest:
+    from pydmq.protocol.messages.update_metadata import (
+        UpdateMetadataClientQuota,
+        UpdateMetadataQuotaEntity,
+        UpdateMetadataQuotaValue,
+    )
+
+    return UpdateMetadataRequest(
+        controller_epoch=2,
+        type_=type_,
+        metadata_offset=offset,
+        client_quotas=[
+            UpdateMetadataClientQuota(
+                entity=[UpdateMetadataQuotaEntity(entity_type="client-id", entity_name=name)],
+                values=[UpdateMetadataQuotaValue(key=k, value=v) for k, v in values.items()],
+            )
+            for name, values in quotas
+        ],
+    )
+
+
+def test_client_quotas_follow_update_metadata() -> None:
+    cache = MetadataCache(1)
+    a, default = (("client-id", "a"),), (("client-id", None),)
+    result = cache.update(_quotas_update(1, 1, ("a", {"producer_byte_rate": 1.0})))
+    assert result.client_quotas_changed
+    assert cache.client_quotas == {a: {"producer_byte_rate": 1.0}}
+    # an incremental update touches only what it lists; no values: removed
+    cache.update(_quotas_update(2, 1, (None, {"consumer_byte_rate": 2.0})))
+    assert cache.client_quotas == {
+        a: {"producer_byte_rate": 1.0},
+        default: {"consumer_byte_rate": 2.0},
+    }
+    assert not cache.update(_quotas_update(3, 1)).client_quotas_changed
+    cache.update(_quotas_update(4, 1, ("a", {})))
+    assert cache.client_quotas == {default: {"consumer_byte_rate": 2.0}}
+    # FULL replaces everything
+    cache.update(_quotas_update(5, UPDATE_FULL, ("b", {"request_percentage": 3.0})))
+    assert cache.client_quotas == {(("client-id", "b"),): {"request_percentage": 3.0}}
+    assert cache.update(_quotas_update(6, UPDATE_FULL)).client_quotas_changed
+    assert cache.client_quotas == {}
