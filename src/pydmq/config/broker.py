@@ -19,6 +19,7 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
+from pydmq.config.sasl_configs import LISTENER_SASL, SASL_CONFIGS
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -618,6 +619,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
         "Largest metadata string of a committed offset.",
         read_only=True,
     ),
+    *SASL_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
@@ -658,12 +660,19 @@ class BrokerConfig(ConfigValues):
     :mod:`pydmq.config.kafka_only` are kept aside in :attr:`without_effect` (name -> reason)
     for one start-up warning, and any other name is refused with the closest known one. A
     setting pydmq would silently get wrong is refused: a listener whose security protocol is
-    not PLAINTEXT, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
+    neither PLAINTEXT nor SASL_PLAINTEXT, and a ``controller.quorum.bootstrap.servers`` (KIP-853) quorum other than
     this node alone (pydmq's quorum is ``controller.quorum.voters``).
     """
 
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
+        # Listener name (lower case, as Kafka's prefix) -> its own SASL properties, as
+        # written after the prefix (pydmq.security.sasl.listener reads them).
+        self.listener_sasl: dict[str, dict[str, str]] = {}
+        for name in [n for n in values if LISTENER_SASL.match(n)]:
+            match = LISTENER_SASL.match(name)
+            assert match is not None
+            self.listener_sasl.setdefault(match[1], {})[match[2]] = str(values.pop(name))
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:
@@ -769,10 +778,10 @@ class BrokerConfig(ConfigValues):
         for uri in self.listeners:
             name = _listener_uri_name(uri)
             protocol = protocols.get(name, name if name in _SECURITY_PROTOCOLS else "PLAINTEXT")
-            if protocol != "PLAINTEXT":
+            if protocol not in ("PLAINTEXT", "SASL_PLAINTEXT"):
                 raise ConfigError(
                     f"listener {name} uses security protocol {protocol}: pydmq serves "
-                    "PLAINTEXT only (TLS and SASL are not implemented)"
+                    "PLAINTEXT and SASL_PLAINTEXT only (TLS is not implemented)"
                 )
 
     def _check_quorum_bootstrap(self, raw: object) -> None:

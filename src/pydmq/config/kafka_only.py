@@ -179,7 +179,7 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         "TLS, SASL authentication, ACLs or delegation tokens",
         """
         authorizer.class.name super.users allow.everyone.if.no.acl.found principal.builder.class
-        security.inter.broker.protocol security.providers connections.max.reauth.ms
+        security.inter.broker.protocol security.providers
         connection.failed.authentication.delay.ms delegation.token.expiry.check.interval.ms
         delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
         delegation.token.secret.key ssl.allow.dn.changes ssl.allow.san.changes ssl.cipher.suites
@@ -189,16 +189,16 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         ssl.keystore.password ssl.keystore.type ssl.principal.mapping.rules ssl.protocol
         ssl.provider ssl.secure.random.implementation ssl.trustmanager.algorithm
         ssl.truststore.certificates ssl.truststore.location ssl.truststore.password
-        ssl.truststore.type sasl.client.callback.handler.class sasl.enabled.mechanisms
-        sasl.jaas.config sasl.kerberos.kinit.cmd sasl.kerberos.min.time.before.relogin
+        ssl.truststore.type sasl.client.callback.handler.class
+        sasl.kerberos.kinit.cmd sasl.kerberos.min.time.before.relogin
         sasl.kerberos.principal.to.local.rules sasl.kerberos.service.name
         sasl.kerberos.ticket.renew.jitter sasl.kerberos.ticket.renew.window.factor
         sasl.login.callback.handler.class sasl.login.class sasl.login.connect.timeout.ms
         sasl.login.read.timeout.ms sasl.login.refresh.buffer.seconds
         sasl.login.refresh.min.period.seconds sasl.login.refresh.window.factor
         sasl.login.refresh.window.jitter sasl.login.retry.backoff.max.ms
-        sasl.login.retry.backoff.ms sasl.mechanism.controller.protocol
-        sasl.mechanism.inter.broker.protocol sasl.oauthbearer.allow.unverified.audience
+        sasl.login.retry.backoff.ms
+        sasl.oauthbearer.allow.unverified.audience
         sasl.oauthbearer.allow.unverified.issuer sasl.oauthbearer.assertion.algorithm
         sasl.oauthbearer.assertion.claim.aud sasl.oauthbearer.assertion.claim.exp.seconds
         sasl.oauthbearer.assertion.claim.iss sasl.oauthbearer.assertion.claim.jti.include
