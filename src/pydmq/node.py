@@ -40,6 +40,8 @@ from pydmq.config.broker import BrokerConfig
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
+from pydmq.security.sasl.credentials import image_scram_lookup
+from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings, is_sasl_listener
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
@@ -91,6 +93,26 @@ class Node:
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
+        # The SASL listeners' settings, checked now (ConfigError before anything binds).
+        self._sasl_listeners = self._build_sasl_listeners()
+
+    def _build_sasl_listeners(self) -> dict[str, SaslListener]:
+        """Listener name -> its SASL authenticator factory, for every SASL listener."""
+
+        def credentials() -> Any:
+            if self.broker is not None:
+                return self.broker.scram_credentials()
+            assert self.controller is not None
+            return self.controller.image.scram_credentials
+
+        lookup = image_scram_lookup(credentials)
+        return {
+            listener.name: SaslListener(
+                SaslListenerSettings.from_config(self.config, listener.name), lookup
+            )
+            for listener in self.listeners.listeners
+            if is_sasl_listener(self.config, listener.name)
+        }
 
     @property
     def bound_ports(self) -> dict[str, int]:
@@ -162,6 +184,9 @@ class Node:
                 connection = KafkaConnection(
                     dispatcher, max_request, name, on_close=self._connection_closed
                 )
+                sasl = self._sasl_listeners.get(name)
+                if sasl is not None:
+                    connection.authenticator = sasl.new_authenticator()
                 self.connections.add(connection)
                 return connection
 

@@ -86,6 +86,13 @@ class RequestDispatcher(Generic[HostT]):
         except ProtocolError as exc:
             raise CloseConnection(f"unparsable request header: {exc}") from None
         api_key, version = header.api_key, header.api_version
+        gate = connection.authenticator
+        if gate is not None:
+            # A SASL listener: before authentication only ApiVersions and the SASL exchange,
+            # after it nothing once the session has expired (see security.sasl.authenticator).
+            refusal = gate.refusal(api_key)
+            if refusal is not None:
+                raise CloseConnection(refusal)
         spec = self.handlers.get(api_key)
         if spec is None:
             raise CloseConnection(f"unknown API key {api_key}")
@@ -109,6 +116,8 @@ class RequestDispatcher(Generic[HostT]):
             raise CloseConnection(f"malformed request (key {api_key} v{version}): {exc}") from None
         ctx = self._context(header, connection)
         result = spec.handle(ctx, request)
+        if gate is not None:
+            connection.principal = gate.principal  # set by a completed SASL exchange
         if inspect.isawaitable(result):
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
@@ -125,6 +134,7 @@ class RequestDispatcher(Generic[HostT]):
             listener=connection.listener,
             connection_id=connection.connection_id,
             principal=connection.principal,
+            authenticator=connection.authenticator,
         )
 
     async def _decode_off_loop(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
+from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "HostT", "RawResponse", "RequestContext"]
 
@@ -39,6 +40,9 @@ class RequestContext(Generic[HostT]):
     # The connection's principal when the request arrived (User:ANONYMOUS until it
     # authenticates); what the authorizer checks.
     principal: KafkaPrincipal = ANONYMOUS
+    # The connection's SASL state on a SASL listener (the SaslHandshake and SaslAuthenticate
+    # handlers drive it), None elsewhere.
+    authenticator: SaslAuthenticator | None = None
 
 
 @dataclass(frozen=True, slots=True)

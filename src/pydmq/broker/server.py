@@ -75,8 +75,11 @@ from pydmq.transactions.log import TransactionStateLog
 from pydmq.transactions.markers import TransactionMarkerChannel
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pydmq.broker.cluster.runtime import BrokerCluster
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.metadata.image import ScramCredentialData
 
 __all__ = ["METADATA_DIR", "Broker"]
 
@@ -275,7 +278,16 @@ class Broker:
             inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
             served_apis=self.served_apis,
             control_plane=cluster,
+            scram_credentials=self.scram_credentials,
         )
+
+    def scram_credentials(self) -> Mapping[tuple[str, int], ScramCredentialData]:
+        """Users' SCRAM credentials as this node's metadata has them: a single node's
+        metadata log, a cluster broker's metadata cache (from the controller's pushes)."""
+        if self.local_controller is not None:
+            return self.local_controller.image.scram_credentials
+        assert self.cluster is not None
+        return self.cluster.metadata_cache.scram_credentials
 
     def served_apis(self, listener_name: str | None) -> dict[int, ApiHandlerSpec]:
         """The APIs a listener serves (the client listeners' when None), for ApiVersions."""

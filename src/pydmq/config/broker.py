@@ -19,7 +19,7 @@ from pydmq.config.definitions import (
     parse_value,
 )
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
-from pydmq.config.sasl_configs import LISTENER_SASL, SASL_CONFIGS
+from pydmq.config.sasl_configs import SASL_CONFIGS, pop_listener_sasl
 
 __all__ = [
     "BROKER_CONFIGS",
@@ -666,13 +666,8 @@ class BrokerConfig(ConfigValues):
 
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
-        # Listener name (lower case, as Kafka's prefix) -> its own SASL properties, as
-        # written after the prefix (pydmq.security.sasl.listener reads them).
-        self.listener_sasl: dict[str, dict[str, str]] = {}
-        for name in [n for n in values if LISTENER_SASL.match(n)]:
-            match = LISTENER_SASL.match(name)
-            assert match is not None
-            self.listener_sasl.setdefault(match[1], {})[match[2]] = str(values.pop(name))
+        # Listener name (lower case) -> its listener.name.<listener>.* SASL properties.
+        self.listener_sasl = pop_listener_sasl(values)
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:

@@ -6,11 +6,12 @@ forms Kafka accepts for them (``listener.name.<listener>.sasl.enabled.mechanisms
 from __future__ import annotations
 
 import re
+from collections.abc import MutableMapping
 
 from pydmq.config.definitions import ConfigDef, at_least
 from pydmq.config.definitions import ConfigType as T
 
-__all__ = ["LISTENER_SASL", "SASL_CONFIGS", "SASL_CONFIG_NAMES"]
+__all__ = ["SASL_CONFIGS", "SASL_CONFIG_NAMES", "pop_listener_sasl"]
 
 SASL_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(
@@ -57,8 +58,19 @@ SASL_CONFIG_NAMES = frozenset(d.name for d in SASL_CONFIGS)
 
 # listener.name.<listener>.sasl.enabled.mechanisms, ...<listener>.<mechanism>.sasl.jaas.config,
 # ...<listener>[.<mechanism>].connections.max.reauth.ms: (listener, property) groups.
-LISTENER_SASL = re.compile(
+_LISTENER_SASL = re.compile(
     r"^listener\.name\.([a-z0-9_-]+)\."
     r"(sasl\.enabled\.mechanisms|(?:[a-z0-9-]+\.)?sasl\.jaas\.config"
     r"|(?:[a-z0-9-]+\.)?connections\.max\.reauth\.ms)$"
 )
+
+
+def pop_listener_sasl(values: MutableMapping[str, object]) -> dict[str, dict[str, str]]:
+    """Take the listener-prefixed SASL properties out of ``values``: listener name (lower
+    case, as in the prefix) -> {property after the prefix: value}."""
+    out: dict[str, dict[str, str]] = {}
+    for name in [n for n in values if _LISTENER_SASL.match(n)]:
+        match = _LISTENER_SASL.match(name)
+        assert match is not None
+        out.setdefault(match[1], {})[match[2]] = str(values.pop(name))
+    return out

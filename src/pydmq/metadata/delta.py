@@ -21,6 +21,7 @@ from pydmq.metadata.image import (
     BrokerRegistration,
     MetadataImage,
     PartitionRegistration,
+    ScramCredentialData,
     TopicImage,
     TopicsImage,
     frozen_mapping,
@@ -38,9 +39,11 @@ from pydmq.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 
 __all__ = ["MetadataDelta", "MetadataReplayError"]
@@ -80,6 +83,7 @@ class MetadataDelta:
         self._configs: dict[tuple[int, str], dict[str, str | None]] = {}
         self._cleared_configs: set[tuple[int, str]] = set()
         self._next_producer_id: int | None = None
+        self._scram: dict[tuple[str, int], ScramCredentialData | None] = {}
 
     # -- replay -------------------------------------------------------------------------
 
@@ -118,6 +122,12 @@ class MetadataDelta:
                 self._features[rec.name] = rec.feature_level
             case ProducerIdsRecord():
                 self._next_producer_id = rec.next_producer_id
+            case UserScramCredentialRecord():
+                self._scram[(rec.name, rec.mechanism)] = ScramCredentialData(
+                    rec.salt, rec.stored_key, rec.server_key, rec.iterations
+                )
+            case RemoveUserScramCredentialRecord():
+                self._scram[(rec.name, rec.mechanism)] = None
             case NoOpRecord():
                 pass
 
@@ -233,6 +243,9 @@ class MetadataDelta:
     def changed_config_resources(self) -> set[tuple[int, str]]:
         return set(self._configs)
 
+    def scram_credentials_changed(self) -> bool:
+        return bool(self._scram)
+
     # -- the next image -------------------------------------------------------------------
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
@@ -248,7 +261,19 @@ class MetadataDelta:
             next_producer_id=(
                 image.next_producer_id if self._next_producer_id is None else self._next_producer_id
             ),
+            scram_credentials=self._apply_scram(),
         )
+
+    def _apply_scram(self) -> Mapping[tuple[str, int], ScramCredentialData]:
+        if not self._scram:
+            return self.image.scram_credentials
+        credentials = dict(self.image.scram_credentials)
+        for key, credential in self._scram.items():
+            if credential is None:
+                credentials.pop(key, None)
+            else:
+                credentials[key] = credential
+        return frozen_mapping(credentials)
 
     def _apply_features(self) -> Mapping[str, int]:
         if not self._features:

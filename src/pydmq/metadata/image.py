@@ -29,6 +29,7 @@ from pydmq.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     TopicRecord,
+    UserScramCredentialRecord,
 )
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "Endpoint",
     "MetadataImage",
     "PartitionRegistration",
+    "ScramCredentialData",
     "TopicImage",
     "TopicsImage",
     "frozen_mapping",
@@ -179,6 +181,27 @@ class PartitionRegistration:
 
 
 @dataclass(frozen=True, slots=True)
+class ScramCredentialData:
+    """A user's SCRAM credential of one mechanism (UserScramCredentialRecord): what the
+    server keeps of the password."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def to_record(self, user: str, mechanism: int) -> UserScramCredentialRecord:
+        return UserScramCredentialRecord(
+            name=user,
+            mechanism=mechanism,
+            salt=self.salt,
+            stored_key=self.stored_key,
+            server_key=self.server_key,
+            iterations=self.iterations,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TopicImage:
     """One topic: its name, id and partitions by partition id."""
 
@@ -209,7 +232,8 @@ class MetadataImage:
 
     ``configs`` maps ``(resource_type, resource_name)`` to the explicitly set configs
     (:data:`~pydmq.metadata.records.RESOURCE_TOPIC`, ``RESOURCE_BROKER``).
-    ``next_producer_id`` is the first producer id not yet handed out.
+    ``next_producer_id`` is the first producer id not yet handed out. ``scram_credentials``
+    maps ``(user name, mechanism type id)`` to the user's SCRAM credential.
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -221,6 +245,9 @@ class MetadataImage:
     topics: TopicsImage = field(default_factory=TopicsImage)
     configs: Mapping[tuple[int, str], Mapping[str, str]] = field(default_factory=frozen_mapping)
     next_producer_id: int = 0
+    scram_credentials: Mapping[tuple[str, int], ScramCredentialData] = field(
+        default_factory=frozen_mapping
+    )
 
     # -- queries ------------------------------------------------------------------------
 
@@ -275,6 +302,10 @@ class MetadataImage:
             )
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
+        out.extend(
+            credential.to_record(user, mechanism)
+            for (user, mechanism), credential in self.scram_credentials.items()
+        )
         return out
 
 

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeAlias, cast
 
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
+from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["CloseConnection", "KafkaConnection", "Outcome"]
 
@@ -59,6 +60,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self.client_port = 0
         # Who the client is: replaced by authentication (mTLS, SASL); see pydmq.security.
         self.principal: KafkaPrincipal = ANONYMOUS
+        # A SASL listener's connection: what it may send before and after authenticating
+        # (the dispatcher asks it before every request); None on other listeners.
+        self.authenticator: SaslAuthenticator | None = None
         self._dispatch = dispatch
         self._max_request_size = max_request_size
         self._on_close = on_close
@@ -219,6 +223,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._transport.write(buffers[0])
         else:
             self._transport.writelines(buffers)
+        if self.authenticator is not None and self.authenticator.failed:
+            # Kafka closes a connection whose SASL exchange failed once it has its answer.
+            self.close()
 
     def _pause_reading(self) -> None:
         if not self._reading_paused and self._transport is not None:

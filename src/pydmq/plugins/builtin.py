@@ -57,6 +57,10 @@ HANDLER_MODULES: tuple[str, ...] = (
     "end_txn",
     "describe_transactions",
     "list_transactions",
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 
@@ -69,6 +73,8 @@ CONTROL_PLANE_HANDLER_MODULES: tuple[str, ...] = (
     "leader_and_isr",
     "stop_replica",
     "update_metadata",
+    "sasl_handshake",
+    "sasl_authenticate",
 )
 
 

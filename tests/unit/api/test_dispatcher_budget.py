@@ -68,6 +68,7 @@ class _Connection:
         self.client_port = 40000 + connection_id
         self.listener = "PLAINTEXT"
         self.principal = ANONYMOUS
+        self.authenticator = None
 
 
 class _Recorder:

@@ -32,7 +32,7 @@ from pydmq.protocol.messages.list_partition_reassignments import (
 
 pytestmark = pytest.mark.timeout(30)
 
-ADMIN_KEYS = [19, 20, 33, 37, 43, 44, 45, 46]
+ADMIN_KEYS = [19, 20, 33, 37, 43, 44, 45, 46, 51]
 
 
 class Refusing:

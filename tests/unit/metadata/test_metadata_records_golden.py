@@ -34,9 +34,11 @@ from pydmq.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
@@ -100,6 +102,11 @@ CASES: dict[str, MetadataRecord] = {
     "broker-change-set": BrokerRegistrationChangeRecord(1, 10, True, True),
     "broker-change-cleared": BrokerRegistrationChangeRecord(2, 11, False, False),
     "broker-change-mixed": BrokerRegistrationChangeRecord(3, 12, None, False),
+    "user-scram-credential": UserScramCredentialRecord(
+        "alice", 1, b"\x00salt", b"stored-key", b"server-key", 4096
+    ),
+    "user-scram-credential-empty": UserScramCredentialRecord("", 2, b"", b"", b"", I32[1]),
+    "remove-user-scram-credential": RemoveUserScramCredentialRecord("alice", 2),
     "no-op": NoOpRecord(),
 }
 

@@ -75,7 +75,7 @@ def test_committed_schemas_load() -> None:
         "cluster_metadata.json",
         "transaction_log.json",
     }
-    assert len(families["cluster_metadata.json"].records) == 13
+    assert len(families["cluster_metadata.json"].records) == 15
 
 
 @pytest.mark.parametrize(

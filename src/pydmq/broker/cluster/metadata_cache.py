@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
+from pydmq.metadata.image import ScramCredentialData
 from pydmq.protocol.control_requests import FULL, INCREMENTAL, LEADER_DURING_DELETE
 from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataRequest,
@@ -86,6 +87,8 @@ class MetadataCache:
         self.offline_replicas: dict[TopicPartition, list[int]] = {}
         # Dynamic broker configs: the cluster default ("") and this broker's own layer.
         self.broker_configs: dict[str, dict[str, str]] = {"": {}, str(node_id): {}}
+        # Users' SCRAM credentials by (user, mechanism type id).
+        self.scram_credentials: dict[tuple[str, int], ScramCredentialData] = {}
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:

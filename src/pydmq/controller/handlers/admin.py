@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pydmq.controller.handlers import (
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     create_partitions,
     create_topics,
     delete_topics,
@@ -32,6 +33,7 @@ _ADMIN_MODULES = (
     incremental_alter_configs,
     alter_partition_reassignments,
     list_partition_reassignments,
+    alter_user_scram_credentials,
 )
 
 
