@@ -40,6 +40,7 @@ from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
+from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
 
@@ -78,6 +79,9 @@ class RequestDispatcher(Generic[HostT]):
         self._decoder: concurrent.futures.ThreadPoolExecutor | None = None
 
     def __call__(self, frame: memoryview, connection: KafkaConnection) -> Any:
+        gate = connection.authenticator
+        if gate is not None and gate.raw_tokens:
+            return self._raw_sasl_token(frame, connection, gate)
         try:
             header, body_offset = parse_request_header(frame)
         except DecodeBudgetExceededError as exc:
@@ -86,7 +90,6 @@ class RequestDispatcher(Generic[HostT]):
         except ProtocolError as exc:
             raise CloseConnection(f"unparsable request header: {exc}") from None
         api_key, version = header.api_key, header.api_version
-        gate = connection.authenticator
         if gate is not None:
             # A SASL listener: before authentication only ApiVersions and the SASL exchange,
             # after it nothing once the session has expired (see security.sasl.authenticator).
@@ -121,6 +124,18 @@ class RequestDispatcher(Generic[HostT]):
         if inspect.isawaitable(result):
             return self._finish_later(ctx, result)
         return self._encode(ctx, result)
+
+    @staticmethod
+    def _raw_sasl_token(
+        frame: memoryview, connection: KafkaConnection, gate: SaslAuthenticator
+    ) -> Buffers:
+        """A bare SASL token after a SaslHandshake v0: answered with a bare token; a failed
+        exchange closes the connection without an answer (v0 has no error field)."""
+        outcome = gate.authenticate(bytes(frame))
+        if outcome.error_code != ErrorCode.NONE:
+            raise CloseConnection(f"SASL authentication failed: {outcome.error_message}")
+        connection.principal = gate.principal
+        return [_SIZE.pack(len(outcome.auth_bytes)) + outcome.auth_bytes]
 
     def _context(self, header: RequestHeader, connection: KafkaConnection) -> RequestContext[HostT]:
         return RequestContext(

@@ -1,8 +1,10 @@
-"""SaslHandshake (17, v1) and SaslAuthenticate (36, v0-v2): role-neutral handlers that drive
-the connection's :class:`~pydmq.security.sasl.authenticator.SaslAuthenticator`; the broker's
-and the controller's listeners register the same specs.
+"""SaslHandshake (17, v0-v1) and SaslAuthenticate (36, v0-v2): role-neutral handlers that
+drive the connection's :class:`~pydmq.security.sasl.authenticator.SaslAuthenticator`; the
+broker's and the controller's listeners register the same specs.
 
-SaslHandshake v0 (raw tokens after the handshake) was dropped by Kafka 4, as here. The
+After a SaslHandshake v0 the client sends bare tokens, which the dispatcher hands to the
+authenticator (:meth:`RequestDispatcher.__call__`); Kafka 4.4 still serves v0, and
+librdkafka 2.0 (Debian's kcat) will not authenticate unless v0 is advertised. The
 handshake answer always lists the listener's enabled mechanisms. On a listener without SASL
 (or once authenticated, without a session limit) both are answered ILLEGAL_SASL_STATE, as
 Kafka's request handler answers them. SaslAuthenticate v1+ carries the session lifetime
@@ -31,7 +33,7 @@ def handle_sasl_handshake(
     authenticator = ctx.authenticator
     if authenticator is None:
         return SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[])
-    outcome = authenticator.handshake(request.mechanism)
+    outcome = authenticator.handshake(request.mechanism, ctx.api_version)
     return SaslHandshakeResponse(
         error_code=outcome.error_code, mechanisms=list(authenticator.enabled_mechanisms)
     )
@@ -55,5 +57,5 @@ def handle_sasl_authenticate(
     )
 
 
-SASL_HANDSHAKE_HANDLER = ApiHandlerSpec(17, 1, 1, handle_sasl_handshake, "SaslHandshake")
+SASL_HANDSHAKE_HANDLER = ApiHandlerSpec(17, 0, 1, handle_sasl_handshake, "SaslHandshake")
 SASL_AUTHENTICATE_HANDLER = ApiHandlerSpec(36, 0, 2, handle_sasl_authenticate, "SaslAuthenticate")

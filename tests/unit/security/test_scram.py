@@ -176,3 +176,29 @@ def test_mechanism_ids_are_kafkas() -> None:
     assert ScramMechanism.by_name("SCRAM-SHA-256") is SHA256
     assert ScramMechanism.by_type(2) is SHA512
     assert ScramMechanism.by_name("SCRAM-SHA-1") is None
+
+
+@pytest.mark.parametrize("mechanism", [SHA256, SHA512])
+def test_our_client_against_our_server(mechanism: ScramMechanism) -> None:
+    from pydmq.security.sasl.client import sasl_client
+
+    cred = scram_credential(mechanism, "pw", b"salt", 4096)
+    server = ScramSaslServer(mechanism, lambda m, u: cred if u == "node" else None)
+    client = sasl_client(mechanism.mechanism_name, "node", "pw")
+    message: bytes | None = client.first_message()
+    while message is not None:
+        message = client.evaluate_challenge(server.evaluate_response(message))
+    assert server.complete and server.authorization_id == "node"
+
+
+def test_our_client_refuses_a_forged_server_signature() -> None:
+    from pydmq.security.sasl.client import sasl_client
+
+    cred = scram_credential(SHA256, "pw", b"salt", 4096)
+    server = ScramSaslServer(SHA256, lambda m, u: cred)
+    client = sasl_client("SCRAM-SHA-256", "node", "pw")
+    final = client.evaluate_challenge(server.evaluate_response(client.first_message()))
+    assert final is not None
+    server.evaluate_response(final)
+    with pytest.raises(SaslAuthenticationError, match="signature"):
+        client.evaluate_challenge(b"v=" + base64.b64encode(b"\x00" * 32))

@@ -8,6 +8,10 @@ is answered UNSUPPORTED_SASL_MECHANISM with the enabled list and the connection 
 exchange ends ``AUTHENTICATED`` (the principal is ``User:<authorization id>``) or ``FAILED``
 (SASL_AUTHENTICATION_FAILED with a message, then the connection closes).
 
+A SaslHandshake v0 client (pre-KIP-152) then sends the mechanism's tokens as bare
+size-prefixed frames, without SaslAuthenticate headers (:attr:`SaslAuthenticator.raw_tokens`),
+and gets bare tokens back; a failure closes the connection without an answer, as Kafka does.
+
 KIP-368: the session lifetime is ``connections.max.reauth.ms`` of the listener (and
 mechanism), shortened to the credential's own expiry (an OAUTHBEARER token's ``exp``), 0 when
 neither is set. Once it has passed, any request but a SaslHandshake closes the connection; a
@@ -84,6 +88,8 @@ class SaslAuthenticator:
         self._session_expires_ms: int | None = None
         self._reauthenticating = False
         self._last_reauth_ms: int | None = None
+        # After a SaslHandshake v0: the next frames are bare SASL tokens.
+        self.raw_tokens = False
 
     @property
     def failed(self) -> bool:
@@ -109,8 +115,8 @@ class SaslAuthenticator:
             case SaslState.FAILED:
                 return "SASL authentication failed"
 
-    def handshake(self, mechanism: str) -> SaslOutcome:
-        """A SaslHandshake naming ``mechanism``."""
+    def handshake(self, mechanism: str, version: int = 1) -> SaslOutcome:
+        """A SaslHandshake of ``version`` naming ``mechanism``."""
         if self.state is SaslState.AUTHENTICATED:
             if not self._may_reauthenticate():
                 return SaslOutcome(ErrorCode.ILLEGAL_SASL_STATE)
@@ -131,6 +137,7 @@ class SaslAuthenticator:
         self._mechanism = mechanism
         self._server = self._servers(mechanism)
         self.state = SaslState.AUTHENTICATE
+        self.raw_tokens = version == 0
         return SaslOutcome(ErrorCode.NONE)
 
     def authenticate(self, auth_bytes: bytes) -> SaslOutcome:
@@ -160,6 +167,7 @@ class SaslAuthenticator:
         self.state = SaslState.AUTHENTICATED
         self._server = None
         self._reauthenticating = False
+        self.raw_tokens = False
         lifetime = self._session_lifetime_ms(server.credential_expiry_ms)
         return SaslOutcome(ErrorCode.NONE, auth_bytes=challenge, session_lifetime_ms=lifetime)
 

@@ -241,7 +241,9 @@ class ScramSaslServer:
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
             raise SaslAuthenticationError("Authentication failed: invalid SCRAM client-final")
-        if match["nonce"] != self._nonce_full:
+        # Kafka accepts a final nonce that ends with ours: librdkafka before 2.1 sends its
+        # own nonce again in front of the combined one.
+        if not match["nonce"].endswith(self._nonce_full):
             raise SaslAuthenticationError(
                 "Authentication failed: Invalid client nonce in the final client message."
             )
