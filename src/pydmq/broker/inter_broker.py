@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pydmq.broker.services import MetadataView
     from pydmq.net.client import NodeConnection
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = ["InterBrokerConnections"]
 
@@ -19,10 +20,17 @@ __all__ = ["InterBrokerConnections"]
 class InterBrokerConnections:
     """Connections to the other brokers' inter-broker listener, by broker id."""
 
-    def __init__(self, metadata: Callable[[], MetadataView], listener: str, client_id: str) -> None:
+    def __init__(
+        self,
+        metadata: Callable[[], MetadataView],
+        listener: str,
+        client_id: str,
+        sasl: Callable[[], SaslClient] | None = None,
+    ) -> None:
         self._metadata = metadata
         self._listener = listener
         self._client_id = client_id
+        self._sasl = sasl  # how to authenticate on a SASL inter-broker listener
         self._connections: dict[int, NodeConnection] = {}
 
     async def request(
@@ -39,7 +47,7 @@ class InterBrokerConnections:
                 await connection.close()
             from pydmq.net.client import NodeConnection  # cluster mode only (start-up time)
 
-            connection = NodeConnection(*endpoint, client_id=self._client_id)
+            connection = NodeConnection(*endpoint, client_id=self._client_id, sasl=self._sasl)
             self._connections[broker_id] = connection
         return await connection.request(api_key, version, body, timeout=timeout)
 

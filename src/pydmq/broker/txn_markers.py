@@ -29,6 +29,7 @@ from pydmq.transactions.markers import NO_LEADER
 if TYPE_CHECKING:
     from pydmq.broker.services import BrokerServices, MetadataView
     from pydmq.broker.topics import TopicRegistry
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = ["IN_PROCESS_LISTENER", "RegistryPartitionLeaders", "WriteTxnMarkersDelivery"]
 
@@ -72,10 +73,11 @@ class WriteTxnMarkersDelivery:
         services: Callable[[], BrokerServices],
         metadata: Callable[[], MetadataView],
         inter_broker_listener: str,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self._node_id = node_id
         self._services = services
-        self._brokers = InterBrokerConnections(metadata, inter_broker_listener, _CLIENT_ID)
+        self._brokers = InterBrokerConnections(metadata, inter_broker_listener, _CLIENT_ID, sasl)
 
     async def send(
         self, broker_id: int, version: int, request: WriteTxnMarkersRequest

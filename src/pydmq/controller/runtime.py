@@ -71,6 +71,7 @@ from pydmq.protocol.features import METADATA_VERSION
 from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
+from pydmq.security.sasl.listener import node_sasl_client
 
 if TYPE_CHECKING:
     from pydmq.api.handler import ApiHandlerSpec
@@ -252,7 +253,16 @@ class ControllerRuntime:
             cluster_id=self.cluster_id,
             leader_change_payload=encode_payload([NoOpRecord()]),
         )
-        self._driver = RaftDriver(core, self.voters, on_update=self._on_raft_update)
+        self._driver = RaftDriver(
+            core,
+            self.voters,
+            on_update=self._on_raft_update,
+            sasl=node_sasl_client(
+                self.config,
+                self.config.controller_listener_names[0],
+                "sasl.mechanism.controller.protocol",
+            ),
+        )
         snapshot = raft_log.latest_snapshot()
         if snapshot is not None:
             self._load_snapshot(core.load_snapshot(snapshot), snapshot.end_offset, snapshot.epoch)
@@ -428,6 +438,11 @@ class ControllerRuntime:
             inter_broker_listener_name=self.inter_broker_listener_name,
             image_provider=lambda: self.image,
             on_refused=self.broker_refused,
+            sasl=node_sasl_client(
+                self.config,
+                self.control_plane_listener_name,
+                "sasl.mechanism.inter.broker.protocol",
+            ),
         )
         self._channels.start()
         self._active_tasks = [

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.definitions import ConfigError
 from pydmq.security.sasl.authenticator import SaslAuthenticator
+from pydmq.security.sasl.client import SaslClient, sasl_client
 from pydmq.security.sasl.jaas import JaasConfigError, JaasLoginModule, single_login_module
 from pydmq.security.sasl.mechanism import SaslServer
 from pydmq.security.sasl.oauthbearer import (
@@ -35,6 +36,7 @@ __all__ = [
     "SaslListenerSettings",
     "is_sasl_listener",
     "jaas_entry",
+    "node_sasl_client",
 ]
 
 SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
@@ -93,6 +95,35 @@ def is_sasl_listener(config: BrokerConfig, listener: str) -> bool:
     name itself when it is a protocol's) is SASL_PLAINTEXT or SASL_SSL."""
     protocol = config.listener_security_protocols().get(listener, listener)
     return protocol in SASL_PROTOCOLS
+
+
+def node_sasl_client(
+    config: BrokerConfig, listener: str, mechanism_property: str
+) -> Callable[[], SaslClient] | None:
+    """How this node authenticates to another node's ``listener``: None when that listener
+    is not SASL, else a factory of clients of the mechanism ``mechanism_property`` names
+    (``sasl.mechanism.inter.broker.protocol`` or ``sasl.mechanism.controller.protocol``), with
+    the ``username`` and ``password`` of that listener's JAAS entry for the mechanism, as
+    Kafka's brokers do. ConfigError when they are missing or the mechanism is not PLAIN or
+    SCRAM."""
+    if not is_sasl_listener(config, listener):
+        return None
+    mechanism = config.get_str(mechanism_property)
+    if mechanism not in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"):
+        raise ConfigError(
+            f"{mechanism_property}={mechanism}: pydmq's nodes authenticate to the SASL "
+            f"listener {listener} with PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512"
+        )
+    entry = jaas_entry(config, listener, mechanism)
+    options = {} if entry is None else entry.options
+    username, password = options.get("username"), options.get("password")
+    if not username or password is None:
+        raise ConfigError(
+            f"the node authenticates to {listener} with {mechanism}: its JAAS entry "
+            f"(listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config or "
+            "sasl.jaas.config) needs username and password"
+        )
+    return lambda: sasl_client(mechanism, username, password)
 
 
 def jaas_entry(config: BrokerConfig, listener: str, mechanism: str) -> JaasLoginModule | None:

@@ -1,0 +1,102 @@
+"""A 3-node cluster whose every listener (client, controller, control plane) is
+SASL_PLAINTEXT: the nodes authenticate to each other with PLAIN (Raft, registration and
+heartbeats, the controller's pushes, follower fetches), and a client authenticates, creates a
+replicated topic, produces with acks=all and consumes."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pydmq.testing.cluster import ClusterProcess
+
+from .sasl_support import JAAS_PLAIN
+from .support import unique_topic
+
+pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
+
+SASL_EVERYWHERE = {
+    "listener.security.protocol.map": (
+        "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,CONTROL_PLANE:SASL_PLAINTEXT"
+    ),
+    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.mechanism.inter.broker.protocol": "PLAIN",
+    "sasl.mechanism.controller.protocol": "PLAIN",
+    "sasl.jaas.config": JAAS_PLAIN,
+    "offsets.topic.replication.factor": "3",
+    "group.initial.rebalance.delay.ms": "0",
+}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[ClusterProcess]:
+    root = Path(tempfile.mkdtemp(prefix="pydmq-sasl-cluster-"))
+    running = ClusterProcess(3, root, SASL_EVERYWHERE).start()
+    try:
+        yield running
+    finally:
+        running.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _conf(bootstrap: str, password: str = "alice-secret") -> dict[str, object]:
+    return {
+        "bootstrap.servers": bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "alice",
+        "sasl.password": password,
+    }
+
+
+def test_replicated_produce_and_consume(cluster: ClusterProcess) -> None:
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    topic = unique_topic("sasl-cluster")
+    admin = AdminClient(_conf(cluster.bootstrap))
+    admin.create_topics([NewTopic(topic, 3, 3)])[topic].result(60)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        described = admin.list_topics(topic, timeout=10).topics[topic]
+        partitions = described.partitions.values()
+        if described.error is None and all(len(p.isrs) == 3 for p in partitions):
+            break
+        time.sleep(0.5)
+    else:
+        pytest.fail(f"the partitions of {topic} never had 3 in-sync replicas")
+    producer = Producer({**_conf(cluster.bootstrap), "acks": "all"})
+    for i in range(30):
+        producer.produce(topic, f"v{i}".encode())
+    assert producer.flush(60) == 0
+    consumer = Consumer(
+        {**_conf(cluster.bootstrap), "group.id": topic, "auto.offset.reset": "earliest"}
+    )
+    consumer.subscribe([topic])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 90
+    while len(got) < 30 and time.monotonic() < deadline:
+        message = consumer.poll(1)
+        if message is not None and message.error() is None:
+            got.append(message.value())
+    consumer.close()
+    assert sorted(got) == sorted(f"v{i}".encode() for i in range(30))
+
+
+def test_wrong_password_is_refused_by_every_node(cluster: ClusterProcess) -> None:
+    from confluent_kafka import KafkaError, Producer
+
+    for node_id in cluster.nodes:
+        errors: list[KafkaError] = []
+        producer = Producer(
+            {**_conf(cluster.node(node_id).bootstrap, "wrong"), "error_cb": errors.append}
+        )
+        deadline = time.monotonic() + 30
+        while not errors and time.monotonic() < deadline:
+            producer.poll(0.2)
+        assert errors and errors[0].code() == KafkaError._AUTHENTICATION
