@@ -1,7 +1,8 @@
 """A 3-node cluster whose every listener (client, controller, control plane) is
 SASL_PLAINTEXT: the nodes authenticate to each other with PLAIN (Raft, registration and
 heartbeats, the controller's pushes, follower fetches), and a client authenticates, creates a
-replicated topic, produces with acks=all and consumes."""
+replicated topic, produces with acks=all and consumes. A SCRAM user created through one node
+(AlterUserScramCredentials, committed by the controller quorum) logs in on every node."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ SASL_EVERYWHERE = {
     "listener.security.protocol.map": (
         "PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT,CONTROL_PLANE:SASL_PLAINTEXT"
     ),
-    "sasl.enabled.mechanisms": "PLAIN",
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
     "sasl.mechanism.inter.broker.protocol": "PLAIN",
     "sasl.mechanism.controller.protocol": "PLAIN",
     "sasl.jaas.config": JAAS_PLAIN,
@@ -100,3 +101,44 @@ def test_wrong_password_is_refused_by_every_node(cluster: ClusterProcess) -> Non
         while not errors and time.monotonic() < deadline:
             producer.poll(0.2)
         assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+
+
+def test_scram_user_created_once_logs_in_on_every_node(cluster: ClusterProcess) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    admin = AdminClient(_conf(cluster.node(1).bootstrap))
+    futures = admin.alter_user_scram_credentials(
+        [
+            UserScramCredentialUpsertion(
+                "dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096), b"dave-secret"
+            )
+        ]
+    )
+    futures["dave"].result(60)
+    topic = unique_topic("sasl-cluster-scram")
+    for node_id in cluster.nodes:
+        bootstrap = cluster.node(node_id).bootstrap
+        node_admin = AdminClient(_conf(bootstrap))
+        deadline = time.monotonic() + 30
+        while True:  # the node learns the credential from the controller's next push
+            described = node_admin.describe_user_scram_credentials().result(30)
+            if "dave" in described or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.username": "dave",
+                "sasl.password": "dave-secret",
+            }
+        )
+        producer.produce(topic, f"from-{node_id}".encode())
+        assert producer.flush(60) == 0, f"node {node_id}"

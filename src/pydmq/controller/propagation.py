@@ -26,6 +26,10 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   one the layers among those two that the delta changed (a broker whose own layer changed,
   or every broker when the default changed, gets an UpdateMetadata for it). Another
   broker's layer is never sent.
+- SCRAM credentials (pydmq's tagged ``scram_credentials``, with ``scram_credentials_included``):
+  the FULL UpdateMetadata carries every credential; an incremental one carries them all again,
+  to every broker, when the delta changed any (so brokers' SCRAM logins follow
+  AlterUserScramCredentials).
 - Request order for one broker and one change: LeaderAndIsr, StopReplica, UpdateMetadata, so
   a broker that acknowledged an UpdateMetadata at offset N has applied everything up to N.
 - ``type_``: ``FULL`` (2) for the full-state variants, ``INCREMENTAL`` (1) otherwise
@@ -60,6 +64,7 @@ from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataEndpoint,
     UpdateMetadataPartitionState,
     UpdateMetadataRequest,
+    UpdateMetadataScramCredential,
     UpdateMetadataTopicConfig,
     UpdateMetadataTopicState,
 )
@@ -307,7 +312,9 @@ def _update_metadata(
     controller_epoch: int,
     type_: int,
     broker_configs: list[UpdateMetadataBrokerConfigs],
+    scram: bool = False,
 ) -> UpdateMetadataRequest:
+    """``scram``: include every SCRAM credential of ``image``."""
     return UpdateMetadataRequest(
         controller_id=controller_id,
         is_k_raft_controller=True,
@@ -318,7 +325,23 @@ def _update_metadata(
         type_=type_,
         metadata_offset=image.offset,
         broker_configs=broker_configs,
+        scram_credentials=_scram_credentials(image) if scram else [],
+        scram_credentials_included=scram,
     )
+
+
+def _scram_credentials(image: MetadataImage) -> list[UpdateMetadataScramCredential]:
+    return [
+        UpdateMetadataScramCredential(
+            name=user,
+            mechanism=mechanism,
+            salt=data.salt,
+            stored_key=data.stored_key,
+            server_key=data.server_key,
+            iterations=data.iterations,
+        )
+        for (user, mechanism), data in sorted(image.scram_credentials.items())
+    ]
 
 
 def _changed_topic_configs(new: MetadataImage, delta: MetadataDelta) -> set[str]:
@@ -458,7 +481,8 @@ def delta_pushes(
                 configs=_topic_configs(new, name),
             )
         )
-    send_metadata = bool(um_topics or changed_brokers)
+    scram = delta.scram_credentials_changed()
+    send_metadata = bool(um_topics or changed_brokers or scram)
     live = _live_brokers(new) if send_metadata or broker_layers else []
 
     pushes: dict[int, BrokerPush] = {}
@@ -491,6 +515,7 @@ def delta_pushes(
                 controller_epoch=controller_epoch,
                 type_=INCREMENTAL,
                 broker_configs=_broker_config_layers(new, layers),
+                scram=scram,
             )
         if push:
             pushes[broker_id] = push
@@ -552,5 +577,6 @@ def full_push(
         controller_epoch=controller_epoch,
         type_=FULL,
         broker_configs=_broker_config_layers(image, ("", str(broker_id))),
+        scram=True,
     )
     return push

@@ -72,6 +72,8 @@ def _scalar(kafka_type: str, nullable: bool) -> st.SearchStrategy[Any]:
         base = _TEXT
     elif kafka_type == "uuid":
         base = st.uuids()
+    elif kafka_type == "bytes":
+        base = st.binary(max_size=8)
     else:
         raise AssertionError(kafka_type)
     return st.none() | base if nullable else base

@@ -16,6 +16,8 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
   the topic has no partitions left;
 - a topic state carries the topic's complete config overrides (they replace ours);
 - ``live_brokers`` always replaces the alive set;
+- ``scram_credentials`` (pydmq tagged field), when ``scram_credentials_included``, replaces
+  the users' SCRAM credentials the broker's SCRAM logins check.
 - ``broker_configs`` (pydmq tagged field) carries dynamic broker config layers: the cluster
   default ("") and this broker's own (its id); a listed layer replaces ours, a FULL update
   also empties the layers it does not list (layers of other brokers are ignored).
@@ -144,6 +146,13 @@ class MetadataCache:
                 if topic.name not in listed:
                     self._remove_topic(topic, result)
         self._apply_broker_configs(request, result)
+        if request.scram_credentials_included:
+            self.scram_credentials = {
+                (c.name, c.mechanism): ScramCredentialData(
+                    c.salt, c.stored_key, c.server_key, c.iterations
+                )
+                for c in request.scram_credentials
+            }
         return result
 
     def _apply_broker_configs(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:

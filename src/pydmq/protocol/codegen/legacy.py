@@ -19,6 +19,10 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   resources) as ``{resource_name, configs: [{name, value}]}``: the cluster-wide default ("")
   and the receiving broker's own id. A listed layer replaces the broker's copy of it (empty
   ``configs``: nothing set); an unlisted one is unchanged. The FULL variant lists both.
+- UpdateMetadata request, tags 3 and 4: ``scram_credentials``, every user's SCRAM credential
+  (name, mechanism, salt, stored key, server key, iterations), and
+  ``scram_credentials_included``: when true the list replaces the broker's copy (the FULL
+  variant, and an incremental one after a change); when false (absent) the copy is unchanged.
 """
 
 from __future__ import annotations
@@ -276,6 +280,15 @@ def update_metadata() -> ApiSpec:
         a.field("resource_name", "string"),
         a.structs("configs", broker_config),
     )
+    scram_credential = a.struct(
+        "UpdateMetadataScramCredential",
+        a.field("name", "string"),
+        a.field("mechanism", "int8"),
+        a.field("salt", "bytes"),
+        a.field("stored_key", "bytes"),
+        a.field("server_key", "bytes"),
+        a.field("iterations", "int32"),
+    )
     request = a.struct(
         "UpdateMetadataRequest",
         a.field("controller_id", "int32"),
@@ -287,6 +300,8 @@ def update_metadata() -> ApiSpec:
         a.field("type_", "int8", default=0, tag=0),
         a.field("metadata_offset", "int64", default=-1, tag=1),  # pydmq extension
         a.structs("broker_configs", broker_configs, tag=2),  # pydmq extension
+        a.structs("scram_credentials", scram_credential, tag=3),  # pydmq extension
+        a.field("scram_credentials_included", "bool", default=False, tag=4),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",
@@ -302,6 +317,7 @@ def update_metadata() -> ApiSpec:
             broker,
             broker_config,
             broker_configs,
+            scram_credential,
             request,
         ),
         a.message("response", response),
