@@ -37,10 +37,11 @@ from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.definitions import ConfigError
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
-from pydmq.security.sasl.credentials import image_scram_lookup
+from pydmq.security.sasl.credentials import CredentialMap, image_scram_lookup
 from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings, is_sasl_listener
 from pydmq.storage.checkpoint import write_atomically
 
@@ -99,19 +100,30 @@ class Node:
     def _build_sasl_listeners(self) -> dict[str, SaslListener]:
         """Listener name -> its SASL authenticator factory, for every SASL listener."""
 
-        def credentials() -> Any:
+        def credentials() -> CredentialMap:
             if self.broker is not None:
                 return self.broker.scram_credentials()
             assert self.controller is not None
             return self.controller.image.scram_credentials
 
+        names = [n.name for n in self.listeners.listeners if is_sasl_listener(self.config, n.name)]
+        if not names:
+            return {}
         lookup = image_scram_lookup(credentials)
-        return {
-            listener.name: SaslListener(
-                SaslListenerSettings.from_config(self.config, listener.name), lookup
+        wanted = self.config.get_str("pydmq.sasl.oauthbearer.validator")
+        validators = self.plugins.oauthbearer_validators()
+        if wanted not in validators:
+            raise ConfigError(
+                f"pydmq.sasl.oauthbearer.validator={wanted}: no plugin registers it "
+                f"(registered: {', '.join(sorted(validators))})"
             )
-            for listener in self.listeners.listeners
-            if is_sasl_listener(self.config, listener.name)
+        return {
+            name: SaslListener(
+                SaslListenerSettings.from_config(self.config, name),
+                lookup,
+                validators[wanted].factory,
+            )
+            for name in names
         }
 
     @property

@@ -47,6 +47,14 @@ SASL_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef(
+        "pydmq.sasl.oauthbearer.validator",
+        T.STRING,
+        "unsecured",
+        "The OAUTHBEARER token validator, by the name a plugin registers it under "
+        "(pydmq_register_oauthbearer_validators); unsecured: Kafka's unsecured JWS validator.",
+        read_only=True,
+    ),
+    ConfigDef(
         "sasl.mechanism.controller.protocol",
         T.STRING,
         "GSSAPI",

@@ -121,9 +121,16 @@ def _replication_plugins() -> list[ModuleType]:
     return [strategies]
 
 
+def _sasl_plugins() -> list[ModuleType]:
+    from pydmq.security.sasl import plugin as validators
+
+    return [validators]
+
+
 BUILTIN_PLUGINS: list[object] = [
     BuiltinApiHandlers(),
     *_engine_plugins(),
     *_assignor_plugins(),
     *_replication_plugins(),
+    *_sasl_plugins(),
 ]

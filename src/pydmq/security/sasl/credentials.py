@@ -15,7 +15,12 @@ from pydmq.security.sasl.scram import (
     salted_password,
 )
 
-__all__ = ["credential_data", "credential_from_salted_password", "image_scram_lookup"]
+__all__ = [
+    "CredentialMap",
+    "credential_data",
+    "credential_from_salted_password",
+    "image_scram_lookup",
+]
 
 # (user name, mechanism type id) -> credential: MetadataImage.scram_credentials.
 CredentialMap = Mapping[tuple[str, int], ScramCredentialData]

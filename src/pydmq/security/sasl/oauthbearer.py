@@ -8,7 +8,7 @@ tokens whose signature is empty; the principal is the ``sub`` claim, or the clai
 option ``unsecuredValidatorPrincipalClaimName`` names; ``exp`` is required and checked with
 ``unsecuredValidatorAllowableClockSkewMs``; ``unsecuredValidatorRequiredScope`` names scopes
 the ``scope`` claim must hold). A real validator comes from a plugin
-(``pydmq_register_oauthbearer_validators``).
+(``pydmq_register_oauthbearer_validators``), chosen with ``pydmq.sasl.oauthbearer.validator``.
 
 A refused token is answered, as RFC 7628 and Kafka do, with a JSON error challenge; the
 client then sends a single ``\\x01`` and the exchange fails with that JSON as its message.
@@ -28,8 +28,10 @@ from typing import Protocol
 from pydmq.security.sasl.errors import SaslAuthenticationError
 
 __all__ = [
+    "UNSECURED_VALIDATOR",
     "OAuthBearerSaslServer",
     "OAuthBearerToken",
+    "OAuthBearerValidatorSpec",
     "TokenValidationError",
     "TokenValidator",
     "UnsecuredJwsValidator",
@@ -136,6 +138,24 @@ class UnsecuredJwsValidator:
         if not self._required_scope <= scope:
             raise TokenValidationError("the token lacks a required scope", "insufficient_scope")
         return OAuthBearerToken(principal, int(exp * 1000), scope)
+
+
+@dataclass(frozen=True, slots=True)
+class OAuthBearerValidatorSpec:
+    """A named OAUTHBEARER token validator (``pydmq_register_oauthbearer_validators``):
+    ``factory(options)`` gets the JAAS options of the listener's OAUTHBEARER entry and
+    returns a :class:`TokenValidator`, or raises ValueError for bad options."""
+
+    name: str
+    factory: Callable[[Mapping[str, str]], TokenValidator]
+    description: str = ""
+
+
+UNSECURED_VALIDATOR = OAuthBearerValidatorSpec(
+    "unsecured",
+    UnsecuredJwsValidator,
+    "Kafka's unsecured JWS validator (alg none; for tests and development)",
+)
 
 
 class OAuthBearerSaslServer:
