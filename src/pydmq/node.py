@@ -38,10 +38,12 @@ from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.definitions import ConfigError
+from pydmq.controller.operations.common import ControllerResult
+from pydmq.metadata.records import MetadataRecord
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
-from pydmq.security.sasl.credentials import CredentialMap, image_scram_lookup
+from pydmq.security.sasl.credentials import CredentialMap, ScramSeed, image_scram_lookup
 from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings, is_sasl_listener
 from pydmq.storage.checkpoint import write_atomically
 
@@ -125,6 +127,26 @@ class Node:
             )
             for name in names
         }
+
+    def seed_scram_credentials(self, seeds: Iterable[ScramSeed]) -> None:
+        """Add the ``--add-scram`` users a single node's metadata does not hold yet (Kafka
+        writes them when it formats the storage; here, at the first start that names them).
+        A cluster's users are added with AlterUserScramCredentials (``pydmq users add``)."""
+        seeds = list(seeds)
+        if not seeds:
+            return
+        local = None if self.broker is None else self.broker.local_controller
+        if local is None:
+            raise ConfigError(
+                "--add-scram seeds a single node; add a cluster's users with `pydmq users add`"
+            )
+        records: list[MetadataRecord] = [
+            seed.credential.to_record(seed.user, seed.mechanism)
+            for seed in seeds
+            if (seed.user, seed.mechanism) not in local.image.scram_credentials
+        ]
+        if records:
+            local.run_now(lambda image: ControllerResult(records, None))
 
     @property
     def bound_ports(self) -> dict[str, int]:

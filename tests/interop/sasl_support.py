@@ -28,7 +28,13 @@ SASL_OVERRIDES = {
 class SaslBrokerProcess(BrokerProcess):
     """``pydmq serve`` whose one listener is SASL_PLAINTEXT."""
 
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: dict[str, str] | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.extra_args = extra_args
         super().__init__(
             data_dir,
             overrides={**DEFAULT_OVERRIDES, **SASL_OVERRIDES, **(overrides or {})},
@@ -38,4 +44,4 @@ class SaslBrokerProcess(BrokerProcess):
     def command(self) -> list[str]:
         cmd = super().command()
         cmd[cmd.index("--listeners") + 1] = f"SASL_PLAINTEXT://{self.host}:{self.port}"
-        return cmd
+        return [*cmd, *self.extra_args]

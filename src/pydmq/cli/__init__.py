@@ -8,7 +8,17 @@ from collections.abc import Sequence
 
 __all__ = ["main"]
 
-_SUBCOMMANDS = ("serve", "topics", "produce", "consume", "groups", "config", "cluster", "chaos")
+_SUBCOMMANDS = (
+    "serve",
+    "topics",
+    "produce",
+    "consume",
+    "groups",
+    "users",
+    "config",
+    "cluster",
+    "chaos",
+)
 
 
 class _VersionAction(argparse.Action):
