@@ -113,7 +113,7 @@ def test_without_credentials_the_cli_is_refused(broker: tuple[SaslBrokerProcess,
 def test_seed_survives_a_restart(
     broker: tuple[SaslBrokerProcess, Path],
 ) -> None:
-    process, config = broker
+    process, _config = broker
     process.restart()
     deadline = time.monotonic() + 30
     while not can_produce(process.bootstrap, "SCRAM-SHA-512", "root", "root secret"):
