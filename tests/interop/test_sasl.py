@@ -138,7 +138,7 @@ def test_confluent_kafka_wrong_password_is_an_authentication_error(
     while not errors and time.monotonic() < deadline:
         producer.poll(0.2)
     assert errors and errors[0].code() == KafkaError._AUTHENTICATION
-    assert "Invalid user credentials" in errors[0].str()
+    assert "due to invalid credentials with SASL mechanism SCRAM-SHA-256" in errors[0].str()
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from pydmq.protocol.errors import ErrorCode
 from pydmq.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
-from pydmq.security.sasl.errors import SaslAuthenticationError
+from pydmq.security.sasl.errors import InvalidCredentialsError, SaslAuthenticationError
 from pydmq.security.sasl.mechanism import SaslServer
 
 __all__ = ["SaslAuthenticator", "SaslOutcome", "SaslState"]
@@ -150,6 +150,14 @@ class SaslAuthenticator:
             )
         try:
             challenge = server.evaluate_response(auth_bytes)
+        except InvalidCredentialsError:
+            self.state = SaslState.FAILED
+            during = "re-authentication" if self._reauthenticating else "authentication"
+            return SaslOutcome(
+                ErrorCode.SASL_AUTHENTICATION_FAILED,
+                f"Authentication failed during {during} due to invalid credentials with SASL "
+                f"mechanism {self._mechanism}",
+            )
         except SaslAuthenticationError as exc:
             self.state = SaslState.FAILED
             return SaslOutcome(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["IllegalSaslStateError", "SaslAuthenticationError"]
+__all__ = ["IllegalSaslStateError", "InvalidCredentialsError", "SaslAuthenticationError"]
 
 
 class SaslAuthenticationError(Exception):
@@ -13,3 +13,9 @@ class SaslAuthenticationError(Exception):
 class IllegalSaslStateError(Exception):
     """A request out of the exchange's order (ILLEGAL_SASL_STATE, 34, where Kafka answers
     it; otherwise the connection closes)."""
+
+
+class InvalidCredentialsError(SaslAuthenticationError):
+    """A refusal whose message the client must not see in detail (any SCRAM failure, as
+    Kafka's SCRAM server raises them): answered with Kafka's generic "Authentication failed
+    during authentication due to invalid credentials with SASL mechanism <mechanism>"."""

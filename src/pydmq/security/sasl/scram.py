@@ -21,7 +21,7 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pydmq.security.sasl.errors import SaslAuthenticationError
+from pydmq.security.sasl.errors import InvalidCredentialsError
 
 __all__ = [
     "MAX_ITERATIONS",
@@ -143,7 +143,7 @@ def _b64decode(text: str) -> bytes:
     try:
         return base64.b64decode(text, validate=True)
     except (binascii.Error, ValueError):
-        raise SaslAuthenticationError(_FAILED) from None
+        raise InvalidCredentialsError(_FAILED) from None
 
 
 # Derives the salts of made-up credentials; one per process, never leaves it.
@@ -195,29 +195,29 @@ class ScramSaslServer:
         try:
             text = response.decode("ascii")
         except UnicodeDecodeError:
-            raise SaslAuthenticationError(_FAILED) from None
+            raise InvalidCredentialsError(_FAILED) from None
         match self._state:
             case "first":
                 return self._client_first(text)
             case "final":
                 return self._client_final(text)
             case _:
-                raise SaslAuthenticationError("Authentication failed: exchange already complete")
+                raise InvalidCredentialsError("Authentication failed: exchange already complete")
 
     def _client_first(self, text: str) -> bytes:
         match = _CLIENT_FIRST.fullmatch(text)
         if match is None:
-            raise SaslAuthenticationError("Authentication failed: invalid SCRAM client-first")
+            raise InvalidCredentialsError("Authentication failed: invalid SCRAM client-first")
         user = unescape_username(match["saslname"])
         authzid = match["authzid"]
         if authzid and unescape_username(authzid) != user:
-            raise SaslAuthenticationError(
+            raise InvalidCredentialsError(
                 "Authentication failed: Client requested an authorization id that is "
                 "different from username"
             )
         extensions = dict(item.split("=", 1) for item in match["extensions"].split(",") if item)
         if extensions.get("tokenauth", "").lower() == "true":
-            raise SaslAuthenticationError(
+            raise InvalidCredentialsError(
                 "Authentication failed: delegation tokens are not supported"
             )
         credential = self._credentials(self._mechanism, user)
@@ -240,15 +240,15 @@ class ScramSaslServer:
         self._state = "failed"
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
-            raise SaslAuthenticationError("Authentication failed: invalid SCRAM client-final")
+            raise InvalidCredentialsError("Authentication failed: invalid SCRAM client-final")
         # Kafka accepts a final nonce that ends with ours: librdkafka before 2.1 sends its
         # own nonce again in front of the combined one.
         if not match["nonce"].endswith(self._nonce_full):
-            raise SaslAuthenticationError(
+            raise InvalidCredentialsError(
                 "Authentication failed: Invalid client nonce in the final client message."
             )
         if _b64decode(match["channel"]) != self._gs2_header:
-            raise SaslAuthenticationError("Authentication failed: invalid channel binding")
+            raise InvalidCredentialsError("Authentication failed: invalid channel binding")
         proof = _b64decode(match["proof"])
         auth_message = b",".join(
             (self._client_first_bare, self._server_first, match["bare"].encode())
@@ -258,11 +258,11 @@ class ScramSaslServer:
         mechanism = self._mechanism
         signature = mechanism.hmac(credential.stored_key, auth_message)
         if len(proof) != len(signature):
-            raise SaslAuthenticationError(_FAILED)
+            raise InvalidCredentialsError(_FAILED)
         client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
         valid = hmac.compare_digest(mechanism.hash(client_key), credential.stored_key)
         if not valid or not self._known_user:
-            raise SaslAuthenticationError(_FAILED)
+            raise InvalidCredentialsError(_FAILED)
         self._state = "complete"
         server_signature = mechanism.hmac(credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)
