@@ -15,17 +15,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from support.raw_client import RawClient
 
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.metadata import MetadataRequest
 from pydmq.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from pydmq.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from pydmq.security.sasl.client import sasl_client
+from support.raw_client import RawClient
 
 from .differential_support import ReferenceKafka, diff_paths, reference_kafka_unavailable
 from .sasl_support import JAAS_PLAIN, SaslBrokerProcess
