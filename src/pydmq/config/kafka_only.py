@@ -175,8 +175,8 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         ("rsm.config.", "rlmm.config."),
     ),
     _group(
-        "security, which pydmq does not implement yet: its listeners are PLAINTEXT, without "
-        "TLS, SASL authentication, ACLs or delegation tokens",
+        "security pydmq does not implement yet: TLS, GSSAPI (Kerberos), the JVM's SASL login "
+        "and callback classes, OAuth token endpoints, ACLs and delegation tokens",
         """
         authorizer.class.name super.users allow.everyone.if.no.acl.found principal.builder.class
         security.inter.broker.protocol security.providers
