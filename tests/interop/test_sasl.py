@@ -357,3 +357,26 @@ def test_handshake_v0_then_bare_tokens(sasl_broker: SaslBrokerProcess) -> None:
         client.request(HANDSHAKE, 0, SaslHandshakeRequest(mechanism="PLAIN"))
         client.send(len(b"\x00alice\x00nope").to_bytes(4, "big") + b"\x00alice\x00nope")
         assert client.wait_closed()
+
+
+def test_stalled_and_malformed_exchanges_do_not_disturb_others(
+    sasl_broker: SaslBrokerProcess,
+) -> None:
+    """A client that stops in the middle of a SCRAM exchange and one that sends a malformed
+    SaslAuthenticate frame: the first stays open, the second is closed, and another client
+    authenticates and is served meanwhile."""
+    with RawClient(sasl_broker.bootstrap) as stalled, RawClient(sasl_broker.bootstrap) as bad:
+        stalled.request(HANDSHAKE, 1, SaslHandshakeRequest(mechanism="SCRAM-SHA-256"))
+        first = sasl_client("SCRAM-SHA-256", SCRAM_USER, SCRAM_PASSWORD).first_message()
+        stalled.request(AUTHENTICATE, 2, SaslAuthenticateRequest(auth_bytes=first))
+        bad.request(HANDSHAKE, 1, SaslHandshakeRequest(mechanism="PLAIN"))
+        # SaslAuthenticate v2 whose compact bytes length runs past the frame.
+        header = b"\x00\x24\x00\x02\x00\x00\x00\x07\x00\x03raw\x00"
+        body = b"\x7f\x00"
+        bad.send(len(header + body).to_bytes(4, "big") + header + body)
+        assert bad.wait_closed()
+        with RawClient(sasl_broker.bootstrap) as other:
+            final = _authenticate(other, "PLAIN", "alice", "alice-secret")[-1]
+            assert final.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+            assert other.request(METADATA, 12, MetadataRequest(topics=None)).body.brokers
+        assert stalled.is_open()
