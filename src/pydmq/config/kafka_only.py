@@ -180,7 +180,7 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         """
         authorizer.class.name super.users allow.everyone.if.no.acl.found principal.builder.class
         security.inter.broker.protocol security.providers
-        connection.failed.authentication.delay.ms delegation.token.expiry.check.interval.ms
+        delegation.token.expiry.check.interval.ms
         delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
         delegation.token.secret.key ssl.allow.dn.changes ssl.allow.san.changes ssl.cipher.suites
         ssl.client.auth ssl.enabled.protocols ssl.endpoint.identification.algorithm

@@ -40,6 +40,15 @@ SASL_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef(
+        "connection.failed.authentication.delay.ms",
+        T.INT,
+        100,
+        "How long a connection whose authentication failed stays open (unread) after its "
+        "answer, so that a client retrying at once is slowed down.",
+        at_least(0),
+        read_only=True,
+    ),
+    ConfigDef(
         "sasl.mechanism.inter.broker.protocol",
         T.STRING,
         "GSSAPI",

@@ -224,8 +224,15 @@ class KafkaConnection(asyncio.BufferedProtocol):
         else:
             self._transport.writelines(buffers)
         if self.authenticator is not None and self.authenticator.failed:
-            # Kafka closes a connection whose SASL exchange failed once it has its answer.
-            self.close()
+            # Kafka closes a connection whose SASL exchange failed once it has its answer,
+            # after connection.failed.authentication.delay.ms without reading it (a client
+            # that retries at once is slowed down, not the others).
+            self._pause_reading()
+            delay = self.authenticator.failure_delay_ms
+            if delay > 0:
+                asyncio.get_running_loop().call_later(delay / 1000, self.close)
+            else:
+                self.close()
 
     def _pause_reading(self) -> None:
         if not self._reading_paused and self._transport is not None:

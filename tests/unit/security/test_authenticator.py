@@ -125,3 +125,43 @@ def test_reauthentication_keeps_the_principal_and_mechanism() -> None:
     clock.now += 2_000
     assert auth.handshake("SCRAM-SHA-256").error_code == ErrorCode.ILLEGAL_SASL_STATE
     assert auth.failed
+
+
+def test_listener_settings_carry_kafkas_precedence_and_failure_delay() -> None:
+    from pydmq.config.broker import BrokerConfig
+    from pydmq.config.definitions import ConfigError
+    from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings
+
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";'
+    config = BrokerConfig(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+            "listener.security.protocol.map": "SASL_PLAINTEXT:SASL_PLAINTEXT,OTHER:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            "listener.name.sasl_plaintext.connections.max.reauth.ms": "5000",
+            "listener.name.sasl_plaintext.scram-sha-512.connections.max.reauth.ms": "7000",
+            "connection.failed.authentication.delay.ms": "250",
+        }
+    )
+    settings = SaslListenerSettings.from_config(config, "SASL_PLAINTEXT")
+    assert settings.enabled_mechanisms == ("PLAIN", "SCRAM-SHA-512")
+    assert dict(settings.max_reauth_ms) == {"PLAIN": 5000, "SCRAM-SHA-512": 7000}
+    assert settings.failure_delay_ms == 250
+    auth = SaslListener(settings, lambda m, u: None).new_authenticator()
+    assert auth.failure_delay_ms == 250
+    assert login(auth, "alice", "pw") == 5000
+    other = SaslListenerSettings.from_config(config, "OTHER")
+    assert other.enabled_mechanisms == ("SCRAM-SHA-256",)
+    for bad in ("GSSAPI", "PLAIN"):  # Kerberos refused; PLAIN without a JAAS entry refused
+        with pytest.raises(ConfigError):
+            SaslListenerSettings.from_config(
+                BrokerConfig(
+                    {
+                        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                        "sasl.enabled.mechanisms": bad,
+                    }
+                ),
+                "SASL_PLAINTEXT",
+            )

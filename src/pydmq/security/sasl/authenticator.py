@@ -76,8 +76,12 @@ class SaslAuthenticator:
         servers: SaslServerFactory,
         max_reauth_ms: ReauthMs,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
+        failure_delay_ms: int = 0,
     ) -> None:
         self.enabled_mechanisms = list(enabled_mechanisms)
+        # connection.failed.authentication.delay.ms: how long a failed connection stays
+        # open (unread) after its answer before it closes.
+        self.failure_delay_ms = failure_delay_ms
         self._servers = servers
         self._max_reauth_ms = max_reauth_ms
         self._clock = clock

@@ -54,6 +54,7 @@ class SaslListenerSettings:
     enabled_mechanisms: tuple[str, ...]
     jaas: Mapping[str, JaasLoginModule]
     max_reauth_ms: Mapping[str, int]
+    failure_delay_ms: int = 0
 
     @classmethod
     def from_config(cls, config: BrokerConfig, listener: str) -> SaslListenerSettings:
@@ -87,7 +88,13 @@ class SaslListenerSettings:
                 f"plain.sasl.jaas.config (or sasl.jaas.config) to a {PLAIN_LOGIN_MODULE} "
                 'entry with its users (user_<name>="<password>")'
             )
-        return cls(listener, tuple(enabled), jaas, reauth)
+        return cls(
+            listener,
+            tuple(enabled),
+            jaas,
+            reauth,
+            config.get_int("connection.failed.authentication.delay.ms"),
+        )
 
 
 def is_sasl_listener(config: BrokerConfig, listener: str) -> bool:
@@ -182,7 +189,10 @@ class SaslListener:
     def new_authenticator(self) -> SaslAuthenticator:
         reauth = self.settings.max_reauth_ms
         return SaslAuthenticator(
-            self.settings.enabled_mechanisms, self._server, lambda m: reauth.get(m, 0)
+            self.settings.enabled_mechanisms,
+            self._server,
+            lambda m: reauth.get(m, 0),
+            failure_delay_ms=self.settings.failure_delay_ms,
         )
 
     def _server(self, mechanism: str) -> SaslServer:
