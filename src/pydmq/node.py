@@ -38,17 +38,17 @@ from pydmq.broker.handlers.api_versions import unsupported_version_response
 from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.definitions import ConfigError
-from pydmq.controller.operations.common import ControllerResult
-from pydmq.metadata.records import MetadataRecord
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
-from pydmq.security.sasl.credentials import CredentialMap, ScramSeed, image_scram_lookup
-from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings, is_sasl_listener
+from pydmq.security.sasl.protocols import is_sasl_listener
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.metadata.records import MetadataRecord
+    from pydmq.security.sasl.credentials import CredentialMap, ScramSeed
+    from pydmq.security.sasl.listener import SaslListener
 
 __all__ = ["Node"]
 
@@ -110,7 +110,10 @@ class Node:
 
         names = [n.name for n in self.listeners.listeners if is_sasl_listener(self.config, n.name)]
         if not names:
-            return {}
+            return {}  # and none of the SASL code is imported (start-up time)
+        from pydmq.security.sasl.credentials import image_scram_lookup
+        from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings
+
         lookup = image_scram_lookup(credentials)
         wanted = self.config.get_str("pydmq.sasl.oauthbearer.validator")
         validators = self.plugins.oauthbearer_validators()
@@ -140,6 +143,8 @@ class Node:
             raise ConfigError(
                 "--add-scram seeds a single node; add a cluster's users with `pydmq users add`"
             )
+        from pydmq.controller.operations.common import ControllerResult
+
         records: list[MetadataRecord] = [
             seed.credential.to_record(seed.user, seed.mechanism)
             for seed in seeds

@@ -29,7 +29,7 @@ import logging
 import struct
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydmq.api.handler import ApiHandlerSpec, HostT, RawResponse, RequestContext
 from pydmq.net.connection import CloseConnection, KafkaConnection
@@ -40,7 +40,9 @@ from pydmq.protocol.messages import API_SCHEMAS
 from pydmq.protocol.messages.api_versions import ApiVersionsResponse
 from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
-from pydmq.security.sasl.authenticator import SaslAuthenticator
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
 

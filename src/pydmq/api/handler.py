@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
-from pydmq.security.sasl.authenticator import SaslAuthenticator
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "HostT", "RawResponse", "RequestContext"]
 

@@ -65,7 +65,6 @@ from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
 from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.replication.replica_manager import ReplicaManager
-from pydmq.security.sasl.listener import node_sasl_client
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
 from pydmq.transactions.coordinator import (
@@ -166,13 +165,13 @@ class Broker:
         # Markers go to partition leaders as WriteTxnMarkers requests: in process to this
         # broker's own handler for key 27, over the inter-broker listener to the others.
         # How this broker authenticates to the others' inter-broker listener (cluster mode).
-        self.inter_broker_sasl = (
-            node_sasl_client(
+        self.inter_broker_sasl = None
+        if config.is_cluster_mode:
+            from pydmq.security.sasl.listener import node_sasl_client
+
+            self.inter_broker_sasl = node_sasl_client(
                 config, config.inter_broker_listener_name, "sasl.mechanism.inter.broker.protocol"
             )
-            if config.is_cluster_mode
-            else None
-        )
         self.txn_marker_delivery = WriteTxnMarkersDelivery(
             self.node_id,
             lambda: self.services,

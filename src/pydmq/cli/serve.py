@@ -175,9 +175,11 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         config = build_config(args)
-        from pydmq.security.sasl.credentials import parse_add_scram
+        seeds = []
+        if args.add_scram:
+            from pydmq.security.sasl.credentials import parse_add_scram
 
-        seeds = [parse_add_scram(text) for text in args.add_scram]
+            seeds = [parse_add_scram(text) for text in args.add_scram]
     except (ConfigError, OSError, ValueError) as exc:
         print(f"pydmq serve: {exc}", file=sys.stderr)
         return 2

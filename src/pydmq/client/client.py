@@ -17,7 +17,7 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pydmq.client.connection import DEFAULT_TIMEOUT, BrokerConnection, parse_address
 from pydmq.client.errors import (
@@ -39,7 +39,9 @@ from pydmq.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
-from pydmq.security.sasl.client import SaslClient
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = [
     "EARLIEST",

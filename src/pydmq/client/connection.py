@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 import struct
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pydmq.client.errors import (
     BrokerUnreachableError,
@@ -27,11 +27,11 @@ from pydmq.protocol.messages.api_versions import (
     ApiVersionsRequest,
     ApiVersionsResponse,
 )
-from pydmq.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
-from pydmq.protocol.messages.sasl_handshake import SaslHandshakeRequest
 from pydmq.protocol.primitives import Reader
-from pydmq.security.sasl.client import SaslClient
-from pydmq.security.sasl.errors import SaslAuthenticationError
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.client import SaslClient
+
 
 __all__ = ["DEFAULT_TIMEOUT", "BrokerConnection", "parse_address"]
 
@@ -161,6 +161,10 @@ class BrokerConnection:
     def _authenticate(self, client: SaslClient) -> None:
         """SaslHandshake then SaslAuthenticate until the client is done; KafkaError (the
         broker's error and message) when the broker refuses."""
+        from pydmq.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+        from pydmq.protocol.messages.sasl_handshake import SaslHandshakeRequest
+        from pydmq.security.sasl.errors import SaslAuthenticationError
+
         handshake = self.send(17, SaslHandshakeRequest(mechanism=client.mechanism), version=1)
         if handshake.error_code:
             raise KafkaError(

@@ -13,10 +13,12 @@ import itertools
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
-from pydmq.security.sasl.authenticator import SaslAuthenticator
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["CloseConnection", "KafkaConnection", "Outcome"]
 

@@ -27,19 +27,16 @@ from pydmq.security.sasl.oauthbearer import (
     UnsecuredJwsValidator,
 )
 from pydmq.security.sasl.plain import PLAIN_LOGIN_MODULE, PlainSaslServer, plain_users
+from pydmq.security.sasl.protocols import is_sasl_listener
 from pydmq.security.sasl.scram import ScramCredentialLookup, ScramMechanism, ScramSaslServer
 
 __all__ = [
-    "SASL_PROTOCOLS",
     "SUPPORTED_MECHANISMS",
     "SaslListener",
     "SaslListenerSettings",
-    "is_sasl_listener",
     "jaas_entry",
     "node_sasl_client",
 ]
-
-SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 SUPPORTED_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 # OAUTHBEARER validator options (JAAS) -> a validator; a plugin may supply its own.
@@ -95,13 +92,6 @@ class SaslListenerSettings:
             reauth,
             config.get_int("connection.failed.authentication.delay.ms"),
         )
-
-
-def is_sasl_listener(config: BrokerConfig, listener: str) -> bool:
-    """Whether ``listener``'s security protocol (``listener.security.protocol.map``, else the
-    name itself when it is a protocol's) is SASL_PLAINTEXT or SASL_SSL."""
-    protocol = config.listener_security_protocols().get(listener, listener)
-    return protocol in SASL_PROTOCOLS
 
 
 def node_sasl_client(
