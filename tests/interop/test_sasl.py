@@ -380,3 +380,18 @@ def test_stalled_and_malformed_exchanges_do_not_disturb_others(
             assert final.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
             assert other.request(METADATA, 12, MetadataRequest(topics=None)).body.brokers
         assert stalled.is_open()
+
+
+def test_large_frames_before_authentication_close_the_connection(
+    sasl_broker: SaslBrokerProcess,
+) -> None:
+    """sasl.server.max.receive.size (512 KiB): an unauthenticated client may not make the
+    broker buffer a large frame; once authenticated, socket.request.max.bytes applies."""
+    with RawClient(sasl_broker.bootstrap) as client:
+        client.send((600 * 1024).to_bytes(4, "big") + b"\x00" * 1024)
+        assert client.wait_closed()
+    with RawClient(sasl_broker.bootstrap) as client:
+        final = _authenticate(client, "PLAIN", "alice", "alice-secret")[-1]
+        assert final.error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+        client.send((600 * 1024).to_bytes(4, "big") + b"\x00" * 1024)
+        assert client.is_open()

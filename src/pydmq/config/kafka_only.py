@@ -214,7 +214,6 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         sasl.oauthbearer.jwt.retriever.class sasl.oauthbearer.jwt.validator.class
         sasl.oauthbearer.scope sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
         sasl.oauthbearer.token.endpoint.url sasl.server.callback.handler.class
-        sasl.server.max.receive.size
         """,
         ("listener.name.",),
     ),

@@ -49,6 +49,15 @@ SASL_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),
     ConfigDef(
+        "sasl.server.max.receive.size",
+        T.INT,
+        524288,
+        "Largest request a SASL listener's connection may send before its first "
+        "authentication completes (a larger one closes the connection).",
+        at_least(1),
+        read_only=True,
+    ),
+    ConfigDef(
         "sasl.mechanism.inter.broker.protocol",
         T.STRING,
         "GSSAPI",

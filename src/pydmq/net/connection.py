@@ -140,14 +140,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if available < 4:
                 break
             size = int.from_bytes(buf[self._start : self._start + 4], "big", signed=True)
-            if size < 0 or size > self._max_request_size:
+            limit = self._max_request_size
+            auth = self.authenticator
+            if auth is not None and not auth.authenticated_once:
+                limit = min(limit, auth.max_receive_size)  # sasl.server.max.receive.size
+            if size < 0 or size > limit:
                 log.info(
                     "closing connection %s from %s:%s: request size %d outside [0, %d]",
                     self.connection_id,
                     self.client_host,
                     self.client_port,
                     size,
-                    self._max_request_size,
+                    limit,
                 )
                 self.close()
                 return

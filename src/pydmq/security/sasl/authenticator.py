@@ -77,11 +77,16 @@ class SaslAuthenticator:
         max_reauth_ms: ReauthMs,
         clock: Callable[[], int] = lambda: int(time.time() * 1000),
         failure_delay_ms: int = 0,
+        max_receive_size: int = 524288,
     ) -> None:
         self.enabled_mechanisms = list(enabled_mechanisms)
         # connection.failed.authentication.delay.ms: how long a failed connection stays
         # open (unread) after its answer before it closes.
         self.failure_delay_ms = failure_delay_ms
+        # sasl.server.max.receive.size: the frame limit until the first authentication
+        # completes (then socket.request.max.bytes alone).
+        self.max_receive_size = max_receive_size
+        self.authenticated_once = False
         self._servers = servers
         self._max_reauth_ms = max_reauth_ms
         self._clock = clock
@@ -177,6 +182,7 @@ class SaslAuthenticator:
             )
         self.principal = principal
         self.state = SaslState.AUTHENTICATED
+        self.authenticated_once = True
         self._server = None
         self._reauthenticating = False
         self.raw_tokens = False

@@ -52,6 +52,7 @@ class SaslListenerSettings:
     jaas: Mapping[str, JaasLoginModule]
     max_reauth_ms: Mapping[str, int]
     failure_delay_ms: int = 0
+    max_receive_size: int = 524288
 
     @classmethod
     def from_config(cls, config: BrokerConfig, listener: str) -> SaslListenerSettings:
@@ -91,6 +92,7 @@ class SaslListenerSettings:
             jaas,
             reauth,
             config.get_int("connection.failed.authentication.delay.ms"),
+            config.get_int("sasl.server.max.receive.size"),
         )
 
 
@@ -183,6 +185,7 @@ class SaslListener:
             self._server,
             lambda m: reauth.get(m, 0),
             failure_delay_ms=self.settings.failure_delay_ms,
+            max_receive_size=self.settings.max_receive_size,
         )
 
     def _server(self, mechanism: str) -> SaslServer:
