@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.handlers.api_versions import unsupported_version_response
-from pydmq.broker.server import Broker
+from pydmq.broker.server import METADATA_DIR, Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.definitions import ConfigError
 from pydmq.net.connection import KafkaConnection
@@ -66,6 +66,8 @@ class Node:
         self.plugins.configure({d: str(config.get(d)) for d in config.definitions})
         self.log_dir = config.log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # A data directory without metadata yet: --add-scram applies (Kafka formats once).
+        self._first_start = not (self.log_dir / METADATA_DIR).exists()
         self.cluster_id = _load_or_create_cluster_id(config)
         self.listeners = NodeListeners(config)
         roles = config.process_roles
@@ -132,11 +134,19 @@ class Node:
         }
 
     def seed_scram_credentials(self, seeds: Iterable[ScramSeed]) -> None:
-        """Add the ``--add-scram`` users a single node's metadata does not hold yet (Kafka
-        writes them when it formats the storage; here, at the first start that names them).
-        A cluster's users are added with AlterUserScramCredentials (``pydmq users add``)."""
+        """Add the ``--add-scram`` users at a single node's first start (an empty data
+        directory), as Kafka writes them when it formats the storage; a later start ignores
+        them with a warning, so a user deleted since is not created again. A cluster's users
+        are added with AlterUserScramCredentials (``pydmq users add``)."""
         seeds = list(seeds)
         if not seeds:
+            return
+        if not self._first_start:
+            log.warning(
+                "--add-scram ignored: %s already holds this node's metadata (users are "
+                "seeded at the first start only; use `pydmq users add`)",
+                self.log_dir,
+            )
             return
         local = None if self.broker is None else self.broker.local_controller
         if local is None:

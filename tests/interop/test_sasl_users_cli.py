@@ -1,8 +1,8 @@
 """SCRAM users seeded at the first start (``pydmq serve --add-scram``, Kafka's
 ``kafka-storage.sh format --add-scram``) and managed with ``pydmq users`` authenticated
 through ``--command-config`` (Kafka's tools' client properties); a real client logs in with
-the users the command line made, and no longer once deleted; the seed survives a restart
-(a later start leaves an existing credential as it is)."""
+the users the command line made, and no longer once deleted; the seed survives a restart,
+and a later start does not seed again (a deleted user stays deleted)."""
 
 from __future__ import annotations
 
@@ -110,12 +110,33 @@ def test_without_credentials_the_cli_is_refused(broker: tuple[SaslBrokerProcess,
     assert "SASL_AUTHENTICATION_FAILED" in refused.stderr
 
 
-def test_seed_survives_a_restart(
+def test_seed_survives_a_restart_and_is_not_applied_again(
     broker: tuple[SaslBrokerProcess, Path],
 ) -> None:
-    process, _config = broker
+    process, config = broker
     process.restart()
     deadline = time.monotonic() + 30
     while not can_produce(process.bootstrap, "SCRAM-SHA-512", "root", "root secret"):
         assert time.monotonic() < deadline, "the seeded user cannot log in after a restart"
         time.sleep(0.5)
+    plain = config.parent / "plain.properties"
+    plain.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="admin" password="admin-secret";\n'
+    )
+    deleted = pydmq(
+        "users",
+        "delete",
+        "root",
+        "--mechanism",
+        "SCRAM-SHA-512",
+        "-b",
+        process.bootstrap,
+        "--command-config",
+        str(plain),
+    )
+    assert deleted.returncode == 0, deleted.stderr
+    process.restart()  # still started with --add-scram root
+    assert "--add-scram ignored" in process.log_tail(20_000)
+    assert not can_produce(process.bootstrap, "SCRAM-SHA-512", "root", "root secret")
