@@ -134,12 +134,21 @@ class Node:
         }
 
     def seed_scram_credentials(self, seeds: Iterable[ScramSeed]) -> None:
-        """Add the ``--add-scram`` users at a single node's first start (an empty data
-        directory), as Kafka writes them when it formats the storage; a later start ignores
-        them with a warning, so a user deleted since is not created again. A cluster's users
-        are added with AlterUserScramCredentials (``pydmq users add``)."""
+        """Add the ``--add-scram`` users once, as Kafka writes them when it formats the
+        storage: a single node at its first start (an empty data directory; a later start
+        ignores them with a warning, so a user deleted since is not created again), a
+        cluster with the first active controller's bootstrap records. Later users are added
+        with AlterUserScramCredentials (``pydmq users add``)."""
         seeds = list(seeds)
         if not seeds:
+            return
+        records: list[MetadataRecord] = [
+            seed.credential.to_record(seed.user, seed.mechanism) for seed in seeds
+        ]
+        if self.controller is not None:
+            # A voter: written by the first active controller of a new cluster, with its
+            # metadata.version (Kafka's bootstrap records); ignored by a cluster that exists.
+            self.controller.bootstrap_records.extend(records)
             return
         if not self._first_start:
             log.warning(
@@ -151,17 +160,11 @@ class Node:
         local = None if self.broker is None else self.broker.local_controller
         if local is None:
             raise ConfigError(
-                "--add-scram seeds a single node; add a cluster's users with `pydmq users add`"
+                "--add-scram seeds a single node or a controller; add users with `pydmq users add`"
             )
         from pydmq.controller.operations.common import ControllerResult
 
-        records: list[MetadataRecord] = [
-            seed.credential.to_record(seed.user, seed.mechanism)
-            for seed in seeds
-            if (seed.user, seed.mechanism) not in local.image.scram_credentials
-        ]
-        if records:
-            local.run_now(lambda image: ControllerResult(records, None))
+        local.run_now(lambda image: ControllerResult(records, None))
 
     @property
     def bound_ports(self) -> dict[str, int]:

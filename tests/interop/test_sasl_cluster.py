@@ -2,11 +2,13 @@
 SASL_PLAINTEXT: the nodes authenticate to each other with PLAIN (Raft, registration and
 heartbeats, the controller's pushes, follower fetches), and a client authenticates, creates a
 replicated topic, produces with acks=all and consumes. A SCRAM user created through one node
-(AlterUserScramCredentials, committed by the controller quorum) logs in on every node."""
+(AlterUserScramCredentials, committed by the controller quorum) logs in on every node, and so
+does one every node was started with (``--add-scram``, the new cluster's bootstrap records)."""
 
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -34,10 +36,21 @@ SASL_EVERYWHERE = {
 }
 
 
+# Every node is started with --add-scram (as every KRaft node is formatted with it); the first
+# active controller writes the user with the new cluster's bootstrap records.
+SEEDED = "SCRAM-SHA-256=[name=erin,password=erin-secret]"
+LAUNCHER = [
+    sys.executable,
+    "-c",
+    "import sys; from pydmq.cli import main; "
+    f"sys.exit(main(sys.argv[1:] + ['--add-scram', {SEEDED!r}]))",
+]
+
+
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[ClusterProcess]:
     root = Path(tempfile.mkdtemp(prefix="pydmq-sasl-cluster-"))
-    running = ClusterProcess(3, root, SASL_EVERYWHERE).start()
+    running = ClusterProcess(3, root, SASL_EVERYWHERE, launcher=LAUNCHER).start()
     try:
         yield running
     finally:
@@ -101,6 +114,24 @@ def test_wrong_password_is_refused_by_every_node(cluster: ClusterProcess) -> Non
         while not errors and time.monotonic() < deadline:
             producer.poll(0.2)
         assert errors and errors[0].code() == KafkaError._AUTHENTICATION
+
+
+def test_scram_user_seeded_at_bootstrap_logs_in_on_every_node(cluster: ClusterProcess) -> None:
+    from confluent_kafka import Producer
+
+    topic = unique_topic("sasl-cluster-seed")
+    for node_id in cluster.nodes:
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.node(node_id).bootstrap,
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "SCRAM-SHA-256",
+                "sasl.username": "erin",
+                "sasl.password": "erin-secret",
+            }
+        )
+        producer.produce(topic, f"from-{node_id}".encode())
+        assert producer.flush(60) == 0, f"node {node_id}"
 
 
 def test_scram_user_created_once_logs_in_on_every_node(cluster: ClusterProcess) -> None:

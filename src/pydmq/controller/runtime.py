@@ -61,6 +61,7 @@ from pydmq.metadata.records import (
     RESOURCE_BROKER,
     CorruptRecordError,
     FeatureLevelRecord,
+    MetadataRecord,
     NoOpRecord,
     decode_payload,
     decode_record,
@@ -175,6 +176,9 @@ class ControllerRuntime:
             snapshot_interval_records=self.snapshot_interval_records,
         )
         self._driver: RaftDriver | None = None
+        # Written with metadata.version by the first active controller of a new cluster
+        # (Kafka's bootstrap records): this node's ``--add-scram`` users.
+        self.bootstrap_records: list[MetadataRecord] = []
         self.image = MetadataImage.EMPTY
         self._records_since_snapshot = 0
         self._lock = asyncio.Lock()
@@ -480,16 +484,16 @@ class ControllerRuntime:
         task.add_done_callback(self._background.discard)
 
     async def _after_activation(self, epoch: int) -> None:
-        """One-off writes of a new active controller (metadata.version)."""
+        """One-off writes of the first active controller of a new cluster: metadata.version
+        and the bootstrap records (``--add-scram``), committed together."""
         if "metadata.version" in self.image.features:
             return
+        bootstrap: list[MetadataRecord] = [FeatureLevelRecord("metadata.version", METADATA_VERSION)]
+        bootstrap.extend(self.bootstrap_records)
         with contextlib.suppress(ControllerError):
             await self.run(
                 lambda image: ControllerResult(
-                    []
-                    if "metadata.version" in image.features
-                    else [FeatureLevelRecord("metadata.version", METADATA_VERSION)],
-                    None,
+                    [] if "metadata.version" in image.features else bootstrap, None
                 )
             )
 
