@@ -150,6 +150,9 @@ class Node:
             # metadata.version (Kafka's bootstrap records); ignored by a cluster that exists.
             self.controller.bootstrap_records.extend(records)
             return
+        if self.config.is_cluster_mode:
+            log.warning("--add-scram ignored: a broker-only node; the controllers seed users")
+            return
         if not self._first_start:
             log.warning(
                 "--add-scram ignored: %s already holds this node's metadata (users are "
@@ -157,11 +160,8 @@ class Node:
                 self.log_dir,
             )
             return
-        local = None if self.broker is None else self.broker.local_controller
-        if local is None:
-            raise ConfigError(
-                "--add-scram seeds a single node or a controller; add users with `pydmq users add`"
-            )
+        assert self.broker is not None and self.broker.local_controller is not None
+        local = self.broker.local_controller
         from pydmq.controller.operations.common import ControllerResult
 
         local.run_now(lambda image: ControllerResult(records, None))
