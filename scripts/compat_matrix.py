@@ -33,8 +33,8 @@ NOTES = [
     "advertised minimum version; pydmq advertises Produce from v0 as Kafka 4 does (v0-v2 close "
     "the connection), so kcat compresses with all four codecs; test_differential.py checks the "
     "stored codec against Apache Kafka 4.4.",
-    "SASL/TLS are not implemented yet, so they have no rows. Transactions are Kafka's v1 flow "
-    "(transactions v2, KIP-890, not yet). Cluster-mode rows "
+    "Transactions: Kafka 4.x Java clients use transactions v2 (KIP-890), librdkafka and the "
+    "Python clients the v1 flow. Cluster-mode rows "
     "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
     "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
     "franz-go's row runs the 30 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
@@ -73,6 +73,21 @@ SCENARIOS = {
     "test_java_transactions.py": "transactions: Java producer and read_committed consumer",
     "test_spark_transactions.py": "transactions: Spark's Kafka source at read_committed",
     "test_txn_verification.py": "transactions: partition verification (KIP-890 part 1)",
+    "test_java_tv2.py": "transactions v2 (KIP-890 part 2): Java producer vs Apache Kafka 4.4",
+    "test_tls.py": "TLS and mTLS (kafka-python, confluent-kafka, aiokafka, kcat, Java)",
+    "test_tls_cluster.py": "TLS: a 3-node cluster with every listener on mTLS",
+    "test_sasl.py": "SASL PLAIN, SCRAM, OAUTHBEARER (confluent-kafka, kafka-python, aiokafka, kcat)",
+    "test_sasl_java.py": "SASL: Java clients, KIP-368 re-authentication",
+    "test_sasl_cluster.py": "SASL: a 3-node cluster authenticating between nodes",
+    "test_sasl_differential.py": "SASL: answers vs Apache Kafka 4.4",
+    "test_secured.py": "SASL_SSL with ACLs: the SASL user's ACLs decide, over TLS",
+    "test_acls_clients.py": "ACLs: admin clients, denied produce/group, hidden topics",
+    "test_acl_differential.py": "ACLs: 82 requests vs Apache Kafka 4.4",
+    "test_cluster_acls.py": "ACLs: a 3-node cluster, restarts",
+    "test_quotas.py": "client quotas: kafka-configs, throttled producer and consumer",
+    "test_quotas_differential.py": "client quotas: answers and throttles vs Apache Kafka 4.4",
+    "test_cluster_quotas.py": "client quotas: a 3-node cluster, restarts",
+    "test_cluster_health.py": "HTTP health and metrics on a 3-node cluster",
 }
 # A test's variant against the reference Apache Kafka (the transaction proofs run each scenario
 # on Kafka too): not a row of what pydmq does.

@@ -15,8 +15,10 @@ test files and conftest are used unchanged; this file is the whole adapter:
    (their ``kafka_broker_factory`` fixture calls it; some tests call it directly). We replace
    it: a PLAINTEXT broker with auto topic creation and replication factor 1 (what the suite's
    default fixture starts) is answered with an *external* ``KafkaFixture`` describing the
-   pydmq broker at ``$PYDMQ_BOOTSTRAP``; anything else (SASL_PLAINTEXT, SSL, ...) raises with
-   the reason, so those tests fail at setup, naming the feature pydmq lacks.
+   pydmq broker at ``$PYDMQ_BOOTSTRAP``; a SASL_PLAINTEXT one (PLAIN, SCRAM) with the pydmq
+   broker at ``$PYDMQ_SASL_BOOTSTRAP`` (run.sh starts it with the suite's user alice); anything
+   else (SSL, ...) raises with the reason, so those tests fail at setup, naming the feature
+   pydmq lacks.
    Unlike the suite's own external mode (``KAFKA_URI``), which skips the SASL module as
    "Testing on external Kafka Broker", this keeps those tests visible as failures.
 
@@ -163,6 +165,28 @@ def _patch_kafka_fixture() -> None:
                 auto_create_topic=auto_create_topic,
                 tmp_dir=tmp_dir,
             )
+        sasl_bootstrap = os.environ.get("PYDMQ_SASL_BOOTSTRAP", "")
+        if (
+            str(transport).upper() == "SASL_PLAINTEXT"
+            and str(sasl_mechanism).upper() in ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+            and sasl_bootstrap
+            and auto_create_topic
+            and replicas == 1
+        ):
+            sasl_host, _, sasl_port = sasl_bootstrap.rpartition(":")
+            return original(
+                kls,
+                broker_id,
+                host=sasl_host,
+                port=int(sasl_port),
+                external=True,
+                transport="SASL_PLAINTEXT",
+                replicas=1,
+                partitions=partitions,
+                sasl_mechanism=sasl_mechanism,
+                auto_create_topic=True,
+                tmp_dir=tmp_dir,
+            )
         wanted = []
         if str(transport).upper() != "PLAINTEXT":
             what = str(transport).upper()
@@ -178,7 +202,8 @@ def _patch_kafka_fixture() -> None:
                 "pydmq_shim: the test asks for a broker with "
                 + "; ".join(wanted)
                 + "; the shim provides only the pydmq broker at $PYDMQ_BOOTSTRAP "
-                "(PLAINTEXT, auto topic creation, one node) - pydmq has no SASL or TLS listeners"
+                "(PLAINTEXT, auto topic creation, one node) and $PYDMQ_SASL_BOOTSTRAP (SASL_PLAINTEXT "
+                "with PLAIN and SCRAM) - pydmq has no TLS listeners yet"
             )
         bs_host, bs_port = _bootstrap()
         return original(

@@ -138,9 +138,13 @@ fi
 mkdir -p "$work/runs"
 run_dir="$(mktemp -d "$work/runs/run.XXXXXX")"
 broker_pid=""
+sasl_pid=""
 cleanup() {
     if [ -n "$broker_pid" ]; then
         kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    fi
+    if [ -n "$sasl_pid" ]; then
+        kill "$sasl_pid" 2>/dev/null && wait "$sasl_pid" 2>/dev/null
     fi
 }
 trap cleanup EXIT
@@ -170,6 +174,25 @@ else
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { tail -n 30 "$run_dir/broker.log" >&2; die "pydmq broker did not start"; }
     bs="127.0.0.1:$port"
     say "pydmq broker on $bs, pid $broker_pid, data $run_dir/data"
+    # The broker of the SASL tests: a SASL_PLAINTEXT listener with the suite's user (alice,
+    # alice-secret; test/integration/fixtures.py) for PLAIN and both SCRAM mechanisms.
+    sport="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    "$py" -m pydmq serve --listeners "SASL_PLAINTEXT://127.0.0.1:$sport" \
+        --log-dirs "$run_dir/sasl-data" --node-id 0 -o num.partitions=4 \
+        -o offsets.topic.replication.factor=1 -o group.initial.rebalance.delay.ms=0 \
+        -o sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 \
+        -o 'listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="alice" password="alice-secret" user_alice="alice-secret";' \
+        --add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]' \
+        --add-scram 'SCRAM-SHA-512=[name=alice,password=alice-secret]' \
+        >"$run_dir/sasl-broker.log" 2>&1 &
+    sasl_pid=$!
+    for _ in $(seq 1 150); do
+        (exec 3<>"/dev/tcp/127.0.0.1/$sport") 2>/dev/null && break
+        kill -0 "$sasl_pid" 2>/dev/null || { tail -n 30 "$run_dir/sasl-broker.log" >&2; die "pydmq SASL broker exited"; }
+        sleep 0.1
+    done
+    export PYDMQ_SASL_BOOTSTRAP="127.0.0.1:$sport"
+    say "pydmq SASL_PLAINTEXT broker on $PYDMQ_SASL_BOOTSTRAP, pid $sasl_pid"
 fi
 
 # ---------------------------------------------------------------- run

@@ -7,8 +7,10 @@
 #   PYDMQ_TEST_BOOTSTRAP=127.0.0.1:BROKER_PORT ./scripts/test tests/interop
 #
 # Defaults: broker 127.0.0.1:19092, controller 127.0.0.1:19093, data in a fresh temp dir.
-# Extra broker properties: KAFKA_EXTRA_PROPS="num.partitions=3 foo=bar", and/or a file of
-# them appended last (values with spaces, such as JAAS lines): KAFKA_EXTRA_PROPS_FILE=path.
+# Extra broker properties: KAFKA_EXTRA_PROPS="num.partitions=3 foo=bar"; values with spaces
+# (a JAAS line) in a file appended as it is: KAFKA_EXTRA_PROPS_FILE=path. Extra arguments of
+# the storage format (e.g. --add-scram 'SCRAM-SHA-256=[name=a,password=b]', one per line):
+# KAFKA_FORMAT_ARGS_FILE=path.
 # The script execs the JVM, so its PID is the broker's PID.
 #
 # One node of a multi-node KRaft cluster (static quorum; every node broker + controller):
@@ -73,6 +75,10 @@ if [ -n "${KAFKA_EXTRA_PROPS_FILE:-}" ]; then
     # properties whose values hold spaces (a JAAS line); a key set here wins over the above
     cat "$KAFKA_EXTRA_PROPS_FILE" >>"$props"
 fi
+format_args=()
+if [ -n "${KAFKA_FORMAT_ARGS_FILE:-}" ]; then
+    mapfile -t format_args <"$KAFKA_FORMAT_ARGS_FILE"
+fi
 
 cp=("$dist"/*.jar)
 cp="$(IFS=:; echo "${cp[*]}")"
@@ -82,9 +88,10 @@ jvm=(java -Xms256m -Xmx1g -XX:+UseG1GC -Djava.awt.headless=true
 if [ ! -f "$data/logs/meta.properties" ]; then
     cluster_id="${KAFKA_CLUSTER_ID:-$("${jvm[@]}" kafka.tools.StorageTool random-uuid)}"
     if [ -n "$voters" ]; then
-        "${jvm[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" >&2
+        "${jvm[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$props" "${format_args[@]}" >&2
     else
-        "${jvm[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" -c "$props" >&2
+        "${jvm[@]}" kafka.tools.StorageTool format --standalone -t "$cluster_id" -c "$props" \
+            "${format_args[@]}" >&2
     fi
 fi
 echo "compat/kafka: starting Apache Kafka node $node_id on 127.0.0.1:$port (data $data)" >&2

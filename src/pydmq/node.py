@@ -35,20 +35,25 @@ from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
 from pydmq.broker.handlers.api_versions import unsupported_version_response
-from pydmq.broker.server import Broker
+from pydmq.broker.server import METADATA_DIR, Broker
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.definitions import ConfigError
 from pydmq.config.http import HttpSettings
 from pydmq.config.listener_security import security_protocol
 from pydmq.net.connection import KafkaConnection
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
+from pydmq.security.sasl.protocols import is_sasl_listener
 from pydmq.storage.checkpoint import write_atomically
 
 if TYPE_CHECKING:
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.metadata.records import MetadataRecord
     from pydmq.metrics.service import NodeHttpService
     from pydmq.net.tls import TlsListener
     from pydmq.security.principal import KafkaPrincipal
+    from pydmq.security.sasl.credentials import CredentialMap, ScramSeed
+    from pydmq.security.sasl.listener import SaslListener
     from pydmq.security.tls import ServerTls
 
 __all__ = ["Node"]
@@ -67,6 +72,8 @@ class Node:
         self.plugins.configure({d: str(config.get(d)) for d in config.definitions})
         self.log_dir = config.log_dir
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # A data directory without metadata yet: --add-scram applies (Kafka formats once).
+        self._first_start = not (self.log_dir / METADATA_DIR).exists()
         self.cluster_id = _load_or_create_cluster_id(config)
         self.listeners = NodeListeners(config)
         roles = config.process_roles
@@ -111,6 +118,73 @@ class Node:
         # The HTTP listener (metrics, health; pydmq.http.listeners), started with the node.
         self.http: NodeHttpService | None = None
         self.serving_clients = False
+        # The SASL listeners' settings, checked now (ConfigError before anything binds).
+        self._sasl_listeners = self._build_sasl_listeners()
+
+    def _build_sasl_listeners(self) -> dict[str, SaslListener]:
+        """Listener name -> its SASL authenticator factory, for every SASL listener."""
+
+        def credentials() -> CredentialMap:
+            if self.broker is not None:
+                return self.broker.scram_credentials()
+            assert self.controller is not None
+            return self.controller.image.scram_credentials
+
+        names = [n.name for n in self.listeners.listeners if is_sasl_listener(self.config, n.name)]
+        if not names:
+            return {}  # and none of the SASL code is imported (start-up time)
+        from pydmq.security.sasl.credentials import image_scram_lookup
+        from pydmq.security.sasl.listener import SaslListener, SaslListenerSettings
+
+        lookup = image_scram_lookup(credentials)
+        wanted = self.config.get_str("pydmq.sasl.oauthbearer.validator")
+        validators = self.plugins.oauthbearer_validators()
+        if wanted not in validators:
+            raise ConfigError(
+                f"pydmq.sasl.oauthbearer.validator={wanted}: no plugin registers it "
+                f"(registered: {', '.join(sorted(validators))})"
+            )
+        return {
+            name: SaslListener(
+                SaslListenerSettings.from_config(self.config, name),
+                lookup,
+                validators[wanted].factory,
+            )
+            for name in names
+        }
+
+    def seed_scram_credentials(self, seeds: Iterable[ScramSeed]) -> None:
+        """Add the ``--add-scram`` users once, as Kafka writes them when it formats the
+        storage: a single node at its first start (an empty data directory; a later start
+        ignores them with a warning, so a user deleted since is not created again), a
+        cluster with the first active controller's bootstrap records. Later users are added
+        with AlterUserScramCredentials (``pydmq users add``)."""
+        seeds = list(seeds)
+        if not seeds:
+            return
+        records: list[MetadataRecord] = [
+            seed.credential.to_record(seed.user, seed.mechanism) for seed in seeds
+        ]
+        if self.controller is not None:
+            # A voter: written by the first active controller of a new cluster, with its
+            # metadata.version (Kafka's bootstrap records); ignored by a cluster that exists.
+            self.controller.bootstrap_records.extend(records)
+            return
+        if self.config.is_cluster_mode:
+            log.warning("--add-scram ignored: a broker-only node; the controllers seed users")
+            return
+        if not self._first_start:
+            log.warning(
+                "--add-scram ignored: %s already holds this node's metadata (users are "
+                "seeded at the first start only; use `pydmq users add`)",
+                self.log_dir,
+            )
+            return
+        assert self.broker is not None and self.broker.local_controller is not None
+        local = self.broker.local_controller
+        from pydmq.controller.operations.common import ControllerResult
+
+        local.run_now(lambda image: ControllerResult(records, None))
 
     @property
     def bound_ports(self) -> dict[str, int]:
@@ -206,6 +280,9 @@ class Node:
                     on_close=self._connection_closed,
                     authenticate=authenticate,
                 )
+                sasl = self._sasl_listeners.get(name)
+                if sasl is not None:
+                    connection.authenticator = sasl.new_authenticator()
                 self.connections.add(connection)
                 return connection
 

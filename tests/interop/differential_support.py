@@ -84,8 +84,15 @@ class ReferenceKafka:
     storage (a JVM child of the script) reaches that child too; nothing else is signalled.
     """
 
-    def __init__(self, props: Mapping[str, object], root: Path | None = None) -> None:
+    def __init__(
+        self,
+        props: Mapping[str, object],
+        root: Path | None = None,
+        extra_env: Mapping[str, str] | None = None,
+    ) -> None:
+        """``extra_env``: more of start.sh's variables (KAFKA_EXTRA_PROPS_FILE, ...)."""
         self.props = dict(props)
+        self.extra_env = dict(extra_env or {})
         self.root = Path(root or tempfile.mkdtemp(prefix="pydmq-refkafka-"))
         self.port = free_port()
         self.controller_port = free_port()
@@ -103,7 +110,7 @@ class ReferenceKafka:
 
     def start(self) -> ReferenceKafka:
         extra = " ".join(f"{k}={v}" for k, v in self.props.items())
-        env = {**os.environ, "KAFKA_EXTRA_PROPS": extra}
+        env = {**os.environ, "KAFKA_EXTRA_PROPS": extra, **self.extra_env}
         if self.props_lines:
             props_file = self.root / "extra.properties"
             self.root.mkdir(parents=True, exist_ok=True)

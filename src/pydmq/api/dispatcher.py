@@ -42,7 +42,7 @@ import struct
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from pydmq.api.handler import ApiHandlerSpec, HostT, RawResponse, RequestContext
 from pydmq.api.request_metrics import RequestMetrics
@@ -56,6 +56,9 @@ from pydmq.protocol.primitives import Reader, Writer
 from pydmq.protocol.scatter import ScatterWriter
 from pydmq.quotas.manager import ClientQuotaManager
 from pydmq.quotas.throttling import client_throttles
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["INLINE_DECODE_BUDGET", "RequestDispatcher"]
 
@@ -118,6 +121,9 @@ class RequestDispatcher(Generic[HostT]):
         self.request_metrics = RequestMetrics()
 
     def __call__(self, frame: memoryview, connection: KafkaConnection) -> Any:
+        gate = connection.authenticator
+        if gate is not None and gate.raw_tokens:
+            return self._raw_sasl_token(frame, connection, gate)
         started = time.perf_counter()
         queued = started - connection.received_at if connection.received_at else 0.0
         quota = self._request_quota
@@ -130,6 +136,12 @@ class RequestDispatcher(Generic[HostT]):
         except ProtocolError as exc:
             raise CloseConnection(f"unparsable request header: {exc}") from None
         api_key, version = header.api_key, header.api_version
+        if gate is not None:
+            # A SASL listener: before authentication only ApiVersions and the SASL exchange,
+            # after it nothing once the session has expired (see security.sasl.authenticator).
+            refusal = gate.refusal(api_key)
+            if refusal is not None:
+                raise CloseConnection(refusal)
         spec = self.handlers.get(api_key)
         if spec is None:
             raise CloseConnection(f"unknown API key {api_key}")
@@ -156,6 +168,8 @@ class RequestDispatcher(Generic[HostT]):
         local_done = time.perf_counter()
         # The request quota's charge: nanoseconds of the handler's time on the loop.
         spent = int((local_done - started) * 1e9) if charged else 0
+        if gate is not None:
+            connection.principal = gate.principal  # set by a completed SASL exchange
         if inspect.isawaitable(result):
             return self._finish_later(ctx, result, connection, (queued, started, local_done), spent)
         if spent:
@@ -165,6 +179,18 @@ class RequestDispatcher(Generic[HostT]):
         if ctx.throttle_time_ms:
             return self._throttled(ctx, connection, buffers)
         return buffers
+
+    @staticmethod
+    def _raw_sasl_token(
+        frame: memoryview, connection: KafkaConnection, gate: SaslAuthenticator
+    ) -> Buffers:
+        """A bare SASL token after a SaslHandshake v0: answered with a bare token; a failed
+        exchange closes the connection without an answer (v0 has no error field)."""
+        outcome = gate.authenticate(bytes(frame))
+        if outcome.error_code != ErrorCode.NONE:
+            raise CloseConnection(f"SASL authentication failed: {outcome.error_message}")
+        connection.principal = gate.principal
+        return [_SIZE.pack(len(outcome.auth_bytes)) + outcome.auth_bytes]
 
     def _context(
         self, header: RequestHeader, connection: KafkaConnection, size: int
@@ -181,6 +207,7 @@ class RequestDispatcher(Generic[HostT]):
             connection_id=connection.connection_id,
             principal=connection.principal,
             request_size=size,
+            authenticator=connection.authenticator,
         )
 
     async def _decode_off_loop(

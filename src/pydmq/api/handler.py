@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["ApiHandlerSpec", "Handler", "HandlerResult", "HostT", "RawResponse", "RequestContext"]
 
@@ -45,6 +48,9 @@ class RequestContext(Generic[HostT]):
     # for this long after the response (or delays the response of a client older than
     # KIP-219), see pydmq.quotas.throttling.
     throttle_time_ms: int = 0
+    # The connection's SASL state on a SASL listener (the SaslHandshake and SaslAuthenticate
+    # handlers drive it), None elsewhere.
+    authenticator: SaslAuthenticator | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 
     from pydmq.broker.services import MetadataView
     from pydmq.net.client import NodeConnection
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = ["InterBrokerConnections"]
 
@@ -27,11 +28,13 @@ class InterBrokerConnections:
         listener: str,
         client_id: str,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self._metadata = metadata
         self._listener = listener
         self._client_id = client_id
         self._ssl_context = ssl_context  # TLS when the inter-broker listener is SSL
+        self._sasl = sasl  # how to authenticate on a SASL inter-broker listener
         self._connections: dict[int, NodeConnection] = {}
 
     async def request(
@@ -49,7 +52,7 @@ class InterBrokerConnections:
             from pydmq.net.client import NodeConnection  # cluster mode only (start-up time)
 
             connection = NodeConnection(
-                *endpoint, client_id=self._client_id, ssl_context=self._ssl_context
+                *endpoint, client_id=self._client_id, ssl_context=self._ssl_context, sasl=self._sasl
             )
             self._connections[broker_id] = connection
         return await connection.request(api_key, version, body, timeout=timeout)

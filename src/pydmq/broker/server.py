@@ -77,8 +77,11 @@ from pydmq.transactions.log import TransactionStateLog
 from pydmq.transactions.markers import TransactionMarkerChannel
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from pydmq.broker.cluster.runtime import BrokerCluster
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.metadata.image import ScramCredentialData
 
 __all__ = ["METADATA_DIR", "Broker"]
 
@@ -182,12 +185,21 @@ class Broker:
         self.transaction_state_log = TransactionStateLog(self)
         # Markers go to partition leaders as WriteTxnMarkers requests: in process to this
         # broker's own handler for key 27, over the inter-broker listener to the others.
+        # How this broker authenticates to the others' inter-broker listener (cluster mode).
+        self.inter_broker_sasl = None
+        if config.is_cluster_mode:
+            from pydmq.security.sasl.listener import node_sasl_client
+
+            self.inter_broker_sasl = node_sasl_client(
+                config, config.inter_broker_listener_name, "sasl.mechanism.inter.broker.protocol"
+            )
         self.txn_marker_delivery = WriteTxnMarkersDelivery(
             self.node_id,
             lambda: self.services,
             lambda: self.services.metadata,
             config.inter_broker_listener_name,
             None if self.cluster is None else self.cluster.inter_broker_ssl,
+            self.inter_broker_sasl,
         )
         offsets_log = self.group_coordinator_log
         self.transaction_coordinator = TransactionCoordinator(
@@ -216,6 +228,7 @@ class Broker:
                 config.inter_broker_listener_name,
                 "txn-verification",
                 self.cluster.inter_broker_ssl,
+                self.inter_broker_sasl,
             ),
         )
         self.replica_manager.txn_verifier = self.txn_verification
@@ -313,7 +326,16 @@ class Broker:
             control_plane=cluster,
             authorizer=self.authorizer,
             quotas=self.quotas,
+            scram_credentials=self.scram_credentials,
         )
+
+    def scram_credentials(self) -> Mapping[tuple[str, int], ScramCredentialData]:
+        """Users' SCRAM credentials as this node's metadata has them: a single node's
+        metadata log, a cluster broker's metadata cache (from the controller's pushes)."""
+        if self.local_controller is not None:
+            return self.local_controller.image.scram_credentials
+        assert self.cluster is not None
+        return self.cluster.metadata_cache.scram_credentials
 
     def served_apis(self, listener_name: str | None) -> dict[int, ApiHandlerSpec]:
         """The APIs a listener serves (the client listeners' when None), for ApiVersions."""

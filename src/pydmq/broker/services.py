@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from pydmq.config.broker import BrokerConfig
     from pydmq.groups.coordinator import GroupCoordinator
     from pydmq.groups.log import ConsumerOffsetsLog
+    from pydmq.metadata.image import ScramCredentialData
     from pydmq.protocol.messages.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
     from pydmq.protocol.messages.stop_replica import StopReplicaRequest, StopReplicaResponse
     from pydmq.protocol.messages.update_metadata import (
@@ -168,6 +169,8 @@ class BrokerServices:
     # The APIs a listener serves (None: the client listeners), for ApiVersions.
     served_apis: Callable[[str | None], Mapping[int, ApiHandlerSpec]]
     control_plane: ControlPlane | None
+    # Users' SCRAM credentials by (user, mechanism type id), as this node's metadata has them.
+    scram_credentials: Callable[[], Mapping[tuple[str, int], ScramCredentialData]]
     # The client quota managers (Kafka's ClientQuotaManagers) and the quotas they enforce.
     quotas: QuotaManagers
     # The authorizer authorizer.class.name names (None: every request allowed).

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
     from pydmq.broker.services import BrokerServices, MetadataView
     from pydmq.broker.topics import TopicRegistry
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = ["IN_PROCESS_LISTENER", "RegistryPartitionLeaders", "WriteTxnMarkersDelivery"]
 
@@ -75,11 +76,12 @@ class WriteTxnMarkersDelivery:
         metadata: Callable[[], MetadataView],
         inter_broker_listener: str,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self._node_id = node_id
         self._services = services
         self._brokers = InterBrokerConnections(
-            metadata, inter_broker_listener, _CLIENT_ID, ssl_context
+            metadata, inter_broker_listener, _CLIENT_ID, ssl_context, sasl
         )
 
     async def send(

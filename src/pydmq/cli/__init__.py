@@ -16,6 +16,7 @@ _SUBCOMMANDS = (
     "groups",
     "acls",
     "quotas",
+    "users",
     "config",
     "cluster",
     "chaos",

@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from pydmq.cli.common import add_bootstrap_argument, format_table, run_guarded
+from pydmq.cli.common import add_bootstrap_argument, client_sasl, format_table, run_guarded
 from pydmq.client import BrokerConnection, KafkaClient, KafkaError, error_name
 from pydmq.client.connection import parse_address
 from pydmq.cluster_process import (
@@ -481,7 +481,9 @@ def discover_controllers(client: KafkaClient, metadata: MetadataResponse) -> lis
 
 def _run_status(args: argparse.Namespace) -> int:
     def body() -> int:
-        with KafkaClient(args.bootstrap_server, timeout=args.timeout) as client:
+        with KafkaClient(
+            args.bootstrap_server, timeout=args.timeout, sasl=client_sasl(args.command_config)
+        ) as client:
             metadata = client.refresh_metadata(None)
             controllers = [a for item in args.controller for a in item.split(",") if a.strip()]
             for address in controllers:

@@ -7,13 +7,18 @@ import io
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from pydmq.client import KafkaClient, KafkaError
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
     "add_bootstrap_argument",
+    "client_sasl",
     "format_table",
     "parse_key_values",
     "run_guarded",
@@ -33,6 +38,13 @@ def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--timeout", type=float, default=30.0, help="request timeout in seconds (default 30)"
+    )
+    parser.add_argument(
+        "--command-config",
+        type=Path,
+        metavar="FILE",
+        help="client properties, as Kafka's tools take them (security.protocol=SASL_PLAINTEXT, "
+        "sasl.mechanism, sasl.jaas.config with username and password)",
     )
 
 
@@ -73,10 +85,37 @@ def run_with_client(
     reported as :func:`run_guarded` does."""
 
     def run() -> int:
-        with KafkaClient(args.bootstrap_server, client_id="pydmq-cli", timeout=args.timeout) as c:
+        sasl = client_sasl(args.command_config)
+        with KafkaClient(
+            args.bootstrap_server, client_id="pydmq-cli", timeout=args.timeout, sasl=sasl
+        ) as c:
             return body(c)
 
     return run_guarded(command, run)
+
+
+def client_sasl(path: Path | None) -> Callable[[], SaslClient] | None:
+    """The SASL client a ``--command-config`` file asks for (None: no SASL); ValueError on a
+    file Kafka's tools would refuse too."""
+    if path is None:
+        return None
+    from pydmq.config.broker import load_properties
+    from pydmq.security.sasl.client import sasl_client
+    from pydmq.security.sasl.jaas import JaasConfigError, single_login_module
+
+    props = {k: str(v) for k, v in load_properties(path).items()}
+    if props.get("security.protocol", "PLAINTEXT") not in ("SASL_PLAINTEXT", "SASL_SSL"):
+        return None
+    mechanism = props.get("sasl.mechanism", "GSSAPI")
+    try:
+        options = single_login_module(props.get("sasl.jaas.config", "")).options
+    except JaasConfigError as exc:
+        raise ValueError(f"{path}: sasl.jaas.config: {exc}") from None
+    username, password = options.get("username"), options.get("password")
+    if username is None or password is None:
+        raise ValueError(f"{path}: sasl.jaas.config needs username and password")
+    sasl_client(mechanism, username, password)  # ValueError for a mechanism we cannot speak
+    return lambda: sasl_client(mechanism, username, password)
 
 
 def _silence_stdout() -> None:

@@ -8,7 +8,12 @@ import time
 from collections.abc import Iterator
 from typing import IO, Any
 
-from pydmq.cli.common import add_bootstrap_argument, parse_key_values, run_guarded
+from pydmq.cli.common import (
+    add_bootstrap_argument,
+    client_sasl,
+    parse_key_values,
+    run_guarded,
+)
 from pydmq.client import KafkaClient, Producer, raise_for_error
 from pydmq.protocol.compression import CODEC_NAMES
 
@@ -96,7 +101,9 @@ def produce(args: argparse.Namespace, stdin: IO[bytes] | None = None) -> int:
         interactive = bool(getattr(stream, "isatty", lambda: False)())
     started = time.monotonic()
     try:
-        with KafkaClient(args.bootstrap_server, timeout=args.timeout) as client:
+        with KafkaClient(
+            args.bootstrap_server, timeout=args.timeout, sasl=client_sasl(args.command_config)
+        ) as client:
             response = client.refresh_metadata([args.topic], allow_auto_create=True)
             for t in response.topics:
                 if t.name == args.topic and t.error_code != 5:  # LEADER_NOT_AVAILABLE: wait

@@ -17,11 +17,15 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydmq.config.broker import BrokerConfig, load_properties
 from pydmq.config.definitions import ConfigError
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.credentials import ScramSeed
 
 __all__ = ["add_parser", "build_config", "run_broker"]
 
@@ -63,6 +67,14 @@ def add_parser(sub: Any) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="set any broker property (repeatable), e.g. -o num.partitions=3",
+    )
+    parser.add_argument(
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="MECHANISM=[name=...,password=...]",
+        help="a SCRAM user to create at the first start of a single node, as Kafka's "
+        "kafka-storage.sh format --add-scram (repeatable)",
     )
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
     parser.set_defaults(run=_run)
@@ -126,13 +138,17 @@ def _reload_failpoints() -> None:
     log.warning("failpoints reloaded from %s", os.environ.get(failpoints.FILE_ENV_VAR))
 
 
-async def run_broker(config: BrokerConfig, ready: asyncio.Event | None = None) -> None:
+async def run_broker(
+    config: BrokerConfig, ready: asyncio.Event | None = None, seeds: Sequence[ScramSeed] = ()
+) -> None:
     """Start a node, serve until SIGTERM/SIGINT, stop it. A signal during start-up (a cluster
-    node waits for its quorum before it serves clients) stops the node as well."""
+    node waits for its quorum before it serves clients) stops the node as well. ``seeds``:
+    the ``--add-scram`` users."""
     from pydmq.node import Node
 
     started = time.perf_counter()
     node = Node(config)
+    node.seed_scram_credentials(seeds)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -166,7 +182,12 @@ def _run(args: argparse.Namespace) -> int:
     )
     try:
         config = build_config(args)
-    except (ConfigError, OSError) as exc:
+        seeds = []
+        if args.add_scram:
+            from pydmq.security.sasl.credentials import parse_add_scram
+
+            seeds = [parse_add_scram(text) for text in args.add_scram]
+    except (ConfigError, OSError, ValueError) as exc:
         print(f"pydmq serve: {exc}", file=sys.stderr)
         return 2
     ignored = config.without_effect_warning()
@@ -184,8 +205,8 @@ def _run(args: argparse.Namespace) -> int:
     except ImportError:
         runner = asyncio.run
     try:
-        runner(run_broker(config))
-    except OSError as exc:
+        runner(run_broker(config, seeds=seeds))
+    except (OSError, ConfigError) as exc:
         print(f"pydmq serve: {exc}", file=sys.stderr)
         return 1
     return 0

@@ -14,10 +14,10 @@ from __future__ import annotations
 import sys
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from pydmq.client.connection import DEFAULT_TIMEOUT, BrokerConnection, parse_address
 from pydmq.client.errors import (
@@ -39,6 +39,9 @@ from pydmq.protocol.messages.metadata import (
     MetadataRequestTopic,
     MetadataResponse,
 )
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.client import SaslClient
 
 __all__ = [
     "EARLIEST",
@@ -127,7 +130,10 @@ class KafkaClient:
         timeout: float = DEFAULT_TIMEOUT,
         *,
         version_caps: dict[int, int] | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
+        """``sasl``: how to authenticate on a SASL listener (a factory of clients)."""
+        self.sasl = sasl
         items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
         self.bootstrap = [parse_address(a) for a in items if a.strip()]
         if not self.bootstrap:
@@ -164,6 +170,7 @@ class KafkaClient:
             client_id=self.client_id,
             timeout=self.timeout,
             version_caps=self.version_caps,
+            sasl=self.sasl,
         )
 
     def connect(self) -> BrokerConnection:

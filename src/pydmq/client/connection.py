@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import socket
 import struct
-from typing import Any, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
 
 from pydmq.client.errors import (
     BrokerUnreachableError,
@@ -27,6 +28,10 @@ from pydmq.protocol.messages.api_versions import (
     ApiVersionsResponse,
 )
 from pydmq.protocol.primitives import Reader
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.client import SaslClient
+
 
 __all__ = ["DEFAULT_TIMEOUT", "BrokerConnection", "parse_address"]
 
@@ -66,10 +71,12 @@ class BrokerConnection:
         client_id: str | None = "pydmq-cli",
         timeout: float = DEFAULT_TIMEOUT,
         version_caps: dict[int, int] | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
+        self.sasl = sasl  # a SASL listener's client (PLAIN, SCRAM), None for PLAINTEXT
         self.timeout = timeout
         self.version_caps = dict(version_caps or {})
         self.broker_versions: dict[int, tuple[int, int]] = {}
@@ -101,6 +108,8 @@ class BrokerConnection:
         self._sock = sock
         try:
             self._negotiate()
+            if self.sasl is not None:
+                self._authenticate(self.sasl())
         except BaseException:
             self.close()
             raise
@@ -148,6 +157,30 @@ class BrokerConnection:
                     self.versions[key] = top
             return
         raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "no common ApiVersions version")
+
+    def _authenticate(self, client: SaslClient) -> None:
+        """SaslHandshake then SaslAuthenticate until the client is done; KafkaError (the
+        broker's error and message) when the broker refuses."""
+        from pydmq.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+        from pydmq.protocol.messages.sasl_handshake import SaslHandshakeRequest
+        from pydmq.security.sasl.errors import SaslAuthenticationError
+
+        handshake = self.send(17, SaslHandshakeRequest(mechanism=client.mechanism), version=1)
+        if handshake.error_code:
+            raise KafkaError(
+                handshake.error_code,
+                f"{client.mechanism} refused; the broker enables {', '.join(handshake.mechanisms)}",
+            )
+        message: bytes | None = client.first_message()
+        version = min(self.versions.get(36, 0), 2)
+        while message is not None:
+            answer = self.send(36, SaslAuthenticateRequest(auth_bytes=message), version=version)
+            if answer.error_code:
+                raise KafkaError(answer.error_code, answer.error_message or "")
+            try:
+                message = client.evaluate_challenge(answer.auth_bytes)
+            except SaslAuthenticationError as exc:
+                raise KafkaError(ErrorCode.SASL_AUTHENTICATION_FAILED, str(exc)) from exc
 
     # -- requests -----------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from pydmq.config.http import HTTP_CONFIGS
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 from pydmq.config.listener_security import check_listener_security, security_protocol
 from pydmq.config.quotas import QUOTA_CONFIGS
+from pydmq.config.sasl_configs import SASL_CONFIGS, pop_listener_sasl
 from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
 
 __all__ = [
@@ -625,6 +626,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     *AUTHORIZER_CONFIGS,
     *HTTP_CONFIGS,
     *QUOTA_CONFIGS,
+    *SASL_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
@@ -671,6 +673,8 @@ class BrokerConfig(ConfigValues):
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
         self.listener_ssl = pop_listener_ssl(values)  # listener.name.<name>.ssl.*
+        # Listener name (lower case) -> its listener.name.<listener>.* SASL properties.
+        self.listener_sasl = pop_listener_sasl(values)
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:

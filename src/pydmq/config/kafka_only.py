@@ -175,40 +175,42 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         ("rsm.config.", "rlmm.config."),
     ),
     _group(
-        "security pydmq does not implement yet: its listeners are PLAINTEXT, without TLS, "
-        "SASL authentication or delegation tokens (ACLs: authorizer.class.name)",
+        "security pydmq does not implement yet: GSSAPI (Kerberos), the JVM's SASL login and "
+        "callback classes, OAuth token endpoints and delegation tokens",
         """
-        principal.builder.class
-        security.inter.broker.protocol security.providers connections.max.reauth.ms
-        connection.failed.authentication.delay.ms delegation.token.expiry.check.interval.ms
-        delegation.token.expiry.time.ms delegation.token.max.lifetime.ms
-        delegation.token.secret.key sasl.client.callback.handler.class sasl.enabled.mechanisms
-        sasl.jaas.config sasl.kerberos.kinit.cmd sasl.kerberos.min.time.before.relogin
-        sasl.kerberos.principal.to.local.rules sasl.kerberos.service.name
-        sasl.kerberos.ticket.renew.jitter sasl.kerberos.ticket.renew.window.factor
-        sasl.login.callback.handler.class sasl.login.class sasl.login.connect.timeout.ms
-        sasl.login.read.timeout.ms sasl.login.refresh.buffer.seconds
-        sasl.login.refresh.min.period.seconds sasl.login.refresh.window.factor
-        sasl.login.refresh.window.jitter sasl.login.retry.backoff.max.ms
-        sasl.login.retry.backoff.ms sasl.mechanism.controller.protocol
-        sasl.mechanism.inter.broker.protocol sasl.oauthbearer.allow.unverified.audience
+        principal.builder.class security.inter.broker.protocol security.providers
+        delegation.token.expiry.check.interval.ms delegation.token.expiry.time.ms
+        delegation.token.max.lifetime.ms delegation.token.secret.key
+        sasl.client.callback.handler.class sasl.kerberos.kinit.cmd
+        sasl.kerberos.min.time.before.relogin sasl.kerberos.principal.to.local.rules
+        sasl.kerberos.service.name sasl.kerberos.ticket.renew.jitter
+        sasl.kerberos.ticket.renew.window.factor sasl.login.callback.handler.class
+        sasl.login.class sasl.login.connect.timeout.ms sasl.login.read.timeout.ms
+        sasl.login.refresh.buffer.seconds sasl.login.refresh.min.period.seconds
+        sasl.login.refresh.window.factor sasl.login.refresh.window.jitter
+        sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
+        sasl.oauthbearer.allow.unverified.audience
         sasl.oauthbearer.allow.unverified.issuer sasl.oauthbearer.assertion.algorithm
-        sasl.oauthbearer.assertion.claim.aud sasl.oauthbearer.assertion.claim.exp.seconds
-        sasl.oauthbearer.assertion.claim.iss sasl.oauthbearer.assertion.claim.jti.include
-        sasl.oauthbearer.assertion.claim.nbf.seconds sasl.oauthbearer.assertion.claim.sub
-        sasl.oauthbearer.assertion.file sasl.oauthbearer.assertion.private.key.file
+        sasl.oauthbearer.assertion.claim.aud
+        sasl.oauthbearer.assertion.claim.exp.seconds
+        sasl.oauthbearer.assertion.claim.iss
+        sasl.oauthbearer.assertion.claim.jti.include
+        sasl.oauthbearer.assertion.claim.nbf.seconds
+        sasl.oauthbearer.assertion.claim.sub sasl.oauthbearer.assertion.file
+        sasl.oauthbearer.assertion.private.key.file
         sasl.oauthbearer.assertion.private.key.passphrase
-        sasl.oauthbearer.assertion.template.file sasl.oauthbearer.client.credentials.client.id
-        sasl.oauthbearer.client.credentials.client.secret sasl.oauthbearer.clock.skew.seconds
-        sasl.oauthbearer.expected.audience sasl.oauthbearer.expected.issuer
-        sasl.oauthbearer.jwks.endpoint.refresh.ms
+        sasl.oauthbearer.assertion.template.file
+        sasl.oauthbearer.client.credentials.client.id
+        sasl.oauthbearer.client.credentials.client.secret
+        sasl.oauthbearer.clock.skew.seconds sasl.oauthbearer.expected.audience
+        sasl.oauthbearer.expected.issuer sasl.oauthbearer.jwks.endpoint.refresh.ms
         sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
-        sasl.oauthbearer.jwks.endpoint.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.url
-        sasl.oauthbearer.jwt.retriever.class sasl.oauthbearer.jwt.validator.class
-        sasl.oauthbearer.scope sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
+        sasl.oauthbearer.jwks.endpoint.retry.backoff.ms
+        sasl.oauthbearer.jwks.endpoint.url sasl.oauthbearer.jwt.retriever.class
+        sasl.oauthbearer.jwt.validator.class sasl.oauthbearer.scope
+        sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
         sasl.oauthbearer.token.endpoint.url sasl.server.callback.handler.class
-        sasl.server.max.receive.size
-        """,
+""",
         ("listener.name.",),
     ),
     _group(

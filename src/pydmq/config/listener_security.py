@@ -30,13 +30,14 @@ def security_protocol(config: BrokerConfig | Mapping[str, str], name: str) -> st
 
 
 def check_listener_security(config: BrokerConfig, listener_names: list[str]) -> None:
-    """Refuse (ConfigError) a listener whose security protocol pydmq does not serve."""
+    """Refuse (ConfigError) a listener whose security protocol is none of Kafka's four
+    (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL), all of which pydmq serves."""
     for name in listener_names:
         protocol = security_protocol(config, name)
-        if protocol not in ("PLAINTEXT", "SSL"):
+        if protocol not in SECURITY_PROTOCOLS:
             raise ConfigError(
-                f"listener {name} uses security protocol {protocol}: pydmq serves "
-                "PLAINTEXT and SSL only (SASL is not implemented)"
+                f"listener {name} uses security protocol {protocol}: not one of "
+                f"{', '.join(sorted(SECURITY_PROTOCOLS))}"
             )
 
 

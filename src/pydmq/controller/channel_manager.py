@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pydmq.controller.propagation import BrokerPush, delta_pushes, full_push
 from pydmq.net.client import NodeConnection, NodeConnectionError, NodeUnreachableError
 from pydmq.protocol.errors import ErrorCode
+from pydmq.security.sasl.client import SaslClient
 
 if TYPE_CHECKING:
     import ssl
@@ -86,6 +87,7 @@ class BrokerChannel:
             client_id=f"pydmq-controller-{manager.controller_id}",
             connect_timeout=manager.connect_timeout,
             ssl_context=manager.ssl_context,
+            sasl=manager.sasl,
         )
         self.needs_full = True
         self.queue: collections.deque[tuple[int, int, Any]] = collections.deque()
@@ -243,6 +245,7 @@ class ControllerChannelManager:
         retry_backoff_ms: int = 100,
         retry_backoff_max_ms: int = 2000,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self.controller_id = controller_id
         self.ssl_context = ssl_context  # TLS when the control-plane listener is SSL
@@ -254,6 +257,7 @@ class ControllerChannelManager:
         self.on_refused = on_refused
         self.request_timeout = request_timeout
         self.connect_timeout = connect_timeout
+        self.sasl = sasl  # how to authenticate on the brokers' SASL control-plane listener
         self.retry_backoff_ms = retry_backoff_ms
         self.retry_backoff_max_ms = retry_backoff_max_ms
         self.channels: dict[int, BrokerChannel] = {}

@@ -32,6 +32,10 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
 - Client quotas (pydmq's tagged ``client_quotas``): the FULL UpdateMetadata lists every client
   quota entity with its values; an incremental one (sent to every broker when quotas changed)
   the entities the delta changed, each with its complete values (none: removed).
+- SCRAM credentials (pydmq's tagged ``scram_credentials``, with ``scram_credentials_included``):
+  the FULL UpdateMetadata carries every credential; an incremental one carries them all again,
+  to every broker, when the delta changed any (so brokers' SCRAM logins follow
+  AlterUserScramCredentials).
 - Request order for one broker and one change: LeaderAndIsr, StopReplica, UpdateMetadata, so
   a broker that acknowledged an UpdateMetadata at offset N has applied everything up to N.
 - ``type_``: ``FULL`` (2) for the full-state variants, ``INCREMENTAL`` (1) otherwise
@@ -70,6 +74,7 @@ from pydmq.protocol.messages.update_metadata import (
     UpdateMetadataQuotaEntity,
     UpdateMetadataQuotaValue,
     UpdateMetadataRequest,
+    UpdateMetadataScramCredential,
     UpdateMetadataTopicConfig,
     UpdateMetadataTopicState,
 )
@@ -319,7 +324,9 @@ def _update_metadata(
     broker_configs: list[UpdateMetadataBrokerConfigs],
     with_acls: bool = False,
     client_quotas: list[UpdateMetadataClientQuota],
+    scram: bool = False,
 ) -> UpdateMetadataRequest:
+    """``scram``: include every SCRAM credential of ``image``."""
     return UpdateMetadataRequest(
         acls_included=with_acls,
         acls=_acls(image) if with_acls else [],
@@ -333,6 +340,8 @@ def _update_metadata(
         metadata_offset=image.offset,
         broker_configs=broker_configs,
         client_quotas=client_quotas,
+        scram_credentials=_scram_credentials(image) if scram else [],
+        scram_credentials_included=scram,
     )
 
 
@@ -370,6 +379,20 @@ def _client_quotas(
             ],
         )
         for entity in sorted(entities, key=repr)
+    ]
+
+
+def _scram_credentials(image: MetadataImage) -> list[UpdateMetadataScramCredential]:
+    return [
+        UpdateMetadataScramCredential(
+            name=user,
+            mechanism=mechanism,
+            salt=data.salt,
+            stored_key=data.stored_key,
+            server_key=data.server_key,
+            iterations=data.iterations,
+        )
+        for (user, mechanism), data in sorted(image.scram_credentials.items())
     ]
 
 
@@ -513,7 +536,8 @@ def delta_pushes(
     acls_changed = delta.acls_changed()
     quota_entities = delta.changed_client_quotas()
     client_quotas = _client_quotas(new, quota_entities)
-    send_metadata = bool(um_topics or changed_brokers or quota_entities)
+    scram = delta.scram_credentials_changed()
+    send_metadata = bool(um_topics or changed_brokers or quota_entities or scram)
     live = _live_brokers(new) if send_metadata or broker_layers or acls_changed else []
 
     pushes: dict[int, BrokerPush] = {}
@@ -548,6 +572,7 @@ def delta_pushes(
                 broker_configs=_broker_config_layers(new, layers),
                 with_acls=acls_changed,
                 client_quotas=client_quotas,
+                scram=scram,
             )
         if push:
             pushes[broker_id] = push
@@ -611,5 +636,6 @@ def full_push(
         broker_configs=_broker_config_layers(image, ("", str(broker_id))),
         with_acls=True,
         client_quotas=_client_quotas(image, image.client_quotas),
+        scram=True,
     )
     return push

@@ -48,6 +48,7 @@ from pydmq.raft import messages as rm
 from pydmq.raft.core import Outbound, Parked, RaftCore
 from pydmq.raft.file_log import MetadataLogOfflineError
 from pydmq.raft.log import Entry
+from pydmq.security.sasl.client import SaslClient
 
 if TYPE_CHECKING:
     import ssl
@@ -88,10 +89,12 @@ class RaftDriver:
         clock: Callable[[], int] = monotonic_ms,
         connect_timeout: float = 1.0,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self.core = core
         self.node_id = core.node_id
         self.voters = dict(voters)
+        self._sasl = sasl  # how to authenticate on a SASL controller listener
         self.on_update = on_update
         self._clock = clock
         self._connect_timeout = connect_timeout
@@ -276,6 +279,7 @@ class RaftDriver:
                 client_id=f"pydmq-raft-{self.node_id}",
                 connect_timeout=self._connect_timeout,
                 ssl_context=self._ssl_context,
+                sasl=self._sasl,
             )
         return conn
 

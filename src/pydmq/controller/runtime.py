@@ -63,6 +63,7 @@ from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
     RESOURCE_BROKER,
     CorruptRecordError,
+    MetadataRecord,
     NoOpRecord,
     decode_payload,
     decode_record,
@@ -74,6 +75,7 @@ from pydmq.raft.core import NotLeaderError, RaftConfig, RaftCore
 from pydmq.raft.file_log import FileRaftLog
 from pydmq.raft.state import FileQuorumStateStore
 from pydmq.security.authorizer import build_authorizer
+from pydmq.security.sasl.listener import node_sasl_client
 from pydmq.security.tls import node_client_ssl
 
 if TYPE_CHECKING:
@@ -180,6 +182,9 @@ class ControllerRuntime:
             snapshot_interval_records=self.snapshot_interval_records,
         )
         self._driver: RaftDriver | None = None
+        # Written with metadata.version by the first active controller of a new cluster
+        # (Kafka's bootstrap records): this node's ``--add-scram`` users.
+        self.bootstrap_records: list[MetadataRecord] = []
         self.image = MetadataImage.EMPTY
         # The controller listener's authorizer (None: authorizer.class.name is empty); it
         # follows the ACLs of the image replayed here.
@@ -268,6 +273,11 @@ class ControllerRuntime:
             self.voters,
             on_update=self._on_raft_update,
             ssl_context=node_client_ssl(self.config, self.controller_listener_name),
+            sasl=node_sasl_client(
+                self.config,
+                self.controller_listener_name,
+                "sasl.mechanism.controller.protocol",
+            ),
         )
         snapshot = raft_log.latest_snapshot()
         if snapshot is not None:
@@ -449,6 +459,11 @@ class ControllerRuntime:
             image_provider=lambda: self.image,
             on_refused=self.broker_refused,
             ssl_context=self._control_plane_ssl,
+            sasl=node_sasl_client(
+                self.config,
+                self.control_plane_listener_name,
+                "sasl.mechanism.inter.broker.protocol",
+            ),
         )
         self._channels.start()
         self._active_tasks = [
@@ -486,12 +501,21 @@ class ControllerRuntime:
         task.add_done_callback(self._background.discard)
 
     async def _after_activation(self, epoch: int) -> None:
-        """One-off writes of a new active controller: a new cluster's feature levels
-        (``metadata.version``, ``transaction.version``)."""
+        """One-off writes of the first active controller of a new cluster: its feature levels
+        (``metadata.version``, ``transaction.version``) and the bootstrap records
+        (``--add-scram``), committed together."""
         if METADATA_VERSION_FEATURE in self.image.features:
             return
+        bootstrap = list(self.bootstrap_records)
         with contextlib.suppress(ControllerError):
-            await self.run(lambda image: ControllerResult(bootstrap_feature_records(image), None))
+            await self.run(
+                lambda image: ControllerResult(
+                    (bootstrap_feature_records(image) + bootstrap)
+                    if METADATA_VERSION_FEATURE not in image.features
+                    else [],
+                    None,
+                )
+            )
 
     async def _fence_loop(self, epoch: int) -> None:
         """Fence brokers whose heartbeats stopped (``broker.session.timeout.ms``), one per

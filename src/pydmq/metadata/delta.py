@@ -22,6 +22,7 @@ from pydmq.metadata.image import (
     MetadataImage,
     PartitionRegistration,
     QuotaEntity,
+    ScramCredentialData,
     TopicImage,
     TopicsImage,
     acl_of_record,
@@ -44,9 +45,11 @@ from pydmq.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 from pydmq.protocol.acl import StandardAcl
 
@@ -90,6 +93,7 @@ class MetadataDelta:
         self._acls: dict[UUID, StandardAcl | None] = {}
         # Client quotas changed here: entity -> key -> value, None when removed.
         self._client_quotas: dict[QuotaEntity, dict[str, float | None]] = {}
+        self._scram: dict[tuple[str, int], ScramCredentialData | None] = {}
 
     # -- replay -------------------------------------------------------------------------
 
@@ -138,6 +142,12 @@ class MetadataDelta:
                 if self._acl(rec.id) is None:
                     raise MetadataReplayError(f"unknown ACL id {rec.id}")
                 self._acls[rec.id] = None
+            case UserScramCredentialRecord():
+                self._scram[(rec.name, rec.mechanism)] = ScramCredentialData(
+                    rec.salt, rec.stored_key, rec.server_key, rec.iterations
+                )
+            case RemoveUserScramCredentialRecord():
+                self._scram[(rec.name, rec.mechanism)] = None
             case NoOpRecord():
                 pass
 
@@ -266,6 +276,9 @@ class MetadataDelta:
         """The client quota entities ClientQuotaRecords changed (empty: none)."""
         return set(self._client_quotas)
 
+    def scram_credentials_changed(self) -> bool:
+        return bool(self._scram)
+
     # -- the next image -------------------------------------------------------------------
 
     def apply(self, offset: int, epoch: int) -> MetadataImage:
@@ -283,6 +296,7 @@ class MetadataDelta:
             ),
             acls=self._apply_acls(),
             client_quotas=self._apply_client_quotas(),
+            scram_credentials=self._apply_scram(),
         )
 
     def _apply_acls(self) -> Mapping[UUID, StandardAcl]:
@@ -295,6 +309,17 @@ class MetadataDelta:
             else:
                 acls[acl_id] = acl
         return frozen_mapping(acls)
+
+    def _apply_scram(self) -> Mapping[tuple[str, int], ScramCredentialData]:
+        if not self._scram:
+            return self.image.scram_credentials
+        credentials = dict(self.image.scram_credentials)
+        for key, credential in self._scram.items():
+            if credential is None:
+                credentials.pop(key, None)
+            else:
+                credentials[key] = credential
+        return frozen_mapping(credentials)
 
     def _apply_features(self) -> Mapping[str, int]:
         if not self._features:

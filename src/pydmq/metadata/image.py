@@ -32,6 +32,7 @@ from pydmq.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     TopicRecord,
+    UserScramCredentialRecord,
 )
 from pydmq.protocol.acl import (
     AclOperation,
@@ -47,6 +48,7 @@ __all__ = [
     "MetadataImage",
     "PartitionRegistration",
     "QuotaEntity",
+    "ScramCredentialData",
     "TopicImage",
     "TopicsImage",
     "acl_of_record",
@@ -203,6 +205,27 @@ class PartitionRegistration:
 
 
 @dataclass(frozen=True, slots=True)
+class ScramCredentialData:
+    """A user's SCRAM credential of one mechanism (UserScramCredentialRecord): what the
+    server keeps of the password."""
+
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    def to_record(self, user: str, mechanism: int) -> UserScramCredentialRecord:
+        return UserScramCredentialRecord(
+            name=user,
+            mechanism=mechanism,
+            salt=self.salt,
+            stored_key=self.stored_key,
+            server_key=self.server_key,
+            iterations=self.iterations,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class TopicImage:
     """One topic: its name, id and partitions by partition id."""
 
@@ -237,6 +260,7 @@ class MetadataImage:
     authorizer's ACLs by id (AccessControlEntryRecord, RemoveAccessControlEntryRecord).
     ``client_quotas``
     maps each client quota entity (:data:`QuotaEntity`) to its quota values by key.
+    ``scram_credentials`` maps ``(user name, mechanism type id)`` to the user's SCRAM credential.
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -250,6 +274,9 @@ class MetadataImage:
     next_producer_id: int = 0
     acls: Mapping[UUID, StandardAcl] = field(default_factory=frozen_mapping)
     client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=frozen_mapping)
+    scram_credentials: Mapping[tuple[str, int], ScramCredentialData] = field(
+        default_factory=frozen_mapping
+    )
 
     # -- queries ------------------------------------------------------------------------
 
@@ -310,6 +337,10 @@ class MetadataImage:
         if self.next_producer_id:
             out.append(ProducerIdsRecord(-1, -1, self.next_producer_id))
         out.extend(acl_record(acl_id, acl) for acl_id, acl in self.acls.items())
+        out.extend(
+            credential.to_record(user, mechanism)
+            for (user, mechanism), credential in self.scram_credentials.items()
+        )
         return out
 
 

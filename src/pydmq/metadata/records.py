@@ -40,9 +40,11 @@ from pydmq.metadata.generated_records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 from pydmq.protocol.errors import MalformedFrameError
 from pydmq.protocol.primitives import Buffer
@@ -69,9 +71,11 @@ __all__ = [
     "RegisterBrokerRecord",
     "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
+    "RemoveUserScramCredentialRecord",
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "UserScramCredentialRecord",
     "decode_payload",
     "decode_record",
     "encode_payload",

@@ -18,9 +18,12 @@ import logging
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TypeAlias, cast
+from typing import TYPE_CHECKING, TypeAlias, cast
 
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
+
+if TYPE_CHECKING:
+    from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["CloseConnection", "KafkaConnection", "Outcome"]
 
@@ -68,6 +71,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         # Names the client from its transport once connected (an mTLS certificate);
         # ValueError closes the connection before any request is read.
         self._authenticate = authenticate
+        # A SASL listener's connection: what it may send before and after authenticating
+        # (the dispatcher asks it before every request); None on other listeners.
+        self.authenticator: SaslAuthenticator | None = None
         self._dispatch = dispatch
         self._max_request_size = max_request_size
         self._on_close = on_close
@@ -165,14 +171,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
             if available < 4:
                 break
             size = int.from_bytes(buf[self._start : self._start + 4], "big", signed=True)
-            if size < 0 or size > self._max_request_size:
+            limit = self._max_request_size
+            auth = self.authenticator
+            if auth is not None and not auth.authenticated_once:
+                limit = min(limit, auth.max_receive_size)  # sasl.server.max.receive.size
+            if size < 0 or size > limit:
                 log.info(
                     "closing connection %s from %s:%s: request size %d outside [0, %d]",
                     self.connection_id,
                     self.client_host,
                     self.client_port,
                     size,
-                    self._max_request_size,
+                    limit,
                 )
                 self.close()
                 return
@@ -277,6 +287,16 @@ class KafkaConnection(asyncio.BufferedProtocol):
             self._transport.write(buffers[0])
         else:
             self._transport.writelines(buffers)
+        if self.authenticator is not None and self.authenticator.failed:
+            # Kafka closes a connection whose SASL exchange failed once it has its answer,
+            # after connection.failed.authentication.delay.ms without reading it (a client
+            # that retries at once is slowed down, not the others).
+            self._pause_reading()
+            delay = self.authenticator.failure_delay_ms
+            if delay > 0:
+                asyncio.get_running_loop().call_later(delay / 1000, self.close)
+            else:
+                self.close()
 
     def _pause_reading(self) -> None:
         if not self._reading_paused and self._transport is not None:

@@ -62,6 +62,10 @@ HANDLER_MODULES: tuple[str, ...] = (
     "delete_acls",
     "describe_client_quotas",
     "alter_client_quotas",
+    "sasl_handshake",
+    "sasl_authenticate",
+    "describe_user_scram_credentials",
+    "alter_user_scram_credentials",
 )
 
 
@@ -74,6 +78,8 @@ CONTROL_PLANE_HANDLER_MODULES: tuple[str, ...] = (
     "leader_and_isr",
     "stop_replica",
     "update_metadata",
+    "sasl_handshake",
+    "sasl_authenticate",
 )
 
 
@@ -126,10 +132,17 @@ def _authorizer_plugins() -> list[ModuleType]:
     return [authorizers]
 
 
+def _sasl_plugins() -> list[ModuleType]:
+    from pydmq.security.sasl import plugin as validators
+
+    return [validators]
+
+
 BUILTIN_PLUGINS: list[object] = [
     BuiltinApiHandlers(),
     *_authorizer_plugins(),
     *_engine_plugins(),
     *_assignor_plugins(),
     *_replication_plugins(),
+    *_sasl_plugins(),
 ]

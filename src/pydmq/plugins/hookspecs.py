@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pydmq.assignment.placement import ReplicaPlacerSpec
     from pydmq.replication.strategy import ReplicationStrategySpec
     from pydmq.security.authorizer import AuthorizerSpec
+    from pydmq.security.sasl.oauthbearer import OAuthBearerValidatorSpec
     from pydmq.storage.api import StorageEngineSpec
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "pydmq_register_api_handlers",
     "pydmq_register_authorizers",
     "pydmq_register_group_assignors",
+    "pydmq_register_oauthbearer_validators",
     "pydmq_register_replica_placers",
     "pydmq_register_replication_strategies",
     "pydmq_register_storage_engines",
@@ -140,6 +142,27 @@ def pydmq_register_authorizers() -> list[AuthorizerSpec]:
         registering the same name is an error.
 
     Called: once, when the broker is built (before any listener opens).
+
+    .. versionadded:: 0.3
+    """
+    raise NotImplementedError
+
+
+@hookspec
+def pydmq_register_oauthbearer_validators() -> list[OAuthBearerValidatorSpec]:
+    """Return OAUTHBEARER token validators: how SASL/OAUTHBEARER logins check bearer tokens.
+
+    :return: a list of :class:`~pydmq.security.sasl.oauthbearer.OAuthBearerValidatorSpec`;
+        ``factory(options)`` gets the JAAS options of the listener's OAUTHBEARER entry and
+        builds an object whose ``validate(token)`` returns an
+        :class:`~pydmq.security.sasl.oauthbearer.OAuthBearerToken` (principal name, expiry in
+        epoch ms, scopes) or raises ``TokenValidationError``. It runs on the event loop, so
+        it must not block (keep JWKS keys in memory, refreshed by a task of the plugin's
+        own). The broker config ``pydmq.sasl.oauthbearer.validator`` names the one used
+        (default ``unsecured``: Kafka's unsecured JWS validator). Two plugins registering the
+        same name is an error.
+
+    Called: once, when the node builds its SASL listeners (before they serve).
 
     .. versionadded:: 0.3
     """

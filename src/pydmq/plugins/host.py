@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pydmq.assignment.placement import ReplicaPlacerSpec
     from pydmq.replication.strategy import ReplicationStrategySpec
     from pydmq.security.authorizer import AuthorizerSpec
+    from pydmq.security.sasl.oauthbearer import OAuthBearerValidatorSpec
     from pydmq.storage.api import StorageEngineSpec
 
 __all__ = ["DuplicateRegistrationError", "PluginHost"]
@@ -112,6 +113,18 @@ class PluginHost:
                     raise DuplicateRegistrationError(f"authorizer {spec.name!r} registered twice")
                 authorizers[spec.name] = spec
         return authorizers
+
+    def oauthbearer_validators(self) -> dict[str, OAuthBearerValidatorSpec]:
+        """OAUTHBEARER token validators by name, in registration order (built-ins first)."""
+        validators: dict[str, OAuthBearerValidatorSpec] = {}
+        for specs in reversed(self._pm.hook.pydmq_register_oauthbearer_validators()):
+            for spec in specs:
+                if spec.name in validators:
+                    raise DuplicateRegistrationError(
+                        f"OAUTHBEARER validator {spec.name!r} registered twice"
+                    )
+                validators[spec.name] = spec
+        return validators
 
     def configure(self, config: Mapping[str, str]) -> None:
         self._pm.hook.pydmq_configure(config=config)

@@ -69,6 +69,7 @@ class _Connection:
         self.listener = "PLAINTEXT"
         self.principal = ANONYMOUS
         self.received_at = 0.0  # dispatched as it arrived
+        self.authenticator = None
 
 
 class _Recorder:

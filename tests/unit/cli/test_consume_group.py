@@ -174,6 +174,7 @@ def _args(bootstrap: str, topic: str, group: str, interval_ms: int) -> argparse.
     return argparse.Namespace(
         bootstrap_server=bootstrap,
         timeout=10.0,
+        command_config=None,
         topic=topic,
         partition=None,
         from_beginning=True,

@@ -136,7 +136,7 @@ def test_unknown_key_without_a_close_name() -> None:
 def test_prefixed_kafka_properties() -> None:
     config = BrokerConfig(
         {
-            "listener.name.internal.sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.internal.sasl.login.callback.handler.class": "x.Handler",
             "zookeeper.ssl.client.enable": "false",
             "rsm.config.dir": "/tiered",
             "config.providers.file.class": "x",
@@ -145,13 +145,19 @@ def test_prefixed_kafka_properties() -> None:
     assert len(config.without_effect) == 4
 
 
-def test_listeners_other_than_plaintext_and_ssl_are_refused() -> None:
-    BrokerConfig({"listeners": "SSL://127.0.0.1:9093"})
-    with pytest.raises(ConfigError, match="listener EXTERNAL uses security protocol SASL_SSL"):
+def test_listeners_of_kafkas_four_security_protocols_only() -> None:
+    for protocol in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
         BrokerConfig(
             {
                 "listeners": "EXTERNAL://127.0.0.1:9093",
-                "listener.security.protocol.map": "EXTERNAL:SASL_SSL",
+                "listener.security.protocol.map": f"EXTERNAL:{protocol}",
+            }
+        )
+    with pytest.raises(ConfigError, match="listener EXTERNAL uses security protocol GSSAPI"):
+        BrokerConfig(
+            {
+                "listeners": "EXTERNAL://127.0.0.1:9093",
+                "listener.security.protocol.map": "EXTERNAL:GSSAPI",
             }
         )
     # a map naming protocols no listener uses is fine (Kafka's shipped file has one)

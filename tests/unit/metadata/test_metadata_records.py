@@ -28,9 +28,11 @@ from pydmq.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
@@ -102,6 +104,16 @@ RECORDS: st.SearchStrategy[MetadataRecord] = st.one_of(
         st.none() | st.booleans(),
         st.none() | st.booleans(),
     ),
+    st.builds(
+        UserScramCredentialRecord,
+        names,
+        st.sampled_from([1, 2]),
+        st.binary(max_size=64),
+        st.binary(max_size=64),
+        st.binary(max_size=64),
+        int32,
+    ),
+    st.builds(RemoveUserScramCredentialRecord, names, st.sampled_from([1, 2])),
     st.just(NoOpRecord()),
     st.builds(
         AccessControlEntryRecord,
@@ -139,6 +151,8 @@ EXAMPLES: list[MetadataRecord] = [
         False,
     ),
     BrokerRegistrationChangeRecord(1, 10, fenced=False, in_controlled_shutdown=True),
+    UserScramCredentialRecord("alice", 1, b"salt", b"stored", b"server", 4096),
+    RemoveUserScramCredentialRecord("alice", 2),
     NoOpRecord(),
     AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 3, 3),
     RemoveAccessControlEntryRecord(TID),
@@ -147,7 +161,7 @@ EXAMPLES: list[MetadataRecord] = [
 
 def test_examples_cover_every_record_type() -> None:
     assert {type(r) for r in EXAMPLES} == set(RECORD_CLASSES.values())
-    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 14, 15, 16, 17, 20]
+    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14, 15, 16, 17, 20, 22]
 
 
 @pytest.mark.parametrize("rec", EXAMPLES, ids=lambda r: type(r).__name__)

@@ -38,9 +38,11 @@ from pydmq.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
     decode_record,
     encode_record,
 )
@@ -113,6 +115,11 @@ CASES: dict[str, MetadataRecord] = {
     "broker-change-set": BrokerRegistrationChangeRecord(1, 10, True, True),
     "broker-change-cleared": BrokerRegistrationChangeRecord(2, 11, False, False),
     "broker-change-mixed": BrokerRegistrationChangeRecord(3, 12, None, False),
+    "user-scram-credential": UserScramCredentialRecord(
+        "alice", 1, b"\x00salt", b"stored-key", b"server-key", 4096
+    ),
+    "user-scram-credential-empty": UserScramCredentialRecord("", 2, b"", b"", b"", I32[1]),
+    "remove-user-scram-credential": RemoveUserScramCredentialRecord("alice", 2),
     "no-op": NoOpRecord(),
     "acl": AccessControlEntryRecord(T1, 2, "orders", 3, "User:alice", "*", 3, 3),
     "acl-prefixed-deny": AccessControlEntryRecord(TMAX, 3, "app-", 4, "User:*", "10.0.0.1", 2, 2),

@@ -307,3 +307,74 @@ def test_authorizer_hook_registers_third_party_authorizer(tmp_path: Path) -> Non
         "secret": ErrorCode.TOPIC_AUTHORIZATION_FAILED,
     }
     assert ("User:ANONYMOUS", AclOperation.DESCRIBE, ResourceType.TOPIC, "secret") in asked
+
+
+class StaticTokens:
+    """A third-party OAUTHBEARER validator: one fixed token per principal, from JAAS options."""
+
+    @hookimpl
+    def pydmq_register_oauthbearer_validators(self) -> list[Any]:
+        from pydmq.security.sasl.oauthbearer import (
+            OAuthBearerToken,
+            OAuthBearerValidatorSpec,
+            TokenValidationError,
+        )
+
+        class Validator:
+            def __init__(self, options: Any) -> None:
+                self.tokens = {v: k.removeprefix("token_") for k, v in options.items()}
+
+            def validate(self, token: str) -> OAuthBearerToken:
+                if token not in self.tokens:
+                    raise TokenValidationError("unknown token")
+                return OAuthBearerToken(self.tokens[token], 4_000_000_000_000, frozenset())
+
+        return [OAuthBearerValidatorSpec("static", Validator)]
+
+
+def test_oauthbearer_validator_hook_authenticates_with_a_plugins_validator(
+    tmp_path: Path,
+) -> None:
+    import time
+
+    import confluent_kafka
+
+    overrides = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "pydmq.sasl.oauthbearer.validator": "static",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required "
+            'token_zed="letmein";'
+        ),
+    }
+    with EmbeddedBroker(tmp_path / "data", overrides=overrides, plugins=[StaticTokens()]) as b:
+        results: dict[str, list[Any]] = {}
+        for token in ("letmein", "guess"):
+            errors: list[Any] = []
+            producer = confluent_kafka.Producer(
+                {
+                    "bootstrap.servers": b.bootstrap,
+                    "security.protocol": "SASL_PLAINTEXT",
+                    "sasl.mechanism": "OAUTHBEARER",
+                    "oauth_cb": lambda _c, t=token: (t, time.time() + 3600, "zed", {}),
+                    "error_cb": errors.append,
+                    "message.timeout.ms": 5000,
+                }
+            )
+            producer.produce("hooked", b"x")
+            producer.flush(10)
+            results[token] = errors
+        assert not [e for e in results["letmein"] if e.code() == -169]
+        assert any(e.code() == -169 for e in results["guess"])  # _AUTHENTICATION
+
+
+def test_unknown_oauthbearer_validator_stops_the_node(tmp_path: Path) -> None:
+    overrides = {
+        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "OAUTHBEARER",
+        "pydmq.sasl.oauthbearer.validator": "nope",
+    }
+    with pytest.raises(Exception, match="failed to start") as info:
+        EmbeddedBroker(tmp_path / "data", overrides=overrides).start(10)
+    assert "nope" in str(info.value.__cause__)

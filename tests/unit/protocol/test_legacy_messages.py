@@ -74,6 +74,8 @@ def _scalar(kafka_type: str, nullable: bool) -> st.SearchStrategy[Any]:
         base = st.uuids()
     elif kafka_type == "float64":
         base = st.floats(allow_nan=False)
+    elif kafka_type == "bytes":
+        base = st.binary(max_size=8)
     else:
         raise AssertionError(kafka_type)
     return st.none() | base if nullable else base

@@ -194,15 +194,14 @@ def test_listener_overrides_take_precedence() -> None:
         BrokerConfig({"listener.name.internal.ssl.client.auth": "sometimes"})
 
 
-def test_ssl_listeners_are_accepted_and_sasl_ones_refused() -> None:
+def test_ssl_and_sasl_ssl_listeners_are_accepted() -> None:
     BrokerConfig({"listeners": "SSL://127.0.0.1:0"})
-    with pytest.raises(ConfigError, match="SASL_SSL"):
-        BrokerConfig(
-            {
-                "listeners": "EXTERNAL://127.0.0.1:0",
-                "listener.security.protocol.map": "EXTERNAL:SASL_SSL",
-            }
-        )
+    BrokerConfig(
+        {
+            "listeners": "EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "EXTERNAL:SASL_SSL",
+        }
+    )
 
 
 def test_ssl_settings_cannot_change_at_run_time() -> None:

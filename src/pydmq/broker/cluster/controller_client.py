@@ -34,6 +34,7 @@ from pydmq.protocol.messages.describe_quorum import (
     PartitionData,
     TopicData,
 )
+from pydmq.security.sasl.client import SaslClient
 
 if TYPE_CHECKING:
     import ssl
@@ -69,13 +70,16 @@ class ControllerClient:
         client_id: str,
         leader_hint: Callable[[], int | None] | None = None,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         """``voters``: id -> (host, port), as ``BrokerConfig.controller_quorum_voters``."""
         if not voters:
             raise ValueError("a controller client needs at least one voter")
         self.voters = sorted(voters)
         self._connections = {
-            node_id: NodeConnection(host, port, client_id=client_id, ssl_context=ssl_context)
+            node_id: NodeConnection(
+                host, port, client_id=client_id, ssl_context=ssl_context, sasl=sasl
+            )
             for node_id, (host, port) in voters.items()
         }
         self._active: int | None = None

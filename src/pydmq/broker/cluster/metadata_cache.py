@@ -18,6 +18,8 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
 - ``live_brokers`` always replaces the alive set;
 - ``acls_included``/``acls`` (pydmq tagged fields) carry every ACL when they changed (and in
   the FULL request): the broker's authorizer is given them.
+- ``scram_credentials`` (pydmq tagged field), when ``scram_credentials_included``, replaces
+  the users' SCRAM credentials the broker's SCRAM logins check.
 - ``broker_configs`` (pydmq tagged field) carries dynamic broker config layers: the cluster
   default ("") and this broker's own (its id); a listed layer replaces ours, a FULL update
   also empties the layers it does not list (layers of other brokers are ignored);
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 
 from pydmq.broker.services import FinalizedFeatures
 from pydmq.broker.topics import PartitionInfo, TopicInfo, TopicRegistry
-from pydmq.metadata.image import QuotaEntity, quota_entity
+from pydmq.metadata.image import QuotaEntity, ScramCredentialData, quota_entity
 from pydmq.protocol.acl import (
     AclOperation,
     AclPermissionType,
@@ -110,6 +112,8 @@ class MetadataCache:
         self.finalized_features = FinalizedFeatures(-1, {})
         # Client quotas, as a metadata image holds them: entity -> key -> value.
         self.client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = {}
+        # Users' SCRAM credentials by (user, mechanism type id).
+        self.scram_credentials: dict[tuple[str, int], ScramCredentialData] = {}
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:
@@ -168,6 +172,13 @@ class MetadataCache:
         if request.acls_included:
             self._apply_acls(request, result)
         self._apply_client_quotas(request, result)
+        if request.scram_credentials_included:
+            self.scram_credentials = {
+                (c.name, c.mechanism): ScramCredentialData(
+                    c.salt, c.stored_key, c.server_key, c.iterations
+                )
+                for c in request.scram_credentials
+            }
         return result
 
     def _apply_acls(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:

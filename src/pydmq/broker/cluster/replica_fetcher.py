@@ -45,6 +45,7 @@ from pydmq.protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
+from pydmq.security.sasl.client import SaslClient
 from pydmq.storage.api import TopicPartition
 from pydmq.storage.log import LogStorageError
 
@@ -171,6 +172,7 @@ class ReplicaFetcher:
                 endpoint[1],
                 client_id=f"replica-fetcher-{self.manager.node_id}",
                 ssl_context=self.manager.ssl_context,
+                sasl=self.manager.sasl,
             )
         return self._connection
 
@@ -413,6 +415,7 @@ class ReplicaFetcherManager:
         backoff_ms: int = 1000,
         request_timeout_ms: int = 30000,
         ssl_context: ssl.SSLContext | None = None,
+        sasl: Callable[[], SaslClient] | None = None,
     ) -> None:
         self.node_id = node_id
         self.ssl_context = ssl_context  # TLS to the leaders when inter-broker is SSL
@@ -422,6 +425,7 @@ class ReplicaFetcherManager:
         self.max_wait_ms = max_wait_ms
         self.fetch_max_bytes = fetch_max_bytes
         self.response_max_bytes = response_max_bytes
+        self.sasl = sasl  # how fetchers authenticate on a SASL inter-broker listener
         self.backoff_s = backoff_ms / 1000
         self.request_timeout_s = request_timeout_ms / 1000
         self.fetchers: dict[int, ReplicaFetcher] = {}

@@ -69,6 +69,7 @@ from pydmq.protocol.messages.stop_replica import (
 )
 from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest, UpdateMetadataResponse
 from pydmq.replication.replica_manager import PartitionState, Transition
+from pydmq.security.sasl.listener import node_sasl_client
 from pydmq.security.tls import node_client_ssl
 from pydmq.storage.api import TopicPartition
 
@@ -112,6 +113,9 @@ class BrokerCluster:
             client_id=f"broker-{self.node_id}",
             leader_hint=self._local_raft_leader,
             ssl_context=node_client_ssl(config, config.controller_listener_names[0]),
+            sasl=node_sasl_client(
+                config, config.controller_listener_names[0], "sasl.mechanism.controller.protocol"
+            ),
         )
         rack = config.get("broker.rack")
         self.lifecycle = BrokerLifecycleManager(
@@ -137,6 +141,9 @@ class BrokerCluster:
             fetch_max_bytes=fetch_max,
             response_max_bytes=max(fetch_max, 10 * 1024 * 1024),
             ssl_context=self.inter_broker_ssl,
+            sasl=node_sasl_client(
+                config, self.inter_broker_listener, "sasl.mechanism.inter.broker.protocol"
+            ),
         )
         lag_ms = config.get_int("replica.lag.time.max.ms")
         self.alter_partition = AlterPartitionManager(

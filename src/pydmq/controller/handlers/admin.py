@@ -10,6 +10,7 @@ from pydmq.controller.handlers import (
     alter_client_quotas,
     alter_configs,
     alter_partition_reassignments,
+    alter_user_scram_credentials,
     create_acls,
     create_partitions,
     create_topics,
@@ -38,6 +39,7 @@ _ADMIN_MODULES = (
     create_acls,
     delete_acls,
     alter_client_quotas,
+    alter_user_scram_credentials,
 )
 
 

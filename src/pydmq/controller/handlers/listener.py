@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydmq.api.sasl import SASL_AUTHENTICATE_HANDLER, SASL_HANDSHAKE_HANDLER
 from pydmq.controller.handlers import (
     allocate_producer_ids,
     alter_partition,
@@ -40,4 +41,5 @@ def controller_handler_specs(runtime: ControllerRuntime) -> dict[int, ApiHandler
     specs = [module.make_handler(runtime) for module in _MODULES]
     specs.extend(raft_handler_specs(runtime))
     specs.extend(admin_handler_specs(runtime).values())
+    specs.extend((SASL_HANDSHAKE_HANDLER, SASL_AUTHENTICATE_HANDLER))
     return {spec.api_key: spec for spec in sorted(specs, key=lambda s: s.api_key)}

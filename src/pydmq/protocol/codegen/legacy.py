@@ -28,6 +28,10 @@ pydmq extensions (tagged fields, so they cost nothing when absent):
   entity replaces the broker's copy of it (empty ``values``: its quotas were removed); an
   unlisted one is unchanged. The FULL variant lists every entity, and the broker drops the
   others.
+- UpdateMetadata request, tags 6 and 7: ``scram_credentials``, every user's SCRAM credential
+  (name, mechanism, salt, stored key, server key, iterations), and
+  ``scram_credentials_included``: when true the list replaces the broker's copy (the FULL
+  variant, and an incremental one after a change); when false (absent) the copy is unchanged.
 """
 
 from __future__ import annotations
@@ -311,6 +315,15 @@ def update_metadata() -> ApiSpec:
         a.structs("entity", quota_entity),
         a.structs("values", quota_value),
     )
+    scram_credential = a.struct(
+        "UpdateMetadataScramCredential",
+        a.field("name", "string"),
+        a.field("mechanism", "int8"),
+        a.field("salt", "bytes"),
+        a.field("stored_key", "bytes"),
+        a.field("server_key", "bytes"),
+        a.field("iterations", "int32"),
+    )
     request = a.struct(
         "UpdateMetadataRequest",
         a.field("controller_id", "int32"),
@@ -325,6 +338,8 @@ def update_metadata() -> ApiSpec:
         a.field("acls_included", "bool", default=False, tag=3),  # pydmq extension
         a.structs("acls", acl, tag=4),  # pydmq extension
         a.structs("client_quotas", client_quota, tag=5),  # pydmq extension
+        a.structs("scram_credentials", scram_credential, tag=6),  # pydmq extension
+        a.field("scram_credentials_included", "bool", default=False, tag=7),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",
@@ -344,6 +359,7 @@ def update_metadata() -> ApiSpec:
             quota_entity,
             quota_value,
             client_quota,
+            scram_credential,
             request,
         ),
         a.message("response", response),

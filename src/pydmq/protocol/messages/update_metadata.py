@@ -25,6 +25,7 @@ __all__ = [
     "UpdateMetadataQuotaValue",
     "UpdateMetadataRequest",
     "UpdateMetadataResponse",
+    "UpdateMetadataScramCredential",
     "UpdateMetadataTopicConfig",
     "UpdateMetadataTopicState",
     "decode_request",
@@ -645,6 +646,81 @@ class UpdateMetadataClientQuota:
         )
 
 
+class UpdateMetadataScramCredential:
+    __slots__ = (
+        "iterations",
+        "mechanism",
+        "name",
+        "salt",
+        "server_key",
+        "stored_key",
+        "unknown_tagged_fields",
+    )
+    __match_args__ = ()
+
+    name: str
+    mechanism: int
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+    unknown_tagged_fields: dict[int, bytes]
+
+    def __init__(
+        self,
+        *,
+        name: str = "",
+        mechanism: int = 0,
+        salt: bytes = b"",
+        stored_key: bytes = b"",
+        server_key: bytes = b"",
+        iterations: int = 0,
+        unknown_tagged_fields: dict[int, bytes] = _MISSING,
+    ) -> None:
+        self.name = name
+        self.mechanism = mechanism
+        self.salt = salt
+        self.stored_key = stored_key
+        self.server_key = server_key
+        self.iterations = iterations
+        self.unknown_tagged_fields = (
+            {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
+        )
+
+    def __eq__(self, other: Any) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return (
+            self.name,
+            self.mechanism,
+            self.salt,
+            self.stored_key,
+            self.server_key,
+            self.iterations,
+            self.unknown_tagged_fields,
+        ) == (
+            other.name,
+            other.mechanism,
+            other.salt,
+            other.stored_key,
+            other.server_key,
+            other.iterations,
+            other.unknown_tagged_fields,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"{self.__class__.__qualname__}("
+            f"name={self.name!r}, "
+            f"mechanism={self.mechanism!r}, "
+            f"salt={self.salt!r}, "
+            f"stored_key={self.stored_key!r}, "
+            f"server_key={self.server_key!r}, "
+            f"iterations={self.iterations!r}, "
+            f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
+        )
+
+
 class UpdateMetadataRequest:
     __slots__ = (
         "acls",
@@ -657,6 +733,8 @@ class UpdateMetadataRequest:
         "is_k_raft_controller",
         "live_brokers",
         "metadata_offset",
+        "scram_credentials",
+        "scram_credentials_included",
         "topic_states",
         "type_",
         "unknown_tagged_fields",
@@ -675,6 +753,8 @@ class UpdateMetadataRequest:
     acls_included: bool
     acls: list[UpdateMetadataAcl]
     client_quotas: list[UpdateMetadataClientQuota]
+    scram_credentials: list[UpdateMetadataScramCredential]
+    scram_credentials_included: bool
     unknown_tagged_fields: dict[int, bytes]
 
     def __init__(
@@ -692,6 +772,8 @@ class UpdateMetadataRequest:
         acls_included: bool = False,
         acls: list[UpdateMetadataAcl] = _MISSING,
         client_quotas: list[UpdateMetadataClientQuota] = _MISSING,
+        scram_credentials: list[UpdateMetadataScramCredential] = _MISSING,
+        scram_credentials_included: bool = False,
         unknown_tagged_fields: dict[int, bytes] = _MISSING,
     ) -> None:
         self.controller_id = controller_id
@@ -706,6 +788,8 @@ class UpdateMetadataRequest:
         self.acls_included = acls_included
         self.acls = [] if acls is _MISSING else acls
         self.client_quotas = [] if client_quotas is _MISSING else client_quotas
+        self.scram_credentials = [] if scram_credentials is _MISSING else scram_credentials
+        self.scram_credentials_included = scram_credentials_included
         self.unknown_tagged_fields = (
             {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
         )
@@ -726,6 +810,8 @@ class UpdateMetadataRequest:
             self.acls_included,
             self.acls,
             self.client_quotas,
+            self.scram_credentials,
+            self.scram_credentials_included,
             self.unknown_tagged_fields,
         ) == (
             other.controller_id,
@@ -740,6 +826,8 @@ class UpdateMetadataRequest:
             other.acls_included,
             other.acls,
             other.client_quotas,
+            other.scram_credentials,
+            other.scram_credentials_included,
             other.unknown_tagged_fields,
         )
 
@@ -758,6 +846,8 @@ class UpdateMetadataRequest:
             f"acls_included={self.acls_included!r}, "
             f"acls={self.acls!r}, "
             f"client_quotas={self.client_quotas!r}, "
+            f"scram_credentials={self.scram_credentials!r}, "
+            f"scram_credentials_included={self.scram_credentials_included!r}, "
             f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
         )
 
@@ -1129,6 +1219,44 @@ def _write_UpdateMetadataClientQuota(
     w.tagged_fields(msg.unknown_tagged_fields)
 
 
+def _read_UpdateMetadataScramCredential(r: Reader, version: int) -> UpdateMetadataScramCredential:
+    f_name: str
+    f_name = r.compact_string()
+    f_mechanism: int
+    f_mechanism = r.int8()
+    f_salt: bytes
+    f_salt = r.compact_bytes()
+    f_stored_key: bytes
+    f_stored_key = r.compact_bytes()
+    f_server_key: bytes
+    f_server_key = r.compact_bytes()
+    f_iterations: int
+    f_iterations = r.int32()
+    unknown: dict[int, bytes]
+    unknown = r.tagged_fields()
+    return UpdateMetadataScramCredential(
+        name=f_name,
+        mechanism=f_mechanism,
+        salt=f_salt,
+        stored_key=f_stored_key,
+        server_key=f_server_key,
+        iterations=f_iterations,
+        unknown_tagged_fields=unknown,
+    )
+
+
+def _write_UpdateMetadataScramCredential(
+    w: Writer, msg: UpdateMetadataScramCredential, version: int
+) -> None:
+    w.compact_string(msg.name)
+    w.int8(msg.mechanism)
+    w.compact_bytes(msg.salt)
+    w.compact_bytes(msg.stored_key)
+    w.compact_bytes(msg.server_key)
+    w.int32(msg.iterations)
+    w.tagged_fields(msg.unknown_tagged_fields)
+
+
 def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataRequest:
     f_controller_id: int
     f_controller_id = r.int32()
@@ -1150,6 +1278,8 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
     f_acls_included: bool = False
     f_acls: list[UpdateMetadataAcl] = []
     f_client_quotas: list[UpdateMetadataClientQuota] = []
+    f_scram_credentials: list[UpdateMetadataScramCredential] = []
+    f_scram_credentials_included: bool = False
     unknown: dict[int, bytes]
     unknown = {}
     for _ in range(r.tagged_count()):
@@ -1175,6 +1305,15 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
             n = r.compact_array_length()
             f_client_quotas = [_read_UpdateMetadataClientQuota(r, version) for _ in range(n)]
             r.expect_end_of_tag(end)
+        elif tag == 6:
+            n = r.compact_array_length()
+            f_scram_credentials = [
+                _read_UpdateMetadataScramCredential(r, version) for _ in range(n)
+            ]
+            r.expect_end_of_tag(end)
+        elif tag == 7:
+            f_scram_credentials_included = r.bool()
+            r.expect_end_of_tag(end)
         else:
             unknown[tag] = r.raw(end - r.pos)
     return UpdateMetadataRequest(
@@ -1190,6 +1329,8 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
         acls_included=f_acls_included,
         acls=f_acls,
         client_quotas=f_client_quotas,
+        scram_credentials=f_scram_credentials,
+        scram_credentials_included=f_scram_credentials_included,
         unknown_tagged_fields=unknown,
     )
 
@@ -1236,6 +1377,16 @@ def _write_UpdateMetadataRequest(w: Writer, msg: UpdateMetadataRequest, version:
         for e_client_quotas in msg.client_quotas:
             _write_UpdateMetadataClientQuota(t, e_client_quotas, version)
         tagged.append((5, t.getvalue()))
+    if msg.scram_credentials:
+        t = Writer()
+        t.uvarint(len(msg.scram_credentials) + 1)
+        for e_scram_credentials in msg.scram_credentials:
+            _write_UpdateMetadataScramCredential(t, e_scram_credentials, version)
+        tagged.append((6, t.getvalue()))
+    if msg.scram_credentials_included:
+        t = Writer()
+        t.bool(msg.scram_credentials_included)
+        tagged.append((7, t.getvalue()))
     w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 

@@ -103,7 +103,8 @@ def test_controller_apis_are_served_on_the_control_plane_listener_only(tmp_path:
                 ).api_keys
             }
             assert not client_keys & {4, 5, 6, 7, 52, 53, 54, 55, 59}
-            assert plane_keys == {4, 5, 6, 18}
+            # and the SASL exchange, for a SASL control-plane listener
+            assert plane_keys == {4, 5, 6, 17, 18, 36}
             # The Raft RPCs and ControlledShutdown: the controller listener only, never 4-6.
             assert {7, 52, 53, 54, 55, 59} <= controller_keys
             assert not controller_keys & {4, 5, 6}
