@@ -5,6 +5,10 @@
 #   go_build_test_binary MODULE VERSION PACKAGE BIN
 #                                    go get -t MODULE@VERSION in a runner module under WORK,
 #                                    then go test -c PACKAGE into BIN (cached with BIN.stamp)
+#   go_selected_tests MODE LIST      the tests named by tests.allow (MODE allowed) or by the
+#                                    comma-separated LIST (MODE list), one per line
+#   go_new_run_dir                   a fresh run directory (sets run_dir) and the traps that
+#                                    stop the caller's $broker_pid on exit
 #   go_run_one NAME                  one top-level test in its own process, through
 #                                    test2json; prints "PASSED|FAILED|SKIPPED <secs>s NAME
 #                                    <kind>  <reason>". Reads: bin, pkgdir (the package's
@@ -51,6 +55,30 @@ go_build_test_binary() {
 # The module's source directory (tests run in their package's directory; some read fixtures).
 go_module_dir() {
     (cd "$go_work/runner-$2" && go list -m -f '{{.Dir}}' "$1")
+}
+
+go_selected_tests() {
+    case "$1" in
+        allowed)
+            [ -f "$here/tests.allow" ] || die "missing $here/tests.allow"
+            sed -E 's/#.*//; s/[[:space:]]+//g' "$here/tests.allow" | grep -v '^$' ;;
+        list) tr ', ' '\n\n' <<<"$2" | grep -v '^$' ;;
+    esac
+}
+
+go_new_run_dir() {
+    mkdir -p "$go_work/runs"
+    run_dir="$(mktemp -d "$go_work/runs/run.XXXXXX")"
+    mkdir -p "$run_dir/logs"
+    broker_pid=""
+    trap go_stop_broker EXIT
+    trap 'exit 130' INT TERM
+}
+
+go_stop_broker() {
+    if [ -n "$broker_pid" ]; then
+        kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
+    fi
 }
 
 go_run_one() {

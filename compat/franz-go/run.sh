@@ -130,25 +130,12 @@ EOF
 
 case "$mode" in
     all) selected="$(awk -v loc="$with_local" '$2 == "broker" || loc == 1 { print $1 }' <<<"$catalogue")" ;;
-    allowed)
-        [ -f "$here/tests.allow" ] || die "missing $here/tests.allow"
-        selected="$(sed -E 's/#.*//; s/[[:space:]]+//g' "$here/tests.allow" | grep -v '^$')" ;;
-    list) selected="$(tr ', ' '\n\n' <<<"$tests_arg" | grep -v '^$')" ;;
+    allowed | list) selected="$(go_selected_tests "$mode" "$tests_arg")" ;;
 esac
 [ -n "$selected" ] || die "no tests selected"
 
 # ---------------------------------------------------------------- broker
-mkdir -p "$work/runs"
-run_dir="$(mktemp -d "$work/runs/run.XXXXXX")"
-mkdir -p "$run_dir/logs"
-broker_pid=""
-cleanup() {
-    if [ -n "$broker_pid" ]; then
-        kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+go_new_run_dir
 
 if [ -n "$bootstrap" ]; then
     bs="$bootstrap"

@@ -124,41 +124,49 @@ PYEOF
 
 case "$mode" in
     all) selected="$(awk '{ print $1 }' <<<"$catalogue")" ;;
-    allowed)
-        [ -f "$here/tests.allow" ] || die "missing $here/tests.allow"
-        selected="$(sed -E 's/#.*//; s/[[:space:]]+//g' "$here/tests.allow" | grep -v '^$')" ;;
-    list) selected="$(tr ', ' '\n\n' <<<"$tests_arg" | grep -v '^$')" ;;
+    allowed | list) selected="$(go_selected_tests "$mode" "$tests_arg")" ;;
 esac
 [ -n "$selected" ] || die "no tests selected"
 
 # ---------------------------------------------------------------- broker
-mkdir -p "$work/runs"
-run_dir="$(mktemp -d "$work/runs/run.XXXXXX")"
-mkdir -p "$run_dir/logs"
-broker_pid=""
-cleanup() {
-    if [ -n "$broker_pid" ]; then
-        kill "$broker_pid" 2>/dev/null && wait "$broker_pid" 2>/dev/null
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+go_new_run_dir
 
-# The docker-compose broker of kafka-go's CI: advertised as localhost, auto-created topics,
+# The docker-compose broker of kafka-go's CI: PLAINTEXT on localhost:9092 and SASL_PLAINTEXT
+# on localhost:9093 (PLAIN user adminplain, SCRAM user adminscram), auto-created topics,
 # 200 MB messages, an authorizer that allows everything without ACLs (its ACL tests).
+jaas='org.apache.kafka.common.security.plain.PlainLoginModule required username="adminplain" password="admin-secret" user_adminplain="admin-secret";'
+scram=("SCRAM-SHA-256=[name=adminscram,password=admin-secret-256]"
+       "SCRAM-SHA-512=[name=adminscram,password=admin-secret-512]")
+authorizer=org.apache.kafka.metadata.authorizer.StandardAuthorizer
 if [ "$reference" -eq 1 ]; then
-    KAFKA_EXTRA_PROPS="advertised.listeners=PLAINTEXT://localhost:9092 message.max.bytes=200000000
-        group.initial.rebalance.delay.ms=0 allow.everyone.if.no.acl.found=true
-        authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer" \
+    printf '%s\n' "listeners=PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093,CONTROLLER://127.0.0.1:9094" \
+        "advertised.listeners=PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093" \
+        "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT" \
+        "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" \
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config=$jaas" \
+        "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;" \
+        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;" \
+        "message.max.bytes=200000000" "group.initial.rebalance.delay.ms=0" \
+        "allow.everyone.if.no.acl.found=true" "authorizer.class.name=$authorizer" \
+        >"$run_dir/extra.properties"
+    printf -- '--add-scram\n%s\n' "${scram[@]}" >"$run_dir/format.args"
+    KAFKA_EXTRA_PROPS_FILE="$run_dir/extra.properties" KAFKA_FORMAT_ARGS_FILE="$run_dir/format.args" \
         bash "$root/compat/kafka/start.sh" 9092 "$run_dir/data" 9094 >"$run_dir/broker.log" 2>&1 &
     broker_pid=$!
     who="Kafka 4.4 (compat/kafka)"
 else
     [ -x "$py" ] || die "no interpreter at $py (create .venv: ./scripts/test --collect-only)"
-    "$py" -m pydmq serve --listeners PLAINTEXT://127.0.0.1:9092 \
-        --advertised-listeners PLAINTEXT://localhost:9092 --log-dirs "$run_dir/data" \
+    "$py" -m pydmq serve \
+        --listeners PLAINTEXT://127.0.0.1:9092,SASL_PLAINTEXT://127.0.0.1:9093 \
+        --advertised-listeners PLAINTEXT://localhost:9092,SASL_PLAINTEXT://localhost:9093 \
+        --log-dirs "$run_dir/data" \
         -o offsets.topic.replication.factor=1 -o group.initial.rebalance.delay.ms=0 \
-        -o message.max.bytes=200000000 >"$run_dir/broker.log" 2>&1 &
+        -o message.max.bytes=200000000 \
+        -o sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512 \
+        -o "listener.name.sasl_plaintext.plain.sasl.jaas.config=$jaas" \
+        -o allow.everyone.if.no.acl.found=true -o "authorizer.class.name=$authorizer" \
+        -o pydmq.http.listeners= \
+        --add-scram "${scram[0]}" --add-scram "${scram[1]}" >"$run_dir/broker.log" 2>&1 &
     broker_pid=$!
     who=pydmq
 fi

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+from pydmq.broker.server import Broker
 from pydmq.config import BrokerConfig
 from pydmq.node import Node
 from pydmq.protocol.records import SimpleRecord, build_batch
@@ -14,20 +17,28 @@ from pydmq.storage.api import TopicPartition
 PARTITIONS = 40
 
 
+@contextlib.asynccontextmanager
+async def _started_broker(tmp_path: Path) -> AsyncIterator[Broker]:
+    """A started single node in ``tmp_path``; its broker role."""
+    config = BrokerConfig(
+        {
+            "log.dirs": str(tmp_path),
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "pydmq.http.listeners": "http://127.0.0.1:0",
+        }
+    )
+    node = Node(config)
+    assert node.broker is not None
+    await node.start()
+    try:
+        yield node.broker
+    finally:
+        await node.stop()
+
+
 def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
     async def run() -> None:
-        config = BrokerConfig(
-            {
-                "log.dirs": str(tmp_path),
-                "listeners": "PLAINTEXT://127.0.0.1:0",
-                "pydmq.http.listeners": "http://127.0.0.1:0",
-            }
-        )
-        node = Node(config)
-        broker = node.broker
-        assert broker is not None
-        await node.start()
-        try:
+        async with _started_broker(tmp_path) as broker:
             broker.topic_creator.create_topic("cp", PARTITIONS)
             manager = broker.replica_manager
             for index in range(PARTITIONS):
@@ -64,8 +75,6 @@ def test_checkpoints_skip_unchanged_and_yield(tmp_path: Path) -> None:
                 memoryview(bytearray(build_batch([SimpleRecord(None, b"w", (), None)]))),
             )
             assert await manager.checkpoint_changed() == 1
-        finally:
-            await node.stop()
 
     asyncio.run(run())
 
@@ -77,18 +86,7 @@ def test_deleting_a_partition_waits_for_its_checkpoint_write(tmp_path: Path) -> 
     broker that lost every partition because a client deleted a topic.)"""
 
     async def run() -> None:
-        config = BrokerConfig(
-            {
-                "log.dirs": str(tmp_path),
-                "listeners": "PLAINTEXT://127.0.0.1:0",
-                "pydmq.http.listeners": "http://127.0.0.1:0",
-            }
-        )
-        node = Node(config)
-        broker = node.broker
-        assert broker is not None
-        await node.start()
-        try:
+        async with _started_broker(tmp_path) as broker:
             broker.topic_creator.create_topic("doomed", 1)
             broker.topic_creator.create_topic("kept", 1)
             manager = broker.replica_manager
@@ -122,7 +120,5 @@ def test_deleting_a_partition_waits_for_its_checkpoint_write(tmp_path: Path) -> 
             assert survivor is not None
             batch = build_batch([SimpleRecord(None, b"w", (), None)])
             manager.append(survivor, memoryview(bytearray(batch)))  # the dir still takes writes
-        finally:
-            await node.stop()
 
     asyncio.run(run())
