@@ -19,6 +19,7 @@ from pydmq.config.definitions import (
     one_of,
     parse_value,
 )
+from pydmq.config.features import FEATURE_CONFIGS
 from pydmq.config.http import HTTP_CONFIGS
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 from pydmq.config.listener_security import check_listener_security, security_protocol
@@ -627,6 +628,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     *HTTP_CONFIGS,
     *QUOTA_CONFIGS,
     *SASL_CONFIGS,
+    *FEATURE_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)

@@ -29,6 +29,7 @@ import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from pydmq.config.features import BOOTSTRAP_TRANSACTION_VERSION
 from pydmq.controller.errors import ControllerError
 from pydmq.controller.local_log import LocalMetadataLog
 from pydmq.metadata.delta import MetadataDelta
@@ -131,8 +132,10 @@ class LocalController:
 
     def bootstrap_features(self) -> None:
         """A new cluster of one (no ``metadata.version`` yet): commit its feature levels
-        (Kafka's format defaults, ``transaction.version`` 2 included)."""
-        records = bootstrap_feature_records(self.image)
+        (``transaction.version`` from ``pydmq.bootstrap.transaction.version``)."""
+        records = bootstrap_feature_records(
+            self.image, self.config.get_int(BOOTSTRAP_TRANSACTION_VERSION)
+        )
         if records:
             self.append(records)
 

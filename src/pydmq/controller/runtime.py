@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from pydmq.api.request_metrics import LatencyHistogram
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.features import BOOTSTRAP_TRANSACTION_VERSION
 from pydmq.controller.channel_manager import ControllerChannelManager
 from pydmq.controller.errors import ControllerError, ControllerTimeoutError, NotControllerError
 from pydmq.controller.operations import (
@@ -507,10 +508,11 @@ class ControllerRuntime:
         if METADATA_VERSION_FEATURE in self.image.features:
             return
         bootstrap = list(self.bootstrap_records)
+        transaction_version = self.config.get_int(BOOTSTRAP_TRANSACTION_VERSION)
         with contextlib.suppress(ControllerError):
             await self.run(
                 lambda image: ControllerResult(
-                    (bootstrap_feature_records(image) + bootstrap)
+                    (bootstrap_feature_records(image, transaction_version) + bootstrap)
                     if METADATA_VERSION_FEATURE not in image.features
                     else [],
                     None,

@@ -10,17 +10,26 @@ from __future__ import annotations
 
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import FeatureLevelRecord, MetadataRecord
-from pydmq.protocol.features import BOOTSTRAP_FEATURE_LEVELS, METADATA_VERSION_FEATURE
+from pydmq.protocol.features import (
+    BOOTSTRAP_FEATURE_LEVELS,
+    METADATA_VERSION_FEATURE,
+    TRANSACTION_VERSION_FEATURE,
+)
 
 __all__ = ["bootstrap_feature_records"]
 
 
-def bootstrap_feature_records(image: MetadataImage) -> list[MetadataRecord]:
-    """The records that finalize a new cluster's feature levels; none once ``image`` has a
-    ``metadata.version`` (a cluster formatted before keeps its levels)."""
+def bootstrap_feature_records(
+    image: MetadataImage,
+    transaction_version: int = BOOTSTRAP_FEATURE_LEVELS[TRANSACTION_VERSION_FEATURE],
+) -> list[MetadataRecord]:
+    """The records that finalize a new cluster's feature levels, ``transaction.version`` at
+    ``transaction_version`` (``pydmq.bootstrap.transaction.version``); none once ``image``
+    has a ``metadata.version`` (a cluster formatted before keeps its levels)."""
     if METADATA_VERSION_FEATURE in image.features:
         return []
+    levels = {**BOOTSTRAP_FEATURE_LEVELS, TRANSACTION_VERSION_FEATURE: transaction_version}
     records: list[MetadataRecord] = [
-        FeatureLevelRecord(name, level) for name, level in BOOTSTRAP_FEATURE_LEVELS.items()
+        FeatureLevelRecord(name, level) for name, level in levels.items()
     ]
     return records

@@ -1,7 +1,7 @@
-"""A new cluster is formatted at ``transaction.version`` 2 (KIP-890 part 2, Kafka 4.x's
-default): its active controller commits the level, and every broker, broker-only ones
-included, learns it from the controller's ApiVersions and reports it to clients, so Kafka 4.x
-clients use transactions v2 whichever broker they ask."""
+"""A new cluster formatted at ``transaction.version`` 2 (KIP-890 part 2, Kafka 4.x's default;
+``pydmq.bootstrap.transaction.version=2``): its active controller commits the level, and
+every broker, broker-only ones included, learns it from the controller's ApiVersions and
+reports it to clients, so Kafka 4.x clients use transactions v2 whichever broker they ask."""
 
 from __future__ import annotations
 
@@ -21,7 +21,9 @@ API_VERSIONS = ApiVersionsRequest(client_software_name="pydmq-test", client_soft
 
 def test_every_broker_reports_the_finalized_transaction_version(tmp_path: Path) -> None:
     async def scenario() -> None:
-        cluster = Cluster(tmp_path, 3, broker_only=1)
+        cluster = Cluster(
+            tmp_path, 3, broker_only=1, **{"pydmq_bootstrap_transaction_version": 2}
+        )
         await cluster.start()
         try:
 
