@@ -327,9 +327,11 @@ def test_forged_controller_voter_and_follower_requests_change_nothing(
             assert data.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
             assert not data.records
 
-        # Control-plane listener: only ApiVersions and keys 4-6, and nothing forged applies.
+        # Control-plane listener: only ApiVersions, the SASL exchange (17, 36: a SASL
+        # control-plane listener authenticates the controller) and keys 4-6, and nothing
+        # forged applies.
         plane = f"{node.host}:{node.control_plane_port}"
-        assert _advertised(plane) == {4, 5, 6, 18}
+        assert _advertised(plane) == {4, 5, 6, 17, 18, 36}
         broker_epoch = _broker_epoch(cluster, node_id)
         cases = [
             (quorum_leader, HUGE_EPOCH, -1, ErrorCode.STALE_BROKER_EPOCH),
