@@ -210,6 +210,9 @@ public final class TransactionsClient {
                 }
                 producer.sendOffsetsToTransaction(next, member.groupMetadata());
                 if (abortFirst && aborted == 0) {
+                    // Sent first: an abort fails the batches not sent yet, so without the
+                    // flush whether the aborted records reach the log would be timing.
+                    producer.flush();
                     producer.abortTransaction();
                     aborted++;
                     rewind(member);
