@@ -97,6 +97,7 @@ from support.raw_client import (  # noqa: E402
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
 TIMEOUT = 30.0
+LOG_LEVELS = ("OFF", "FATAL", "ERROR", "WARN", "INFO", "DEBUG", "TRACE")  # Kafka's names
 # Kafka startup (first run: plus resolving the jars with Maven) on a loaded 2-core machine.
 KAFKA_START_TIMEOUT = float(os.environ.get("PYDMQ_DIFF_KAFKA_START_TIMEOUT", "120"))
 
@@ -1453,6 +1454,77 @@ def scenario_broker_configs(bootstrap: str) -> dict[str, Any]:
     return out
 
 
+def scenario_broker_loggers(bootstrap: str) -> dict[str, Any]:
+    """The BROKER_LOGGER resource (KIP-412/817) of broker "1": DescribeConfigs of ``root``,
+    IncrementalAlterConfigs SET/DELETE of its level (read back, then put back), validate_only,
+    and every refusal: unknown logger, unknown level, DELETE of root, APPEND, SUBTRACT,
+    another broker's id, a bad entry next to a good one (nothing applied), AlterConfigs (33).
+    Logger names other than root are each broker's own, so only root is named."""
+    from pydmq.protocol.messages import alter_configs as ac
+    from pydmq.protocol.messages import describe_configs as dc
+    from pydmq.protocol.messages import incremental_alter_configs as iac
+
+    def alter(*ops: tuple[str, int, str | None], name: str = "1", check: bool = False) -> str:
+        request = iac.IncrementalAlterConfigsRequest(
+            resources=[
+                iac.AlterConfigsResource(
+                    resource_type=8,
+                    resource_name=name,
+                    configs=[
+                        iac.AlterableConfig(name=k, config_operation=op, value=v)
+                        for k, op, v in ops
+                    ],
+                )
+            ],
+            validate_only=check,
+        )
+        (result,) = client.request(44, 1, request).body.responses
+        return code_name(result.error_code)
+
+    def root_level() -> list[Any]:
+        request = dc.DescribeConfigsRequest(
+            resources=[
+                dc.DescribeConfigsResource(
+                    resource_type=8, resource_name="1", configuration_keys=["root"]
+                )
+            ]
+        )
+        (result,) = client.request(32, 4, request).body.results
+        entries = {c.name: c for c in result.configs}
+        root = entries.get("root")
+        if root is None:
+            return [code_name(result.error_code), None, None]
+        return [code_name(result.error_code), root.value, root.config_source]
+
+    out: dict[str, Any] = {}
+    with RawClient(bootstrap) as client:
+        code, level, source = root_level()
+        out["describe_root"] = [code, level in LOG_LEVELS, source]
+        out["set_root_debug"] = [alter(("root", 0, "DEBUG")), root_level()[1]]
+        out["validate_only_trace"] = [alter(("root", 0, "TRACE"), check=True), root_level()[1]]
+        out["unknown_logger"] = alter(("pydmq.diff.no.such.logger", 0, "DEBUG"))
+        out["unknown_level"] = alter(("root", 0, "VERBOSE"))
+        out["lower_case_level"] = alter(("root", 0, "info"))
+        out["delete_root"] = alter(("root", 1, None))
+        out["append"] = alter(("root", 2, "INFO"))
+        out["subtract"] = alter(("root", 3, "INFO"))
+        out["other_broker"] = alter(("root", 0, "INFO"), name="7")
+        out["good_and_bad"] = [alter(("root", 0, "ERROR"), ("root2", 0, "DEBUG")), root_level()[1]]
+        request = ac.AlterConfigsRequest(
+            resources=[
+                ac.AlterConfigsResource(
+                    resource_type=8,
+                    resource_name="1",
+                    configs=[ac.AlterableConfig(name="root", value="INFO")],
+                )
+            ]
+        )
+        (result,) = client.request(33, 2, request).body.responses
+        out["legacy_alter_configs"] = code_name(result.error_code)
+        out["put_back"] = [alter(("root", 0, str(level))), root_level()[1] == level]
+    return out
+
+
 def scenario_metadata_auto_create(bootstrap: str) -> dict[str, Any]:
     """Metadata v0-v13 naming a new topic (allow_auto_topic_creation true and false from
     v4): the creating request's answer, then once the topic exists; v1 after DeleteTopics."""
@@ -1506,6 +1578,7 @@ SCENARIOS: dict[str, Callable[[str], dict[str, Any]]] = {
     "log_dirs": scenario_log_dirs,
     "describe_groups": scenario_describe_groups,
     "broker_configs": scenario_broker_configs,
+    "broker_loggers": scenario_broker_loggers,
 }
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydmq.config.broker import BrokerConfig, load_properties
 from pydmq.config.definitions import ConfigError
+from pydmq.config.log_format import LOG_FORMATS, configure_logging
 
 if TYPE_CHECKING:
     from pydmq.security.sasl.credentials import ScramSeed
@@ -76,7 +77,18 @@ def add_parser(sub: Any) -> None:
         help="a SCRAM user to create at the first start of a single node, as Kafka's "
         "kafka-storage.sh format --add-scram (repeatable)",
     )
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING, ERROR")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        help="TRACE, DEBUG, INFO, WARN, ERROR (change it at run time with kafka-configs "
+        "--entity-type broker-loggers)",
+    )
+    parser.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="text lines (default) or one JSON object per line",
+    )
     parser.set_defaults(run=_run)
 
 
@@ -176,10 +188,7 @@ async def run_broker(
 
 
 def _run(args: argparse.Namespace) -> int:
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(str(args.log_level), str(args.log_format))
     try:
         config = build_config(args)
         seeds = []

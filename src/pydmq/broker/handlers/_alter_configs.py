@@ -6,8 +6,9 @@ value where the API needs one -> INVALID_REQUEST; a resource type other than TOP
 (4) and, for IncrementalAlterConfigs, BROKER_LOGGER (8) -> INVALID_REQUEST "Unsupported
 resource type: N"; a BROKER or BROKER_LOGGER resource naming another broker -> INVALID_REQUEST
 "Unexpected broker id, expected N, but received M" (Kafka's broker checks it before
-forwarding); BROKER_LOGGER of this node -> INVALID_REQUEST (pydmq has no run-time logger
-levels). The rest (TOPIC and BROKER resources) goes to the controller as one request at the
+forwarding); BROKER_LOGGER of this node is this node's own business: its logger levels change
+here (:mod:`pydmq.config.log_levels`), never through the controller. The rest (TOPIC and
+BROKER resources) goes to the controller as one request at the
 client's version (:func:`~pydmq.broker.handlers._forward.forward_to_controller`: the active
 controller in cluster mode, a single node's own in process), and the answers are merged back
 in request order. The controller commits BROKER changes as ConfigRecords; every node installs
@@ -81,11 +82,14 @@ async def alter_configs(
     request_of: Callable[[list[ResourceT]], Any],
     result: Callable[[int, str | None, int, str], ResultT],
     response_of: Callable[[list[ResultT]], ResponseT],
+    alter_loggers: Callable[[ResourceT], None] | None = None,
 ) -> ResponseT:
     """The API's response: every resource's answer, in request order (module docstring).
 
     ``request_of(resources)`` builds the request sent to the controller, ``result(code,
-    message, type, name)`` one answer, ``response_of(answers)`` the response."""
+    message, type, name)`` one answer, ``response_of(answers)`` the response;
+    ``alter_loggers(resource)`` applies a BROKER_LOGGER resource (raising :class:`TopicError`),
+    for the API whose ``types`` include it."""
     broker = ctx.broker
     counts = resource_counts(resources)
     answers: list[ResultT | None] = []
@@ -105,10 +109,10 @@ async def alter_configs(
             if rtype in (BROKER, BROKER_LOGGER):
                 _check_broker_name(broker.node_id, name, default_allowed=rtype == BROKER)
             if rtype == BROKER_LOGGER:
-                raise TopicError(
-                    ErrorCode.INVALID_REQUEST,
-                    "Changing logger levels at run time is not supported by pydmq.",
-                )
+                assert alter_loggers is not None, "BROKER_LOGGER in types needs alter_loggers"
+                alter_loggers(resource)
+                answers.append(result(ErrorCode.NONE, None, rtype, name))
+                continue
             forward.append(resource)
             answers.append(None)
         except TopicError as exc:

@@ -21,8 +21,9 @@ Resource types:
   "Unexpected broker id"). The dynamic layers are the node's copy of the controller's
   ConfigRecords (single node: its local metadata log; cluster: UpdateMetadata), so every
   broker of a cluster shows the cluster default and its own layer.
-- BROKER_LOGGER (8): name must be this node's id (else INVALID_REQUEST); returns the levels of
-  the Python loggers "root" and those under "pydmq" (DYNAMIC_BROKER_LOGGER_CONFIG source).
+- BROKER_LOGGER (8): name must be this node's id (else INVALID_REQUEST); returns the effective
+  levels, by Kafka's names, of the Python loggers "root" and those under "pydmq"
+  (DYNAMIC_BROKER_LOGGER_CONFIG source; :mod:`pydmq.config.log_levels`).
 - Anything else -> INVALID_REQUEST ("Unsupported resource type").
 
 ``configuration_keys`` null or empty = all configs, else only the named ones (unknown names are
@@ -42,7 +43,6 @@ that resource.
 
 from __future__ import annotations
 
-import logging
 from collections import Counter
 from collections.abc import Awaitable, Iterable, Iterator
 
@@ -53,6 +53,7 @@ from pydmq.broker.handlers._slices import in_slices
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigType
 from pydmq.config.kafka_broker_defs import KafkaOnlyConfig, kafka_only_configs
+from pydmq.config.log_levels import broker_loggers, kafka_level
 from pydmq.config.sources import CONFIG_SOURCES
 from pydmq.config.topic import TOPIC_DEFAULT_SYNONYMS, TopicConfig, broker_synonyms
 from pydmq.protocol.acl import AclOperation
@@ -339,25 +340,15 @@ def _logger_configs(
     ctx: BrokerContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
 ) -> list[DescribeConfigsResourceResult]:
     _check_broker_id(ctx, resource.resource_name)
-    names = [
-        "root",
-        *sorted(
-            name
-            for name in logging.Logger.manager.loggerDict
-            if name == "pydmq" or name.startswith("pydmq.")
-        ),
-    ]
     wanted = _wanted(resource)
     entries = []
-    for name in names:
+    for name in broker_loggers():
         if wanted is not None and name not in wanted:
             continue
-        logger = logging.getLogger(None if name == "root" else name)
-        level = logging.getLevelName(logger.getEffectiveLevel())
         entries.append(
             DescribeConfigsResourceResult(
                 name=name,
-                value=str(level),
+                value=kafka_level(name),
                 read_only=False,
                 config_source=CONFIG_SOURCES["DYNAMIC_BROKER_LOGGER_CONFIG"],
                 is_sensitive=False,

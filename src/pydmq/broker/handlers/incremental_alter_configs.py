@@ -14,7 +14,9 @@ BROKER (4): this node's id, or "" for the cluster-wide default; each entry edits
 resource's dynamic broker configs (SET, DELETE, APPEND/SUBTRACT on list properties), checked
 as Kafka does (:mod:`pydmq.config.dynamic`, in the controller's operation), committed as
 metadata records and applied at once on every node; another node id -> INVALID_REQUEST.
-BROKER_LOGGER (8): pydmq has no run-time logger levels, INVALID_REQUEST; other resource types
+BROKER_LOGGER (8): this node's id; SET and DELETE change its logger levels at once, here
+(:mod:`pydmq.config.log_levels`: unknown logger or level -> INVALID_CONFIG, DELETE of root,
+APPEND or SUBTRACT -> INVALID_REQUEST; ``validate_only`` only checks). Other resource types
 INVALID_REQUEST. A resource named twice -> INVALID_REQUEST. v1 is flexible.
 
 Shared with AlterConfigs (:mod:`pydmq.broker.handlers._alter_configs`): the broker's checks,
@@ -30,7 +32,9 @@ from collections.abc import Awaitable
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._alter_configs import BROKER, BROKER_LOGGER, TOPIC, alter_configs
+from pydmq.config.log_levels import LoggerChange, alter_logger_levels
 from pydmq.protocol.messages.incremental_alter_configs import (
+    AlterConfigsResource,
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
@@ -54,7 +58,13 @@ def handle(
             error_code=code, error_message=message, resource_type=rtype, resource_name=name
         ),
         response_of=lambda results: IncrementalAlterConfigsResponse(responses=results),
+        alter_loggers=lambda resource: _alter_loggers(resource, request.validate_only),
     )
+
+
+def _alter_loggers(resource: AlterConfigsResource, validate_only: bool) -> None:
+    changes = [LoggerChange(c.name, c.config_operation, c.value) for c in resource.configs]
+    alter_logger_levels(changes, validate_only)
 
 
 HANDLER = ApiHandlerSpec(44, 0, 1, handle, "IncrementalAlterConfigs")
