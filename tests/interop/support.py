@@ -236,6 +236,35 @@ def run_java(args: Sequence[str], timeout: float = 120.0) -> subprocess.Complete
     return proc
 
 
+KAFKA_DIST = REPO_ROOT / "compat" / "kafka" / "dist"
+
+
+def kafka_configs_unavailable() -> str | None:
+    """None when Kafka's ``kafka-configs`` (ConfigCommand) can run, else why not."""
+    if shutil.which("java") is None:
+        return "java is not on PATH (kafka-configs is Kafka's Java tool)"
+    if not list(KAFKA_DIST.glob("kafka-tools-*.jar")):
+        return "compat/kafka/dist has no kafka-tools jar (scripts/test installs it)"
+    return None
+
+
+def kafka_configs(bootstrap: str, *args: str) -> str:
+    """Kafka 4.4's ``kafka-configs`` (ConfigCommand from compat/kafka/dist, unchanged) against
+    ``bootstrap``: its stdout; raises with its output when it exits non-zero."""
+    command = [
+        "java",
+        "-cp",
+        f"{KAFKA_DIST}/*",
+        "org.apache.kafka.tools.ConfigCommand",
+        "--bootstrap-server",
+        bootstrap,
+        *args,
+    ]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
 def run_cmd(
     cmd: Sequence[str], *, input: bytes | None = None, timeout: float = 120.0
 ) -> subprocess.CompletedProcess[bytes]:

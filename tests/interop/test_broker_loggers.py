@@ -7,8 +7,6 @@ Kafka's in test_differential.py's ``broker_loggers`` scenario."""
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
 import uuid
 from pathlib import Path
@@ -16,39 +14,23 @@ from pathlib import Path
 import pytest
 
 from .conftest import BrokerProcess
-from .support import REPO_ROOT
+from .support import kafka_configs, kafka_configs_unavailable
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
-KAFKA_DIST = REPO_ROOT / "compat" / "kafka" / "dist"
 GROUP_LOGGER = "pydmq.groups.classic.manager"
 
 
-def _kafka_configs(bootstrap: str, *args: str) -> str:
-    command = [
-        "java",
-        "-cp",
-        f"{KAFKA_DIST}/*",
-        "org.apache.kafka.tools.ConfigCommand",
-        "--bootstrap-server",
-        bootstrap,
-        "--entity-type",
-        "broker-loggers",
-        "--entity-name",
-        "1",
-        *args,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return done.stdout
+def _loggers(bootstrap: str, *args: str) -> str:
+    return kafka_configs(bootstrap, "--entity-type", "broker-loggers", "--entity-name", "1", *args)
 
 
 def _levels(bootstrap: str) -> dict[str, str]:
     """The tool's describe output: ``  <logger>=<LEVEL> sensitive=false synonyms={}`` lines."""
-    out = _kafka_configs(bootstrap, "--describe")
+    out = _loggers(bootstrap, "--describe")
     levels = {}
     for line in out.splitlines():
         name, sep, rest = line.strip().partition("=")
@@ -74,8 +56,9 @@ def _join(bootstrap: str, group: str, topic: str) -> None:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> BrokerProcess:
-    if shutil.which("java") is None or not list(KAFKA_DIST.glob("kafka-tools-*.jar")):
-        pytest.skip("needs java and compat/kafka/dist (scripts/test installs them)")
+    missing = kafka_configs_unavailable()
+    if missing:
+        pytest.skip(missing)
     b = BrokerProcess(tmp_path_factory.mktemp("loggers") / "data")
     b.start()
     yield b
@@ -91,12 +74,12 @@ def test_kafka_configs_changes_a_logger_level_at_run_time(broker: BrokerProcess)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)])[topic].result(30)
 
-    _kafka_configs(broker.bootstrap, "--alter", "--add-config", f"{GROUP_LOGGER}=WARN")
+    _loggers(broker.bootstrap, "--alter", "--add-config", f"{GROUP_LOGGER}=WARN")
     assert _levels(broker.bootstrap)[GROUP_LOGGER] == "WARN"
     quiet = f"{topic}-quiet"
     _join(broker.bootstrap, quiet, topic)
 
-    _kafka_configs(broker.bootstrap, "--alter", "--delete-config", GROUP_LOGGER)
+    _loggers(broker.bootstrap, "--alter", "--delete-config", GROUP_LOGGER)
     assert _levels(broker.bootstrap)[GROUP_LOGGER] == "INFO"  # root's again
     loud = f"{topic}-loud"
     _join(broker.bootstrap, loud, topic)

@@ -18,8 +18,6 @@ quota at once, and the first batch of a fetch is returned whole).
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import sys
 import time
 import uuid
@@ -28,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from .support import REPO_ROOT
+from .support import kafka_configs, kafka_configs_unavailable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -42,7 +40,6 @@ from pydmq.protocol.messages import alter_client_quotas as aq  # noqa: E402
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(240)]
 
-KAFKA_DIST = REPO_ROOT / "compat" / "kafka" / "dist"
 PAYLOAD = b"q" * 1000
 
 
@@ -189,28 +186,10 @@ def test_a_consumer_over_its_byte_rate_is_throttled_and_others_are_not(broker: A
     assert fast_got == total * 1000
 
 
-def _kafka_configs_unavailable() -> str | None:
-    if shutil.which("java") is None:
-        return "java is not on PATH (kafka-configs is Kafka's Java tool)"
-    if not list(KAFKA_DIST.glob("kafka-tools-*.jar")):
-        return "compat/kafka/dist has no kafka-tools jar"
-    return None
-
-
 def _kafka_configs(bootstrap: str, *args: str) -> str:
-    command = [
-        "java",
-        "-cp",
-        f"{KAFKA_DIST}/*",
-        "org.apache.kafka.tools.ConfigCommand",
-        "--bootstrap-server",
-        bootstrap,
-        *args,
-    ]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=90, check=False)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    out = kafka_configs(bootstrap, *args)
     return "\n".join(
-        line for line in done.stdout.splitlines() if line.startswith(("Quota configs", "Completed"))
+        line for line in out.splitlines() if line.startswith(("Quota configs", "Completed"))
     )
 
 
@@ -222,7 +201,7 @@ def _quota_line(line: str) -> tuple[str, set[str]]:
 
 
 def test_kafka_configs_manages_client_quotas_unchanged(broker: Any) -> None:
-    missing = _kafka_configs_unavailable()
+    missing = kafka_configs_unavailable()
     if missing:
         pytest.skip(missing)
     boot = broker.bootstrap
