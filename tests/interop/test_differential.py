@@ -1401,28 +1401,40 @@ def _broker_configs(client: RawClient, names: list[str] | None) -> dict[str, Any
     }
 
 
+def _incremental_alter(
+    client: RawClient,
+    resource_type: int,
+    name: str,
+    ops: tuple[tuple[str, int, str | None], ...],
+    validate_only: bool = False,
+) -> tuple[str, str | None]:
+    """IncrementalAlterConfigs v1 of one resource: (error code name, error message)."""
+    from pydmq.protocol.messages import incremental_alter_configs as iac
+
+    request = iac.IncrementalAlterConfigsRequest(
+        resources=[
+            iac.AlterConfigsResource(
+                resource_type=resource_type,
+                resource_name=name,
+                configs=[
+                    iac.AlterableConfig(name=k, config_operation=op, value=v) for k, op, v in ops
+                ],
+            )
+        ],
+        validate_only=validate_only,
+    )
+    (result,) = client.request(44, 1, request).body.responses
+    return code_name(result.error_code), result.error_message
+
+
 def scenario_broker_configs(bootstrap: str) -> dict[str, Any]:
     """DescribeConfigs of broker "1" (a few configs whole; every name Kafka lists is listed),
     IncrementalAlterConfigs on broker "1" (accepted, read back once it shows: Kafka applies it
     through its controller) and its refusals, AlterConfigs on broker "1"."""
     from pydmq.protocol.messages import alter_configs as ac
-    from pydmq.protocol.messages import incremental_alter_configs as iac
 
     def alter(*ops: tuple[str, int, str | None], name: str = "1") -> list[Any]:
-        request = iac.IncrementalAlterConfigsRequest(
-            resources=[
-                iac.AlterConfigsResource(
-                    resource_type=4,
-                    resource_name=name,
-                    configs=[
-                        iac.AlterableConfig(name=k, config_operation=op, value=v)
-                        for k, op, v in ops
-                    ],
-                )
-            ]
-        )
-        (result,) = client.request(44, 1, request).body.responses
-        return [code_name(result.error_code), result.error_message]
+        return list(_incremental_alter(client, 4, name, ops))
 
     out: dict[str, Any] = {}
     with RawClient(bootstrap) as client:
@@ -1462,24 +1474,9 @@ def scenario_broker_loggers(bootstrap: str) -> dict[str, Any]:
     Logger names other than root are each broker's own, so only root is named."""
     from pydmq.protocol.messages import alter_configs as ac
     from pydmq.protocol.messages import describe_configs as dc
-    from pydmq.protocol.messages import incremental_alter_configs as iac
 
     def alter(*ops: tuple[str, int, str | None], name: str = "1", check: bool = False) -> str:
-        request = iac.IncrementalAlterConfigsRequest(
-            resources=[
-                iac.AlterConfigsResource(
-                    resource_type=8,
-                    resource_name=name,
-                    configs=[
-                        iac.AlterableConfig(name=k, config_operation=op, value=v)
-                        for k, op, v in ops
-                    ],
-                )
-            ],
-            validate_only=check,
-        )
-        (result,) = client.request(44, 1, request).body.responses
-        return code_name(result.error_code)
+        return _incremental_alter(client, 8, name, ops, validate_only=check)[0]
 
     def root_level() -> list[Any]:
         request = dc.DescribeConfigsRequest(
