@@ -74,3 +74,41 @@ def test_short_chaos_pass_loses_nothing(tmp_path: Path) -> None:
     expected = FAULT_KINDS if storage_faults_unavailable() is None else PROCESS_FAULT_KINDS
     assert set(by_kind) == set(expected), summary
     assert report["ok"] is True and proc.returncode == 0, summary
+
+
+TXN_FAULTS = "kill_leader,kill_controller,pause_leader,isolate_leader"
+
+
+def test_short_transactional_chaos_pass_is_clean(tmp_path: Path) -> None:
+    """``pydmq chaos --workload transactions``: rounds of the transactional workload while
+    coordinators and leaders are killed, paused and cut off; every round is checked for
+    aborted reads, torn transactions, lost commits, duplicates across fenced epochs and reads
+    past the LSO (the longer run: docs/RELIABILITY.md)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    output = ARTIFACTS / "short-txn-pass.log"
+    with output.open("wb") as out:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pydmq", "chaos", "--workload", "transactions",
+             "--duration", "20", "--seed", str(SEED), "--faults", TXN_FAULTS,
+             "--data-dir", str(tmp_path / "run"),
+             "--json-out", str(ARTIFACTS / "short-txn-pass.json")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=540,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    text = output.read_text()
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("%")]
+    assert lines and lines[-1].startswith("{"), f"no JSON report; output tail:\n{text[-4000:]}"
+    report = json.loads(lines[-1])
+    summary = "\n".join(lines[-40:-1])
+    assert not any(report["anomalies"].values()), f"{report['anomaly_examples']}\n{summary}"
+    assert not report["harness_errors"], summary
+    # warm-up, at least one round under faults, one after healing
+    assert report["rounds_checked"] >= 3, summary
+    assert report["transactions"]["committed"] > 0 and report["transactions"]["aborted"] > 0
+    assert sum(report["faults"].values()) > 0 and set(report["faults"]) <= set(
+        TXN_FAULTS.split(",")
+    )
+    assert report["ok"] is True and proc.returncode == 0, summary

@@ -55,6 +55,11 @@ from pydmq.chaos.txn_history import (
 __all__ = ["TxnWorkloadConfig", "run_txn_workload"]
 
 INPUT_WRITER = "in"
+STUCK_GRACE = 15.0  # seconds past a call's own timeout before it counts as stuck
+
+
+class _StuckClient(Exception):
+    """A librdkafka call that outlived its own timeout (see ``_Worker._send_offsets``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +158,7 @@ class _Worker:
         self.transactions: list[Transaction] = []
         self.errors: list[str] = []
         self.committed_inputs: set[int] = set()
+        self.abandoned: list[Producer] = []  # stuck in librdkafka (see _send_offsets)
         self.consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
@@ -215,11 +221,12 @@ class _Worker:
                     txn.writes.append(TxnWrite(tp, value, f"{INPUT_WRITER}:{i}#{copy}"))
                     self.producer.produce(self.sink, value, partition=tp[1])
             self.producer.flush(self.config.timeout)
-            self.producer.send_offsets_to_transaction(
-                _next_offsets(batch), self.consumer.consumer_group_metadata(), self.config.timeout
-            )
+            self._send_offsets(batch)
         except KafkaException as exc:
             self._failed(txn, exc)
+            return
+        except _StuckClient as stuck:
+            self._abandon(txn, str(stuck))
             return
         if number % self.config.fence_every == 0:
             self._fence(txn)
@@ -233,6 +240,43 @@ class _Worker:
                 self.on_progress(len(self.committed_inputs))
         else:
             self._rewind()
+
+    def _send_offsets(self, batch: list[Message]) -> None:
+        """send_offsets_to_transaction, from a thread of its own: librdkafka may never return
+        from it once the group coordinator it cached has left the Metadata answers (a killed
+        broker), whatever its timeout (librdkafka #5456, #5511). Past the timeout and a grace
+        period the call is given up for stuck (:class:`_StuckClient`)."""
+        outcome: list[BaseException | None] = []
+        producer, offsets = self.producer, _next_offsets(batch)
+        group = self.consumer.consumer_group_metadata()
+
+        def call() -> None:
+            try:
+                producer.send_offsets_to_transaction(offsets, group, self.config.timeout)
+                outcome.append(None)
+            except BaseException as exc:  # handed to the worker's thread
+                outcome.append(exc)
+
+        thread = threading.Thread(target=call, name=f"{self.tid}-send-offsets", daemon=True)
+        thread.start()
+        thread.join(self.config.timeout + STUCK_GRACE)
+        if thread.is_alive():
+            raise _StuckClient(
+                f"send_offsets_to_transaction did not return within {self.config.timeout:.0f} "
+                f"+ {STUCK_GRACE:.0f} s (librdkafka #5456/#5511)"
+            )
+        if outcome and outcome[0] is not None:
+            raise outcome[0]
+
+    def _abandon(self, txn: Transaction, why: str) -> None:
+        """The producer is stuck inside librdkafka: it is left to its thread (never destroyed,
+        which would wait on the same stuck state), the transaction is indeterminate, and the
+        next incarnation fences it."""
+        txn.error = why
+        self.errors.append(f"{self.tid}/{txn.incarnation}/{txn.seq}: {why}")
+        self.abandoned.append(self.producer)
+        self.producer = self._new_producer()
+        self._rewind()
 
     def _complete(self, txn: Transaction, commit: bool) -> None:
         try:

@@ -41,13 +41,27 @@ def _run(args: argparse.Namespace) -> int:
     if unknown:
         print(f"unknown fault kinds {unknown}; known: {', '.join(FAULT_KINDS)}", file=sys.stderr)
         return 2
+    if args.workload == "transactions":
+        from pydmq.chaos.txn_runner import CLIENT_FAULT_KINDS
+
+        named = {w.strip() for w in args.faults.split(",")} if args.faults else set()
+        if named & set(CLIENT_FAULT_KINDS):
+            print(
+                "the transactional workload takes no client faults "
+                f"({', '.join(CLIENT_FAULT_KINDS)})",
+                file=sys.stderr,
+            )
+            return 2
+        kinds = [k for k in kinds if k not in CLIENT_FAULT_KINDS]  # from the groups
     missing = storage_faults_unavailable()
     if missing is not None and set(kinds) & set(STORAGE_FAULT_KINDS):
         if args.faults:
             print(f"storage faults need their own filesystems: {missing}", file=sys.stderr)
             return 2
-        kinds = list(PROCESS_FAULT_KINDS)
+        kinds = [k for k in kinds if k not in STORAGE_FAULT_KINDS]
         print(f"chaos: storage faults left out ({missing})", flush=True)
+    if args.workload == "transactions":
+        return _run_transactions(args, kinds)
     config = ChaosConfig(
         duration=args.duration,
         seed=args.seed,
@@ -69,6 +83,31 @@ def _run(args: argparse.Namespace) -> int:
         print(f"HARNESS ERROR: {note}")
     document: dict[str, Any] = {**result.report.to_json(), "run": result.summary}
     document["ok"] = result.ok
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(document, indent=2) + "\n")
+    print(json.dumps(document, separators=(",", ":")), flush=True)
+    return 0 if result.ok else 1
+
+
+def _run_transactions(args: argparse.Namespace, kinds: list[str]) -> int:
+    from pydmq.chaos.txn_runner import TxnChaosConfig, run_transactions
+
+    config = TxnChaosConfig(
+        duration=args.duration,
+        seed=args.seed,
+        kinds=kinds,
+        base_dir=Path(args.data_dir) if args.data_dir else None,
+        keep=args.keep,
+        node_disk_mb=args.node_disk_mb,
+    )
+    result = run_transactions(config, log=lambda line: print(line, flush=True))
+    document = result.to_json()
+    print(
+        f"{len(result.rounds)} rounds ({result.checked} checked), transactions "
+        f"{result.transactions}, anomalies {result.anomalies}, faults {result.faults}"
+    )
+    for note in result.harness_errors:
+        print(f"HARNESS ERROR: {note}")
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(document, indent=2) + "\n")
     print(json.dumps(document, separators=(",", ":")), flush=True)
@@ -100,6 +139,14 @@ def add_parser(sub: Any) -> None:
         type=int,
         default=512,
         help="size of each node's own tmpfs for the storage faults (default 512; needs root)",
+    )
+    parser.add_argument(
+        "--workload",
+        choices=("records", "transactions"),
+        default="records",
+        help="records: idempotent producers, readers and a group (default); transactions: "
+        "consume-transform-produce transactions in rounds, checked for aborted reads, torn "
+        "transactions, lost commits, duplicates across fenced epochs and reads past the LSO",
     )
     parser.add_argument("--producers", type=int, default=3, help="producers (default 3)")
     parser.add_argument(
