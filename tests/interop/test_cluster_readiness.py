@@ -15,15 +15,12 @@ Timings are printed (run with ``-s``); the only time bounds are wedge bounds.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import random
 import re
 import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -43,6 +40,8 @@ from pydmq.protocol.messages.create_topics import (
 )
 from pydmq.testing.cluster import ClusterProcess
 
+from .cluster_up import cluster_up
+
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
@@ -51,65 +50,10 @@ LOG_DIR = Path(__file__).resolve().parents[2] / "build" / "cluster-logs"
 SESSION_MS = 60000  # longer than any wait below: a fence within the test is not a session's
 
 
-def _consecutive_free_ports(count: int) -> int:
-    """A base port below the ephemeral range with ``count`` free ports from it."""
-    for _ in range(200):
-        base = random.randrange(20000, 32000)
-        sockets: list[socket.socket] = []
-        try:
-            for port in range(base, base + count):
-                sock = socket.socket()
-                sockets.append(sock)
-                sock.bind(("127.0.0.1", port))
-            return base
-        except OSError:
-            continue
-        finally:
-            for sock in sockets:
-                sock.close()
-    raise RuntimeError("no free port range")
-
-
-@contextlib.contextmanager
-def _cluster_up(root: Path) -> Iterator[tuple[subprocess.Popen[str], str, list[str]]]:
-    """``pydmq cluster up 3`` in a session of its own; yields it once it printed its
-    bootstrap line, with that line's addresses and every line so far."""
-    base = _consecutive_free_ports(20)
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "pydmq", "cluster", "up", "3", "--data-dir", str(root)),
-            *("--base-port", str(base), "--controller-base-port", str(base + 10)),
-            *("--http-base-port", "0"),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-        # As a shell's background job starts it (SIGINT ignored, inherited through exec): the
-        # Ctrl-C below must stop it all the same (a CI runner launched this way once saw the
-        # nodes stop and `cluster up` report "every node has exited" with status 1).
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
-    )
-    try:
-        assert process.stdout is not None
-        lines: list[str] = []
-        for line in process.stdout:
-            lines.append(line)
-            if line.startswith("bootstrap:") or "did not come up" in line:
-                break
-        assert lines and lines[-1].startswith("bootstrap:"), "".join(lines)
-        yield process, lines[-1].split()[1], lines
-    finally:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-            process.wait(30)
-
-
 def test_cluster_up_is_ready_when_it_prints_its_bootstrap_line(tmp_path: Path) -> None:
     for round_ in range(3):
         began = time.monotonic()
-        with _cluster_up(tmp_path / f"round-{round_}") as (process, bootstrap, _):
+        with cluster_up(tmp_path / f"round-{round_}") as (process, bootstrap, _):
             ready = time.monotonic()
             admin = confluent_admin.AdminClient({"bootstrap.servers": bootstrap})
             future = admin.create_topics([confluent_admin.NewTopic("t", 3, 3)])["t"]

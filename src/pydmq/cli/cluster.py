@@ -35,7 +35,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from pydmq.cli.common import add_bootstrap_argument, client_sasl, format_table, run_guarded
+from pydmq.cli.common import add_bootstrap_argument, client_security, format_table, run_guarded
 from pydmq.client import BrokerConnection, KafkaClient, KafkaError, error_name
 from pydmq.client.connection import parse_address
 from pydmq.cluster_process import (
@@ -95,6 +95,7 @@ def run_up(
     stop_timeout: float,
     out: TextIO,
     stop_event: threading.Event | None = None,
+    notes: Sequence[str] = (),
 ) -> int:
     """Start the nodes, wait until told to stop (SIGTERM/SIGINT or ``stop_event``), stop them.
 
@@ -177,6 +178,8 @@ def run_up(
         say(f"controllers: {voters_of(specs)}")
         if all(s.http_port for s in specs):
             say(f"metrics: {' '.join(s.http_listener + '/metrics' for s in specs)}")
+        for note in notes:
+            say(note)
         say(f"status: pydmq cluster status -b {specs[0].bootstrap}")
         say("press Ctrl-C to stop")
         while not (stop_event is not None and stop_event.is_set()):
@@ -224,13 +227,30 @@ def _run_up(args: argparse.Namespace) -> int:
         )
         voters = voters_of(specs)
         launcher = shlex.split(args.node_launcher) if args.node_launcher else DEFAULT_LAUNCHER
-        commands = {s.node_id: node_command(s, voters, overrides, launcher) for s in specs}
+        extra: list[str] = []
+        notes: list[str] = []
+        if args.secure:
+            from pydmq.cli.secure_cluster import secure_setup
+
+            secure = secure_setup(data_dir, args.host)
+            overrides = {**secure.overrides, **overrides}  # -o still has the last word
+            extra = secure.serve_args
+            notes = [
+                "secure: clients on SASL_SSL (SCRAM-SHA-512 user admin), nodes on mTLS, ACLs on",
+                f"client config (Kafka tools, Java, pydmq --command-config): "
+                f"{secure.client_properties}",
+                f"client config (kcat -F, confluent-kafka): {secure.librdkafka_properties}",
+            ]
+        commands = {
+            s.node_id: [*node_command(s, voters, overrides, launcher), *extra] for s in specs
+        }
         return run_up(
             specs,
             commands,
             start_timeout=args.start_timeout,
             stop_timeout=args.stop_timeout,
             out=sys.stdout,
+            notes=notes,
         )
 
     return run_guarded("cluster up", body)
@@ -482,7 +502,9 @@ def discover_controllers(client: KafkaClient, metadata: MetadataResponse) -> lis
 def _run_status(args: argparse.Namespace) -> int:
     def body() -> int:
         with KafkaClient(
-            args.bootstrap_server, timeout=args.timeout, sasl=client_sasl(args.command_config)
+            args.bootstrap_server,
+            timeout=args.timeout,
+            **client_security(args.command_config).kwargs(),
         ) as client:
             metadata = client.refresh_metadata(None)
             controllers = [a for item in args.controller for a in item.split(",") if a.strip()]
@@ -563,6 +585,12 @@ def add_parser(sub: Any) -> None:
         help="seconds to wait after SIGTERM before killing a node",
     )
     # The command that runs `serve` (tests substitute a fake node); default: python -m pydmq
+    up.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS everywhere, SASL (SCRAM) for clients, mTLS between nodes, ACLs on: a "
+        "throwaway CA and credentials under DATA_DIR/secure, and the client configs to use",
+    )
     up.add_argument("--node-launcher", help=argparse.SUPPRESS)
     up.set_defaults(run=_run_up)
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import io
 import os
+import ssl
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pydmq.client import KafkaClient, KafkaError
 
@@ -17,8 +19,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_BOOTSTRAP",
+    "ClientSecurity",
     "add_bootstrap_argument",
-    "client_sasl",
+    "client_security",
     "format_table",
     "parse_key_values",
     "run_guarded",
@@ -85,27 +88,62 @@ def run_with_client(
     reported as :func:`run_guarded` does."""
 
     def run() -> int:
-        sasl = client_sasl(args.command_config)
+        security = client_security(args.command_config)
         with KafkaClient(
-            args.bootstrap_server, client_id="pydmq-cli", timeout=args.timeout, sasl=sasl
+            args.bootstrap_server,
+            client_id="pydmq-cli",
+            timeout=args.timeout,
+            **security.kwargs(),
         ) as c:
             return body(c)
 
     return run_guarded(command, run)
 
 
-def client_sasl(path: Path | None) -> Callable[[], SaslClient] | None:
-    """The SASL client a ``--command-config`` file asks for (None: no SASL); ValueError on a
-    file Kafka's tools would refuse too."""
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    """How the CLI's client talks to a listener, from a ``--command-config`` file."""
+
+    sasl: Callable[[], SaslClient] | None = None
+    ssl_context: ssl.SSLContext | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        """``sasl`` and ``ssl_context``, as :class:`KafkaClient` takes them."""
+        return {"sasl": self.sasl, "ssl_context": self.ssl_context}
+
+
+def client_security(path: Path | None) -> ClientSecurity:
+    """What a ``--command-config`` file (Kafka's client properties: ``security.protocol``,
+    ``sasl.mechanism``, ``sasl.jaas.config``, ``ssl.truststore.*``, ``ssl.keystore.*``, ...)
+    asks for; ValueError (or ConfigError) on a file Kafka's tools would refuse too."""
     if path is None:
-        return None
+        return ClientSecurity()
     from pydmq.config.broker import load_properties
+
+    props = {k: str(v) for k, v in load_properties(path).items()}
+    protocol = props.get("security.protocol", "PLAINTEXT")
+    if protocol not in ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"):
+        raise ValueError(f"{path}: security.protocol={protocol} is not a Kafka protocol")
+    return ClientSecurity(
+        _client_sasl(path, props) if protocol.startswith("SASL_") else None,
+        _client_tls(props) if protocol.endswith("SSL") else None,
+    )
+
+
+def _client_tls(props: dict[str, str]) -> ssl.SSLContext:
+    from pydmq.config.ssl_configs import SSL_CONFIGS
+    from pydmq.security.tls import client_ssl_context
+
+    settings = {
+        d.name: d.parse(props[d.name]) if d.name in props else d.default for d in SSL_CONFIGS
+    }
+    return client_ssl_context(settings, "the --command-config client")
+
+
+def _client_sasl(path: Path, props: dict[str, str]) -> Callable[[], SaslClient]:
     from pydmq.security.sasl.client import sasl_client
     from pydmq.security.sasl.jaas import JaasConfigError, single_login_module
 
-    props = {k: str(v) for k, v in load_properties(path).items()}
-    if props.get("security.protocol", "PLAINTEXT") not in ("SASL_PLAINTEXT", "SASL_SSL"):
-        return None
     mechanism = props.get("sasl.mechanism", "GSSAPI")
     try:
         options = single_login_module(props.get("sasl.jaas.config", "")).options

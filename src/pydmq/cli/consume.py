@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import IO, Any
 
-from pydmq.cli.common import add_bootstrap_argument, client_sasl, run_guarded
+from pydmq.cli.common import add_bootstrap_argument, client_security, run_guarded
 from pydmq.client import (
     EARLIEST,
     LATEST,
@@ -269,7 +269,7 @@ def consume(args: argparse.Namespace, stdout: IO[bytes] | None = None) -> int:
     if args.count is not None and args.count <= 0:
         return 0
     with KafkaClient(
-        args.bootstrap_server, timeout=args.timeout, sasl=client_sasl(args.command_config)
+        args.bootstrap_server, timeout=args.timeout, **client_security(args.command_config).kwargs()
     ) as client:
         info = client.topic(args.topic, refresh=True)
         partitions: list[int] = sorted(set(args.partition or info.partitions))

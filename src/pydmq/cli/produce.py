@@ -10,7 +10,7 @@ from typing import IO, Any
 
 from pydmq.cli.common import (
     add_bootstrap_argument,
-    client_sasl,
+    client_security,
     parse_key_values,
     run_guarded,
 )
@@ -102,7 +102,9 @@ def produce(args: argparse.Namespace, stdin: IO[bytes] | None = None) -> int:
     started = time.monotonic()
     try:
         with KafkaClient(
-            args.bootstrap_server, timeout=args.timeout, sasl=client_sasl(args.command_config)
+            args.bootstrap_server,
+            timeout=args.timeout,
+            **client_security(args.command_config).kwargs(),
         ) as client:
             response = client.refresh_metadata([args.topic], allow_auto_create=True)
             for t in response.topics:

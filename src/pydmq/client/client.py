@@ -11,6 +11,7 @@ a partition's leader (ListOffsets here, Produce and Fetch in :mod:`.producer` an
 
 from __future__ import annotations
 
+import ssl
 import sys
 import time
 import uuid
@@ -131,9 +132,12 @@ class KafkaClient:
         *,
         version_caps: dict[int, int] | None = None,
         sasl: Callable[[], SaslClient] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        """``sasl``: how to authenticate on a SASL listener (a factory of clients)."""
+        """``sasl``: how to authenticate on a SASL listener (a factory of clients);
+        ``ssl_context``: TLS for SSL and SASL_SSL listeners."""
         self.sasl = sasl
+        self.ssl_context = ssl_context
         items = bootstrap.split(",") if isinstance(bootstrap, str) else list(bootstrap)
         self.bootstrap = [parse_address(a) for a in items if a.strip()]
         if not self.bootstrap:
@@ -171,6 +175,7 @@ class KafkaClient:
             timeout=self.timeout,
             version_caps=self.version_caps,
             sasl=self.sasl,
+            ssl_context=self.ssl_context,
         )
 
     def connect(self) -> BrokerConnection:

@@ -9,6 +9,7 @@ anyway).
 from __future__ import annotations
 
 import socket
+import ssl
 import struct
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
@@ -72,11 +73,13 @@ class BrokerConnection:
         timeout: float = DEFAULT_TIMEOUT,
         version_caps: dict[int, int] | None = None,
         sasl: Callable[[], SaslClient] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_id = client_id
         self.sasl = sasl  # a SASL listener's client (PLAIN, SCRAM), None for PLAINTEXT
+        self.ssl_context = ssl_context  # an SSL or SASL_SSL listener's TLS, None for plain TCP
         self.timeout = timeout
         self.version_caps = dict(version_caps or {})
         self.broker_versions: dict[int, tuple[int, int]] = {}
@@ -105,6 +108,14 @@ class BrokerConnection:
                 f"cannot connect to {self.host}:{self.port}: {exc.strerror or exc}"
             ) from exc
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.ssl_context is not None:
+            try:
+                sock = self.ssl_context.wrap_socket(sock, server_hostname=self.host)
+            except OSError as exc:  # ssl.SSLError included: a failed handshake
+                sock.close()
+                raise BrokerUnreachableError(
+                    f"TLS handshake with {self.host}:{self.port} failed: {exc}"
+                ) from exc
         self._sock = sock
         try:
             self._negotiate()

@@ -2,7 +2,8 @@
 certificates it signs (a server's for 127.0.0.1/localhost, a client's with a chosen subject),
 written as PEM and PKCS12 files into a directory.
 
-Not for production: short keys (EC P-256), one-day validity, passwords in the clear.
+Not for production: short keys (EC P-256), one-day validity by default, passwords in the
+clear.
 Used from the test thread.
 """
 
@@ -43,8 +44,9 @@ class TestCA:
 
     __test__ = False  # not a pytest test class
 
-    def __init__(self, directory: Path, name: str = "pydmq test CA") -> None:
+    def __init__(self, directory: Path, name: str = "pydmq test CA", valid_days: int = 1) -> None:
         self.directory = directory
+        self.valid = datetime.timedelta(days=valid_days)
         directory.mkdir(parents=True, exist_ok=True)
         self.key = ec.generate_private_key(ec.SECP256R1())
         subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
@@ -56,7 +58,7 @@ class TestCA:
             .public_key(self.key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
+            .not_valid_after(now + self.valid)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .add_extension(
                 x509.KeyUsage(
@@ -110,7 +112,7 @@ class TestCA:
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
+            .not_valid_after(now + self.valid)
             .add_extension(x509.SubjectAlternativeName(names), critical=False)
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .add_extension(
