@@ -52,7 +52,7 @@ from pydmq.chaos.txn_history import (
     txn_value,
 )
 
-__all__ = ["TxnWorkloadConfig", "run_txn_workload"]
+__all__ = ["TxnWorkloadConfig", "create_workload_topics", "run_txn_workload"]
 
 INPUT_WRITER = "in"
 STUCK_GRACE = 15.0  # seconds past a call's own timeout before it counts as stuck
@@ -76,6 +76,7 @@ class TxnWorkloadConfig:
     fence_every: int = 7
     transaction_timeout_ms: int = 10_000
     timeout: float = 120.0
+    create_topics: bool = True  # False: the caller made them (see create_workload_topics)
 
 
 class _Reader(threading.Thread):
@@ -349,14 +350,31 @@ def _next_offsets(batch: list[Message]) -> list[TopicPartition]:
     return [TopicPartition(t, p, o) for (t, p), o in sorted(after.items())]
 
 
-def _create_topics(bootstrap: str, config: TxnWorkloadConfig) -> None:
+def create_workload_topics(bootstrap: str, config: TxnWorkloadConfig, retry: bool = False) -> None:
+    """``<prefix>-in`` and ``<prefix>-out``. With ``retry``, a refusal that a node coming back
+    ends (INVALID_REPLICATION_FACTOR while one is down, a controller moving) is retried until
+    ``config.timeout``; an existing topic counts as made."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [f"{config.prefix}-in", f"{config.prefix}-out"]
-    futures = admin.create_topics(
-        [NewTopic(n, config.partitions, config.replication) for n in names]
-    )
-    for name in names:
-        futures[name].result(config.timeout)
+    missing = [f"{config.prefix}-in", f"{config.prefix}-out"]
+    deadline = time.monotonic() + config.timeout
+    while missing:
+        futures = admin.create_topics(
+            [NewTopic(n, config.partitions, config.replication) for n in missing]
+        )
+        failed: list[str] = []
+        for name in missing:
+            try:
+                futures[name].result(config.timeout)
+            except KafkaException as exc:
+                code = exc.args[0].code() if exc.args else None
+                if code == KafkaError.TOPIC_ALREADY_EXISTS:
+                    continue
+                if not retry or time.monotonic() > deadline:
+                    raise
+                failed.append(name)
+        missing = failed
+        if missing:
+            time.sleep(0.5)
 
 
 def _seed(bootstrap: str, config: TxnWorkloadConfig) -> None:
@@ -453,7 +471,8 @@ def run_txn_workload(
     ``on_progress(inputs_committed)`` is called after every committed transaction (the
     caller's hook to inject a fault mid-run)."""
     started = time.monotonic()
-    _create_topics(bootstrap, config)
+    if config.create_topics:
+        create_workload_topics(bootstrap, config)
     _seed(bootstrap, config)
     sink = f"{config.prefix}-out"
     readers = [

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 __all__ = ["add_parser"]
@@ -18,8 +20,16 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM ends a run the way Ctrl-C does: through its cleanup (node processes stopped,
+    tmpfs filesystems unmounted), which a default SIGTERM would skip."""
+    raise SystemExit(128 + signum)
+
+
 def _run(args: argparse.Namespace) -> int:
     from pydmq.chaos import missing_dependency
+
+    signal.signal(signal.SIGTERM, _terminate)
 
     missing = missing_dependency()
     if missing is not None:
