@@ -2,7 +2,10 @@
 
 Routes (group ``monitoring``): ``GET /metrics`` (Prometheus text format, rendered by
 prometheus_client from the node's own registry), ``GET /v1/health/live`` and
-``GET /v1/health/ready`` (JSON, 200 or 503; see :mod:`pydmq.metrics.health`).
+``GET /v1/health/ready`` (JSON, 200 or 503; see :mod:`pydmq.metrics.health`),
+``GET /v1/openapi.json``; on a node with the broker role, the REST admin API (group
+``admin``, :mod:`pydmq.rest`). Every route passes the per-client rate limits
+(``pydmq.rest.*``, :class:`~pydmq.http.ratelimit.RateLimitGate`).
 
 prometheus_client costs ~0.1 s to import: it is imported at the first scrape, never at
 start-up. The node starts this service once its Kafka listeners serve (in cluster mode once
@@ -17,8 +20,10 @@ import concurrent.futures
 from typing import TYPE_CHECKING
 
 from pydmq.config.http import HttpListener, HttpSettings
+from pydmq.config.rest import RestSettings
 from pydmq.http.messages import HttpRequest, HttpResponse, json_response
-from pydmq.http.routing import Router
+from pydmq.http.ratelimit import RateLimitGate
+from pydmq.http.routing import RequestGate, RouteDoc, Router
 from pydmq.http.server import HttpServer
 from pydmq.metrics.health import readiness
 from pydmq.metrics.loop_lag import EventLoopLagProbe
@@ -26,6 +31,8 @@ from pydmq.metrics.source import NodeView
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
+
+    from pydmq.rest.calls import BrokerCalls
 
 __all__ = ["MONITORING", "NodeHttpService"]
 
@@ -41,12 +48,58 @@ class NodeHttpService:
         self.lag_probe = EventLoopLagProbe()
         self._registry: CollectorRegistry | None = None
         self._renderer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._calls: BrokerCalls | None = None
         router = Router()
-        router.add("GET", "/metrics", self._metrics, MONITORING)
-        router.add("GET", "/v1/health/live", self._live, MONITORING)
-        router.add("GET", "/v1/health/ready", self._ready, MONITORING)
+        router.add(
+            "GET",
+            "/metrics",
+            self._metrics,
+            MONITORING,
+            RouteDoc("Prometheus metrics (text format)", {200: None}),
+        )
+        router.add(
+            "GET",
+            "/v1/health/live",
+            self._live,
+            MONITORING,
+            RouteDoc("Liveness", {200: {"type": "object"}}),
+        )
+        router.add(
+            "GET",
+            "/v1/health/ready",
+            self._ready,
+            MONITORING,
+            RouteDoc(
+                "Readiness: 200 when ready, 503 when not",
+                {200: {"type": "object"}, 503: {"type": "object"}},
+            ),
+        )
+        rest = RestSettings.from_config(node.config)
+        gates: list[RequestGate] = []
+        if node.broker is not None:
+            gates += self._add_admin_api(router, rest)
+        from pydmq.rest.api import add_openapi_route
+
+        add_openapi_route(router, MONITORING)
+        gates.append(
+            RateLimitGate({MONITORING: rest.monitoring_per_minute, "admin": rest.admin_per_minute})
+        )
         self.router = router
-        self.server = HttpServer(settings, router)
+        self.server = HttpServer(settings, router, gates)
+
+    def _add_admin_api(self, router: Router, rest: RestSettings) -> list[RequestGate]:
+        """The REST admin API's routes and OpenAPI document (a node with the broker role);
+        the gates it needs before the rate limits (HTTP Basic when SASL is on)."""
+        from pydmq.rest.api import add_admin_routes
+        from pydmq.rest.calls import BrokerCalls
+        from pydmq.rest.idempotency import FILE_NAME, FileAnswerStore, Idempotency
+
+        broker = self.node.broker
+        assert broker is not None
+        self._calls = calls = BrokerCalls(broker)
+        store = FileAnswerStore(self.node.config.log_dir / FILE_NAME)
+        add_admin_routes(router, calls, Idempotency(store, rest.idempotency_retention_ms))
+        return []
 
     @property
     def bound(self) -> list[HttpListener]:
@@ -62,6 +115,8 @@ class NodeHttpService:
     async def stop(self) -> None:
         await self.lag_probe.stop()
         await self.server.stop()
+        if self._calls is not None:
+            await self._calls.close()
         if self._renderer is not None:
             self._renderer.shutdown(wait=False)
 
