@@ -28,6 +28,7 @@ from pydmq.http.server import HttpServer
 from pydmq.metrics.health import readiness
 from pydmq.metrics.loop_lag import EventLoopLagProbe
 from pydmq.metrics.source import NodeView
+from pydmq.rest.api import ADMIN
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MONITORING", "NodeHttpService"]
 
-MONITORING = "monitoring"  # the route group of metrics and health
+MONITORING = "monitoring"  # the route group of metrics, health and the OpenAPI document
 
 
 class NodeHttpService:
@@ -75,22 +76,26 @@ class NodeHttpService:
             ),
         )
         rest = RestSettings.from_config(node.config)
-        gates: list[RequestGate] = []
+        limits: RequestGate = RateLimitGate(
+            {MONITORING: rest.monitoring_per_minute, ADMIN: rest.admin_per_minute}
+        )
         if node.broker is not None:
-            gates += self._add_admin_api(router, rest)
+            limits = self._add_admin_api(router, rest, limits)
         from pydmq.rest.api import add_openapi_route
 
         add_openapi_route(router, MONITORING)
-        gates.append(
-            RateLimitGate({MONITORING: rest.monitoring_per_minute, "admin": rest.admin_per_minute})
-        )
         self.router = router
-        self.server = HttpServer(settings, router, gates)
+        self.server = HttpServer(settings, router, [limits])
 
-    def _add_admin_api(self, router: Router, rest: RestSettings) -> list[RequestGate]:
-        """The REST admin API's routes and OpenAPI document (a node with the broker role);
-        the gates it needs before the rate limits (HTTP Basic when SASL is on)."""
+    def _add_admin_api(
+        self, router: Router, rest: RestSettings, limits: RequestGate
+    ) -> RequestGate:
+        """The REST admin API's routes (a node with the broker role); the gate in front of
+        them: ``limits``, behind HTTP Basic when the client listener the API acts on is a
+        SASL listener (the same users, and the ACLs for their principal)."""
+        from pydmq.http.basic_auth import BasicAuthGate
         from pydmq.rest.api import add_admin_routes
+        from pydmq.rest.auth import SaslPasswordCheck
         from pydmq.rest.calls import BrokerCalls
         from pydmq.rest.idempotency import FILE_NAME, FileAnswerStore, Idempotency
 
@@ -99,7 +104,10 @@ class NodeHttpService:
         self._calls = calls = BrokerCalls(broker)
         store = FileAnswerStore(self.node.config.log_dir / FILE_NAME)
         add_admin_routes(router, calls, Idempotency(store, rest.idempotency_retention_ms))
-        return []
+        sasl = self.node.sasl_listeners.get(calls.listener)
+        if sasl is None:
+            return limits
+        return BasicAuthGate(SaslPasswordCheck(sasl), (ADMIN,), limits)
 
     @property
     def bound(self) -> list[HttpListener]:

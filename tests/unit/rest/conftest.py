@@ -118,3 +118,9 @@ def restart() -> Any:
         wait_http(broker)
 
     return again
+
+
+@pytest.fixture(scope="session")
+def http_ready() -> Any:
+    """Waits for a broker's HTTP listener (``http_ready(broker)``)."""
+    return wait_http
