@@ -15,7 +15,8 @@ produced it (a hash of method, path and body) and an expiry (``pydmq.rest.idempo
 Keys are scoped by the authenticated user (HTTP Basic), so two users cannot replay each
 other's answers. :class:`FileAnswerStore` keeps answers durably: one JSON line each, appended
 and fsynced before the answer is sent, in ``rest-idempotency.jsonl`` of the node's first log
-directory, read back at start (expired answers dropped, the file rewritten without them).
+directory, read back at start (expired answers dropped, the file rewritten without them;
+also rewritten once it holds more than twice the live answers plus 1,000).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ FILE_NAME = "rest-idempotency.jsonl"
 HEADER = "idempotency-key"
 MAX_KEY_LENGTH = 255
 _KEPT_HEADERS = ("location",)
+_REWRITE_SLACK = 1000  # expired lines tolerated in the file before it is rewritten
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,7 @@ class FileAnswerStore:
         self.path = path
         self._clock = clock
         self._answers: dict[str, StoredAnswer] = {}
+        self._lines = 0  # answers in the file, live or not
         self._load()
 
     def _now_ms(self) -> int:
@@ -114,6 +117,7 @@ class FileAnswerStore:
             for answer in self._answers.values():
                 out.write(json.dumps(answer.to_json()).encode() + b"\n")
             out.flush()
+            self._lines = len(self._answers)
             os.fsync(out.fileno())
         os.replace(aside, self.path)
         fd = os.open(self.path.parent, os.O_RDONLY)
@@ -134,9 +138,12 @@ class FileAnswerStore:
             out.flush()
             os.fsync(out.fileno())
         self._answers[answer.key] = answer
+        self._lines += 1
         now = self._now_ms()
         for key in [k for k, a in self._answers.items() if a.expires_at_ms <= now]:
             del self._answers[key]
+        if self._lines > 2 * len(self._answers) + _REWRITE_SLACK:
+            self._rewrite()  # mostly expired answers: the file shrinks back to the live ones
 
 
 class Idempotency:

@@ -79,3 +79,16 @@ def test_store_expiry_and_torn_tail(tmp_path: Path) -> None:
     assert [json.loads(line)["key"] for line in path.read_bytes().splitlines()] == ["a"]
     now[0] = 1000.0 + 86_400
     assert FileAnswerStore(path, clock=lambda: now[0]).get("a") is None
+
+
+def test_store_file_shrinks_once_mostly_expired(tmp_path: Path) -> None:
+    now = [0.0]
+    path = tmp_path / FILE_NAME
+    store = FileAnswerStore(path, clock=lambda: now[0])
+    for i in range(1100):
+        store.put(_answer(f"old-{i}", 10))
+    now[0] = 1.0  # all of them expired
+    store.put(_answer("new-0", 1_000_000))
+    store.put(_answer("new-1", 1_000_000))
+    assert len(path.read_bytes().splitlines()) < 10
+    assert FileAnswerStore(path, clock=lambda: now[0]).get("new-0") is not None
