@@ -97,12 +97,12 @@ class NodeHttpService:
         from pydmq.rest.api import add_admin_routes
         from pydmq.rest.auth import SaslPasswordCheck
         from pydmq.rest.calls import BrokerCalls
-        from pydmq.rest.idempotency import FILE_NAME, FileAnswerStore, Idempotency
+        from pydmq.rest.idempotency import ControllerAnswerStore, Idempotency
 
         broker = self.node.broker
         assert broker is not None
         self._calls = calls = BrokerCalls(broker)
-        store = FileAnswerStore(self.node.config.log_dir / FILE_NAME)
+        store = ControllerAnswerStore(broker)
         add_admin_routes(router, calls, Idempotency(store, rest.idempotency_retention_ms))
         sasl = self.node.sasl_listeners.get(calls.listener)
         if sasl is None:

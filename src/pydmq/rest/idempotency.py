@@ -1,149 +1,146 @@
-"""Idempotency-Key: a write sent again with the same key gets the first answer again.
+r"""Idempotency-Key: a write sent again with the same key gets the first answer again.
 
-An answer is kept (:class:`StoredAnswer`) per key, with the fingerprint of the request that
-produced it (a hash of method, path and body) and an expiry (``pydmq.rest.idempotency.retention.ms``,
-24 h by default). For a request carrying a key:
+An answer is kept per key, with the fingerprint of the request that produced it (a hash of
+method, path and body) and an expiry (``pydmq.rest.idempotency.retention.ms``, 24 h by
+default). For a request carrying a key:
 
 - no answer kept (or it expired): the request runs; its answer is kept unless it is a server
   error (5xx: nothing may have happened, so a retry must run again);
-- an answer kept for the same fingerprint: it is replayed, status, body and headers, with
-  ``Idempotent-Replayed: true``;
+- an answer kept for the same fingerprint: it is replayed, status, body and ``Location``,
+  with ``Idempotent-Replayed: true``;
 - an answer kept for another fingerprint: 422 INVALID_INPUT (the key was reused for a
   different request; IETF draft-ietf-httpapi-idempotency-key-header);
-- the same key still running: 409 CONFLICT.
+- the same key still running on this broker: 409 CONFLICT.
 
 Keys are scoped by the authenticated user (HTTP Basic), so two users cannot replay each
-other's answers. :class:`FileAnswerStore` keeps answers durably: one JSON line each, appended
-and fsynced before the answer is sent, in ``rest-idempotency.jsonl`` of the node's first log
-directory, read back at start (expired answers dropped, the file rewritten without them;
-also rewritten once it holds more than twice the live answers plus 1,000).
+other's answers. :class:`ControllerAnswerStore` keeps the answers in the metadata log, as the
+controller's :class:`~pydmq.metadata.records.RestAnswerRecord`\s
+(:mod:`pydmq.controller.operations.rest_answers`): a broker asks the controller for a key's
+answer before it runs a request (DescribeConfigs of the REST answer resource) and has its
+answer kept before it sends it (IncrementalAlterConfigs), both through the broker's
+controller channel, as its other admin requests (a single node's own controller, in
+process; the active controller of a cluster). So an answer is replayed by any broker, after
+restarts and controller changes. A key whose answer cannot be looked up (no controller) is
+answered 503; an answer that cannot be kept is sent all the same (logged).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
-import os
+import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Protocol
 
+from pydmq.controller.operations.rest_answers import (
+    REST_ANSWER_RESOURCE,
+    answer_configs,
+    answer_of_configs,
+)
 from pydmq.http.messages import HttpRequest, HttpResponse
 from pydmq.http.routing import Handler
-from pydmq.rest.errors import RestError
+from pydmq.metadata.records import RestAnswerRecord
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.describe_configs import (
+    DescribeConfigsRequest,
+    DescribeConfigsResource,
+)
+from pydmq.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from pydmq.rest.errors import RestError, kafka_error
 
-__all__ = ["FILE_NAME", "FileAnswerStore", "Idempotency", "StoredAnswer"]
+if TYPE_CHECKING:
+    from pydmq.broker.server import Broker
 
-FILE_NAME = "rest-idempotency.jsonl"
+__all__ = ["AnswerStore", "ControllerAnswerStore", "Idempotency"]
+
+log = logging.getLogger(__name__)
+
 HEADER = "idempotency-key"
 MAX_KEY_LENGTH = 255
-_KEPT_HEADERS = ("location",)
-_REWRITE_SLACK = 1000  # expired lines tolerated in the file before it is rewritten
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+_SET = 0  # IncrementalAlterConfigs' SET
+_TIMEOUT_MS = 30_000
 
 
-@dataclass(frozen=True, slots=True)
-class StoredAnswer:
-    """The answer given to the first request with a key."""
+class AnswerStore(Protocol):
+    """Where answers are kept (:class:`ControllerAnswerStore`; tests give their own)."""
 
-    key: str
-    fingerprint: str
-    status: int
-    content_type: str
-    body: bytes
-    headers: tuple[tuple[str, str], ...]
-    expires_at_ms: int
+    async def get(self, key: str) -> RestAnswerRecord | None:
+        """The live answer kept for ``key``, None if none."""
+        ...
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "key": self.key,
-            "fingerprint": self.fingerprint,
-            "status": self.status,
-            "content_type": self.content_type,
-            "body": base64.b64encode(self.body).decode(),
-            "headers": [list(h) for h in self.headers],
-            "expires_at_ms": self.expires_at_ms,
-        }
+    async def put(self, answer: RestAnswerRecord) -> RestAnswerRecord:
+        """Keep ``answer``; the answer kept for its key (another, if one was kept first)."""
+        ...
 
-    @classmethod
-    def from_json(cls, value: dict[str, Any]) -> StoredAnswer:
-        return cls(
-            key=str(value["key"]),
-            fingerprint=str(value["fingerprint"]),
-            status=int(value["status"]),
-            content_type=str(value["content_type"]),
-            body=base64.b64decode(value["body"]),
-            headers=tuple((str(k), str(v)) for k, v in value["headers"]),
-            expires_at_ms=int(value["expires_at_ms"]),
+
+class ControllerAnswerStore:
+    """Answers kept by the controller (see the module docstring). Used on the broker's
+    event loop."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def get(self, key: str) -> RestAnswerRecord | None:
+        request = DescribeConfigsRequest(
+            resources=[
+                DescribeConfigsResource(
+                    resource_type=REST_ANSWER_RESOURCE, resource_name=key, configuration_keys=None
+                )
+            ],
+            include_synonyms=False,
+            include_documentation=False,
         )
-
-
-class FileAnswerStore:
-    """Answers by key, in memory and in an append-only file (see the module docstring).
-    Owned by the node's HTTP service, used on its event loop; an append is one small write
-    and an fsync."""
-
-    def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
-        self.path = path
-        self._clock = clock
-        self._answers: dict[str, StoredAnswer] = {}
-        self._lines = 0  # answers in the file, live or not
-        self._load()
-
-    def _now_ms(self) -> int:
-        return int(self._clock() * 1000)
-
-    def _load(self) -> None:
-        now = self._now_ms()
         try:
-            lines = self.path.read_bytes().splitlines()
-        except FileNotFoundError:
-            return
-        for line in lines:
-            try:
-                answer = StoredAnswer.from_json(json.loads(line))
-            except (ValueError, KeyError, TypeError):
-                continue  # a torn last line (a crash mid-append): that answer was never sent
-            if answer.expires_at_ms > now:
-                self._answers[answer.key] = answer
-        self._rewrite()
-
-    def _rewrite(self) -> None:
-        """The file with only the live answers (write aside, fsync, rename, fsync the dir)."""
-        aside = self.path.with_name(self.path.name + ".tmp")
-        with open(aside, "wb") as out:
-            for answer in self._answers.values():
-                out.write(json.dumps(answer.to_json()).encode() + b"\n")
-            out.flush()
-            self._lines = len(self._answers)
-            os.fsync(out.fileno())
-        os.replace(aside, self.path)
-        fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-    def get(self, key: str) -> StoredAnswer | None:
-        answer = self._answers.get(key)
-        if answer is None or answer.expires_at_ms <= self._now_ms():
+            response = await self._broker.controller_channel.send(
+                DESCRIBE_CONFIGS, 4, request, _TIMEOUT_MS
+            )
+        except ConnectionError as exc:
+            raise RestError(
+                "SERVICE_UNAVAILABLE", f"the Idempotency-Key cannot be looked up: {exc}"
+            ) from None
+        result = response.results[0]
+        if result.error_code == ErrorCode.RESOURCE_NOT_FOUND:
             return None
-        return answer
+        if result.error_code != ErrorCode.NONE:
+            error = kafka_error(result.error_code, result.error_message)
+            if error.code != "SERVICE_UNAVAILABLE":
+                error = RestError("INTERNAL_ERROR", error.message, error.details)
+            raise error
+        return answer_of_configs(key, {c.name: c.value for c in result.configs})
 
-    def put(self, answer: StoredAnswer) -> None:
-        with open(self.path, "ab") as out:
-            out.write(json.dumps(answer.to_json()).encode() + b"\n")
-            out.flush()
-            os.fsync(out.fileno())
-        self._answers[answer.key] = answer
-        self._lines += 1
-        now = self._now_ms()
-        for key in [k for k, a in self._answers.items() if a.expires_at_ms <= now]:
-            del self._answers[key]
-        if self._lines > 2 * len(self._answers) + _REWRITE_SLACK:
-            self._rewrite()  # mostly expired answers: the file shrinks back to the live ones
+    async def put(self, answer: RestAnswerRecord) -> RestAnswerRecord:
+        request = IncrementalAlterConfigsRequest(
+            resources=[
+                AlterConfigsResource(
+                    resource_type=REST_ANSWER_RESOURCE,
+                    resource_name=answer.key,
+                    configs=[
+                        AlterableConfig(name=name, config_operation=_SET, value=value)
+                        for name, value in answer_configs(answer).items()
+                    ],
+                )
+            ],
+            validate_only=False,
+        )
+        try:
+            response = await self._broker.controller_channel.send(
+                INCREMENTAL_ALTER_CONFIGS, 1, request, _TIMEOUT_MS
+            )
+            result = response.responses[0]
+            code, message = result.error_code, result.error_message
+        except ConnectionError as exc:
+            code, message = ErrorCode.REQUEST_TIMED_OUT, str(exc)
+        if code == ErrorCode.DUPLICATE_RESOURCE:
+            kept = await self.get(answer.key)  # kept by another broker first
+            return answer if kept is None else kept
+        if code != ErrorCode.NONE:
+            log.warning("REST answer to an Idempotency-Key not kept (%s: %s)", code, message)
+        return answer
 
 
 class Idempotency:
@@ -151,7 +148,7 @@ class Idempotency:
     service, on its event loop."""
 
     def __init__(
-        self, store: FileAnswerStore, retention_ms: int, clock: Callable[[], float] = time.time
+        self, store: AnswerStore, retention_ms: int, clock: Callable[[], float] = time.time
     ) -> None:
         self.store = store
         self.retention_ms = retention_ms
@@ -179,21 +176,6 @@ class Idempotency:
         for part in (request.method.encode(), request.path.encode(), request.body):
             digest.update(len(part).to_bytes(8, "big") + part)
         fingerprint = digest.hexdigest()
-        kept = self.store.get(key)
-        if kept is not None:
-            if kept.fingerprint != fingerprint:
-                raise RestError(
-                    "INVALID_INPUT",
-                    "this Idempotency-Key was used for a different request (method, path or body)",
-                    {"field": "Idempotency-Key"},
-                    status=422,
-                )
-            return HttpResponse(
-                kept.status,
-                kept.body,
-                kept.content_type,
-                [*kept.headers, ("idempotent-replayed", "true")],
-            )
         if key in self._running:
             raise RestError(
                 "CONFLICT",
@@ -202,19 +184,39 @@ class Idempotency:
             )
         self._running.add(key)
         try:
-            response = await handler(request)
-            if response.status < 500:
-                self.store.put(
-                    StoredAnswer(
-                        key=key,
-                        fingerprint=fingerprint,
-                        status=response.status,
-                        content_type=response.content_type,
-                        body=response.body,
-                        headers=tuple(h for h in response.headers if h[0] in _KEPT_HEADERS),
-                        expires_at_ms=int(self._clock() * 1000) + self.retention_ms,
-                    )
+            kept = await self.store.get(key)
+            if kept is None:
+                response = await handler(request)
+                if response.status >= 500:
+                    return response
+                now_ms = int(self._clock() * 1000)
+                answer = RestAnswerRecord(
+                    key=key,
+                    fingerprint=fingerprint,
+                    status=response.status,
+                    content_type=response.content_type,
+                    location=next((v for k, v in response.headers if k == "location"), None),
+                    body=response.body,
+                    created_at_ms=now_ms,
+                    expires_at_ms=now_ms + self.retention_ms,
                 )
-            return response
+                kept = await self.store.put(answer)
+                if kept is answer:
+                    return response
+            return self._replay(kept, fingerprint)
         finally:
             self._running.discard(key)
+
+    @staticmethod
+    def _replay(kept: RestAnswerRecord, fingerprint: str) -> HttpResponse:
+        if kept.fingerprint != fingerprint:
+            raise RestError(
+                "INVALID_INPUT",
+                "this Idempotency-Key was used for a different request (method, path or body)",
+                {"field": "Idempotency-Key"},
+                status=422,
+            )
+        headers = [] if kept.location is None else [("location", kept.location)]
+        return HttpResponse(
+            kept.status, kept.body, kept.content_type, [*headers, ("idempotent-replayed", "true")]
+        )

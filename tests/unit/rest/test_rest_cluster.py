@@ -1,7 +1,8 @@
 """The REST admin API of a 3-node cluster of real ``pydmq serve`` processes: a topic created
 through a broker that is not the active controller (forwarded as a client's CreateTopics),
-seen from the other brokers, and its Idempotency-Key replayed after the active controller is
-killed (SIGKILL) and another is elected; a write after the change reaches the new controller.
+seen from the other brokers, and its Idempotency-Key replayed, by that broker and by another,
+after the active controller is killed (SIGKILL) and another is elected (the answer is a
+metadata record); a write after the change reaches the new controller.
 
 Timings are printed (``-s``); the only time bounds are wedge bounds.
 """
@@ -86,9 +87,14 @@ def test_create_through_a_follower_and_replay_after_a_controller_change(
             lambda: (c := controller(via)) is not None and c != active and c,
         )
         print(f"controller {active} killed; {new} active after {time.monotonic() - started:.3f} s")
-        again = rest.request("POST", "/v1/admin/topics", body, key)
-        assert (again.status, again.body) == (201, first.body)
-        assert again.headers["idempotent-replayed"] == "true"
+        # the answer is in the metadata log: any broker replays it, after the change
+        for i in (via, other):
+            again = rests[i].request("POST", "/v1/admin/topics", body, key)
+            assert (again.status, again.body) == (201, first.body), (i, again.body)
+            assert again.headers["idempotent-replayed"] == "true"
+            assert again.headers["location"] == "/v1/admin/topics/replicated"
+        reused = rests[other].request("POST", "/v1/admin/topics", {"name": "x"}, key)
+        assert reused.status == 422
         after = _until(
             "a creation through the new controller",
             lambda: (

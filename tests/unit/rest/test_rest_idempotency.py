@@ -1,16 +1,24 @@
 """Idempotency-Key on the REST admin API's writes against a real ``pydmq serve``: the same
 request replays the first answer (also after a restart of the broker), a different request
-with the same key is refused 422; and the store's expiry and torn lines."""
+with the same key is refused 422; and the answers in the metadata image (expiry, snapshot, the
+first kept wins)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from pydmq.rest.idempotency import FILE_NAME, FileAnswerStore, StoredAnswer
+from pydmq.controller.operations.rest_answers import (
+    answer_configs,
+    answer_of_configs,
+    describe_rest_answer,
+    keep_rest_answer,
+)
+from pydmq.metadata.delta import MetadataDelta
+from pydmq.metadata.image import MetadataImage
+from pydmq.metadata.records import RestAnswerRecord
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -55,40 +63,42 @@ def test_bad_keys(rest: Any) -> None:
     assert answer.status == 400 and answer.error["details"]["field"] == "Idempotency-Key"
 
 
-def _answer(key: str, expires_at_ms: int) -> StoredAnswer:
-    return StoredAnswer(
-        key, "f", 201, "application/json", b"{}", (("location", "/x"),), expires_at_ms
+def _answer(key: str, created_at_ms: int, expires_at_ms: int) -> RestAnswerRecord:
+    return RestAnswerRecord(
+        key, "f", 201, "application/json", "/x", b"{}", created_at_ms, expires_at_ms
     )
 
 
-def test_store_expiry_and_torn_tail(tmp_path: Path) -> None:
-    now = [1000.0]
-    path = tmp_path / FILE_NAME
-    store = FileAnswerStore(path, clock=lambda: now[0])
-    store.put(_answer("a", 1_000_000 + 86_400_000))
-    store.put(_answer("b", 1_000_000 + 10))
-    assert store.get("b") is not None
-    now[0] = 1000.011
-    assert store.get("b") is None  # expired
-    with open(path, "ab") as out:
-        out.write(b'{"key": "c", "fingerp')  # a crash mid-append
-    reopened = FileAnswerStore(path, clock=lambda: now[0])
-    assert reopened.get("a") == _answer("a", 1_000_000 + 86_400_000)
-    assert reopened.get("c") is None
-    # the file was rewritten with the live answers only
-    assert [json.loads(line)["key"] for line in path.read_bytes().splitlines()] == ["a"]
-    now[0] = 1000.0 + 86_400
-    assert FileAnswerStore(path, clock=lambda: now[0]).get("a") is None
+def _replayed(image: MetadataImage, *records: RestAnswerRecord) -> MetadataImage:
+    delta = MetadataDelta(image)
+    for rec in records:
+        delta.replay(rec)
+    return delta.apply(image.offset + len(records), 1)
 
 
-def test_store_file_shrinks_once_mostly_expired(tmp_path: Path) -> None:
-    now = [0.0]
-    path = tmp_path / FILE_NAME
-    store = FileAnswerStore(path, clock=lambda: now[0])
-    for i in range(1100):
-        store.put(_answer(f"old-{i}", 10))
-    now[0] = 1.0  # all of them expired
-    store.put(_answer("new-0", 1_000_000))
-    store.put(_answer("new-1", 1_000_000))
-    assert len(path.read_bytes().splitlines()) < 10
-    assert FileAnswerStore(path, clock=lambda: now[0]).get("new-0") is not None
+def test_answers_in_the_metadata_image_expire_by_the_log_time() -> None:
+    image = _replayed(MetadataImage.EMPTY, _answer("a", 0, 100), _answer("b", 10, 50))
+    assert set(image.rest_answers) == {"a", "b"}
+    # a later answer created at 50 drops "b" (expired at 50) on every replica alike
+    image = _replayed(image, _answer("c", 50, 1000))
+    assert set(image.rest_answers) == {"a", "c"}
+    # a snapshot keeps them
+    assert (
+        _replayed(
+            MetadataImage.EMPTY, *[r for r in image.to_records() if isinstance(r, RestAnswerRecord)]
+        ).rest_answers
+        == image.rest_answers
+    )
+
+
+def test_the_first_answer_kept_wins() -> None:
+    image = _replayed(MetadataImage.EMPTY, _answer("a", 0, 100))
+    later = RestAnswerRecord("a", "g", 409, "application/json", None, b"{}", 5, 105)
+    result = keep_rest_answer(image, later)
+    assert result.records == [] and result.response == image.rest_answers["a"]
+    # once expired, a new answer replaces it
+    renewed = RestAnswerRecord("a", "g", 409, "application/json", None, b"{}", 100, 200)
+    assert keep_rest_answer(image, renewed).records == [renewed]
+    assert describe_rest_answer(image, "a", 99).response is not None
+    assert describe_rest_answer(image, "a", 100).response is None
+    assert answer_of_configs("a", answer_configs(later)) == later
