@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from pydmq.client.admin import decode_assignment
 from pydmq.http.messages import HttpRequest, HttpResponse, json_response
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest
@@ -209,6 +208,10 @@ class GroupsResource:
         coordinator = await self._coordinator(request, group_id)
         group = await self._describe_group(request, coordinator, group_id)
         committed = await self._committed(request, coordinator, group_id)
+        # Imported here: the client package is not needed until a group is described
+        # (the HTTP listener's start-up time).
+        from pydmq.client.admin import decode_assignment
+
         members = []
         owner: dict[TopicPartition, str] = {}
         for m in group.members:

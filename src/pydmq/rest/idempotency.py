@@ -32,11 +32,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from pydmq.controller.operations.rest_answers import (
-    REST_ANSWER_RESOURCE,
-    answer_configs,
-    answer_of_configs,
-)
 from pydmq.http.messages import HttpRequest, HttpResponse
 from pydmq.http.routing import Handler
 from pydmq.metadata.records import RestAnswerRecord
@@ -86,6 +81,13 @@ class ControllerAnswerStore:
         self._broker = broker
 
     async def get(self, key: str) -> RestAnswerRecord | None:
+        # Imported here, as the controller operations a single node imports at its first admin
+        # request (the HTTP listener's start-up time).
+        from pydmq.controller.operations.rest_answers import (
+            REST_ANSWER_RESOURCE,
+            answer_of_configs,
+        )
+
         request = DescribeConfigsRequest(
             resources=[
                 DescribeConfigsResource(
@@ -114,6 +116,8 @@ class ControllerAnswerStore:
         return answer_of_configs(key, {c.name: c.value for c in result.configs})
 
     async def put(self, answer: RestAnswerRecord) -> RestAnswerRecord:
+        from pydmq.controller.operations.rest_answers import REST_ANSWER_RESOURCE, answer_configs
+
         request = IncrementalAlterConfigsRequest(
             resources=[
                 AlterConfigsResource(
