@@ -2,7 +2,8 @@
 through a broker that is not the active controller (forwarded as a client's CreateTopics),
 seen from the other brokers, and its Idempotency-Key replayed, by that broker and by another,
 after the active controller is killed (SIGKILL) and another is elected (the answer is a
-metadata record); a write after the change reaches the new controller.
+metadata record); a write after the change reaches the new controller; without a quorum the
+quorum is answered 503 SERVICE_UNAVAILABLE.
 
 Timings are printed (``-s``); the only time bounds are wedge bounds.
 """
@@ -110,5 +111,17 @@ def test_create_through_a_follower_and_replay_after_a_controller_change(
             ),
         )
         assert after.json["replication_factor"] == 2
+
+        # one voter left of three (the one asked): no quorum, no active controller to describe
+        cluster.kill(other)
+        # (a leader that was asked keeps answering until it notices it lost its quorum)
+        started = time.monotonic()
+        lost = _until(
+            "the quorum answered as lost",
+            lambda: (a := rest.request("GET", "/v1/admin/cluster/quorum")).status == 503 and a,
+        )
+        print(f"quorum lost: 503 after {time.monotonic() - started:.3f} s")
+        assert lost.error["code"] == "SERVICE_UNAVAILABLE"
+        assert lost.headers["retry-after"] == "1"
     finally:
         cluster.stop()
