@@ -7,7 +7,8 @@ PLAINTEXT listener). So validation, authorization, forwarding to the controller 
 the handler sends the request on, as it does a client's) and the coordinators' rules are
 those of the Kafka path. A request that must be answered by another broker (the coordinator of
 a group, the leader of a partition) goes to it over the inter-broker listener, as the broker's
-own requests to its peers do.
+own requests to its peers do, once :meth:`BrokerCalls.authorized` allowed what the Kafka
+handler would have checked.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from pydmq.api.handler import RequestContext
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -80,13 +82,15 @@ class BrokerCalls:
             result = await result
         return result
 
-    def may_describe_cluster(self, http: HttpRequest) -> bool:
-        """Whether the REST client may DESCRIBE the cluster (the ACL Kafka checks for
-        DescribeQuorum), checked here before a request goes on as this broker's own."""
-        from pydmq.broker.handlers._authorize import authorized_cluster
-        from pydmq.protocol.acl import AclOperation
+    def authorized(
+        self, http: HttpRequest, operation: AclOperation, resource_type: ResourceType, name: str
+    ) -> bool:
+        """Whether the REST client may do ``operation`` on the resource: checked here, as the
+        Kafka handler would, before a request goes on as this broker's own (over the
+        inter-broker listener, or to the controller)."""
+        from pydmq.broker.handlers._authorize import authorized
 
-        return authorized_cluster(self._context(http, 55, 0), AclOperation.DESCRIBE)
+        return authorized(self._context(http, 0, 0), operation, resource_type, name)
 
     async def call_at(
         self, broker_id: int, http: HttpRequest, api_key: int, version: int, request: Any

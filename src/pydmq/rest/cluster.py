@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydmq.http.messages import HttpRequest, HttpResponse, json_response
+from pydmq.protocol.acl import CLUSTER_NAME, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_cluster import DescribeClusterRequest
 from pydmq.protocol.messages.describe_quorum import (
@@ -61,7 +62,9 @@ class ClusterResource:
         )
 
     async def _quorum(self, request: HttpRequest) -> dict[str, Any]:
-        if not self.calls.may_describe_cluster(request):
+        if not self.calls.authorized(
+            request, AclOperation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME
+        ):
             raise RestError(
                 "FORBIDDEN",
                 "not authorized to describe the cluster",

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from pydmq.http.messages import HttpRequest, HttpResponse, json_response
+from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_groups import DescribedGroup, DescribeGroupsRequest
 from pydmq.protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -68,6 +69,10 @@ class GroupsResource:
             if response.error_code != ErrorCode.NONE:
                 raise kafka_error(response.error_code, None, broker=broker_id)
             for g in response.groups:
+                if not self.calls.authorized(
+                    request, AclOperation.DESCRIBE, ResourceType.GROUP, g.group_id
+                ):
+                    continue  # as ListGroups leaves out what the caller may not describe
                 groups[g.group_id] = {
                     "group_id": g.group_id,
                     "state": g.group_state,
@@ -299,6 +304,13 @@ class GroupsResource:
                 "timestamp (ms since the epoch) must be given",
                 {"field": "timestamp"},
             )
+        for resource_type, name in ((ResourceType.GROUP, group_id), (ResourceType.TOPIC, topic)):
+            if not self.calls.authorized(request, AclOperation.READ, resource_type, name):
+                raise RestError(
+                    "FORBIDDEN",
+                    f"not authorized to commit offsets of group {group_id!r} for topic {topic!r}",
+                    {"kafka_error": f"{resource_type.name}_AUTHORIZATION_FAILED"},
+                )
         coordinator = await self._coordinator(request, group_id)
         try:
             group = await self._describe_group(request, coordinator, group_id)

@@ -126,3 +126,20 @@ def test_acls_apply_to_the_basic_user(secured: BrokerProcess, client: Any) -> No
     assert names == ["alice-one"]
     described = rest.request("GET", "/v1/admin/topics/alice-one", headers=alice)
     assert described.status == 200, described.body
+
+
+def test_group_acls_apply_to_the_basic_user(secured: BrokerProcess, client: Any) -> None:
+    rest = client(secured.http_port)
+    admin = _basic("admin", "admin-secret")
+    alice = _basic("alice", "alice-secret")
+    assert rest.request("POST", "/v1/admin/topics", {"name": "shared"}, admin).status == 201
+    reset = {"topic": "shared", "to": "earliest"}
+    done = rest.request("POST", "/v1/admin/groups/team/offsets/reset", reset, admin)
+    assert done.status == 200, done.body
+    groups = rest.request("GET", "/v1/admin/groups", headers=admin).json["groups"]
+    assert "team" in [g["group_id"] for g in groups]
+    assert rest.request("GET", "/v1/admin/groups", headers=alice).json["groups"] == []
+    denied = rest.request("POST", "/v1/admin/groups/team/offsets/reset", reset, alice)
+    assert denied.status == 403, denied.body
+    assert denied.error["details"]["kafka_error"] == "GROUP_AUTHORIZATION_FAILED"
+    assert rest.request("GET", "/v1/admin/groups/team", headers=alice).status == 403
