@@ -30,7 +30,7 @@ import hashlib
 import logging
 import socket
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydmq.api.dispatcher import RequestDispatcher
@@ -120,6 +120,12 @@ class Node:
         self.serving_clients = False
         # The SASL listeners' settings, checked now (ConfigError before anything binds).
         self._sasl_listeners = self._build_sasl_listeners()
+
+    @property
+    def sasl_listeners(self) -> Mapping[str, SaslListener]:
+        """Listener name -> its SASL authenticator factory, for every SASL listener (what
+        the HTTP listener's Basic authentication logs in with)."""
+        return self._sasl_listeners
 
     def _build_sasl_listeners(self) -> dict[str, SaslListener]:
         """Listener name -> its SASL authenticator factory, for every SASL listener."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from pydmq.config.definitions import ConfigDef, ConfigError, ConfigType, ConfigValues, at_least
+from pydmq.config.rest import REST_CONFIGS
 
 __all__ = [
     "DEFAULT_HTTP_LISTENER",
@@ -115,7 +116,8 @@ HTTP_CONFIGS: tuple[ConfigDef, ...] = (
         "HTTP connections served at once; a connection beyond them is closed at once (pydmq).",
         at_least(1),
         read_only=True,
-    ),
+    ),  # the REST admin API served on the same listener
+    *REST_CONFIGS,
 )
 
 

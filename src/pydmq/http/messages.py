@@ -31,6 +31,7 @@ class HttpRequest:
     client_port: int
     request_id: str
     params: dict[str, str] = field(default_factory=dict)  # the route template's {names}
+    user: str | None = None  # the authenticated user, once a gate authenticated the request
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""

@@ -1,17 +1,18 @@
 """Routes: a method and a path template (``/v1/admin/topics/{name}``) to a handler.
 
-Each route belongs to a group (``monitoring`` for metrics and health; the admin API will add
-``admin``): the server hands the group to its gates (:class:`RequestGate`), where per-client
+Each route belongs to a group (``monitoring`` for metrics, health and the OpenAPI document;
+``admin`` for the REST admin API): the server hands the group to its gates (:class:`RequestGate`), where per-client
 limits (rate limits, authentication) decide per group. Resolution answers what the server
 needs for 404 (no template matches) and 405 (a template matches, not with this method: the
-``Allow`` header lists those that would).
+``Allow`` header lists those that would). A route's :class:`RouteDoc` is what the OpenAPI
+document (:mod:`pydmq.http.openapi`) says of it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import unquote
 
 from pydmq.http.messages import HttpRequest, HttpResponse
@@ -22,10 +23,24 @@ __all__ = [
     "MethodNotAllowed",
     "RequestGate",
     "Route",
+    "RouteDoc",
     "Router",
 ]
 
 Handler = Callable[[HttpRequest], Awaitable[HttpResponse]]
+
+
+@dataclass(frozen=True, slots=True)
+class RouteDoc:
+    """What the OpenAPI document says of a route (:mod:`pydmq.http.openapi`): a summary, the
+    JSON Schema of its request body (None: no body), its answers by status (a JSON Schema
+    each, None for an empty body) and its query parameters (name -> description)."""
+
+    summary: str
+    responses: Mapping[int, Mapping[str, Any] | None]
+    request_body: Mapping[str, Any] | None = None
+    query: Mapping[str, str] = field(default_factory=dict)
+    tag: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +51,7 @@ class Route:
     template: str
     handler: Handler
     group: str
+    doc: RouteDoc | None = None
 
     def match(self, segments: Sequence[str]) -> dict[str, str] | None:
         """The template's ``{name}`` values if ``segments`` match it, else None."""
@@ -86,11 +102,18 @@ class Router:
     def __init__(self) -> None:
         self.routes: list[Route] = []
 
-    def add(self, method: str, template: str, handler: Handler, group: str) -> None:
+    def add(
+        self,
+        method: str,
+        template: str,
+        handler: Handler,
+        group: str,
+        doc: RouteDoc | None = None,
+    ) -> None:
         method = method.upper()
         if any(r.method == method and r.template == template for r in self.routes):
             raise ValueError(f"route {method} {template} is already defined")
-        self.routes.append(Route(method, template, handler, group))
+        self.routes.append(Route(method, template, handler, group, doc))
 
     def resolve(
         self, method: str, path: str

@@ -46,6 +46,7 @@ from pydmq.metadata.records import (
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
+    RestAnswerRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -94,6 +95,9 @@ class MetadataDelta:
         # Client quotas changed here: entity -> key -> value, None when removed.
         self._client_quotas: dict[QuotaEntity, dict[str, float | None]] = {}
         self._scram: dict[tuple[str, int], ScramCredentialData | None] = {}
+        # REST answers added here, and the creation time of the newest (what has expired).
+        self._rest_answers: dict[str, RestAnswerRecord] = {}
+        self._rest_answers_at_ms: int | None = None
 
     # -- replay -------------------------------------------------------------------------
 
@@ -136,6 +140,9 @@ class MetadataDelta:
                 quotas[rec.key] = None if rec.remove else rec.value
             case ProducerIdsRecord():
                 self._next_producer_id = rec.next_producer_id
+            case RestAnswerRecord():
+                self._rest_answers[rec.key] = rec
+                self._rest_answers_at_ms = max(self._rest_answers_at_ms or 0, rec.created_at_ms)
             case AccessControlEntryRecord():
                 self._acls[rec.id] = acl_of_record(rec)
             case RemoveAccessControlEntryRecord():
@@ -297,7 +304,17 @@ class MetadataDelta:
             acls=self._apply_acls(),
             client_quotas=self._apply_client_quotas(),
             scram_credentials=self._apply_scram(),
+            rest_answers=self._apply_rest_answers(),
         )
+
+    def _apply_rest_answers(self) -> Mapping[str, RestAnswerRecord]:
+        """The image's answers and the new ones, without those expired when the newest was
+        created (a time in the log, so every replica drops the same)."""
+        now = self._rest_answers_at_ms
+        if now is None:
+            return self.image.rest_answers
+        answers = {**self.image.rest_answers, **self._rest_answers}
+        return frozen_mapping({k: a for k, a in answers.items() if a.expires_at_ms > now})
 
     def _apply_acls(self) -> Mapping[UUID, StandardAcl]:
         if not self._acls:

@@ -36,6 +36,7 @@ __all__ = [
     "RemoveAccessControlEntryRecord",
     "RemoveTopicRecord",
     "RemoveUserScramCredentialRecord",
+    "RestAnswerRecord",
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
@@ -535,6 +536,42 @@ class NoOpRecord:
         return w.getvalue()
 
 
+@dataclass(frozen=True, slots=True)
+class RestAnswerRecord:
+    """pydmq's own (no Kafka record): the answer the REST admin API gave to a write with an
+    Idempotency-Key, replayed to a repeat of that request until it expires.
+    """
+
+    record_type: ClassVar[int] = 1000
+    LOWEST_SUPPORTED_VERSION: ClassVar[int] = 0
+    HIGHEST_SUPPORTED_VERSION: ClassVar[int] = 0
+
+    key: str
+    """The Idempotency-Key, scoped by the HTTP user."""
+    fingerprint: str
+    """A hash of the request's method, path and body."""
+    status: int
+    """The HTTP status."""
+    content_type: str
+    """The body's Content-Type."""
+    location: str | None
+    """The Location header, null if none."""
+    body: bytes
+    """The body."""
+    created_at_ms: int
+    """When the answer was given (ms since the epoch); answers expired by then are dropped."""
+    expires_at_ms: int
+    """When the answer stops being replayed (ms since the epoch)."""
+
+    def encode(self) -> bytes:
+        """The record's bytes: int16 record type, version, then its fields at version 0."""
+        w = Writer()
+        w.int16(1000)
+        w.int16(0)
+        _write_RestAnswerRecord(w, self, 0)
+        return w.getvalue()
+
+
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -554,6 +591,7 @@ MetadataRecord: TypeAlias = (
     | BrokerRegistrationChangeRecord
     | RemoveUserScramCredentialRecord
     | NoOpRecord
+    | RestAnswerRecord
 )
 
 RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
@@ -575,6 +613,7 @@ RECORD_CLASSES: dict[int, type[MetadataRecord]] = {
     17: BrokerRegistrationChangeRecord,
     20: NoOpRecord,
     22: RemoveUserScramCredentialRecord,
+    1000: RestAnswerRecord,
 }
 """Every record class, by record type."""
 
@@ -993,6 +1032,38 @@ def _write_NoOpRecord(w: Writer, msg: NoOpRecord, version: int) -> None:
     del w, msg, version
 
 
+def _read_RestAnswerRecord(r: Reader, version: int) -> RestAnswerRecord:
+    f_key: str = r.string()
+    f_fingerprint: str = r.string()
+    f_status: int = r.int16()
+    f_content_type: str = r.string()
+    f_location: str | None = r.nullable_string()
+    f_body: bytes = r.bytes()
+    f_created_at_ms: int = r.int64()
+    f_expires_at_ms: int = r.int64()
+    return RestAnswerRecord(
+        f_key,
+        f_fingerprint,
+        f_status,
+        f_content_type,
+        f_location,
+        f_body,
+        f_created_at_ms,
+        f_expires_at_ms,
+    )
+
+
+def _write_RestAnswerRecord(w: Writer, msg: RestAnswerRecord, version: int) -> None:
+    w.string(msg.key)
+    w.string(msg.fingerprint)
+    w.int16(msg.status)
+    w.string(msg.content_type)
+    w.nullable_string(msg.location)
+    w.bytes(msg.body)
+    w.int64(msg.created_at_ms)
+    w.int64(msg.expires_at_ms)
+
+
 _READERS: dict[int, tuple[int, int, Callable[[Reader, int], MetadataRecord]]] = {
     0: (0, 0, _read_RegisterBrokerRecord),
     1: (0, 0, _read_UnregisterBrokerRecord),
@@ -1012,6 +1083,7 @@ _READERS: dict[int, tuple[int, int, Callable[[Reader, int], MetadataRecord]]] = 
     17: (0, 0, _read_BrokerRegistrationChangeRecord),
     20: (0, 0, _read_NoOpRecord),
     22: (0, 0, _read_RemoveUserScramCredentialRecord),
+    1000: (0, 0, _read_RestAnswerRecord),
 }
 
 

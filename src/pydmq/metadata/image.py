@@ -31,6 +31,7 @@ from pydmq.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RestAnswerRecord,
     TopicRecord,
     UserScramCredentialRecord,
 )
@@ -261,6 +262,8 @@ class MetadataImage:
     ``client_quotas``
     maps each client quota entity (:data:`QuotaEntity`) to its quota values by key.
     ``scram_credentials`` maps ``(user name, mechanism type id)`` to the user's SCRAM credential.
+    ``rest_answers`` maps an Idempotency-Key to the REST admin API's answer (pydmq's own
+    record; replaying one drops those expired at its creation time).
     """
 
     EMPTY: ClassVar[MetadataImage]
@@ -277,6 +280,7 @@ class MetadataImage:
     scram_credentials: Mapping[tuple[str, int], ScramCredentialData] = field(
         default_factory=frozen_mapping
     )
+    rest_answers: Mapping[str, RestAnswerRecord] = field(default_factory=frozen_mapping)
 
     # -- queries ------------------------------------------------------------------------
 
@@ -341,6 +345,7 @@ class MetadataImage:
             credential.to_record(user, mechanism)
             for (user, mechanism), credential in self.scram_credentials.items()
         )
+        out.extend(self.rest_answers.values())
         return out
 
 

@@ -2,7 +2,10 @@
 
 Routes (group ``monitoring``): ``GET /metrics`` (Prometheus text format, rendered by
 prometheus_client from the node's own registry), ``GET /v1/health/live`` and
-``GET /v1/health/ready`` (JSON, 200 or 503; see :mod:`pydmq.metrics.health`).
+``GET /v1/health/ready`` (JSON, 200 or 503; see :mod:`pydmq.metrics.health`),
+``GET /v1/openapi.json``; on a node with the broker role, the REST admin API (group
+``admin``, :mod:`pydmq.rest`). Every route passes the per-client rate limits
+(``pydmq.rest.*``, :class:`~pydmq.http.ratelimit.RateLimitGate`).
 
 prometheus_client costs ~0.1 s to import: it is imported at the first scrape, never at
 start-up. The node starts this service once its Kafka listeners serve (in cluster mode once
@@ -17,19 +20,24 @@ import concurrent.futures
 from typing import TYPE_CHECKING
 
 from pydmq.config.http import HttpListener, HttpSettings
+from pydmq.config.rest import RestSettings
 from pydmq.http.messages import HttpRequest, HttpResponse, json_response
-from pydmq.http.routing import Router
+from pydmq.http.ratelimit import RateLimitGate
+from pydmq.http.routing import RequestGate, RouteDoc, Router
 from pydmq.http.server import HttpServer
 from pydmq.metrics.health import readiness
 from pydmq.metrics.loop_lag import EventLoopLagProbe
 from pydmq.metrics.source import NodeView
+from pydmq.rest.api import ADMIN
 
 if TYPE_CHECKING:
     from prometheus_client.registry import CollectorRegistry
 
+    from pydmq.rest.calls import BrokerCalls
+
 __all__ = ["MONITORING", "NodeHttpService"]
 
-MONITORING = "monitoring"  # the route group of metrics and health
+MONITORING = "monitoring"  # the route group of metrics, health and the OpenAPI document
 
 
 class NodeHttpService:
@@ -41,12 +49,65 @@ class NodeHttpService:
         self.lag_probe = EventLoopLagProbe()
         self._registry: CollectorRegistry | None = None
         self._renderer: concurrent.futures.ThreadPoolExecutor | None = None
+        self._calls: BrokerCalls | None = None
         router = Router()
-        router.add("GET", "/metrics", self._metrics, MONITORING)
-        router.add("GET", "/v1/health/live", self._live, MONITORING)
-        router.add("GET", "/v1/health/ready", self._ready, MONITORING)
+        router.add(
+            "GET",
+            "/metrics",
+            self._metrics,
+            MONITORING,
+            RouteDoc("Prometheus metrics (text format)", {200: None}),
+        )
+        router.add(
+            "GET",
+            "/v1/health/live",
+            self._live,
+            MONITORING,
+            RouteDoc("Liveness", {200: {"type": "object"}}),
+        )
+        router.add(
+            "GET",
+            "/v1/health/ready",
+            self._ready,
+            MONITORING,
+            RouteDoc(
+                "Readiness: 200 when ready, 503 when not",
+                {200: {"type": "object"}, 503: {"type": "object"}},
+            ),
+        )
+        rest = RestSettings.from_config(node.config)
+        limits: RequestGate = RateLimitGate(
+            {MONITORING: rest.monitoring_per_minute, ADMIN: rest.admin_per_minute}
+        )
+        if node.broker is not None:
+            limits = self._add_admin_api(router, rest, limits)
+        from pydmq.rest.api import add_openapi_route
+
+        add_openapi_route(router, MONITORING)
         self.router = router
-        self.server = HttpServer(settings, router)
+        self.server = HttpServer(settings, router, [limits])
+
+    def _add_admin_api(
+        self, router: Router, rest: RestSettings, limits: RequestGate
+    ) -> RequestGate:
+        """The REST admin API's routes (a node with the broker role); the gate in front of
+        them: ``limits``, behind HTTP Basic when the client listener the API acts on is a
+        SASL listener (the same users, and the ACLs for their principal)."""
+        from pydmq.http.basic_auth import BasicAuthGate
+        from pydmq.rest.api import add_admin_routes
+        from pydmq.rest.auth import SaslPasswordCheck
+        from pydmq.rest.calls import BrokerCalls
+        from pydmq.rest.idempotency import ControllerAnswerStore, Idempotency
+
+        broker = self.node.broker
+        assert broker is not None
+        self._calls = calls = BrokerCalls(broker)
+        store = ControllerAnswerStore(broker)
+        add_admin_routes(router, calls, Idempotency(store, rest.idempotency_retention_ms))
+        sasl = self.node.sasl_listeners.get(calls.listener)
+        if sasl is None:
+            return limits
+        return BasicAuthGate(SaslPasswordCheck(sasl), (ADMIN,), limits)
 
     @property
     def bound(self) -> list[HttpListener]:
@@ -62,6 +123,8 @@ class NodeHttpService:
     async def stop(self) -> None:
         await self.lag_probe.stop()
         await self.server.stop()
+        if self._calls is not None:
+            await self._calls.close()
         if self._renderer is not None:
             self._renderer.shutdown(wait=False)
 

@@ -3,6 +3,7 @@ package sits below the node and never imports it)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -10,6 +11,7 @@ if TYPE_CHECKING:
     from pydmq.broker.server import Broker
     from pydmq.config.broker import BrokerConfig
     from pydmq.controller.runtime import ControllerRuntime
+    from pydmq.security.sasl.listener import SaslListener
 
 __all__ = ["NodeView"]
 
@@ -23,6 +25,11 @@ class NodeView(Protocol):
     broker: Broker | None
     controller: ControllerRuntime | None
     controller_dispatcher: RequestDispatcher[Any] | None
+
+    @property
+    def sasl_listeners(self) -> Mapping[str, SaslListener]:
+        """Listener name -> its SASL login factory (empty without SASL listeners)."""
+        ...
 
     @property
     def serving_clients(self) -> bool:

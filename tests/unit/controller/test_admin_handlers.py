@@ -32,7 +32,8 @@ from pydmq.protocol.messages.list_partition_reassignments import (
 
 pytestmark = pytest.mark.timeout(30)
 
-ADMIN_KEYS = [19, 20, 30, 31, 33, 37, 43, 44, 45, 46, 49, 51]
+# 32: DescribeConfigs of the REST admin API's answers only (controller/handlers/rest_answers.py)
+ADMIN_KEYS = [19, 20, 30, 31, 32, 33, 37, 43, 44, 45, 46, 49, 51]
 
 
 class Refusing:

@@ -29,6 +29,7 @@ from pydmq.metadata.records import (
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
+    RestAnswerRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -156,12 +157,16 @@ EXAMPLES: list[MetadataRecord] = [
     NoOpRecord(),
     AccessControlEntryRecord(TID, 2, "orders", 4, "User:alice", "*", 3, 3),
     RemoveAccessControlEntryRecord(TID),
+    RestAnswerRecord("key", "f1", 201, "application/json", "/v1/admin/topics/t", b"{}", 1, 2),
 ]
 
 
 def test_examples_cover_every_record_type() -> None:
     assert {type(r) for r in EXAMPLES} == set(RECORD_CLASSES.values())
-    assert sorted(RECORD_CLASSES) == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14, 15, 16, 17, 20, 22]
+    assert sorted(RECORD_CLASSES) == [
+        *(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 14, 15, 16, 17, 20, 22),
+        1000,  # pydmq's own: RestAnswerRecord
+    ]
 
 
 @pytest.mark.parametrize("rec", EXAMPLES, ids=lambda r: type(r).__name__)

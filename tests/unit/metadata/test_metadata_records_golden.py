@@ -39,6 +39,7 @@ from pydmq.metadata.records import (
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
+    RestAnswerRecord,
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -124,6 +125,19 @@ CASES: dict[str, MetadataRecord] = {
     "acl": AccessControlEntryRecord(T1, 2, "orders", 3, "User:alice", "*", 3, 3),
     "acl-prefixed-deny": AccessControlEntryRecord(TMAX, 3, "app-", 4, "User:*", "10.0.0.1", 2, 2),
     "remove-acl": RemoveAccessControlEntryRecord(T1),
+    "rest-answer": RestAnswerRecord(
+        "alice\x00create-1",
+        "ab" * 32,
+        201,
+        "application/json",
+        "/v1/admin/topics/t",
+        b'{"name":"t"}',
+        1_700_000_000_000,
+        1_700_086_400_000,
+    ),
+    "rest-answer-no-location": RestAnswerRecord(
+        "\x00k", "", 204, "text/plain; charset=utf-8", None, b"", 0, 1
+    ),
 }
 
 

@@ -19,6 +19,7 @@ from pydmq.controller.handlers import (
     elect_leaders,
     incremental_alter_configs,
     list_partition_reassignments,
+    rest_answers,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ _ADMIN_MODULES = (
     delete_acls,
     alter_client_quotas,
     alter_user_scram_credentials,
+    rest_answers,
 )
 
 
