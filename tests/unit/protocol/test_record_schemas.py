@@ -75,7 +75,7 @@ def test_committed_schemas_load() -> None:
         "cluster_metadata.json",
         "transaction_log.json",
     }
-    assert len(families["cluster_metadata.json"].records) == 18
+    assert len(families["cluster_metadata.json"].records) == 19  # 1000: RestAnswerRecord
 
 
 @pytest.mark.parametrize(
