@@ -56,6 +56,18 @@ __all__ = ["TxnWorkloadConfig", "create_workload_topics", "run_txn_workload"]
 
 INPUT_WRITER = "in"
 STUCK_GRACE = 15.0  # seconds past a call's own timeout before it counts as stuck
+# what OffsetFetch answers while a fault moves the group's coordinator
+_COORDINATOR_MOVING = frozenset(
+    (
+        KafkaError.NOT_COORDINATOR,
+        KafkaError.COORDINATOR_NOT_AVAILABLE,
+        KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+        KafkaError.REQUEST_TIMED_OUT,
+        KafkaError._TIMED_OUT,
+        KafkaError._TRANSPORT,
+        KafkaError._WAIT_COORD,
+    )
+)
 
 
 class _StuckClient(Exception):
@@ -320,11 +332,25 @@ class _Worker:
         self._rewind()
 
     def _rewind(self) -> None:
-        """Back to the group's committed offsets (what the next transaction must redo)."""
+        """Back to the group's committed offsets (what the next transaction must redo); a
+        coordinator moving under a fault is waited out (bounded by ``timeout``)."""
         assignment = self.consumer.assignment()
         if not assignment:
             return
-        for tp in self.consumer.committed(assignment, self.config.timeout):
+        deadline = time.monotonic() + self.config.timeout
+        while True:
+            try:
+                committed = self.consumer.committed(assignment, self.config.timeout)
+                break
+            except KafkaException as exc:
+                error = exc.args[0] if exc.args and isinstance(exc.args[0], KafkaError) else None
+                moving = error is not None and (
+                    error.retriable() or error.code() in _COORDINATOR_MOVING
+                )
+                if not moving or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        for tp in committed:
             offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
             self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
 
