@@ -368,8 +368,8 @@ def test_api_versions_each_version(
                 assert names["transaction.version"] == (0, 2)
             finalized = {f.name: f.max_version_level for f in body.finalized_features}
             assert "metadata.version" in finalized
-            # a new cluster is formatted at pydmq.bootstrap.transaction.version (1 for now)
-            assert finalized["transaction.version"] == 1
+            # a new cluster is formatted at pydmq.bootstrap.transaction.version (2, as Kafka 4.x)
+            assert finalized["transaction.version"] == 2
             assert body.finalized_features_epoch >= 0
 
 

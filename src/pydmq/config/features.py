@@ -21,10 +21,10 @@ FEATURE_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(
         BOOTSTRAP_TRANSACTION_VERSION,
         T.INT,
-        1,
+        2,
         "The transaction.version a new cluster is formatted with (Kafka's format --feature "
-        "transaction.version=N): 2 is transactions v2 (KIP-890 part 2), which Kafka 4 "
-        "clients then use; 1 until franz-go's transactional ETL passes on 2 (pydmq).",
+        "transaction.version=N): 2, Kafka 4.x's default, is transactions v2 (KIP-890 part "
+        "2), which Kafka 4 clients then use; 1 keeps every client on transactions v1.",
         _transaction_version,
         read_only=True,
     ),

@@ -28,14 +28,21 @@ A non-transactional batch from a producer whose transaction is open is INVALID_T
 Kafka's ProducerAppendInfo.
 
 Partition verification (KIP-890 part 1): while a leader asks the transaction coordinator
-whether this partition is in a producer's transaction, the producer holds a *verification
-guard* here (:meth:`start_verification`, Kafka's VerificationGuard of its
-VerificationStateEntry), shared by every verification of that producer in flight. As in
+whether this partition is in a producer's transaction, the producer holds a
+:class:`VerificationGuard` here (:meth:`start_verification`, Kafka's VerificationStateEntry
+and its VerificationGuard), shared by every verification of that producer in flight. As in
 Kafka, only an appended transactional batch of the producer removes it: a marker (so a first
 batch verified before an abort and appended after it is refused, :meth:`is_verified` being
 false, instead of opening a transaction nobody will end) or a data batch (its transaction is
 then open here, and later batches need no guard). A refused verification leaves it: another
-produce sharing it may have been verified.
+produce sharing it may have been verified. One marker leaves it (transactions v2, Kafka's
+``isV2NextTransactionStarted``): the previous transaction's, which the coordinator writes at
+the epoch it bumped, the epoch the producer's next transaction runs at; a guard of a
+transactions v2 produce at that epoch is the next transaction's, verified while the marker was
+written, not a zombie. While a guard is held, a batch of the producer must not start above the
+lowest sequence its verifications saw (a later batch overtaking the first one, which was
+refused) nor, for transactions v2, above 0 when the producer has no batch here
+(OUT_OF_ORDER_SEQUENCE_NUMBER, retried by the client after the first batch).
 """
 
 from __future__ import annotations
@@ -64,6 +71,7 @@ __all__ = [
     "ProducerStateEntry",
     "ProducerStateManager",
     "ProducerStateSnapshotError",
+    "VerificationGuard",
     "in_sequence",
 ]
 
@@ -171,6 +179,53 @@ def _check_txn_state(entry: ProducerStateEntry, header: BatchHeader) -> AppendCh
     return APPEND_OK
 
 
+@dataclass(eq=False, slots=True)
+class VerificationGuard:
+    """The verification in flight of one producer on one partition (Kafka's
+    VerificationStateEntry, its identity the VerificationGuard): the epoch and lowest sequence
+    of the batches verified, and whether they are transactions v2 produces (the coordinator
+    bumps the epoch at each transaction's end). Owned by the partition's producer state (event
+    loop)."""
+
+    producer_epoch: int
+    lowest_sequence: int
+    supports_epoch_bump: bool
+
+    def maybe_update_lowest_sequence_and_epoch(self, sequence: int, producer_epoch: int) -> None:
+        """A further batch verified under this guard: a newer epoch restarts the lowest
+        sequence, a lower sequence at the same epoch lowers it."""
+        if producer_epoch > self.producer_epoch:
+            self.producer_epoch = producer_epoch
+            self.lowest_sequence = sequence
+        elif producer_epoch == self.producer_epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+
+
+def _check_verified_sequence(
+    guard: VerificationGuard, entry: ProducerStateEntry | None, header: BatchHeader
+) -> AppendCheck:
+    """Kafka's sequence rules while a producer's verification is in flight: a transactions v2
+    producer with no batch here starts at sequence 0, and no batch starts above the lowest
+    sequence verified (it would overtake the batch the verification was for)."""
+    first_seq = header.base_sequence
+    producer_id = header.producer_id
+    if guard.supports_epoch_bump and first_seq != 0 and (entry is None or not entry.batches):
+        return AppendCheck(
+            OUT_OF_ORDER_SEQUENCE_NUMBER,
+            None,
+            f"invalid sequence {first_seq} of producer {producer_id}: a transactions v2 "
+            "producer with no batch here starts at 0",
+        )
+    if first_seq > guard.lowest_sequence:
+        return AppendCheck(
+            OUT_OF_ORDER_SEQUENCE_NUMBER,
+            None,
+            f"out of order sequence {first_seq} of producer {producer_id}: its transaction's "
+            f"verification here started at sequence {guard.lowest_sequence}",
+        )
+    return APPEND_OK
+
+
 class ProducerStateSnapshotError(ValueError):
     """A producer state snapshot that is truncated, of an unknown version or fails its CRC."""
 
@@ -199,7 +254,7 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         # producer id -> the guard of its partition verifications (KIP-890), until its next
         # transactional batch or marker is appended; not in snapshots (leader only).
-        self.verification_guards: dict[int, object] = {}
+        self.verification_guards: dict[int, VerificationGuard] = {}
         # producer id -> first offset of its open transaction (every entry whose
         # current_txn_first_offset is set, and only those).
         self.ongoing_txns: dict[int, int] = {}
@@ -226,17 +281,23 @@ class ProducerStateManager:
         entry = self.producers.get(producer_id)
         if entry is None:
             # No state (new producer, or its state expired or was deleted with the log
-            # prefix): Kafka accepts any epoch and sequence.
-            return APPEND_OK
+            # prefix): Kafka accepts any epoch and sequence, unless a verification is in
+            # flight for the producer.
+            guard = self.verification_guards.get(producer_id)
+            if guard is None or header.is_control or header.base_sequence == NO_SEQUENCE:
+                return APPEND_OK
+            return _check_verified_sequence(guard, None, header)
         epoch = header.producer_epoch
         first_seq = header.base_sequence
         batches = entry.batches
-        # Fast path, the common case: same epoch, next sequence (cannot be a duplicate).
+        # Fast path, the common case: same epoch, next sequence (cannot be a duplicate), no
+        # verification in flight.
         if (
             epoch == entry.producer_epoch
             and batches
             and not header.attributes & CONTROL_FLAG
             and (entry.current_txn_first_offset is None or header.attributes & TRANSACTIONAL_FLAG)
+            and not (self.verification_guards and producer_id in self.verification_guards)
         ):
             last_seq = batches[-1].last_seq
             if first_seq == last_seq + 1 or (first_seq == 0 and last_seq == INT32_MAX):
@@ -272,6 +333,11 @@ class ProducerStateManager:
             # sequences of client batches only; a client batch with a producer id and no
             # sequence is refused before the log, as Kafka's LogValidator does).
             return APPEND_OK
+        guard = self.verification_guards.get(producer_id)
+        if guard is not None:
+            verified = _check_verified_sequence(guard, entry, header)
+            if verified.error_code:
+                return verified
         if epoch != entry.producer_epoch:
             if first_seq != 0 and entry.producer_epoch != NO_PRODUCER_EPOCH:
                 return AppendCheck(
@@ -316,7 +382,7 @@ class ProducerStateManager:
         if attributes & CONTROL_FLAG:
             entry.current_txn_first_offset = None
             self.ongoing_txns.pop(producer_id, None)
-            self.verification_guards.pop(producer_id, None)
+            self._end_verification(producer_id, header.producer_epoch)
             return
         base_sequence = header.base_sequence
         if base_sequence != NO_SEQUENCE:
@@ -396,9 +462,21 @@ class ProducerStateManager:
         entry.coordinator_epoch = coordinator_epoch
         entry.current_txn_first_offset = None
         self.ongoing_txns.pop(producer_id, None)
-        self.verification_guards.pop(producer_id, None)
+        self._end_verification(producer_id, producer_epoch)
         entry.last_timestamp = timestamp
         return NONE
+
+    def _end_verification(self, producer_id: int, marker_epoch: int) -> None:
+        """A marker of ``producer_id`` at ``marker_epoch`` was appended: its verification
+        guard goes, unless it is a transactions v2 guard at the marker's epoch (the marker
+        ends the previous transaction at the epoch the coordinator bumped; the guard is the
+        next transaction's, Kafka's ``isV2NextTransactionStarted``)."""
+        guard = self.verification_guards.get(producer_id)
+        if guard is None:
+            return
+        if guard.supports_epoch_bump and guard.producer_epoch == marker_epoch:
+            return
+        del self.verification_guards[producer_id]
 
     # -- partition verification (KIP-890) ---------------------------------------------------------
 
@@ -410,12 +488,25 @@ class ProducerStateManager:
         entry = self.producers.get(producer_id)
         return entry is not None and entry.producer_epoch == producer_epoch
 
-    def start_verification(self, producer_id: int) -> object:
-        """The guard of ``producer_id``'s verification: the one in flight, else a new one
-        (concurrent produces of one producer share it)."""
+    def start_verification(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        sequence: int,
+        *,
+        supports_epoch_bump: bool = False,
+    ) -> VerificationGuard:
+        """The guard of ``producer_id``'s verification of a batch at ``producer_epoch``
+        starting at ``sequence``: the one in flight (concurrent produces of one producer share
+        it; its epoch and lowest sequence follow the batch), else a new one.
+        ``supports_epoch_bump``: a transactions v2 produce (Produce v12)."""
         guard = self.verification_guards.get(producer_id)
         if guard is None:
-            guard = self.verification_guards[producer_id] = object()
+            guard = self.verification_guards[producer_id] = VerificationGuard(
+                producer_epoch, sequence, supports_epoch_bump
+            )
+        else:
+            guard.maybe_update_lowest_sequence_and_epoch(sequence, producer_epoch)
         return guard
 
     def is_verified(self, producer_id: int, guard: object) -> bool:

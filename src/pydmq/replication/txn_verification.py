@@ -22,7 +22,12 @@ later (another broker's coordinator). While the answer is awaited, each partitio
 state holds a verification guard for the producer
 (:meth:`~pydmq.producers.state.ProducerStateManager.start_verification`), shared by the
 producer's produces verified meanwhile; a marker removes it, and the append checks it first,
-so a batch verified before its transaction ended is refused. A refusal does not remove it (a
+so a batch verified before its transaction ended is refused. Not the previous transaction's
+marker under transactions v2: written at the epoch the coordinator bumped, it finds the guard
+of the next transaction's first batch at that epoch, which stays (Kafka's
+``isV2NextTransactionStarted``; removing it refused that batch, INVALID_TXN_STATE, fatal to
+the producer, and its later batches then failed OUT_OF_ORDER_SEQUENCE_NUMBER: franz-go's
+TestTxnEtl on transactions v2). A refusal does not remove it (a
 produce sharing it may have been verified: removing it would refuse that batch as a zombie,
 INVALID_TXN_STATE, which is fatal to a producer); the producer's next transactional append
 does, as Kafka's.
@@ -200,7 +205,15 @@ def verify_first_batches(
         else:
             for entry in verifying.entries:
                 state = replica_manager.partitions[entry.tp].log.producer_state
-                entry.verification_guard = state.start_verification(verifying.producer_id)
+                _, _, sequence = cast(
+                    "tuple[int, int, int]", PRODUCER.unpack_from(entry.records, PRODUCER_ID_AT)
+                )
+                entry.verification_guard = state.start_verification(
+                    verifying.producer_id,
+                    verifying.producer_epoch,
+                    sequence,
+                    supports_epoch_bump=add_partition,
+                )
             waiting.append((verifying, verdicts))
     if not waiting:
         return None

@@ -21,7 +21,10 @@ so):
   all answered, the coordinator writes CompleteCommit/CompleteAbort. Retries of a completed
   or completing result answer NONE / CONCURRENT_TRANSACTIONS, the other result
   INVALID_TXN_STATE. EndTxn v5 is transactions v2 (KIP-890): the Prepare record bumps the
-  epoch and the answer carries it.
+  epoch and the answer carries it; an abort at the current epoch of a transaction that added
+  nothing (Empty, CompleteCommit, CompleteAbort) is a transaction too (PrepareAbort, epoch
+  bumped, no marker), a commit of one INVALID_TXN_STATE; an EndTxn at the bumped epoch while
+  the previous transaction's markers are written is CONCURRENT_TRANSACTIONS.
 - **Timeouts** (:mod:`pydmq.transactions.timeouts`): timers per shard fence and abort
   Ongoing transactions older than their timeout, and write the tombstone of ids idle for
   ``transactional.id.expiration.ms``.
@@ -500,9 +503,15 @@ class TransactionCoordinator:
         else:
             current = ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch)
         state = md.state
-        abortable_empty = v2 and not committed and state is _S.EMPTY
+        # transactions v2 (Kafka's endTransaction for TV2): an abort of a transaction that
+        # added no partition (Empty, or the previous transaction Complete: its produces were
+        # all refused, or never sent) is a transaction too; it bumps the epoch
+        abortable_empty = v2 and not committed and state.is_complete_or_empty
         if (state is _S.ONGOING or abortable_empty) and not retry:
-            changes: dict[str, Any] = {"last_update_timestamp": self._clock()}
+            now = self._clock()
+            changes: dict[str, Any] = {"last_update_timestamp": now}
+            if state is not _S.ONGOING:
+                changes["start_timestamp"] = now
             if v2:  # KIP-890: every EndTxn bumps the epoch
                 if is_epoch_exhausted(md.producer_epoch) and fresh is None:
                     return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)  # raced: retry
@@ -524,13 +533,20 @@ class TransactionCoordinator:
                 )
             record = TransactionRecord(md.transactional_id, prepared)
             return CoordinatorResult([record], WriteOutcome(answer, prepared))
+        if v2 and state.is_prepare and not retry:
+            # transactions v2: the next transaction's EndTxn, at the epoch the previous one's
+            # EndTxn answered, while the previous one's markers are still written: retried
+            # until it completed (then an abort bumps the epoch, a commit of nothing is refused)
+            return no_write(ErrorCode.CONCURRENT_TRANSACTIONS)
         same = {
             _S.COMPLETE_COMMIT: committed,
             _S.COMPLETE_ABORT: not committed,
             _S.PREPARE_COMMIT: committed,
             _S.PREPARE_ABORT: not committed,
         }
-        if not same.get(state, False):
+        if not same.get(state, False) or (v2 and not retry):
+            # transactions v2: a commit at the current epoch of a completed transaction
+            # commits nothing (Kafka's INVALID_TXN_STATE); only a retry answers its result
             return no_write(ErrorCode.INVALID_TXN_STATE)
         code = (
             ErrorCode.NONE

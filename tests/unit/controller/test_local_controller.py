@@ -189,3 +189,26 @@ def test_a_listener_failing_after_the_commit_does_not_undo_the_preparation(
         asyncio.run(create(controller, "t", 3))  # type: ignore[arg-type]
     assert made[0].opened == made[0].count and not made[0].rolled_back
     assert list(controller.image.topics.by_name) == ["t"]
+
+
+def test_a_new_node_is_formatted_at_transactions_v2_unless_told_and_keeps_its_level(
+    tmp_path: Path,
+) -> None:
+    """``pydmq.bootstrap.transaction.version`` is 2 by default, as Kafka 4.x formats; 1 stays
+    selectable; the level is written once, so a node formatted at 1 keeps it at its next
+    start whatever the default says (pydmq has no UpdateFeatures)."""
+
+    def formatted(directory: Path, config: BrokerConfig) -> dict[str, int]:
+        metadata_log = LocalMetadataLog(directory, snapshot_interval_records=1000)
+        controller = LocalController(
+            metadata_log, config, PluginHost(load_entry_points=False), None
+        )
+        controller.bootstrap_features()
+        features = dict(controller.image.features)
+        metadata_log.close()
+        return features
+
+    assert formatted(tmp_path / "new", BrokerConfig())["transaction.version"] == 2
+    v1 = BrokerConfig({"pydmq.bootstrap.transaction.version": 1})
+    assert formatted(tmp_path / "v1", v1)["transaction.version"] == 1
+    assert formatted(tmp_path / "v1", BrokerConfig())["transaction.version"] == 1

@@ -410,16 +410,16 @@ def test_verification_guards() -> None:
     (applied or replicated) and by its transactional data batch (Kafka's rule), never by
     another producer's."""
     state = ProducerStateManager()
-    guard = state.start_verification(1)
-    assert state.start_verification(1) is guard
-    other = state.start_verification(2)
+    guard = state.start_verification(1, 0, 0)
+    assert state.start_verification(1, 0, 0) is guard
+    other = state.start_verification(2, 0, 0)
     assert state.is_verified(1, guard) and state.is_verified(2, other)
     assert state.complete_txn(1, 0, 0, 10, NOW) == 0
     assert not state.is_verified(1, guard)
     assert state.is_verified(2, other)
     state.update(batch(pid=2, control=True, base_offset=11), 11, 11, NOW)
     assert not state.is_verified(2, other)
-    opened = state.start_verification(3)
+    opened = state.start_verification(3, 0, 0)
     state.update(batch(pid=4, transactional=True, base_offset=12), 12, 12, NOW)
     assert state.is_verified(3, opened)
     state.update(batch(pid=3, base_offset=13), 13, 13, NOW)  # not transactional
@@ -484,3 +484,54 @@ def test_transactions_v2_markers_must_carry_a_bumped_epoch() -> None:
     )
     # the next transaction at the bumped epoch starts at sequence 0
     assert log.produce(batch(epoch=1, seq=0, transactional=True))[0].is_ok
+
+
+def test_a_transactions_v2_guard_outlives_the_previous_transactions_marker() -> None:
+    """Kafka's isV2NextTransactionStarted: under transactions v2 the coordinator writes the
+    previous transaction's marker at the epoch it bumped, the epoch of the producer's next
+    transaction. A guard of a transactions v2 verification at that epoch is the next
+    transaction's first batch, verified while the marker was written: the marker leaves it. A
+    marker at another epoch (a fence, an abort of a zombie), or any marker of a transactions
+    v1 guard, removes it; so does the producer's transactional batch."""
+    state = ProducerStateManager()
+    state.update(batch(pid=1, epoch=0, transactional=True, base_offset=0), 0, 0, NOW)
+    guard = state.start_verification(1, 1, 0, supports_epoch_bump=True)
+    assert state.complete_txn(1, 1, 0, 1, NOW) == 0  # the previous transaction's marker
+    assert state.is_verified(1, guard)
+    state.update(batch(pid=1, epoch=1, transactional=True, base_offset=2), 2, 2, NOW)
+    assert not state.is_verified(1, guard)  # its transaction is open here now
+    fenced = state.start_verification(2, 1, 0, supports_epoch_bump=True)
+    assert state.complete_txn(2, 2, 0, 3, NOW) == 0  # aborted at a newer epoch
+    assert not state.is_verified(2, fenced)
+    v1 = state.start_verification(3, 1, 0)
+    state.update(batch(pid=3, epoch=1, control=True, base_offset=4), 4, 4, NOW)
+    assert not state.is_verified(3, v1)
+    assert state.verification_guards == {}
+
+
+def test_a_guard_keeps_the_first_verified_batch_first() -> None:
+    """Kafka's checkSequence while a verification is in flight: a batch may not start above
+    the lowest sequence verified (it would overtake the first batch, refused or still
+    waiting), and a transactions v2 producer with no batch here starts at 0; both
+    OUT_OF_ORDER_SEQUENCE_NUMBER, which the client retries behind its first batch."""
+    state = ProducerStateManager()
+    guard = state.start_verification(1, 0, 5, supports_epoch_bump=True)
+    assert state.start_verification(1, 0, 0, supports_epoch_bump=True) is guard
+    assert (guard.producer_epoch, guard.lowest_sequence) == (0, 0)
+    later = state.check_and_prepare(batch(pid=1, epoch=0, seq=5, transactional=True), NOW)
+    assert later.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    first = state.check_and_prepare(batch(pid=1, epoch=0, seq=0, transactional=True), NOW)
+    assert first.is_ok
+    # transactions v1: a producer unknown here may start anywhere at or below the lowest
+    state.start_verification(2, 0, 7)
+    assert state.check_and_prepare(batch(pid=2, seq=7, transactional=True), NOW).is_ok
+    refused = state.check_and_prepare(batch(pid=2, seq=9, transactional=True), NOW)
+    assert refused.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    # a new epoch restarts the lowest sequence; a known producer past its marker
+    state.update(batch(pid=3, epoch=0, seq=0, transactional=True, base_offset=0), 0, 0, NOW)
+    assert state.complete_txn(3, 1, 0, 1, NOW) == 0
+    v2 = state.start_verification(3, 1, 0, supports_epoch_bump=True)
+    v2.maybe_update_lowest_sequence_and_epoch(4, 2)
+    assert (v2.producer_epoch, v2.lowest_sequence) == (2, 4)
+    gap = state.check_and_prepare(batch(pid=3, epoch=2, seq=4, transactional=True), NOW)
+    assert gap.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER  # no batch here: starts at 0

@@ -282,3 +282,111 @@ def test_a_waiting_produce_appends_a_copy_of_its_records() -> None:
         assert p.log.producer_state.txn_first_offset(PID) == 0
 
     asyncio.run(scenario())
+
+
+def _v2_entry(epoch: int, sequence: int, count: int = 1) -> ProduceEntry:
+    return ProduceEntry(
+        TP, memoryview(bytearray(transactional_batch(PID, epoch, sequence, count=count)))
+    )
+
+
+def test_transactions_v2_the_next_transaction_verified_while_the_previous_marker_is_written() -> (
+    None
+):
+    """The broker side of franz-go's TestTxnEtl failure on transactions v2. The producer
+    commits its transaction at epoch 0; EndTxn v5 answers epoch 1 and the coordinator writes
+    the markers at epoch 1. The producer's next transaction sends its first batch here at
+    epoch 1, sequence 0, whose partition the coordinator adds (Produce v12) while the
+    previous transaction's marker is written here, at epoch 1. That marker must leave the
+    batch's verification guard (Kafka's isV2NextTransactionStarted): removing it refused the
+    batch with INVALID_TXN_STATE, fatal to the producer, and the producer's next batches
+    (sequence 1 on, verified on their own once the transaction was added) then failed with
+    OUT_OF_ORDER_SEQUENCE_NUMBER ("expected 0")."""
+
+    async def scenario() -> None:
+        verifier = Verifier()
+        rm, p = verified_leader(verifier)
+        state = p.log.producer_state
+        first = rm.append_records(
+            [_v2_entry(0, 0, 3)], 1, 1000, transactional_id=TXN, add_partition=True
+        )
+        assert _codes(_now(first)) == [0]
+        verifier.later = True
+        waiting = asyncio.ensure_future(
+            rm.append_records(  # type: ignore[arg-type]
+                [_v2_entry(1, 0, 2)], 1, 1000, transactional_id=TXN, add_partition=True
+            )
+        )
+        await asyncio.sleep(0)
+        p.append_marker_to_leader(PID, 1, 0, commit=True, transaction_version=2)
+        verifier.answer()
+        [result] = await waiting
+        assert (result.error_code, result.base_offset) == (ErrorCode.NONE, 4)
+        assert state.txn_first_offset(PID) == 4
+        verifier.later = False
+        [after] = _now(
+            rm.append_records([_v2_entry(1, 2)], 1, 1000, transactional_id=TXN, add_partition=True)
+        )
+        assert (after.error_code, after.base_offset) == (ErrorCode.NONE, 6)
+        assert len(verifier.calls) == 2  # the transaction is open: not added again
+        # a marker at another epoch (the transaction fenced) still refuses a verified batch
+        verifier.later = True
+        p.append_marker_to_leader(PID, 2, 0, commit=False, transaction_version=2)
+        zombie = asyncio.ensure_future(
+            rm.append_records(  # type: ignore[arg-type]
+                [_v2_entry(2, 0)], 1, 1000, transactional_id=TXN, add_partition=True
+            )
+        )
+        await asyncio.sleep(0)
+        p.append_marker_to_leader(PID, 3, 0, commit=False, transaction_version=2)
+        verifier.answer()
+        [refused] = await zombie
+        assert refused.error_code == ErrorCode.INVALID_TXN_STATE
+
+    asyncio.run(scenario())
+
+
+def test_a_batch_overtaking_its_transactions_refused_first_batch_is_refused() -> None:
+    """Two pipelined produces open a transactions v2 producer's next transaction here: the
+    first (sequence 0) is refused by the coordinator (CONCURRENT_TRANSACTIONS: the previous
+    markers are written), the second (sequence 3) shares its guard and is verified in the
+    next request. Appending it would leave a gap the first batch's retry cannot fill; it is
+    OUT_OF_ORDER_SEQUENCE_NUMBER (Kafka's lowest verified sequence), which the client retries
+    behind the first."""
+
+    async def scenario() -> None:
+        verifier = Verifier(later=True)
+        rm, p = verified_leader(verifier)
+        first = asyncio.ensure_future(
+            rm.append_records(  # type: ignore[arg-type]
+                [_v2_entry(0, 0, 3)], 1, 1000, transactional_id=TXN, add_partition=True
+            )
+        )
+        await asyncio.sleep(0)
+        verifier.code = ErrorCode.CONCURRENT_TRANSACTIONS
+        verifier.answer()
+        assert _codes(await first) == [ErrorCode.NOT_ENOUGH_REPLICAS]
+        second = asyncio.ensure_future(
+            rm.append_records(  # type: ignore[arg-type]
+                [_v2_entry(0, 3)], 1, 1000, transactional_id=TXN, add_partition=True
+            )
+        )
+        await asyncio.sleep(0)
+        verifier.code = ErrorCode.NONE
+        verifier.answer()
+        assert _codes(await second) == [ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER]
+        assert p.log.log_end_offset == 0
+        retried = asyncio.ensure_future(
+            rm.append_records(  # type: ignore[arg-type]
+                [_v2_entry(0, 0, 3)], 1, 1000, transactional_id=TXN, add_partition=True
+            )
+        )
+        await asyncio.sleep(0)
+        verifier.answer()
+        assert _codes(await retried) == [0]
+        assert _codes(
+            _now(rm.append_records([_v2_entry(0, 3)], 1, 1000, transactional_id=TXN))
+        ) == [0]
+        assert p.log.log_end_offset == 4
+
+    asyncio.run(scenario())

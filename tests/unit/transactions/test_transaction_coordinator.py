@@ -674,3 +674,77 @@ def test_transactions_v2_a_rotated_producer_waits_for_the_rotation() -> None:
         assert (h.state("a").producer_id, h.state("a").state) == (1000, "Ongoing")
 
     run(scenario())
+
+
+def test_transactions_v2_aborting_a_transaction_that_added_nothing_bumps_the_epoch() -> None:
+    """franz-go's TestTxnEtl on transactions v2: the client commits (EndTxn v5 answers epoch
+    1), begins the next transaction, whose produces were all refused (CONCURRENT_TRANSACTIONS
+    while the commit's markers were written), and aborts it at epoch 1: Kafka's TV2
+    endTransaction takes that abort from CompleteCommit (PrepareAbort at epoch 2, no marker to
+    write), where pydmq answered INVALID_TXN_STATE, fatal to the producer. A retry of that
+    abort answers its epoch; a commit of nothing at the current epoch is INVALID_TXN_STATE."""
+
+    async def scenario() -> None:
+        h = Harness()
+        h.start()
+        c = h.coordinator
+        await c.init_producer_id("a", 60000)
+        assert await c.add_partitions("a", 1000, 0, [TP0], transaction_version=2) == 0
+        end = await c.end_transaction("a", 1000, 0, True, transaction_version=2)
+        assert (end.error_code, end.producer_epoch) == (E.NONE, 1)
+        await h.settled("a", "CompleteCommit")
+        markers_sent = len(h.receiver.requests)
+        h.now += 5
+        abort = await c.end_transaction("a", 1000, 1, False, transaction_version=2)
+        assert (abort.error_code, abort.producer_id, abort.producer_epoch) == (E.NONE, 1000, 2)
+        await h.settled("a", "CompleteAbort")
+        assert len(h.receiver.requests) == markers_sent  # no partition, no marker
+        assert (h.state("a").producer_epoch, h.state("a").partitions) == (2, ())
+        retry = await c.end_transaction("a", 1000, 1, False, transaction_version=2)
+        assert (retry.error_code, retry.producer_epoch) == (E.NONE, 2)
+        # again from CompleteAbort, then a commit of nothing
+        again = await c.end_transaction("a", 1000, 2, False, transaction_version=2)
+        assert (again.error_code, again.producer_epoch) == (E.NONE, 3)
+        await h.settled("a", "CompleteAbort")
+        nothing = await c.end_transaction("a", 1000, 3, True, transaction_version=2)
+        assert nothing.error_code == E.INVALID_TXN_STATE
+        # transactions v1 keeps Kafka's v1 answers: an abort of a completed commit is invalid
+        await c.init_producer_id("b", 60000)
+        assert await c.add_partitions("b", 1001, 0, [TP0]) == 0
+        assert (await c.end_transaction("b", 1001, 0, True)).error_code == E.NONE
+        await h.settled("b", "CompleteCommit")
+        assert (await c.end_transaction("b", 1001, 0, False)).error_code == E.INVALID_TXN_STATE
+        assert (await c.end_transaction("b", 1001, 0, True)).error_code == E.NONE
+
+    run(scenario())
+
+
+def test_transactions_v2_the_next_end_txn_waits_for_the_previous_markers() -> None:
+    """The other TestTxnEtl failure: the next transaction's EndTxn (at the epoch the previous
+    EndTxn answered) arrives while the previous transaction's markers are still written
+    (PrepareCommit): CONCURRENT_TRANSACTIONS, which the client retries, not INVALID_TXN_STATE;
+    once the commit completed the abort goes through. A retry of the previous EndTxn itself
+    still answers CONCURRENT_TRANSACTIONS, and the other result INVALID_TXN_STATE."""
+
+    async def scenario() -> None:
+        h = Harness()
+        h.start()
+        c = h.coordinator
+        await c.init_producer_id("a", 60000)
+        assert await c.add_partitions("a", 1000, 0, [TP0], transaction_version=2) == 0
+        h.receiver.hold = asyncio.Event()
+        end = await c.end_transaction("a", 1000, 0, True, transaction_version=2)
+        assert (end.error_code, end.producer_epoch) == (E.NONE, 1)
+        assert h.state("a").state == "PrepareCommit"
+        early = await c.end_transaction("a", 1000, 1, False, transaction_version=2)
+        assert early.error_code == E.CONCURRENT_TRANSACTIONS
+        retry = await c.end_transaction("a", 1000, 0, True, transaction_version=2)
+        assert retry.error_code == E.CONCURRENT_TRANSACTIONS
+        other = await c.end_transaction("a", 1000, 0, False, transaction_version=2)
+        assert other.error_code == E.INVALID_TXN_STATE
+        h.receiver.hold.set()
+        await h.settled("a", "CompleteCommit")
+        abort = await c.end_transaction("a", 1000, 1, False, transaction_version=2)
+        assert (abort.error_code, abort.producer_epoch) == (E.NONE, 2)
+
+    run(scenario())
