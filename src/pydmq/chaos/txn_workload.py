@@ -434,12 +434,20 @@ def _wait_stable(bootstrap: str, topic: str, config: TxnWorkloadConfig) -> None:
     }
     deadline = time.monotonic() + config.timeout
     while True:
-        ends = []
-        for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
-            futures = admin.list_offsets(specs, isolation_level=level)
-            ends.append(
-                {tp.partition: f.result(config.timeout).offset for tp, f in futures.items()}
-            )
+        ends: list[dict[int, int]] = []
+        try:
+            for level in (IsolationLevel.READ_COMMITTED, IsolationLevel.READ_UNCOMMITTED):
+                futures = admin.list_offsets(specs, isolation_level=level)
+                ends.append(
+                    {tp.partition: f.result(config.timeout).offset for tp, f in futures.items()}
+                )
+        except KafkaException:
+            # a leader moving under a fault (FENCED_LEADER_EPOCH, NOT_LEADER_OR_FOLLOWER, ...):
+            # asked again until the deadline
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+            continue
         if ends[0] == ends[1]:
             return
         if time.monotonic() > deadline:
