@@ -244,9 +244,9 @@ class ConsolePages:
             f"{dict(labels)['topic']}-{dict(labels)['partition']}": points
             for labels, points in series.items()
         }
-        span = sampler.interval_s * ((sampler.samples.maxlen or 2) - 1)
+        now = sampler.now().at
         body += Markup("<h2>Lag over time</h2>") + line_chart(
-            named, sampler.now().at, span, "lag-plot"
+            named, now, sampler.span(now), "lag-plot"
         )
         body += Markup(
             f'<p class="note">Sampled every {sampler.interval_s:g} s, for the partitions this '

@@ -115,6 +115,13 @@ class MetricsSampler:
             except Exception:
                 log.exception("the console's metrics sample failed")
 
+    def span(self, now: float) -> float:
+        """The seconds the kept samples reach back from ``now`` (the plot's width): at least
+        two intervals, at most the ring buffer's length."""
+        kept = self.interval_s * ((self.samples.maxlen or 2) - 1)
+        reach = now - self.samples[0].at if self.samples else 0.0
+        return max(2 * self.interval_s, min(kept, reach))
+
     def rate(
         self, name: str, labels: Labels, current: MetricsSample, over_s: float
     ) -> float | None:

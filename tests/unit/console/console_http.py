@@ -45,12 +45,13 @@ def get(port: int, path: str, method: str = "GET", headers: dict[str, str] | Non
         )
 
 
-def post_json(port: int, path: str, body: Any) -> int:
+def post_json(port: int, path: str, body: Any, headers: dict[str, str] | None = None) -> int:
+    """POST ``body`` as JSON; the status (an error status raises)."""
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}{path}",
         data=json.dumps(body).encode(),
         method="POST",
-        headers={"content-type": "application/json"},
+        headers=headers or {"content-type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=30) as response:
         return int(response.status)
