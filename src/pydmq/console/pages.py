@@ -29,7 +29,7 @@ from pydmq.console.sampler import (
 )
 from pydmq.console.svg import line_chart
 from pydmq.http.messages import HttpRequest, HttpResponse
-from pydmq.http.routing import Handler, RouteDoc, Router
+from pydmq.http.routing import Handler, Router
 from pydmq.rest.calls import BrokerCalls
 from pydmq.rest.cluster import ClusterResource
 from pydmq.rest.errors import RestError
@@ -256,19 +256,14 @@ class ConsolePages:
 
 
 def add_console_routes(router: Router, calls: BrokerCalls, sampler: MetricsSampler) -> None:
-    """The console's GET routes, each answering an HTML page."""
+    """The console's GET routes, each answering an HTML page. They are pages for a browser,
+    not an API: the OpenAPI document leaves them out (no RouteDoc)."""
     pages = ConsolePages(calls, sampler)
-    for template, render, summary in (
-        ("/", pages.cluster_page, "Console: the cluster (brokers, controller, quorum)"),
-        ("/topics", pages.topics_page, "Console: the topics"),
-        ("/topics/{name}", pages.topic_page, "Console: one topic's partitions and rates"),
-        ("/groups", pages.groups_page, "Console: the consumer groups"),
-        ("/groups/{group_id}", pages.group_page, "Console: one group's members, lag and plot"),
+    for template, render in (
+        ("/", pages.cluster_page),
+        ("/topics", pages.topics_page),
+        ("/topics/{name}", pages.topic_page),
+        ("/groups", pages.groups_page),
+        ("/groups/{group_id}", pages.group_page),
     ):
-        router.add(
-            "GET",
-            template,
-            _rendered(render),
-            CONSOLE,
-            RouteDoc(summary, {200: None, 401: None, 403: None, 404: None}, tag="console"),
-        )
+        router.add("GET", template, _rendered(render), CONSOLE)
