@@ -36,10 +36,17 @@ def console_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
         port = broker.http_port
         assert post_json(port, "/v1/admin/topics", {"name": TOPIC, "partitions": 2}) == 201
         producer = Producer({"bootstrap.servers": broker.bootstrap})
-        for partition, count in enumerate(RECORDS):
-            for i in range(count):
-                producer.produce(TOPIC, b"record-%d" % i, partition=partition)
-        assert producer.flush(30) == 0
+
+        def produce(counts: tuple[int, ...]) -> None:
+            for partition, count in enumerate(counts):
+                for i in range(count):
+                    producer.produce(TOPIC, b"record-%d" % i, partition=partition)
+            assert producer.flush(30) == 0
+
+        # half the records first, the rest once the plot has samples (so the plot, and the
+        # screenshot of it, shows the lag rising)
+        first = tuple(n // 2 for n in RECORDS)
+        produce(first)
         reset = {"topic": TOPIC, "to": "earliest"}
         assert (
             post_json(port, f"/v1/admin/groups/{quote(GROUP, safe='')}/offsets/reset", reset) == 200
@@ -48,6 +55,9 @@ def console_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerP
         while 'class="series"' not in get(port, group_path()).text:
             assert time.monotonic() < deadline, "the lag plot never had a sample"
             time.sleep(0.2)
+        time.sleep(1)  # a few samples at the first lag (only what the plot looks like)
+        produce(tuple(n - f for n, f in zip(RECORDS, first, strict=True)))
+        time.sleep(0.5)  # a few samples at the final lag (ditto)
         yield broker
     finally:
         broker.stop()
