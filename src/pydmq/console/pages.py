@@ -181,7 +181,8 @@ class ConsolePages:
             "partitions",
         )
         body += Markup(
-            '<p class="note">Log end offset and size of the replicas on this node.</p>'
+            '<p class="note">Log end offset and size of the replicas on this node; rates over '
+            f"the last {RATE_WINDOW_S:g} s, of the partitions this node leads.</p>"
             "<h2>Configs</h2>"
         ) + table(
             ["Name", "Value", "Source"],
