@@ -61,8 +61,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pydmq.broker",),
     # a node's observability: Prometheus collectors over the roles' state, health, the HTTP
     # routes the node starts (reads the broker and controller; never the node)
-    # and the REST admin API (Kafka requests run by the broker's handlers)
-    ("pydmq.metrics", "pydmq.rest"),
+    # and the REST admin API (Kafka requests run by the broker's handlers); the web console
+    # (HTML pages over the REST resources and the metrics registry)
+    ("pydmq.metrics", "pydmq.rest", "pydmq.console"),
     # the composition root: builds the roles a node has, owns its listeners, start and stop
     ("pydmq.node",),
     # launching nodes as processes (pydmq cluster up, the test harness, the chaos harness)

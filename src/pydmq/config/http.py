@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from pydmq.config.console import CONSOLE_CONFIGS
 from pydmq.config.definitions import ConfigDef, ConfigError, ConfigType, ConfigValues, at_least
 from pydmq.config.rest import REST_CONFIGS
 
@@ -118,6 +119,8 @@ HTTP_CONFIGS: tuple[ConfigDef, ...] = (
         read_only=True,
     ),  # the REST admin API served on the same listener
     *REST_CONFIGS,
+    # the web console served on the same listener
+    *CONSOLE_CONFIGS,
 )
 
 
