@@ -10,11 +10,14 @@ against other source trees and keeps its own process free of them.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,13 +28,16 @@ if TYPE_CHECKING:
 __all__ = [
     "DeliveryTally",
     "bulk_producer_config",
+    "create_topic",
     "free_port",
     "produce_chunked",
+    "single_node",
     "spawn_serve",
     "wait_listening",
 ]
 
 START_TIMEOUT_S = 30.0
+TOPIC_TIMEOUT_S = 120.0  # create_topic: Kafka's JVM may still be starting
 
 # The children's environment: with bytecode caches, as users have them.
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -128,6 +134,72 @@ def wait_listening(
             if proc.poll() is not None or time.perf_counter() - started > START_TIMEOUT_S:
                 raise RuntimeError("broker did not start") from None
             time.sleep(poll_s)
+
+
+@contextmanager
+def single_node(target: str, workdir: Path, props: Mapping[str, str]) -> Iterator[str]:
+    """A fresh single node of ``target`` (``pydmq`` or ``kafka``: Kafka 4.4 from
+    compat/kafka) with ``props`` (Kafka's names: both take them) and one partition per new
+    topic; yields its bootstrap. Stopped and its data removed on the way out."""
+    port = free_port()
+    data = Path(tempfile.mkdtemp(prefix=f"{target}-", dir=workdir))
+    log = open(data / "broker.log", "wb")  # noqa: SIM115 - handed to the child
+    if target == "pydmq":
+        overrides = {"num.partitions": "1", "auto.create.topics.enable": "false", **props}
+        command = [
+            *serve_command(),
+            "serve",
+            "--listeners",
+            f"PLAINTEXT://127.0.0.1:{port}",
+            "--log-dirs",
+            str(data / "logs"),
+            "--http-listener",
+            "http://127.0.0.1:0",
+            "--log-level",
+            "WARNING",
+        ]
+        for name, value in overrides.items():
+            command += ["--override", f"{name}={value}"]
+        env = dict(os.environ)
+    else:
+        from benchmarks.omb.java_driver import KAFKA_DIR, ensure_kafka_jars
+
+        ensure_kafka_jars()
+        extra = " ".join(f"{k}={v}" for k, v in props.items())
+        command = ["bash", str(KAFKA_DIR / "start.sh"), str(port), str(data), str(free_port())]
+        env = {**os.environ, "KAFKA_EXTRA_PROPS": f"num.partitions=1 {extra}"}
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        yield f"127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(10)
+        log.close()
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def create_topic(config: Mapping[str, str], topic: str) -> None:
+    """Create ``topic`` (one partition) once the broker answers (bounded: a JVM starts)."""
+    import confluent_kafka as ck
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient(dict(config))
+    deadline = time.monotonic() + TOPIC_TIMEOUT_S
+    while True:
+        try:
+            admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+            return
+        except (ck.KafkaException, TimeoutError) as exc:
+            code = exc.args[0].code() if isinstance(exc, ck.KafkaException) else None
+            if code == ck.KafkaError.TOPIC_ALREADY_EXISTS:
+                return  # an earlier attempt that timed out created it
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def bulk_producer_config(bootstrap: str, acks: str) -> dict[str, object]:

@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,16 +36,14 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
 from benchmarks.common import (  # noqa: E402
     DeliveryTally,
     bulk_producer_config,
-    free_port,
+    create_topic,
     produce_chunked,
-    serve_command,
+    single_node,
 )
-from benchmarks.omb.java_driver import KAFKA_DIR, ensure_kafka_jars  # noqa: E402
 
 from pydmq.testing.tls import PASSWORD, Identity, TestCA  # noqa: E402
 
 TOPIC = "tls-bench"
-START_TIMEOUT_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -91,68 +87,9 @@ def client_security(protocol: str, ca: TestCA, client: Identity, mtls: bool) -> 
     return config
 
 
-@contextmanager
-def broker(target: str, workdir: Path, props: Mapping[str, str]) -> Iterator[str]:
-    """A fresh single node of ``target`` with ``props``; yields its bootstrap."""
-    port = free_port()
-    data = Path(tempfile.mkdtemp(prefix=f"{target}-", dir=workdir))
-    log = open(data / "broker.log", "wb")  # noqa: SIM115 - handed to the child
-    if target == "pydmq":
-        overrides = {"num.partitions": "1", "auto.create.topics.enable": "false", **props}
-        command = [
-            *serve_command(),
-            "serve",
-            "--listeners",
-            f"PLAINTEXT://127.0.0.1:{port}",
-            "--log-dirs",
-            str(data / "logs"),
-            "--log-level",
-            "WARNING",
-        ]
-        for name, value in overrides.items():
-            command += ["--override", f"{name}={value}"]
-        env = dict(os.environ)
-    else:
-        ensure_kafka_jars()
-        extra = " ".join(f"{k}={v}" for k, v in props.items())
-        command = ["bash", str(KAFKA_DIR / "start.sh"), str(port), str(data), str(free_port())]
-        env = {**os.environ, "KAFKA_EXTRA_PROPS": f"num.partitions=1 {extra}"}
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
-    try:
-        yield f"127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
-        log.close()
-        shutil.rmtree(data, ignore_errors=True)
-
-
-def create_topic(config: Mapping[str, str]) -> None:
-    """Create the topic once the broker answers (bounded)."""
-    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
-
-    admin = AdminClient(dict(config))
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while True:
-        try:
-            admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(30)
-            return
-        except (ck.KafkaException, TimeoutError) as exc:
-            code = exc.args[0].code() if isinstance(exc, ck.KafkaException) else None
-            if code == ck.KafkaError.TOPIC_ALREADY_EXISTS:
-                return  # an earlier attempt that timed out created it
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
-
-
 def measure(config: Mapping[str, str], records: int, size: int) -> tuple[float, float]:
     """(produce records/s, consume records/s) of ``records`` records of ``size`` bytes."""
-    create_topic(config)
+    create_topic(config, TOPIC)
     producer = ck.Producer({**bulk_producer_config(config["bootstrap.servers"], "all"), **config})
     payload = os.urandom(size)
     producer.produce(TOPIC, b"warm-up", partition=0)  # connection and metadata, not timed
@@ -203,7 +140,7 @@ def main() -> None:
         for target in args.targets.split(","):
             for protocol in ("PLAINTEXT", "SSL"):
                 props = broker_security(protocol, ca, server, args.mtls)
-                with broker(target, workdir, props) as bootstrap:
+                with single_node(target, workdir, props) as bootstrap:
                     config = {
                         "bootstrap.servers": bootstrap,
                         **client_security(protocol, ca, client, args.mtls),
