@@ -1,14 +1,16 @@
 """Authorization, differential: the same ACLs and requests on the reference Kafka 4.4 and pydmq.
 
 Both brokers run the StandardAuthorizer with ``allow.everyone.if.no.acl.found=false`` and
-``super.users=User:admin``. The requests under test come as User:ANONYMOUS over PLAINTEXT
-(a raw client on each broker's client listener). The admin, who creates the topics and sets
-each scenario's ACLs, is User:admin: on Kafka over a SASL_PLAINTEXT listener (PLAIN, which is
-also the inter-broker and controller listener, so Kafka's own requests are a super user's);
-on pydmq, which does not authenticate yet, through its handlers in process with a
-RequestContext carrying User:admin (tests/support/principal_calls.py). The admin's side is
-one small class per broker (:class:`KafkaSide`, :class:`PydmqSide`), and the probes take the
-client principal's connection, so SASL principals can be added as further client sides.
+``super.users=User:admin``. A scenario's requests come as User:ANONYMOUS over PLAINTEXT (a
+raw client on each broker's client listener) or, when the scenario names a user, as that
+SASL principal (``User:alice``, ``User:bob``, ``User:admin``: PLAIN on a SASL_PLAINTEXT
+listener ``USERS`` both brokers open with the same JAAS users), so ACLs naming several
+principals, the wildcard principal and hosts are compared too. The admin, who creates the
+topics and sets each scenario's ACLs, is User:admin: on Kafka over a SASL_PLAINTEXT listener
+(PLAIN, which is also the inter-broker and controller listener, so Kafka's own requests are a
+super user's); on pydmq through its handlers in process with a RequestContext carrying
+User:admin (tests/support/principal_calls.py). The admin's side is one small class per broker
+(:class:`KafkaSide`, :class:`PydmqSide`).
 
 Each scenario is an ACL set (applied after deleting every ACL; on Kafka the test waits until
 DescribeAcls lists them, which is the authorizer's own view) and a list of probes; each probe
@@ -98,6 +100,8 @@ from pydmq.protocol.messages.offset_for_leader_epoch import (  # noqa: E402
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
+from pydmq.protocol.messages.sasl_authenticate import SaslAuthenticateRequest  # noqa: E402
+from pydmq.protocol.messages.sasl_handshake import SaslHandshakeRequest  # noqa: E402
 from pydmq.protocol.records import SimpleRecord, build_batch  # noqa: E402
 from pydmq.testing import EmbeddedBroker  # noqa: E402
 from pydmq.testing.process import free_port  # noqa: E402
@@ -119,6 +123,14 @@ SETTINGS = {
     "offsets.topic.num.partitions": "1",
     "group.initial.rebalance.delay.ms": "0",
 }
+# The SASL principals of the USERS listener (PLAIN), on both brokers.
+USERS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+USERS_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" '
+    + " ".join(f'user_{name}="{password}"' for name, password in USERS.items())
+    + ";"
+)
 TOPICS = ("acl-orders", "acl-payments", "app-logs")
 ACL_WAIT_S = 30.0
 
@@ -156,6 +168,7 @@ class KafkaSide:
     def __init__(self) -> None:
         self.kafka = ReferenceKafka({})
         self.admin_port = free_port()
+        self.users_port = free_port()
         jaas = (
             "org.apache.kafka.common.security.plain.PlainLoginModule required "
             'username="admin" password="admin-secret" user_admin="admin-secret";'
@@ -163,11 +176,12 @@ class KafkaSide:
         k = self.kafka
         self.kafka.props_lines = [
             f"listeners=PLAINTEXT://127.0.0.1:{k.port},ADMIN://127.0.0.1:{self.admin_port},"
-            f"CONTROLLER://127.0.0.1:{k.controller_port}",
+            f"USERS://127.0.0.1:{self.users_port},CONTROLLER://127.0.0.1:{k.controller_port}",
             f"advertised.listeners=PLAINTEXT://127.0.0.1:{k.port},"
-            f"ADMIN://127.0.0.1:{self.admin_port}",
+            f"ADMIN://127.0.0.1:{self.admin_port},USERS://127.0.0.1:{self.users_port}",
             "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,ADMIN:SASL_PLAINTEXT,"
-            "CONTROLLER:SASL_PLAINTEXT",
+            "USERS:SASL_PLAINTEXT,CONTROLLER:SASL_PLAINTEXT",
+            f"listener.name.users.plain.sasl.jaas.config={USERS_JAAS}",
             "inter.broker.listener.name=ADMIN",
             "sasl.enabled.mechanisms=PLAIN",
             "sasl.mechanism.inter.broker.protocol=PLAIN",
@@ -181,6 +195,10 @@ class KafkaSide:
     @property
     def bootstrap(self) -> str:
         return self.kafka.bootstrap
+
+    @property
+    def users_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.users_port}"
 
     def start(self) -> None:
         self.kafka.start()
@@ -250,11 +268,22 @@ class PydmqSide:
     name = "pydmq"
 
     def __init__(self, data_dir: Path) -> None:
-        self.embedded = EmbeddedBroker(data_dir, overrides=SETTINGS)
+        self.users_port = free_port()
+        users = {
+            "listeners": f"PLAINTEXT://127.0.0.1:0,USERS://127.0.0.1:{self.users_port}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,USERS:SASL_PLAINTEXT",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.users.plain.sasl.jaas.config": USERS_JAAS,
+        }
+        self.embedded = EmbeddedBroker(data_dir, overrides={**SETTINGS, **users})
 
     @property
     def bootstrap(self) -> str:
         return self.embedded.bootstrap
+
+    @property
+    def users_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.users_port}"
 
     def start(self) -> None:
         self.embedded.start()
@@ -541,6 +570,16 @@ class Scenario:
     name: str
     acls: list[Acl]
     probes: list[tuple[str, Probe]]
+    user: str | None = None  # probe as this SASL user (USERS listener), else ANONYMOUS
+
+
+def login(client: RawClient, user: str) -> None:
+    """SASL PLAIN as ``user`` on the USERS listener (SaslHandshake v1, SaslAuthenticate v2)."""
+    handshake = client.request(17, 1, SaslHandshakeRequest(mechanism="PLAIN")).body
+    assert handshake.error_code == 0, handshake
+    token = b"\0" + user.encode() + b"\0" + USERS[user].encode()
+    answer = client.request(36, 2, SaslAuthenticateRequest(auth_bytes=token)).body
+    assert answer.error_code == 0, answer
 
 
 def P(label: str, probe: Probe) -> tuple[str, Probe]:
@@ -548,6 +587,113 @@ def P(label: str, probe: Probe) -> tuple[str, Probe]:
 
 
 O, PAY, LOGS = TOPICS  # noqa: E741
+ALICE, BOB, EVERYONE = "User:alice", "User:bob", "User:*"
+
+# ACLs naming SASL principals, probed as each of them (and as the super user)
+_ALICE_AND_BOB = [
+    Acl(TOPIC, O, READ, principal=ALICE),
+    Acl(TOPIC, O, WRITE, principal=BOB),
+    Acl(GROUP, "g-alice", READ, principal=ALICE),
+    Acl(TXN_ID, "tx-bob", WRITE, principal=BOB),
+    Acl(CLUSTER, "kafka-cluster", CREATE, principal=ALICE),
+]
+_EVERYONE_BUT_BOB = [
+    Acl(TOPIC, "acl-", READ, pattern=PREFIXED, principal=EVERYONE),
+    Acl(TOPIC, PAY, READ, DENY, principal=BOB),
+]
+_HOSTS = [
+    Acl(TOPIC, O, READ, principal=ALICE, host="127.0.0.1"),
+    Acl(TOPIC, PAY, READ, principal=ALICE, host="10.9.9.9"),
+]
+MULTI_PRINCIPAL = [
+    Scenario(
+        "alice and bob, as alice",
+        _ALICE_AND_BOB,
+        [
+            P("metadata, all topics", visible_topics),
+            P("fetch (her READ)", fetch(O)),
+            P("produce (bob's WRITE)", produce(O)),
+            P("join her group", join_group("g-alice")),
+            P("offset fetch of her group", offset_fetch("g-alice", O)),
+            P("bob's transactional id", init_producer_id("tx-bob")),
+            P("create topic (her cluster CREATE)", create_topic("acl-new-alice")),
+            P("describe acls (not hers)", describe_acls),
+        ],
+        user="alice",
+    ),
+    Scenario(
+        "alice and bob, as bob",
+        _ALICE_AND_BOB,
+        [
+            P("metadata, all topics", visible_topics),
+            P("fetch (alice's READ)", fetch(O)),
+            P("produce (his WRITE)", produce(O)),
+            P("join alice's group", join_group("g-alice")),
+            P("his transactional id", init_producer_id("tx-bob")),
+            P("create topic (alice's cluster CREATE)", create_topic("acl-new-bob")),
+        ],
+        user="bob",
+    ),
+    Scenario(
+        "alice and bob, as ANONYMOUS",
+        _ALICE_AND_BOB,
+        [
+            P("metadata, all topics", visible_topics),
+            P("fetch", fetch(O)),
+            P("produce", produce(O)),
+        ],
+    ),
+    Scenario(
+        "User:* on a prefix, DENY for bob, as alice",
+        _EVERYONE_BUT_BOB,
+        [
+            P("fetch", fetch(O)),
+            P("fetch the denied topic", fetch(PAY)),
+            P("fetch outside the prefix", fetch(LOGS)),
+            P("metadata, all topics", visible_topics),
+        ],
+        user="alice",
+    ),
+    Scenario(
+        "User:* on a prefix, DENY for bob, as bob",
+        _EVERYONE_BUT_BOB,
+        [
+            P("fetch", fetch(O)),
+            P("fetch the denied topic", fetch(PAY)),
+            P("metadata, all topics", visible_topics),
+        ],
+        user="bob",
+    ),
+    Scenario(
+        "User:* on a prefix, DENY for bob, as ANONYMOUS",
+        _EVERYONE_BUT_BOB,
+        [
+            P("fetch", fetch(O)),
+            P("fetch the denied topic", fetch(PAY)),
+        ],
+    ),
+    Scenario(
+        "ACLs by host, as alice",
+        _HOSTS,
+        [
+            P("fetch (her host)", fetch(O)),
+            P("fetch (another host)", fetch(PAY)),
+            P("metadata, all topics", visible_topics),
+        ],
+        user="alice",
+    ),
+    Scenario(
+        "the super user over SASL",
+        [Acl(TOPIC, "*", ALL, DENY, principal=EVERYONE)],
+        [
+            P("fetch (DENY does not bind a super user)", fetch(O)),
+            P("produce", produce(O)),
+            P("describe acls", describe_acls),
+            P("metadata, all topics", visible_topics),
+        ],
+        user="admin",
+    ),
+]
 SCENARIOS = [
     Scenario(
         "no ACL",
@@ -745,6 +891,7 @@ SCENARIOS = [
             P("metadata, all topics", visible_topics),
         ],
     ),
+    *MULTI_PRINCIPAL,
 ]
 
 
@@ -760,10 +907,21 @@ def sides(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[KafkaSide,
         pydmq.start()
         for side in (kafka, pydmq):
             side.create_topics(TOPICS)
+            _create_coordinator_topics(side)
         yield kafka, pydmq
     finally:
         pydmq.stop()
         kafka.stop()
+
+
+def _create_coordinator_topics(side: KafkaSide | PydmqSide) -> None:
+    """``__consumer_offsets`` and ``__transaction_state`` exist before any scenario, whatever
+    the order scenarios run in: Kafka makes them at the first FindCoordinator of each kind
+    that is authorized (asked here as the super user), pydmq at start."""
+    with RawClient(side.users_bootstrap, timeout=30) as client:
+        login(client, "admin")
+        for key_type, key in ((0, "warm-up-group"), (1, "warm-up-txn")):
+            assert find_coordinator(key, key_type)(client) == 0
 
 
 def test_the_table_has_at_least_50_cases() -> None:
@@ -775,14 +933,17 @@ def test_same_decisions_as_kafka(sides: tuple[KafkaSide, PydmqSide], scenario: S
     observed: dict[str, dict[str, Any]] = {}
     for side in sides:
         side.set_acls(scenario.acls)
-        with RawClient(side.bootstrap, timeout=30) as client:
+        address = side.users_bootstrap if scenario.user else side.bootstrap
+        with RawClient(address, timeout=30) as client:
+            if scenario.user:
+                login(client, scenario.user)
             observed[side.name] = {label: probe(client) for label, probe in scenario.probes}
     differences = {
         label: (observed["kafka"][label], observed["pydmq"][label])
         for label, _ in scenario.probes
         if observed["kafka"][label] != observed["pydmq"][label]
     }
-    print(f"\n{scenario.name}: {len(scenario.probes)} cases")
+    print(f"\n{scenario.name} (as {scenario.user or 'ANONYMOUS'}): {len(scenario.probes)} cases")
     for label, _ in scenario.probes:
         print(f"  {label}: kafka {observed['kafka'][label]} pydmq {observed['pydmq'][label]}")
     assert not differences, f"{scenario.name}: (kafka, pydmq) differ: {differences}"

@@ -90,6 +90,7 @@ def test_short_transactional_chaos_pass_is_clean(tmp_path: Path) -> None:
         proc = subprocess.run(
             [sys.executable, "-m", "pydmq", "chaos", "--workload", "transactions",
              "--duration", "20", "--seed", str(SEED), "--faults", TXN_FAULTS,
+             "--round-inputs", "48", "--round-timeout", "30",
              "--data-dir", str(tmp_path / "run"),
              "--json-out", str(ARTIFACTS / "short-txn-pass.json")],
             stdout=out,

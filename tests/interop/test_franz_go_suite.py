@@ -24,7 +24,7 @@ TIMEOUT = float(os.environ.get("PYDMQ_FRANZ_GO_TIMEOUT", "600"))
 # First run on a new machine: module download plus `go test -c` (1-3 min on 2 cores).
 BUILD_TIMEOUT = float(os.environ.get("PYDMQ_FRANZ_GO_BUILD_TIMEOUT", "900"))
 # KGO_TEST_RECORDS for the ETL tests: enough for several rebalances mid-stream, short for CI.
-RECORDS = "20000"
+RECORDS = "10000"
 
 
 @pytest.mark.timeout(BUILD_TIMEOUT + TIMEOUT + 60)

@@ -106,6 +106,8 @@ def _run_transactions(args: argparse.Namespace, kinds: list[str]) -> int:
         duration=args.duration,
         seed=args.seed,
         kinds=kinds,
+        inputs=args.round_inputs,
+        round_timeout=args.round_timeout,
         base_dir=Path(args.data_dir) if args.data_dir else None,
         keep=args.keep,
         node_disk_mb=args.node_disk_mb,
@@ -157,6 +159,20 @@ def add_parser(sub: Any) -> None:
         help="records: idempotent producers, readers and a group (default); transactions: "
         "consume-transform-produce transactions in rounds, checked for aborted reads, torn "
         "transactions, lost commits, duplicates across fenced epochs and reads past the LSO",
+    )
+    parser.add_argument(
+        "--round-inputs",
+        type=int,
+        default=120,
+        help="transactions workload: input records per round (default 120; 4 per "
+        "transaction, every 5th aborted, every 7th fenced)",
+    )
+    parser.add_argument(
+        "--round-timeout",
+        type=_positive_float,
+        default=90.0,
+        help="transactions workload: seconds every wait of a round may take, a librdkafka call "
+        "included (default 90; a call that outlives it by 15 s is given up for stuck)",
     )
     parser.add_argument("--producers", type=int, default=3, help="producers (default 3)")
     parser.add_argument(
