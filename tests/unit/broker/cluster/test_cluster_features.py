@@ -21,9 +21,7 @@ API_VERSIONS = ApiVersionsRequest(client_software_name="pydmq-test", client_soft
 
 def test_every_broker_reports_the_finalized_transaction_version(tmp_path: Path) -> None:
     async def scenario() -> None:
-        cluster = Cluster(
-            tmp_path, 3, broker_only=1, **{"pydmq_bootstrap_transaction_version": 2}
-        )
+        cluster = Cluster(tmp_path, 3, broker_only=1, **{"pydmq_bootstrap_transaction_version": 2})
         await cluster.start()
         try:
 
