@@ -17,29 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from pydmq.testing.process import BrokerProcess
 from pydmq.testing.tls import TestCA
+from support.sasl_broker import PASSWORDS, PLAIN_JAAS, SaslListenerBroker
 
 from .conftest import DEFAULT_OVERRIDES
 from .support import unique_topic
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
-
-PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret"}
-SCRAM_SEED = "SCRAM-SHA-512=[name=admin,password=admin-secret]"
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-secret" user_alice="alice-secret";'
-)
-
-
-class SecuredBroker(BrokerProcess):
-    """``pydmq serve`` whose one listener is SASL_SSL."""
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        cmd[cmd.index("--listeners") + 1] = f"SASL_SSL://{self.host}:{self.port}"
-        return [*cmd, "--add-scram", SCRAM_SEED]
 
 
 @dataclass
@@ -53,14 +37,15 @@ def secured() -> Iterator[Secured]:
     root = Path(tempfile.mkdtemp(prefix="pydmq-secured-"))
     ca = TestCA(root / "certs")
     server = ca.issue("server")
-    broker = SecuredBroker(
+    broker = SaslListenerBroker(
         root / "data",
+        "SASL_SSL",
         overrides={
             **DEFAULT_OVERRIDES,
             "ssl.keystore.type": "PEM",
             "ssl.keystore.location": str(server.pem),
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-            "listener.name.sasl_ssl.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:admin",
         },

@@ -19,32 +19,20 @@ from confluent_kafka.admin import (
 )
 
 from pydmq.testing.process import BrokerProcess
+from support.sasl_broker import PLAIN_JAAS, SaslListenerBroker
 
 pytestmark = pytest.mark.timeout(120)
-
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-secret" user_alice="alice-secret";'
-)
-
-
-class SaslBroker(BrokerProcess):
-    """``pydmq serve`` whose client listener is SASL_PLAINTEXT, with a SCRAM admin."""
-
-    def command(self) -> list[str]:
-        cmd = super().command()
-        cmd[cmd.index("--listeners") + 1] = f"SASL_PLAINTEXT://{self.host}:{self.port}"
-        return [*cmd, "--add-scram", "SCRAM-SHA-512=[name=admin,password=admin-secret]"]
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory: pytest.TempPathFactory, http_ready: Any) -> Iterator[BrokerProcess]:
     root = tmp_path_factory.mktemp("rest-sasl")
-    broker = SaslBroker(
+    broker = SaslListenerBroker(
         root / "data",
+        "SASL_PLAINTEXT",
         overrides={
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:admin",
         },
