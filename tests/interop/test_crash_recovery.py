@@ -263,6 +263,8 @@ def _check_index_reads(
             "bootstrap.servers": bootstrap,
             "group.id": "crash-index",
             "enable.auto.commit": False,
+            # Each pick is a new assignment: without this, every one waits out a fetch wait.
+            "fetch.wait.max.ms": 10,
         }
     )
     try:

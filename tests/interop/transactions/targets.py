@@ -55,12 +55,6 @@ KAFKA = "kafka"
 PYDMQ = "pydmq"
 PYDMQ_CLUSTER = "pydmq-cluster"
 
-# The pydmq variants fail until issue 18's branches are merged: see conftest.py.
-SINGLE_NODE_TARGETS = [
-    pytest.param(KAFKA, id=KAFKA),
-    pytest.param(PYDMQ, id=PYDMQ, marks=pytest.mark.transactions),
-]
-
 
 @dataclass
 class Target:
