@@ -160,11 +160,11 @@ def _run_case(
     rss_reset = _reset_peak_rss(broker.pid)
     prober = _Prober(broker.bootstrap)
     prober.start()
-    time.sleep(0.2)  # a few round trips before, as a baseline
+    time.sleep(0.05)  # a few dozen round trips before, as a baseline
     started = time.perf_counter()
     answer = _send_and_wait(broker, frame)
     elapsed = time.perf_counter() - started
-    time.sleep(0.2)
+    time.sleep(0.05)
     latencies = prober.finish()
     peak = _status_mib(broker.pid, "VmHWM")
     ordered = sorted(latencies)
