@@ -19,9 +19,10 @@
 #                     reference Kafka from compat/kafka/start.sh)
 #   --scram-seeds H:P --scram USER:PASS   a SASL_PLAINTEXT listener with SCRAM-SHA-256 and
 #                     a user on it, for TestSCRAMAuth* (KGO_TEST_SCRAM_SEEDS, KGO_TEST_SCRAM;
-#                     pydmq has no SASL, so only with --bootstrap; FINDINGS.md has Kafka's setup)
+#                     with --bootstrap: the pydmq broker run.sh starts has its own SASL
+#                     listener; FINDINGS.md has Kafka's setup)
 #   --oauth-seeds H:P a SASL_PLAINTEXT listener with OAUTHBEARER, unsecured tokens accepted,
-#                     for TestOAuthAuth (KGO_TEST_OAUTH_SEEDS)
+#                     for TestOAuthAuth (KGO_TEST_OAUTH_SEEDS; with --bootstrap, as above)
 #   --log-level LVL   KGO_LOG_LEVEL of the clients the tests create: none (default), info, debug
 #   --keep            keep the run directory (broker log, one JSON log per test) on success
 #
@@ -79,7 +80,7 @@ while [ $# -gt 0 ]; do
         --log-level) log_level="$2"; shift ;;
         --keep) keep=1 ;;
         --fetch-only) fetch_only=1 ;;
-        -h|--help) sed -n '2,43p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,44p' "$0"; exit 0 ;;
         *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
     esac
     shift
@@ -142,11 +143,18 @@ if [ -n "$bootstrap" ]; then
     say "using external broker $bs"
 else
     [ -x "$py" ] || die "no interpreter at $py (create .venv: ./scripts/test --collect-only)"
-    port="$("$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+    free_port() { "$py" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+    port="$(free_port)"
+    sasl_port="$(free_port)"
     # The settings compat/kafka/start.sh gives the reference Kafka: one node, internal topics
-    # with replication factor 1, no initial rebalance delay.
-    "$py" -m pydmq serve --listeners "PLAINTEXT://127.0.0.1:$port" --log-dirs "$run_dir/data" \
-        --http-listener "http://127.0.0.1:0" \
+    # with replication factor 1, no initial rebalance delay. A second listener speaks SASL as
+    # the suite's SASL tests expect (FINDINGS.md has the same for Kafka): SCRAM-SHA-256 with
+    # the user made at first start, and OAUTHBEARER with unsecured tokens.
+    "$py" -m pydmq serve \
+        --listeners "PLAINTEXT://127.0.0.1:$port,SASL_PLAINTEXT://127.0.0.1:$sasl_port" \
+        --log-dirs "$run_dir/data" --http-listener "http://127.0.0.1:0" \
+        --add-scram "SCRAM-SHA-256=[name=admin,password=admin-secret]" \
+        -o sasl.enabled.mechanisms=SCRAM-SHA-256,OAUTHBEARER \
         -o offsets.topic.replication.factor=1 -o group.initial.rebalance.delay.ms=0 \
         >"$run_dir/broker.log" 2>&1 &
     broker_pid=$!
@@ -157,7 +165,8 @@ else
     done
     (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null || { tail -n 30 "$run_dir/broker.log" >&2; die "pydmq broker did not start"; }
     bs="127.0.0.1:$port"
-    say "pydmq broker on $bs, pid $broker_pid, data $run_dir/data"
+    scram_seeds="127.0.0.1:$sasl_port" scram="admin:admin-secret" oauth_seeds="127.0.0.1:$sasl_port"
+    say "pydmq broker on $bs (SASL on $scram_seeds), pid $broker_pid, data $run_dir/data"
 fi
 
 # ---------------------------------------------------------------- run
