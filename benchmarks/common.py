@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pydmq.testing.ports import free_port
+
 if TYPE_CHECKING:
     import confluent_kafka as ck
 
@@ -76,13 +78,6 @@ def serve_command() -> list[str]:
     """``pydmq serve``'s command: the venv's script, else ``python -m pydmq``."""
     script = Path(sys.executable).with_name("pydmq")
     return [str(script)] if script.exists() else [sys.executable, "-m", "pydmq"]
-
-
-def free_port() -> int:
-    """A loopback TCP port nobody listens on now (the kernel's pick)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def spawn_serve(

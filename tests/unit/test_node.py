@@ -8,7 +8,6 @@ all three before the Node existed), and the broker hooks do not fire on it.
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
@@ -16,15 +15,9 @@ import pytest
 from pydmq.config.broker import BrokerConfig
 from pydmq.node import Node
 from pydmq.plugins.markers import hookimpl
+from pydmq.testing.ports import free_port
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class _BrokerHooks:
@@ -43,7 +36,7 @@ class _BrokerHooks:
 
 
 def test_a_controller_only_node_has_no_broker_role(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     config = BrokerConfig(
         {
             "node.id": 1,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ from pydmq.cluster_process import (
     stop_processes,
     voters_of,
 )
+from pydmq.testing.ports import free_ports
 from pydmq.testing.process import BrokerProcess
 
 if TYPE_CHECKING:
@@ -57,21 +57,6 @@ FAST_FAILOVER: dict[str, object] = {
     "offsets.topic.replication.factor": 3,
     "group.initial.rebalance.delay.ms": 0,
 }
-
-
-def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
-    """``count`` distinct free ports (all held open while choosing, so none repeats)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(family, socket.SOCK_STREAM)
-            sockets.append(sock)
-            sock.bind((host, 0))
-        return [int(s.getsockname()[1]) for s in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 def replica_headers(data_dir: Path, topic: str, partition: int) -> list[BatchHeader]:

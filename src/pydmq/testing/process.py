@@ -11,13 +11,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
+from pydmq.testing.ports import free_port
+
 __all__ = ["BrokerProcess", "free_port"]
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class BrokerProcess:

@@ -27,6 +27,7 @@ from pydmq.chaos.proxy import (
     parse_route,
     sniff_client_id,
 )
+from pydmq.testing.ports import free_port
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -43,12 +44,6 @@ def frame(client_id: str | None, payload: bytes = b"", correlation: int = 1) -> 
         cid = struct.pack(">h", len(raw)) + raw
     body = struct.pack(">hhi", 18, 3, correlation) + cid + payload
     return struct.pack(">i", len(body)) + body
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 class EchoServer:

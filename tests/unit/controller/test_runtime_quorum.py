@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -41,14 +40,9 @@ from pydmq.protocol.messages.describe_quorum import DescribeQuorumRequest, Parti
 from pydmq.protocol.messages.leader_and_isr import LeaderAndIsrResponse
 from pydmq.protocol.messages.stop_replica import StopReplicaResponse
 from pydmq.protocol.messages.update_metadata import UpdateMetadataResponse
+from pydmq.testing.ports import free_port
 
 pytestmark = pytest.mark.timeout(30)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class _Host:
@@ -100,7 +94,7 @@ class _Server:
 class Cluster:
     def __init__(self, root: Path, n: int = 3, **overrides: object) -> None:
         self.root = root
-        self.ports = {i: _free_port() for i in range(1, n + 1)}
+        self.ports = {i: free_port() for i in range(1, n + 1)}
         self.overrides = overrides
         self.runtimes: dict[int, ControllerRuntime] = {}
         self.servers: dict[int, _Server] = {}
@@ -346,7 +340,7 @@ def test_channel_manager_pushes_full_then_incremental_state(tmp_path: Path) -> N
             version = {4: 7, 5: 4, 6: 8}[key]
             return ApiHandlerSpec(key, version, version, handle)
 
-        fake_broker = _Server(_free_port())
+        fake_broker = _Server(free_port())
         await fake_broker.start(
             RequestDispatcher(
                 None,
@@ -364,7 +358,7 @@ def test_channel_manager_pushes_full_then_incremental_state(tmp_path: Path) -> N
             leader = await cluster.active()
             # Pushes go to the control-plane endpoint only; LeaderAndIsr names the leaders'
             # inter-broker (PLAINTEXT) endpoints, where nothing listens here.
-            client_port = _free_port()
+            client_port = free_port()
             endpoints = [
                 Endpoint("PLAINTEXT", "127.0.0.1", client_port, 0),
                 Endpoint("CONTROL_PLANE", "127.0.0.1", fake_broker.port, 0),

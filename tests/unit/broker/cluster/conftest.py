@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import random
-import socket
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,28 +11,7 @@ from pydmq.broker.server import Broker
 from pydmq.config.broker import BrokerConfig
 from pydmq.net.client import NodeConnection
 from pydmq.node import Node
-
-_EPHEMERAL_LOW = 32768  # Linux's ip_local_port_range starts here (32768-60999)
-_taken: set[int] = set()
-
-
-def free_port() -> int:
-    """A free loopback port below the ephemeral range. A port the kernel picked for a bind to
-    port 0 and that was closed again can be handed out by the next bind to port 0: the nodes'
-    control-plane listeners bind port 0 while the cluster starts, and one of them once took
-    another node's client port before that node bound it (EADDRINUSE in a fresh-clone CI)."""
-    for _ in range(1000):
-        port = random.randrange(20000, _EPHEMERAL_LOW)
-        if port in _taken:
-            continue
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-        _taken.add(port)
-        return port
-    raise RuntimeError("no free port below the ephemeral range")
+from pydmq.testing.ports import free_port
 
 
 class Cluster:
