@@ -12,7 +12,7 @@ Checked at start-up (ConfigError): GSSAPI and unknown mechanisms are refused, PL
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from pydmq.config.broker import BrokerConfig
@@ -187,6 +187,18 @@ class SaslListener:
             failure_delay_ms=self.settings.failure_delay_ms,
             max_receive_size=self.settings.max_receive_size,
         )
+
+    def password_credential(self, mechanism: str, user: str) -> Hashable | None:
+        """What this listener holds for ``user`` under the password mechanism ``mechanism``
+        (PLAIN's configured password, or the user's SCRAM credential as the metadata has it
+        now), None when ``user`` cannot log in with it: equal values mean the same password
+        is still the valid one."""
+        if mechanism not in self.settings.enabled_mechanisms:
+            return None
+        if mechanism == "PLAIN":
+            return self._plain_users.get(user)
+        scram = ScramMechanism.by_name(mechanism)
+        return None if scram is None else self._scram(scram, user)
 
     def _server(self, mechanism: str) -> SaslServer:
         if mechanism == "PLAIN":
