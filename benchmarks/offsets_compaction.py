@@ -9,7 +9,9 @@ Every ``--report-every`` commits it prints the commit rate, the partition's size
 segment files and the cleaner's passes so far (the broker's ``cleaned __consumer_offsets-0``
 log lines). Then the broker is stopped (SIGTERM) and started again on the same data, and the
 time from the exec to an OffsetFetch answering the last committed offsets is printed (the
-group's shard must have replayed its partition by then), with the time to listening.
+group's shard must have replayed its partition by then), with the time to listening. Then the
+same flood goes to the reference Kafka 4.4 (compat/kafka) with the same three settings, whose
+``__consumer_offsets-0`` is measured the same way (``--broker`` picks one).
 
     python benchmarks/offsets_compaction.py                      # 1,000,000 commits
     python benchmarks/offsets_compaction.py --commits 50000 --report-every 10000
@@ -31,12 +33,19 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
-from benchmarks.common import CHILD_ENV, free_port, serve_command, wait_listening  # noqa: E402
+from benchmarks.common import (  # noqa: E402
+    CHILD_ENV,
+    free_port,
+    serve_command,
+    single_node,
+    wait_listening,
+)
 
 from pydmq.protocol.errors import ErrorCode  # noqa: E402
 from pydmq.protocol.framing import SIZE, encode_request_frame  # noqa: E402
 from pydmq.protocol.headers import parse_response_header  # noqa: E402
 from pydmq.protocol.messages import create_topics as ct  # noqa: E402
+from pydmq.protocol.messages import find_coordinator as fc  # noqa: E402
 from pydmq.protocol.messages import offset_commit as oc  # noqa: E402
 from pydmq.protocol.messages import offset_fetch as of  # noqa: E402
 
@@ -91,6 +100,21 @@ def create_topic(client: PipelinedClient, partitions: int) -> None:
     response = ct.decode_response(parse_response_header(frame, ct.API_KEY, 7), 7)
     if any(t.error_code for t in response.topics):
         raise RuntimeError(f"CreateTopics failed: {response.topics}")
+
+
+def wait_coordinator(client: PipelinedClient, timeout_s: float = 60.0) -> None:
+    """FindCoordinator until the group has one (Kafka creates ``__consumer_offsets`` on the
+    first FindCoordinator and answers NOT_COORDINATOR to commits until its leader is up)."""
+    deadline = time.monotonic() + timeout_s
+    request = fc.FindCoordinatorRequest(key_type=0, coordinator_keys=[GROUP])
+    while True:
+        (frame,) = client.exchange([client.frame(fc.API_KEY, 4, request)])
+        response = fc.decode_response(parse_response_header(frame, fc.API_KEY, 4), 4)
+        if all(c.error_code == ErrorCode.NONE for c in response.coordinators):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no coordinator for {GROUP}: {response.coordinators}")
+        time.sleep(0.2)
 
 
 def commit_request(offset: int, partitions: int) -> oc.OffsetCommitRequest:
@@ -188,64 +212,86 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(10)
 
 
-def run(args: argparse.Namespace) -> None:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-offsets-bench-"))
-    data, log_path = root / "data", root / "broker.log"
-    overrides = {
+def flood(port: int, partition_dir: Path, log_path: Path | None, args: argparse.Namespace) -> None:
+    """Create the topic, send the commits, print sizes as they go and the peak."""
+    client = PipelinedClient(port)
+    create_topic(client, args.partitions)
+    wait_coordinator(client)
+    sent = last_sent = peak = 0
+    begun = last_time = time.perf_counter()
+    while sent < args.commits:
+        n = min(args.window, args.commits - sent)
+        frames = [
+            client.frame(oc.API_KEY, COMMIT_VERSION, commit_request(sent + i, args.partitions))
+            for i in range(n)
+        ]
+        for frame in client.exchange(frames):
+            check_commit(frame)
+        sent += n
+        if sent % args.report_every < n or sent == args.commits:
+            now = time.perf_counter()
+            size, files = disk_usage(partition_dir)
+            peak = max(peak, size)
+            passes = "" if log_path is None else f", {cleanings(log_path)} cleanings"
+            print(
+                f"{now - begun:7.1f} s {sent:>10,} commits "
+                f"({(sent - last_sent) / (now - last_time):7,.0f}/s): "
+                f"{size / 2**20:6.2f} MiB in {files} segment files{passes}",
+                flush=True,
+            )
+            last_time, last_sent = now, sent
+    client.close()
+    total = time.perf_counter() - begun
+    print(
+        f"committed {sent:,} in {total:.1f} s ({sent / total:,.0f}/s); peak {peak / 2**20:.2f} MiB"
+    )
+    time.sleep(args.settle_s)  # let the cleaner's next pass run
+    size, files = disk_usage(partition_dir)
+    print(f"after {args.settle_s:.0f} s idle: {size / 2**20:.2f} MiB in {files} segment files")
+
+
+def overrides(args: argparse.Namespace) -> dict[str, str]:
+    return {
         "offsets.topic.num.partitions": "1",
         "offsets.topic.segment.bytes": str(args.segment_bytes),
         "log.cleaner.backoff.ms": str(args.backoff_ms),
     }
-    partition_dir = data / PARTITION_DIR
-    proc, port, started = start(data, log_path, overrides)
+
+
+def run_kafka(args: argparse.Namespace) -> None:
+    """The same flood on the reference Kafka (compat/kafka), with the same three settings."""
+    workdir = Path(tempfile.mkdtemp(prefix="kafka-offsets-bench-"))
+    try:
+        with single_node("kafka", workdir, overrides(args)) as bootstrap:
+            port = int(bootstrap.rpartition(":")[2])
+            deadline = time.monotonic() + 120
+            while True:  # the JVM takes a while: retry the connection
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
+            # single_node's data dir for Kafka; start.sh puts log.dirs in its logs/
+            (data,) = [d for d in workdir.iterdir() if d.is_dir()]
+            print("Kafka 4.4:")
+            flood(port, data / "logs" / PARTITION_DIR, None, args)
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def run_pydmq(args: argparse.Namespace) -> None:
+    root = Path(tempfile.mkdtemp(prefix="pydmq-offsets-bench-"))
+    data, log_path = root / "data", root / "broker.log"
+    proc, port, started = start(data, log_path, overrides(args))
     try:
         wait_listening(proc, port, started, 0.05)
-        client = PipelinedClient(port)
-        create_topic(client, args.partitions)
-        sent = 0
-        begun = last_time = time.perf_counter()
-        last_sent = 0
-        peak = 0
-        print(
-            f"{args.commits:,} commits of {args.partitions} partitions, window {args.window}, "
-            f"offsets.topic.segment.bytes={args.segment_bytes}, "
-            f"log.cleaner.backoff.ms={args.backoff_ms}"
-        )
-        while sent < args.commits:
-            n = min(args.window, args.commits - sent)
-            frames = [
-                client.frame(oc.API_KEY, COMMIT_VERSION, commit_request(sent + i, args.partitions))
-                for i in range(n)
-            ]
-            for frame in client.exchange(frames):
-                check_commit(frame)
-            sent += n
-            if sent % args.report_every < n or sent == args.commits:
-                now = time.perf_counter()
-                size, files = disk_usage(partition_dir)
-                peak = max(peak, size)
-                print(
-                    f"{now - begun:7.1f} s {sent:>10,} commits "
-                    f"({(sent - last_sent) / (now - last_time):7,.0f}/s): "
-                    f"{size / 2**20:6.2f} MiB in {files} segment files, "
-                    f"{cleanings(log_path)} cleanings",
-                    flush=True,
-                )
-                last_time, last_sent = now, sent
-        client.close()
-        total = time.perf_counter() - begun
-        print(
-            f"committed {sent:,} in {total:.1f} s ({sent / total:,.0f}/s); peak {peak / 2**20:.2f} MiB"
-        )
-        time.sleep(args.settle_s)  # let the cleaner's next pass run
-        size, files = disk_usage(partition_dir)
-        print(
-            f"after {args.settle_s:.0f} s idle: {size / 2**20:.2f} MiB in {files} segment files, "
-            f"{cleanings(log_path)} cleanings"
-        )
+        print("pydmq:")
+        flood(port, data / PARTITION_DIR, log_path, args)
         stop(proc)
         expected = {p: args.commits - 1 for p in range(args.partitions)}
-        proc, port, started = start(data, log_path, overrides)
+        proc, port, started = start(data, log_path, overrides(args))
         listening = wait_listening(proc, port, started, 0.005)
         client = PipelinedClient(port)
         while (answer := fetch_offsets(client, args.partitions)) is None:
@@ -277,7 +323,19 @@ def main() -> None:
     parser.add_argument("--report-every", type=int, default=50_000)
     parser.add_argument("--settle-s", type=float, default=20.0, help="idle time before restart")
     parser.add_argument("--keep", action="store_true", help="keep the data and broker log")
-    run(parser.parse_args())
+    parser.add_argument(
+        "--broker", choices=("pydmq", "kafka", "both"), default="both", help="which to flood"
+    )
+    args = parser.parse_args()
+    print(
+        f"{args.commits:,} commits of {args.partitions} partitions, window {args.window}, "
+        f"offsets.topic.segment.bytes={args.segment_bytes}, "
+        f"log.cleaner.backoff.ms={args.backoff_ms}"
+    )
+    if args.broker in ("pydmq", "both"):
+        run_pydmq(args)
+    if args.broker in ("kafka", "both"):
+        run_kafka(args)
 
 
 if __name__ == "__main__":
