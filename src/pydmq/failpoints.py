@@ -12,8 +12,8 @@ the error actions, ``-times=M`` (act M times, then pass again; default: every hi
 * ``crash`` — the process dies at once with exit status 137 (``os._exit``: no ``finally``
   blocks, no buffered-file flush, no LMDB commit, no atexit), as a ``kill -9`` at that
   instruction would. ``crash-after=N`` dies on the Nth hit.
-* ``enospc`` / ``eio`` — the call raises ``OSError(ENOSPC)`` / ``OSError(EIO)`` before the
-  real operation happens.
+* ``enospc`` / ``eio`` / ``emfile`` — the call raises ``OSError(ENOSPC)`` / ``OSError(EIO)``
+  / ``OSError(EMFILE)`` before the real operation happens.
 * ``short`` — only at write points (:data:`WRITE_POINTS`): the write stores the first half of
   its bytes, then fails with ENOSPC (a disk filling up in the middle of a write).
 
@@ -93,8 +93,13 @@ POINTS: Final = WRITE_POINTS | frozenset(
     }
 )
 
-_ACTION = re.compile(r"^(crash|enospc|eio|short)(?:-after=(-?\d+))?(?:-times=(-?\d+))?$")
-_ERRNO: Final = {"enospc": errno.ENOSPC, "eio": errno.EIO, "short": errno.ENOSPC}
+_ACTION = re.compile(r"^(crash|enospc|eio|emfile|short)(?:-after=(-?\d+))?(?:-times=(-?\d+))?$")
+_ERRNO: Final = {
+    "enospc": errno.ENOSPC,
+    "eio": errno.EIO,
+    "emfile": errno.EMFILE,
+    "short": errno.ENOSPC,
+}
 
 
 @dataclass(frozen=True, slots=True)

@@ -173,6 +173,10 @@ class LogCleanerManager:
                 plan = self._owner(self.grab_filthiest_log)
             except CleanerStoppedError:
                 return
+            except Exception:  # a cleaner thread must outlive any one pass
+                log.exception("choosing the next log to clean failed; retried after the backoff")
+                self._stopping.wait(settings.backoff_ms / 1000)
+                continue
             if plan is None:
                 self._stopping.wait(settings.backoff_ms / 1000)
                 continue
@@ -230,7 +234,11 @@ class LogCleanerManager:
             with self._lock:
                 if tp in self._in_progress or tp in self._uncleanable:
                     continue
-            plan = plan_cleaning(tp, unified, now_ms)
+            try:
+                plan = plan_cleaning(tp, unified, now_ms)
+            except (KafkaStorageError, OSError) as exc:  # e.g. EMFILE reading its checkpoint
+                log.warning("cannot plan the cleaning of %s (retried later): %s", tp, exc)
+                continue
             if plan is None or not plan.config.compact or not plan.cleanable:
                 continue
             if best is None or plan.dirty_ratio > best.dirty_ratio:

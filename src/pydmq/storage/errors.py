@@ -1,9 +1,16 @@
 """Storage failures: which write errors are transient and which take a log dir offline.
 
-Kafka's rule is that any I/O error takes the log dir offline. pydmq keeps one exception:
-a full disk (ENOSPC, EDQUOT) is transient, because a failed write is undone (the file is
-truncated back to its size before the write) and nothing of it remains: the next write may
-succeed once space returns. Everything else takes the log dir offline until a restart:
+Kafka's rule is that any I/O error takes the log dir offline. pydmq keeps two exceptions,
+both transient because a failed write is undone (the file is truncated back to its size
+before the write) and nothing of it remains, so the next write may succeed:
+
+* a full disk (ENOSPC, EDQUOT), once space returns;
+* a process or system out of file descriptors (EMFILE, ENFILE) when a segment, index or
+  checkpoint file is opened, once descriptors are freed: they are a resource the broker
+  shares with its connections, not a property of the disk, and a client that opens many
+  connections must not be able to take a log dir offline.
+
+Everything else takes the log dir offline until a restart:
 
 * any failed ``fsync``/``fdatasync`` (:class:`SyncFailedError`): Linux may have dropped the
   dirty pages it covered and cleared the error, so a later fsync that succeeds proves nothing;
@@ -21,7 +28,7 @@ from pydmq.failpoints import failpoint
 
 __all__ = ["KafkaStorageError", "SyncFailedError", "fdatasync", "fsync", "is_transient"]
 
-_TRANSIENT = frozenset({errno.ENOSPC, errno.EDQUOT})
+_TRANSIENT = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EMFILE, errno.ENFILE})
 
 
 class KafkaStorageError(Exception):
@@ -44,7 +51,8 @@ class SyncFailedError(OSError):
 
 
 def is_transient(exc: BaseException) -> bool:
-    """A failed write that may succeed when retried later (the disk or quota was full)."""
+    """A failed write that may succeed when retried later (the disk or quota was full, or
+    the process or system had no file descriptor left)."""
     return (
         isinstance(exc, OSError)
         and not isinstance(exc, SyncFailedError)

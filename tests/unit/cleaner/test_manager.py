@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pydmq.cleaner import manager as manager_module
 from pydmq.cleaner.config import CleanerSettings
 from pydmq.cleaner.manager import LogCleanerManager, LoopOwner
 from pydmq.cleaner.offset_map import OffsetMap
@@ -199,3 +200,38 @@ def test_a_storage_error_is_retried_rather_than_marking_the_log(
     assert manager.uncleanable_partitions() == []
     retried = manager.grab_filthiest_log()
     assert retried is not None and retried.tp == tp
+
+
+def test_a_log_whose_plan_cannot_be_read_is_skipped_and_the_thread_lives_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Out of file descriptors while reading one log's cleaner checkpoint: that log waits for
+    a later pass, the other is cleaned, and the one cleaner thread does not die."""
+    broken, fine = TopicPartition("broken", 0), TopicPartition("fine", 0)
+    hosted = {broken: updated_log(broken, 60), fine: updated_log(fine, 30)}
+    real_plan = manager_module.plan_cleaning
+    failing = {"on": True}
+
+    def plan(tp: TopicPartition, *args: object) -> object:
+        if tp == broken and failing["on"]:
+            raise OSError(24, "Too many open files")
+        return real_plan(tp, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(manager_module, "plan_cleaning", plan)
+
+    async def scenario() -> None:
+        manager = LogCleanerManager.on_loop(
+            lambda: CleanerSettings(threads=1, backoff_ms=20),
+            lambda: list(hosted.items()),
+            asyncio.get_running_loop(),
+        )
+        manager.start()
+        try:
+            await wait_until(lambda: manager.cleanings >= 1, "the fine log cleaned")
+            assert manager.uncleanable_partitions() == []
+            failing["on"] = False  # descriptors are back
+            await wait_until(lambda: manager.cleanings >= 2, "the broken log cleaned too")
+        finally:
+            manager.stop()
+
+    asyncio.run(scenario())

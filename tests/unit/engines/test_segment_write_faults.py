@@ -1,7 +1,7 @@
 """Segment engine under write faults: a failed write or fsync never leaves bytes to build on.
 
 Faults come from the failpoints (``arm_failpoints``): ``short`` (half the write lands, then
-ENOSPC), ``enospc`` and ``eio`` at the segment write, fsync and roll, the LMDB commit and
+ENOSPC), ``enospc``, ``emfile`` and ``eio`` at the segment write, fsync and roll, the LMDB commit and
 sync, and the checkpoint writes. After each: the log's state is what it was before the failed
 append, reads keep working, appends resume after a full disk, an I/O error or a failed fsync
 takes the data dir offline for good, and a reopen finds every batch that was appended.
@@ -184,6 +184,23 @@ def test_a_failed_roll_keeps_the_log_as_it_was(tmp_path: Path, arm_failpoints: A
     assert log.log_end_offset == len(kept) * 2
     kept.append(append(log, len(kept)))  # the retry creates the file
     assert len(log.segments) == 2 and os.path.exists(log.segments[-1].path)
+    engine.close()
+    assert reopened(tmp_path) == b"".join(kept)
+
+
+def test_no_file_descriptor_left_is_transient_and_the_dir_stays_online(
+    tmp_path: Path, arm_failpoints: Arm
+) -> None:
+    """EMFILE when a new log creates its first segment (a broker whose connections took every
+    descriptor): that append fails, the data dir stays online, the next append succeeds."""
+    engine, log = open_log(tmp_path)
+    arm_failpoints("segment.create=emfile-times=1")
+    with pytest.raises(KafkaStorageError) as failed:
+        append(log, 0)
+    assert not failed.value.offline and engine.offline is None
+    assert log.log_end_offset == 0
+    kept = [append(log, i) for i in range(3)]
+    assert fetched_bytes(log.read(0, BIG, BIG, True)) == b"".join(kept)
     engine.close()
     assert reopened(tmp_path) == b"".join(kept)
 
