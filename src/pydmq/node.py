@@ -41,6 +41,7 @@ from pydmq.config.definitions import ConfigError
 from pydmq.config.http import HttpSettings
 from pydmq.config.listener_security import security_protocol
 from pydmq.net.connection import KafkaConnection
+from pydmq.net.connection_quotas import ConnectionQuotas, descriptor_budget, limits_from_config
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
 from pydmq.security.sasl.protocols import is_sasl_listener
@@ -59,6 +60,8 @@ if TYPE_CHECKING:
 __all__ = ["Node"]
 
 log = logging.getLogger(__name__)
+
+_QUOTA_WARNING_INTERVAL_S = 60.0  # refused connections: one warning a minute at most
 
 
 class Node:
@@ -115,11 +118,42 @@ class Node:
         self._servers: list[asyncio.base_events.Server | TlsListener] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.connections: set[KafkaConnection] = set()
+        self.connection_quotas = self._build_connection_quotas()
+        self._quota_warned_at = -_QUOTA_WARNING_INTERVAL_S
         # The HTTP listener (metrics, health; pydmq.http.listeners), started with the node.
         self.http: NodeHttpService | None = None
         self.serving_clients = False
         # The SASL listeners' settings, checked now (ConfigError before anything binds).
         self._sasl_listeners = self._build_sasl_listeners()
+
+    def _build_connection_quotas(self) -> ConnectionQuotas:
+        """Kafka's connection limits; the listeners the nodes talk to each other on are
+        exempt from the all-listeners one (see :mod:`pydmq.net.connection_quotas`)."""
+        config = self.config
+        exempt = set(self._controller_listeners)
+        if config.is_cluster_mode:
+            exempt.add(config.inter_broker_listener_name)
+            if self.broker is not None and self.broker.control_plane_listener is not None:
+                exempt.add(self.broker.control_plane_listener)
+        share = config.get("pydmq.log.open.files.share")
+        assert isinstance(share, float)
+        descriptors = descriptor_budget(share)
+        return ConnectionQuotas(lambda: limits_from_config(config, descriptors), exempt)
+
+    def _admit_connection(self, connection: KafkaConnection) -> str | None:
+        refusal = self.connection_quotas.admit(
+            connection.connection_id, connection.listener, connection.client_host
+        )
+        if refusal is not None:
+            now = asyncio.get_running_loop().time()
+            if now - self._quota_warned_at >= _QUOTA_WARNING_INTERVAL_S:
+                self._quota_warned_at = now
+                log.warning(
+                    "closing new connections: %s (%d refused since start)",
+                    refusal,
+                    self.connection_quotas.refused,
+                )
+        return refusal
 
     @property
     def sasl_listeners(self) -> Mapping[str, SaslListener]:
@@ -285,6 +319,7 @@ class Node:
                     name,
                     on_close=self._connection_closed,
                     authenticate=authenticate,
+                    admit=self._admit_connection,
                 )
                 sasl = self._sasl_listeners.get(name)
                 if sasl is not None:
@@ -367,6 +402,7 @@ class Node:
 
     def _connection_closed(self, connection: KafkaConnection) -> None:
         self.connections.discard(connection)
+        self.connection_quotas.release(connection.connection_id)
         if self.controller is not None and connection.listener in self._controller_listeners:
             self.controller.connection_closed(connection.connection_id)
 

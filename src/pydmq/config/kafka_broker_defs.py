@@ -144,9 +144,6 @@ _TABLE = """
     log.roll.jitter.hours INT S "0"
     log.roll.jitter.ms LONG D null
     max.connection.creation.rate INT D "2147483647"
-    max.connections INT D "2147483647"
-    max.connections.per.ip INT D "2147483647"
-    max.connections.per.ip.overrides STRING D ""
     max.decompressed.message.bytes INT D "2147483639"
     max.request.partition.size.limit INT S "2000"
     metadata.log.dir STRING S null

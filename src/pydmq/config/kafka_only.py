@@ -223,10 +223,9 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         """,
     ),
     _group(
-        "connection limits, replication throttles and static quota defaults, which pydmq "
-        "does not enforce (client quotas are metadata: AlterClientQuotas)",
+        "the connection creation rate, replication throttles and static quota defaults, "
+        "which pydmq does not enforce (client quotas are metadata: AlterClientQuotas)",
         """
-        max.connections max.connections.per.ip max.connections.per.ip.overrides
         max.connection.creation.rate
         replication.quota.window.num replication.quota.window.size.seconds
         alter.log.dirs.replication.quota.window.num

@@ -1,12 +1,15 @@
-"""The client quota properties (Kafka's names): the windows the quota managers measure over.
+"""The quota properties (Kafka's names): the windows the client quota managers measure over,
+and the connection quotas.
 
 ``quota.window.num`` samples of ``quota.window.size.seconds`` for the byte-rate and request
-quotas; ``controller.quota.window.*`` for ``controller_mutation_rate``. The quotas themselves
-are metadata (AlterClientQuotas), not properties.
+quotas; ``controller.quota.window.*`` for ``controller_mutation_rate``. The client quotas
+themselves are metadata (AlterClientQuotas), not properties. The connection quotas are
+:mod:`pydmq.config.connection_quotas`.
 """
 
 from __future__ import annotations
 
+from pydmq.config.connection_quotas import CONNECTION_QUOTA_CONFIGS
 from pydmq.config.definitions import ConfigDef, at_least
 from pydmq.config.definitions import ConfigType as T
 
@@ -45,4 +48,5 @@ QUOTA_CONFIGS: tuple[ConfigDef, ...] = (
         at_least(1),
         read_only=True,
     ),
+    *CONNECTION_QUOTA_CONFIGS,
 )

@@ -61,6 +61,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         listener: str,
         on_close: Callable[[KafkaConnection], None] | None = None,
         authenticate: Callable[[asyncio.BaseTransport], KafkaPrincipal] | None = None,
+        admit: Callable[[KafkaConnection], str | None] | None = None,
     ) -> None:
         self.connection_id = next(_ids)
         self.listener = listener
@@ -77,6 +78,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._dispatch = dispatch
         self._max_request_size = max_request_size
         self._on_close = on_close
+        # The node's connection quotas: None admits the connection, else why it is closed.
+        self._admit = admit
         self._buf = bytearray(_INITIAL_BUFFER)
         self._view = memoryview(self._buf)
         self._start = 0
@@ -99,6 +102,18 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.client_host, self.client_port = str(peer[0]), int(peer[1])
+        refusal = None if self._admit is None else self._admit(self)
+        if refusal is not None:
+            log.debug(
+                "closing connection %s from %s:%s on listener %s: %s",
+                self.connection_id,
+                self.client_host,
+                self.client_port,
+                self.listener,
+                refusal,
+            )
+            self.close()
+            return
         if self._authenticate is not None:
             try:
                 self.principal = self._authenticate(transport)
