@@ -26,12 +26,15 @@ from pydmq.security.principal import KafkaPrincipal
 from pydmq.security.tls import ServerTls
 from pydmq.security.tls_principal import ssl_principal
 
-__all__ = ["TLS_HANDSHAKE_TIMEOUT", "TlsListener", "tls_principal"]
+__all__ = ["MAX_PENDING_HANDSHAKES", "TLS_HANDSHAKE_TIMEOUT", "TlsListener", "tls_principal"]
 
 log = logging.getLogger(__name__)
 
 # Seconds a client has to complete its TLS handshake once connected.
 TLS_HANDSHAKE_TIMEOUT = 10.0
+# Handshakes one listener runs at once: each holds a descriptor until it ends or times out,
+# before the connection quotas can count it; a socket accepted beyond them is closed at once.
+MAX_PENDING_HANDSHAKES = 256
 
 
 def tls_principal(tls: ServerTls) -> Callable[[asyncio.BaseTransport], KafkaPrincipal]:
@@ -65,6 +68,7 @@ class TlsListener:
         self.handshake_timeout = handshake_timeout
         self._accepting: asyncio.Task[None] | None = None
         self._handshakes: set[asyncio.Task[None]] = set()
+        self.refused_handshakes = 0  # sockets closed because MAX_PENDING_HANDSHAKES were running
 
     @classmethod
     def bind(
@@ -119,6 +123,10 @@ class TlsListener:
             except OSError as exc:  # EMFILE and the like: back off, keep listening
                 log.warning("listener %s: accept failed: %s", self.name, exc)
                 await asyncio.sleep(0.1)
+                continue
+            if len(self._handshakes) >= MAX_PENDING_HANDSHAKES:
+                self.refused_handshakes += 1
+                sock.close()
                 continue
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)

@@ -16,6 +16,7 @@ import pytest
 
 from pydmq.config.broker import BrokerConfig
 from pydmq.config.listener_security import ssl_settings
+from pydmq.net import tls as tls_module
 from pydmq.net.client import NodeConnection, NodeConnectionError
 from pydmq.node import Node
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
@@ -266,3 +267,32 @@ def test_a_certificate_no_mapping_rule_names_is_refused(
     with caplog.at_level(logging.INFO, logger="pydmq.net.connection"):
         asyncio.run(run())
     assert "no rule applies to CN=client" in caplog.text
+
+
+def test_stalled_handshakes_beyond_the_cap_are_closed_at_once(
+    tmp_path: Path, ca: TestCA, identities: dict[str, Identity], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Connections that never send a ClientHello hold a descriptor each until their handshake
+    times out: past MAX_PENDING_HANDSHAKES the listener closes new sockets at once, and they
+    stop costing anything once the stalled ones time out."""
+    monkeypatch.setattr(tls_module, "MAX_PENDING_HANDSHAKES", 5)
+    config = node_config(tmp_path, ca, identities["server"])
+
+    async def run() -> None:
+        async with running(config, timeout=1.0) as node:
+            port = node.bound_ports["SSL"]
+            stalled = [await asyncio.open_connection("127.0.0.1", port) for _ in range(8)]
+            closed_at_once = 0
+            for reader, _writer in stalled[5:]:
+                data = await asyncio.wait_for(reader.read(), 0.9)  # before any timeout
+                closed_at_once += data == b""
+            assert closed_at_once == 3
+            (listener,) = [s for s in node._servers if isinstance(s, tls_module.TlsListener)]
+            assert listener.refused_handshakes == 3
+            for _reader, writer in stalled:
+                writer.close()
+            await asyncio.sleep(1.2)  # the five stalled handshakes time out
+            good = await api_versions(port, client_context(ca, None))
+            await good.close()
+
+    run_on("asyncio", run)
