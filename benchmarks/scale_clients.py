@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import resource
 import shutil
@@ -54,6 +55,7 @@ if str(REPO) not in sys.path:  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(REPO))
 
 from benchmarks.common import single_node_process  # noqa: E402
+
 from pydmq.groups.consumer.embedded import (  # noqa: E402
     encode_assignment,
     encode_subscription,
@@ -227,10 +229,8 @@ async def active_load(
         while not stop.is_set():
             await wire.call(PRODUCE, produce_request(batch))
             sent += 1
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), interval_s)
-            except TimeoutError:
-                pass
         wire.close()
         return sent
 
