@@ -47,6 +47,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,7 @@ from pydmq.protocol.messages.consumer_group_heartbeat import (  # noqa: E402
     ConsumerGroupHeartbeatRequest,
     TopicPartitions,
 )
+from pydmq.protocol.messages.find_coordinator import FindCoordinatorRequest  # noqa: E402
 from pydmq.protocol.messages.heartbeat import HeartbeatRequest  # noqa: E402
 from pydmq.protocol.messages.join_group import (  # noqa: E402
     JoinGroupRequest,
@@ -90,7 +92,11 @@ from pydmq.protocol.messages.sync_group import (  # noqa: E402
 from pydmq.protocol.records import SimpleRecord, build_batch  # noqa: E402
 
 API_VERSIONS, PRODUCE, JOIN, SYNC, HEARTBEAT, COMMIT, CG_HEARTBEAT = 18, 0, 11, 14, 12, 8, 68
-VERSIONS = {API_VERSIONS: 3, PRODUCE: 9, JOIN: 9, SYNC: 5, HEARTBEAT: 4, COMMIT: 9, CG_HEARTBEAT: 0}
+FIND_COORDINATOR = 10
+VERSIONS = {
+    API_VERSIONS: 3, PRODUCE: 9, FIND_COORDINATOR: 4, JOIN: 9, SYNC: 5, HEARTBEAT: 4,
+    COMMIT: 9, CG_HEARTBEAT: 0,
+}  # fmt: skip
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
 SMALL_TOPIC, WIDE_TOPIC = "scale-small", "scale-wide"
 BROKER_PROPS = {
@@ -554,16 +560,40 @@ def create_topics(bootstrap: str, partitions: int) -> None:
                 time.sleep(0.5)
 
 
-async def measure(bootstrap: str, pid: int, args: argparse.Namespace) -> dict[str, float]:
+async def coordinator_ready(bootstrap: str) -> None:
+    """FindCoordinator until the group coordinator is there (Kafka creates
+    ``__consumer_offsets`` on the first one and answers COORDINATOR_NOT_AVAILABLE meanwhile)."""
+    host, port = bootstrap.rsplit(":", 1)
+    wire = await Wire.open(host, int(port))
+    deadline = time.monotonic() + 60
+    request = FindCoordinatorRequest(key_type=0, coordinator_keys=["classic-0"])
+    while (await wire.call(FIND_COORDINATOR, request)).coordinators[0].error_code != 0:
+        if time.monotonic() > deadline:
+            raise RuntimeError("no group coordinator within 60 s")
+        await asyncio.sleep(0.2)
+    await asyncio.sleep(1.0)  # Kafka: the partition's coordinator finishes loading
+    wire.close()
+
+
+async def measure(
+    bootstrap: str, pid: int, args: argparse.Namespace, target: str
+) -> dict[str, float]:
     out: dict[str, float] = {"rss_start_kib": float(rss_kib(pid))}
+    phases: list[Callable[[], Awaitable[dict[str, float]]]] = []
     if args.idle or args.active:
-        out.update(await connections(bootstrap, pid, args))
-    if args.groups:
-        for kind in ("classic", "consumer"):
-            out.update(await many_groups(bootstrap, pid, args, kind))
-    if args.members:
-        for kind in ("classic", "consumer"):
-            out.update(await big_group(bootstrap, pid, args, kind))
+        phases.append(lambda: connections(bootstrap, pid, args))
+    for kind in ("classic", "consumer"):
+        if args.groups:
+            phases.append(partial(many_groups, bootstrap, pid, args, kind))
+    for kind in ("classic", "consumer"):
+        if args.members:
+            phases.append(partial(big_group, bootstrap, pid, args, kind))
+    if args.groups or args.members:
+        await coordinator_ready(bootstrap)
+    for phase in phases:
+        figures = await phase()
+        print(f"{target}: {json.dumps(figures)}", flush=True)
+        out.update(figures)
     return out
 
 
@@ -615,8 +645,7 @@ def main() -> None:
         for target in args.targets.split(","):
             with single_node_process(target, workdir, BROKER_PROPS) as (bootstrap, pid):
                 create_topics(bootstrap, args.partitions)
-                results[target] = asyncio.run(measure(bootstrap, pid, args))
-            print(f"{target}: {json.dumps(results[target])}", flush=True)
+                results[target] = asyncio.run(measure(bootstrap, pid, args, target))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     print(table(results))
