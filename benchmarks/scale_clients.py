@@ -7,7 +7,7 @@ For each broker (``--targets``, default ``kafka,pydmq``): a fresh single node, t
   this one's event loop does not colour its figures) times ``--probes`` ApiVersions and
   acks=1 Produce requests of one small record, one at a time: their p50/p99. Then
   ``--active`` more connections produce a 100-byte batch every ``--active-interval-ms``
-  each while the other client probes again;
+  each (each at a random phase of it) while the other client probes again;
 - **groups**: ``--groups`` classic groups of one member (JoinGroup, SyncGroup, Heartbeat,
   OffsetCommit), then as many KIP-848 groups (ConsumerGroupHeartbeat, OffsetCommit): set-up
   rate and the broker's RSS growth per group, then ``--commit-rounds`` OffsetCommits per
@@ -36,6 +36,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import random
 import resource
 import shutil
 import statistics
@@ -232,6 +233,9 @@ async def active_load(
 
     async def produce(wire: Wire) -> int:
         sent = 0
+        # Each at its own phase of the interval, as independent clients are: in lockstep,
+        # every interval would start with a burst of ``count`` requests on both brokers.
+        await asyncio.sleep(random.uniform(0, interval_s))
         while not stop.is_set():
             await wire.call(PRODUCE, produce_request(batch))
             sent += 1

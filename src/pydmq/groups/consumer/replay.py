@@ -97,14 +97,13 @@ def _update_member(group: ConsumerGroup, member_id: str, meta: MemberMetadataVal
     member.client_id = meta.client_id
     member.client_host = meta.client_host
     member.rebalance_timeout_ms = meta.rebalance_timeout_ms
-    member.subscribed_topic_names = tuple(meta.subscribed_topic_names)
     member.server_assignor = meta.server_assignor
+    compiled = member.compiled_regex
     if meta.subscribed_topic_regex != member.subscribed_topic_regex:
-        member.subscribed_topic_regex = meta.subscribed_topic_regex
-        member.compiled_regex = None
+        compiled = None
         if meta.subscribed_topic_regex:
             try:
-                member.compiled_regex = compile_topic_regex(meta.subscribed_topic_regex)
+                compiled = compile_topic_regex(meta.subscribed_topic_regex)
             except RegexSyntaxError:
                 log.warning(
                     "group %s: member %s has an invalid regex %r",
@@ -112,6 +111,9 @@ def _update_member(group: ConsumerGroup, member_id: str, meta: MemberMetadataVal
                     member_id,
                     meta.subscribed_topic_regex,
                 )
+    group.update_subscription(
+        member, tuple(meta.subscribed_topic_names), meta.subscribed_topic_regex, compiled
+    )
 
 
 def _update_current(
