@@ -104,8 +104,12 @@ BROKER_PROPS = {
     "group.initial.rebalance.delay.ms": "0",
     "group.consumer.min.heartbeat.interval.ms": "500",
     "group.consumer.heartbeat.interval.ms": "500",
+    # The groups of one member heartbeat once; their sessions outlast the phase (the largest
+    # each broker allows).
+    "group.consumer.session.timeout.ms": "60000",
     "offsets.topic.num.partitions": "1",
 }
+SINGLE_SESSION_MS = 1_800_000  # group.max.session.timeout.ms
 CONNECT_BATCH = 500  # connections opened at once (the listen backlog is 1,024 on pydmq)
 PHASE_TIMEOUT_S = 300.0
 
@@ -282,10 +286,10 @@ def commit_request(group: str, generation: int, member: str, offset: int) -> Off
     )  # fmt: skip
 
 
-def classic_join(group: str, member: str, topic: str) -> JoinGroupRequest:
+def classic_join(group: str, member: str, topic: str, session_ms: int = 30_000) -> JoinGroupRequest:
     protocol = JoinGroupRequestProtocol(name="range", metadata=encode_subscription([topic]))
     return JoinGroupRequest(
-        group_id=group, session_timeout=30_000, rebalance_timeout=60_000, member_id=member,
+        group_id=group, session_timeout=session_ms, rebalance_timeout=60_000, member_id=member,
         protocol_type="consumer", protocols=[protocol],
     )  # fmt: skip
 
@@ -306,9 +310,11 @@ class Member:
 
 async def classic_single(wire: Wire, group: str) -> Member:
     """Join ``group`` alone (classic), sync, heartbeat and commit once."""
-    answer = await wire.call(JOIN, classic_join(group, "", SMALL_TOPIC))
+    # These members heartbeat once: a session outlasting the phase keeps them in the group
+    answer = await wire.call(JOIN, classic_join(group, "", SMALL_TOPIC, SINGLE_SESSION_MS))
     if answer.error_code == MEMBER_ID_REQUIRED:
-        answer = await wire.call(JOIN, classic_join(group, answer.member_id, SMALL_TOPIC))
+        retry = classic_join(group, answer.member_id, SMALL_TOPIC, SINGLE_SESSION_MS)
+        answer = await wire.call(JOIN, retry)
     check(answer.error_code, f"JoinGroup {group}")
     member = Member(group, answer.member_id, answer.generation_id)
     assignment = SyncGroupRequestAssignment(
