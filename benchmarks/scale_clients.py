@@ -484,7 +484,7 @@ def decode_owned(assignment: bytes) -> frozenset[int]:
     if not assignment:
         return frozenset()
     (topics,) = struct.unpack_from(">i", assignment, 2)
-    position, owned = 6, set()
+    position, owned = 6, set[int]()
     for _ in range(topics):
         (length,) = struct.unpack_from(">h", assignment, position)
         position += 2 + length
