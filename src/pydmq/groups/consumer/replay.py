@@ -81,7 +81,7 @@ def apply(group: ConsumerGroup, record: ConsumerGroupRecord) -> bool:
 
 
 def _member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-    member = group.members.get(member_id)
+    member = group.writable_member(member_id)
     if member is None:
         member = ConsumerGroupMember(member_id=member_id, instance_id=instance_id)
         group.add_member(member)
@@ -120,7 +120,7 @@ def _update_current(
     group: ConsumerGroup, member_id: str, current: CurrentMemberValue | None
 ) -> None:
     if current is None:
-        member = group.members.get(member_id)
+        member = group.writable_member(member_id)
         if member is not None:
             member.left_static = False
             group.update_assignment(member, Reconciled(0, -1, MemberState.STABLE, {}, {}))
