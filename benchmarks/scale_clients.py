@@ -420,13 +420,21 @@ class BigGroup:
         self.held[index] = (generation, owned)
 
     def converged(self, members: int) -> bool:
+        """Every member reported, all at one generation (epoch), every partition held once,
+        and balanced (sizes within one): a member holding nothing while another holds all
+        is a target not computed yet (Kafka 4.4 delays it by its assignment interval)."""
         if len(self.held) < members:
             return False
         generations = {g for g, _ in self.held.values()}
         if len(generations) != 1:
             return False
         owned = [p for _, parts in self.held.values() for p in parts]
-        return len(owned) == self.partitions and len(set(owned)) == self.partitions
+        sizes = [len(parts) for _, parts in self.held.values()]
+        return (
+            len(owned) == self.partitions
+            and len(set(owned)) == self.partitions
+            and max(sizes) - min(sizes) <= 1
+        )
 
 
 def round_robin(member_ids: Sequence[str], partitions: int) -> dict[str, list[int]]:

@@ -32,6 +32,9 @@ def test_a_big_group_converges_on_one_generation_covering_every_partition_once()
     assert not state.converged(2)  # partition 1 twice
     state.update(1, 2, frozenset({2, 3}))
     assert state.converged(2)
+    state.update(0, 2, frozenset({0, 1, 2, 3}))
+    state.update(1, 2, frozenset())
+    assert not state.converged(2)  # all on one member: no target for the other yet
 
 
 def test_percentile_takes_the_sample_at_the_rank() -> None:
