@@ -34,6 +34,7 @@ __all__ = [
     "free_port",
     "produce_chunked",
     "single_node",
+    "single_node_process",
     "spawn_serve",
     "wait_listening",
 ]
@@ -136,6 +137,16 @@ def single_node(target: str, workdir: Path, props: Mapping[str, str]) -> Iterato
     """A fresh single node of ``target`` (``pydmq`` or ``kafka``: Kafka 4.4 from
     compat/kafka) with ``props`` (Kafka's names: both take them) and one partition per new
     topic; yields its bootstrap. Stopped and its data removed on the way out."""
+    with single_node_process(target, workdir, props) as (bootstrap, _pid):
+        yield bootstrap
+
+
+@contextmanager
+def single_node_process(
+    target: str, workdir: Path, props: Mapping[str, str]
+) -> Iterator[tuple[str, int]]:
+    """:func:`single_node`, yielding its bootstrap and the broker's process id (the JVM's
+    for Kafka: start.sh execs it), for the scripts that read the broker's memory."""
     port = free_port()
     data = Path(tempfile.mkdtemp(prefix=f"{target}-", dir=workdir))
     log = open(data / "broker.log", "wb")  # noqa: SIM115 - handed to the child
@@ -165,7 +176,7 @@ def single_node(target: str, workdir: Path, props: Mapping[str, str]) -> Iterato
         env = {**os.environ, "KAFKA_EXTRA_PROPS": f"num.partitions=1 {extra}"}
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", process.pid
     finally:
         process.terminate()
         try:

@@ -39,8 +39,9 @@ class CloseConnection(Exception):
     """Raised by a dispatcher when Kafka would close the connection (garbage, unknown API)."""
 
 
-# Per connection, zero-filled (resident) at accept: 256 KiB made 1,000 idle connections pin
-# 250 MiB of RSS. Start small; _make_room grows (doubling) for the clients that send big frames.
+# What a connection reads into once a read starts: bytearray zero-fills, so every byte is
+# resident. 256 KiB at accept made 1,000 idle connections pin 250 MiB of RSS; _make_room grows
+# (doubling) for the clients that send big frames.
 _INITIAL_BUFFER = 16 * 1024
 _MAX_PREALLOCATE = 1024 * 1024
 # A buffer grown past this for one large frame is dropped once empty: a connection that sent
@@ -48,11 +49,46 @@ _MAX_PREALLOCATE = 1024 * 1024
 # a few MiB (producers' usual sizes) keep their buffer, so they never pay the regrowth.
 _SHRINK_ABOVE = 8 * 1024 * 1024
 _MAX_BACKLOG_FRAMES = 1000
+# The buffer of a connection between reads: empty, shared, never written (get_buffer takes a
+# buffer of its own before a read).
+_NO_BUFFER = bytearray()
+_NO_VIEW = memoryview(_NO_BUFFER)
 _ids = itertools.count(1)
 
 
 class KafkaConnection(asyncio.BufferedProtocol):
-    """Owned by the event loop; one instance per accepted socket."""
+    """Owned by the event loop; one instance per accepted socket.
+
+    An idle connection holds no receive buffer: one of ``_INITIAL_BUFFER`` bytes is taken
+    when a read starts and dropped once every byte read was served (a buffer grown for large
+    frames is kept up to ``_SHRINK_ABOVE``, for the producers that send them back to back).
+    10,000 idle connections so cost their objects and the kernel's socket, not 16 KiB each."""
+
+    __slots__ = (
+        "_admit",
+        "_authenticate",
+        "_backlog",
+        "_buf",
+        "_dispatch",
+        "_end",
+        "_max_request_size",
+        "_on_close",
+        "_pending",
+        "_reading_paused",
+        "_start",
+        "_transport",
+        "_unmute",
+        "_view",
+        "_writing_paused",
+        "authenticator",
+        "client_host",
+        "client_port",
+        "closed",
+        "connection_id",
+        "listener",
+        "principal",
+        "received_at",
+    )
 
     def __init__(
         self,
@@ -80,8 +116,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._on_close = on_close
         # The node's connection quotas: None admits the connection, else why it is closed.
         self._admit = admit
-        self._buf = bytearray(_INITIAL_BUFFER)
-        self._view = memoryview(self._buf)
+        self._buf = _NO_BUFFER
+        self._view = _NO_VIEW
         self._start = 0
         self._end = 0
         self._transport: asyncio.Transport | None = None
@@ -222,10 +258,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
                 self._handle(frame)
         if self._start == self._end:
             self._start = self._end = 0
-            if len(self._buf) > _SHRINK_ABOVE:
-                # Views of the old buffer held by requests still in flight keep it alive.
-                self._buf = bytearray(_INITIAL_BUFFER)
-                self._view = memoryview(self._buf)
+            if len(self._buf) <= _INITIAL_BUFFER or len(self._buf) > _SHRINK_ABOVE:
+                # Served every byte: an idle connection pins no buffer (the next read takes a
+                # fresh one). Views of the old buffer held by requests in flight keep it alive.
+                self._buf, self._view = _NO_BUFFER, _NO_VIEW
 
     def _handle(self, frame: memoryview) -> None:
         try:

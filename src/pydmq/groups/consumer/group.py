@@ -225,6 +225,14 @@ class ConsumerGroup:
         # topic name -> (topic id, partition count) of the subscribed topics that exist
         self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.owners: dict[tuple[uuid.UUID, int], str] = {}  # partition -> holding member
+        # How many members subscribe to each topic name, and to each regex (with its compiled
+        # form), as Kafka's subscribedTopicNames: subscribed_topic_names reads these, so a
+        # heartbeat costs O(subscribed topics), not O(members).
+        self._name_subscribers: dict[str, int] = {}
+        self._regex_subscribers: dict[str, tuple[TopicRegex, int]] = {}
+        # Members whose objects this group shares with the group it was copied from: cloned
+        # on their first change here (writable_member), so a copy costs O(1) per member.
+        self._borrowed: set[str] = set()
         self.dead = False
 
     # -- state -----------------------------------------------------------------------
@@ -245,31 +253,49 @@ class ConsumerGroup:
         return self.owners.get((topic_id, partition))
 
     def copy(self) -> ConsumerGroup:
-        """A copy to compute a write on: members are copied, partition sets are shared (they
-        are never changed in place, only replaced)."""
+        """A copy to compute a write on: members are shared until the copy changes one
+        (:meth:`writable_member` clones it then), partition sets are shared (they are never
+        changed in place, only replaced). A write changes a few members of a large group:
+        cloning all of them was O(members) per heartbeat."""
         other = ConsumerGroup(self.group_id)
         other.group_epoch = self.group_epoch
         other.assignment_epoch = self.assignment_epoch
-        other.members = {m: v.clone() for m, v in self.members.items()}
+        other.members = dict(self.members)
+        other._borrowed = set(self.members)
         other.static_members = dict(self.static_members)
         other.target = dict(self.target)
         other.subscription_metadata = dict(self.subscription_metadata)
         other.owners = dict(self.owners)
+        other._name_subscribers = dict(self._name_subscribers)
+        other._regex_subscribers = dict(self._regex_subscribers)
         other.dead = self.dead
         return other
 
     # -- members ---------------------------------------------------------------------
+    def writable_member(self, member_id: str) -> ConsumerGroupMember | None:
+        """``member_id``'s member, this group's own to change in place (None: no such
+        member); every change of a member goes through here (see :meth:`copy`)."""
+        member = self.members.get(member_id)
+        if member is not None and member_id in self._borrowed:
+            member = self.members[member_id] = member.clone()
+            self._borrowed.discard(member_id)
+        return member
+
     def add_member(self, member: ConsumerGroupMember) -> None:
+        self._borrowed.discard(member.member_id)
         self.members[member.member_id] = member
         if member.instance_id is not None:
             self.static_members[member.instance_id] = member.member_id
         self._hold(member)
+        self._count_subscription(member, 1)
 
     def remove_member(self, member_id: str) -> ConsumerGroupMember | None:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self._borrowed.discard(member_id)
         self._release(member)
+        self._count_subscription(member, -1)
         self.target.pop(member_id, None)
         if (
             member.instance_id is not None
@@ -278,10 +304,47 @@ class ConsumerGroup:
             del self.static_members[member.instance_id]
         return member
 
+    def update_subscription(
+        self,
+        member: ConsumerGroupMember,
+        names: tuple[str, ...],
+        regex: str | None,
+        compiled: TopicRegex | None,
+    ) -> None:
+        """Give ``member`` (this group's, from :meth:`writable_member`) what it subscribes
+        to: topic names, and a regex with its compiled form (None when it has none or it does
+        not compile)."""
+        self._count_subscription(member, -1)
+        member.subscribed_topic_names = names
+        member.subscribed_topic_regex = regex
+        member.compiled_regex = compiled
+        self._count_subscription(member, 1)
+
+    def _count_subscription(self, member: ConsumerGroupMember, delta: int) -> None:
+        for name in member.subscribed_topic_names:
+            count = self._name_subscribers.get(name, 0) + delta
+            if count > 0:
+                self._name_subscribers[name] = count
+            else:
+                del self._name_subscribers[name]
+        regex, compiled = member.subscribed_topic_regex, member.compiled_regex
+        if regex is not None and compiled is not None:
+            count = self._regex_subscribers.get(regex, (compiled, 0))[1] + delta
+            if count > 0:
+                self._regex_subscribers[regex] = (compiled, count)
+            else:
+                del self._regex_subscribers[regex]
+
+    @property
+    def has_regex_subscriptions(self) -> bool:
+        """Whether a member subscribes by a (valid) regex."""
+        return bool(self._regex_subscribers)
+
     def update_assignment(self, member: ConsumerGroupMember, next_state: Reconciled) -> bool:
-        """Give ``member`` its next epochs, state and partitions. A partition another member
-        holds is never taken: then the member is reset (epoch 0, nothing held) and False is
-        returned (only a damaged log can ask for that: reconciliation never does)."""
+        """Give ``member`` (this group's, from :meth:`writable_member`) its next epochs,
+        state and partitions. A partition another member holds is never taken: then the
+        member is reset (epoch 0, nothing held) and False is returned (only a damaged log can
+        ask for that: reconciliation never does)."""
         self._release(member)
         conflict = any(
             self.owners.get((topic_id, p), member.member_id) != member.member_id
@@ -314,12 +377,8 @@ class ConsumerGroup:
 
     def subscribed_topic_names(self, all_topics: Iterable[str]) -> set[str]:
         """Names subscribed by any member (explicitly, or through a regex over ``all_topics``)."""
-        names: set[str] = set()
-        patterns = []
-        for m in self.members.values():
-            names.update(m.subscribed_topic_names)
-            if m.compiled_regex is not None:
-                patterns.append(m.compiled_regex)
+        names = set(self._name_subscribers)
+        patterns = [compiled for compiled, _count in self._regex_subscribers.values()]
         if patterns:
             for topic in all_topics:
                 if any(p.fullmatch(topic) for p in patterns):

@@ -81,7 +81,7 @@ def apply(group: ConsumerGroup, record: ConsumerGroupRecord) -> bool:
 
 
 def _member(group: ConsumerGroup, member_id: str, instance_id: str | None) -> ConsumerGroupMember:
-    member = group.members.get(member_id)
+    member = group.writable_member(member_id)
     if member is None:
         member = ConsumerGroupMember(member_id=member_id, instance_id=instance_id)
         group.add_member(member)
@@ -97,14 +97,13 @@ def _update_member(group: ConsumerGroup, member_id: str, meta: MemberMetadataVal
     member.client_id = meta.client_id
     member.client_host = meta.client_host
     member.rebalance_timeout_ms = meta.rebalance_timeout_ms
-    member.subscribed_topic_names = tuple(meta.subscribed_topic_names)
     member.server_assignor = meta.server_assignor
+    compiled = member.compiled_regex
     if meta.subscribed_topic_regex != member.subscribed_topic_regex:
-        member.subscribed_topic_regex = meta.subscribed_topic_regex
-        member.compiled_regex = None
+        compiled = None
         if meta.subscribed_topic_regex:
             try:
-                member.compiled_regex = compile_topic_regex(meta.subscribed_topic_regex)
+                compiled = compile_topic_regex(meta.subscribed_topic_regex)
             except RegexSyntaxError:
                 log.warning(
                     "group %s: member %s has an invalid regex %r",
@@ -112,13 +111,16 @@ def _update_member(group: ConsumerGroup, member_id: str, meta: MemberMetadataVal
                     member_id,
                     meta.subscribed_topic_regex,
                 )
+    group.update_subscription(
+        member, tuple(meta.subscribed_topic_names), meta.subscribed_topic_regex, compiled
+    )
 
 
 def _update_current(
     group: ConsumerGroup, member_id: str, current: CurrentMemberValue | None
 ) -> None:
     if current is None:
-        member = group.members.get(member_id)
+        member = group.writable_member(member_id)
         if member is not None:
             member.left_static = False
             group.update_assignment(member, Reconciled(0, -1, MemberState.STABLE, {}, {}))

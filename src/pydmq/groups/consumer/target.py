@@ -35,8 +35,7 @@ def subscription_metadata(
     """Topic name -> (topic id, partition count) of every existing topic the group's members
     subscribe to, by name or by regex."""
     topics = services.topics
-    needs_all = any(m.compiled_regex is not None for m in group.members.values())
-    all_names = [t.name for t in topics] if needs_all else []
+    all_names = [t.name for t in topics] if group.has_regex_subscriptions else []
     out: dict[str, tuple[uuid.UUID, int]] = {}
     for name in group.subscribed_topic_names(all_names):
         info = topics.get(name)
