@@ -109,6 +109,10 @@ BROKER_PROPS = {
     "group.consumer.session.timeout.ms": "60000",
     "offsets.topic.num.partitions": "1",
 }
+# pydmq caps its connections at what RLIMIT_NOFILE leaves beside its storage share (half by
+# default): this run holds few segment files and 11,000+ connections, so it gives storage a
+# tenth (pydmq.net.connection_quotas).
+PYDMQ_PROPS = {**BROKER_PROPS, "pydmq.log.open.files.share": "0.1"}
 SINGLE_SESSION_MS = 1_800_000  # group.max.session.timeout.ms
 CONNECT_BATCH = 500  # connections opened at once (the listen backlog is 1,024 on pydmq)
 PHASE_TIMEOUT_S = 300.0
@@ -661,7 +665,8 @@ def main() -> None:
     results: dict[str, dict[str, float]] = {}
     try:
         for target in args.targets.split(","):
-            with single_node_process(target, workdir, BROKER_PROPS) as (bootstrap, pid):
+            props = PYDMQ_PROPS if target == "pydmq" else BROKER_PROPS
+            with single_node_process(target, workdir, props) as (bootstrap, pid):
                 create_topics(bootstrap, args.partitions)
                 results[target] = asyncio.run(measure(bootstrap, pid, args, target))
     finally:
