@@ -49,6 +49,9 @@ _MAX_PREALLOCATE = 1024 * 1024
 # a few MiB (producers' usual sizes) keep their buffer, so they never pay the regrowth.
 _SHRINK_ABOVE = 8 * 1024 * 1024
 _MAX_BACKLOG_FRAMES = 1000
+# Responses answered while one receive buffer is served are written together (one syscall
+# for a pipelining client's window) once the buffer is served or they pass this many bytes.
+_CORK_BYTES = 256 * 1024
 # The buffer of a connection between reads: empty, shared, never written (get_buffer takes a
 # buffer of its own before a read).
 _NO_BUFFER = bytearray()
@@ -69,6 +72,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         "_authenticate",
         "_backlog",
         "_buf",
+        "_cork",
+        "_corked_bytes",
         "_dispatch",
         "_end",
         "_max_request_size",
@@ -118,6 +123,9 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._admit = admit
         self._buf = _NO_BUFFER
         self._view = _NO_VIEW
+        # While frames of one read are served: their responses, written at its end.
+        self._cork: list[bytes | bytearray | memoryview] | None = None
+        self._corked_bytes = 0
         self._start = 0
         self._end = 0
         self._transport: asyncio.Transport | None = None
@@ -213,6 +221,17 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._start, self._end = 0, used
 
     def _process_frames(self) -> None:
+        if self._cork is not None:  # re-entered (e.g. from _serve_held): the outer call flushes
+            self._serve_frames()
+            return
+        self._cork = []
+        try:
+            self._serve_frames()
+        finally:
+            self._flush_cork()
+            self._cork = None
+
+    def _serve_frames(self) -> None:
         buf = self._buf
         # Once the client stops reading its responses, frames already received stay in the
         # buffer until it catches up: handling them would queue a response each (8 MiB
@@ -331,9 +350,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._unmute = None
         self._serve_held()
 
+    def _flush_cork(self) -> None:
+        cork = self._cork
+        if not cork:
+            return
+        self._cork = []
+        self._corked_bytes = 0
+        if self._transport is not None and not self.closed:
+            self._transport.writelines(cork)
+
     def _write(self, buffers: Buffers | None) -> None:
         if buffers is None or self._transport is None or self.closed:
             return
+        cork = self._cork
+        if cork is not None and self.authenticator is None:
+            cork.extend(buffers)
+            self._corked_bytes += sum(len(b) for b in buffers)
+            if self._corked_bytes >= _CORK_BYTES:
+                self._flush_cork()
+            return
+        self._flush_cork()
         if len(buffers) == 1:
             self._transport.write(buffers[0])
         else:
@@ -361,5 +397,6 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def close(self) -> None:
         if not self.closed and self._transport is not None:
+            self._flush_cork()  # answers before the closing frame still leave
             self.closed = True
             self._transport.close()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from pydmq.net.connection import KafkaConnection
+from pydmq.net.connection import _CORK_BYTES, KafkaConnection
 
 RESPONSE = b"r" * 1000
 HIGH_WATER = 3000  # the fake transport pauses writing above this many unread bytes
@@ -86,16 +86,17 @@ def _feed(connection: KafkaConnection, data: bytes) -> None:
 
 def test_frames_already_received_wait_while_the_client_does_not_read() -> None:
     connection, transport, handled = _connection()
-    _feed(connection, _frames(100))
-    # Handled until the write buffer passed its high-water mark, then nothing more.
-    assert len(handled) == HIGH_WATER // len(RESPONSE) + 1
-    assert transport.buffered <= HIGH_WATER + len(RESPONSE)
+    _feed(connection, _frames(600))
+    # The answers of one read are written together at its end, or once they pass _CORK_BYTES:
+    # that write passes the high-water mark, and the frames still in the buffer wait.
+    assert len(handled) < 600
+    assert transport.buffered <= _CORK_BYTES + len(RESPONSE)
     assert not transport.reading
-    while len(handled) < 100:
+    while len(handled) < 600:
         served = len(handled)
         transport.client_reads_everything()
         assert len(handled) > served  # the held frames are served as the client reads
-        assert transport.buffered <= HIGH_WATER + len(RESPONSE)
+        assert transport.buffered <= _CORK_BYTES + len(RESPONSE)
     transport.client_reads_everything()
     assert transport.reading
 
