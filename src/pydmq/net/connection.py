@@ -49,9 +49,11 @@ _MAX_PREALLOCATE = 1024 * 1024
 # a few MiB (producers' usual sizes) keep their buffer, so they never pay the regrowth.
 _SHRINK_ABOVE = 8 * 1024 * 1024
 _MAX_BACKLOG_FRAMES = 1000
-# Responses answered while one receive buffer is served are written together (one syscall
-# for a pipelining client's window) once the buffer is served or they pass this many bytes.
+# Small responses answered while one receive buffer is served are written together (one
+# syscall for a pipelining client's window) once the buffer is served or they pass
+# _CORK_BYTES; a response of _CORK_ANSWER_BYTES or more (a Fetch's records) leaves at once.
 _CORK_BYTES = 256 * 1024
+_CORK_ANSWER_BYTES = 16 * 1024
 # The buffer of a connection between reads: empty, shared, never written (get_buffer takes a
 # buffer of its own before a read).
 _NO_BUFFER = bytearray()
@@ -364,11 +366,13 @@ class KafkaConnection(asyncio.BufferedProtocol):
             return
         cork = self._cork
         if cork is not None and self.authenticator is None:
-            cork.extend(buffers)
-            self._corked_bytes += sum(len(b) for b in buffers)
-            if self._corked_bytes >= _CORK_BYTES:
-                self._flush_cork()
-            return
+            size = sum(len(b) for b in buffers)
+            if size < _CORK_ANSWER_BYTES:
+                cork.extend(buffers)
+                self._corked_bytes += size
+                if self._corked_bytes >= _CORK_BYTES:
+                    self._flush_cork()
+                return
         self._flush_cork()
         if len(buffers) == 1:
             self._transport.write(buffers[0])
