@@ -50,6 +50,7 @@ from pydmq.broker.txn_markers import RegistryPartitionLeaders, WriteTxnMarkersDe
 from pydmq.broker.txn_verification import AddPartitionsToTxnManager
 from pydmq.cleaner.manager import LogCleanerManager
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.share import ShareSettings
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.local import LocalController
 from pydmq.controller.local_log import (
@@ -67,6 +68,7 @@ from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.security.authorizer import build_authorizer
+from pydmq.shares.service import ShareGroupService
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
 from pydmq.transactions.coordinator import (
@@ -174,6 +176,9 @@ class Broker:
             self.quotas.update(self.local_controller.image.client_quotas)
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
+        )
+        self.share_groups = ShareGroupService(
+            ShareSettings.from_config(config), self.replica_manager
         )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
@@ -320,6 +325,7 @@ class Broker:
             topic_creator=self.topic_creator,
             producer_ids=producer_ids,
             fetch_sessions=self.fetch_sessions,
+            share_groups=self.share_groups,
             advertised_endpoint=self.advertised_endpoint,
             inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
             served_apis=self.served_apis,

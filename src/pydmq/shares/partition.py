@@ -114,14 +114,14 @@ class SharePartition:
     def acquire(
         self, member_id: str, high_watermark: int, max_records: int, now_ms: int
     ) -> list[AcquiredRecords]:
-        """Acquire up to ``max_records`` records for ``member_id``: first the AVAILABLE
-        in-flight ones in offset order (released or lock-expired records, redelivered with a
-        higher delivery count), then new ones from the end offset, below ``high_watermark``
-        and within ``max_record_locks`` of the start offset. Returns the acquired runs."""
+        """Acquire up to ``max_records`` records below ``high_watermark`` for ``member_id``:
+        first the AVAILABLE in-flight ones in offset order (released or lock-expired records,
+        redelivered with a higher delivery count), then new ones from the end offset, within
+        ``max_record_locks`` of the start offset. Returns the acquired runs."""
         self.expire_locks(now_ms)
         acquired: list[int] = []
         for offset in range(self.start_offset, self.end_offset):
-            if len(acquired) >= max_records:
+            if len(acquired) >= max_records or offset >= high_watermark:
                 break
             if self._in_flight[offset].state is RecordState.AVAILABLE:
                 acquired.append(offset)

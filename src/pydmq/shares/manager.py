@@ -1,0 +1,166 @@
+"""The share-partitions this node leads, and how ShareFetch and ShareAcknowledge use them
+(Kafka's SharePartitionManager).
+
+One :class:`~pydmq.shares.partition.SharePartition` per (group, topic id, partition), created
+at the first ShareFetch of the group on that partition with its start offset at the log's
+high watermark (``share.auto.offset.reset`` latest, Kafka's default). A fetch applies the
+lock expiries, reads whole batches from the lowest offset it may hand out, and acquires the
+offsets those batches cover (never more than it returns). Owned by the broker's event loop;
+the clock is injected.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from pydmq.protocol.batch_header import (
+    BASE_OFFSET_AT,
+    FRAME,
+    LAST_OFFSET_DELTA,
+    LAST_OFFSET_DELTA_AT,
+)
+from pydmq.protocol.errors import ErrorCode
+from pydmq.replication.replica_manager import ReplicaManager
+from pydmq.shares.partition import (
+    AcquiredRecords,
+    RecordState,
+    SharePartition,
+    SharePartitionLimits,
+)
+from pydmq.storage.api import FetchDataInfo, TopicPartition
+
+__all__ = ["ShareFetchResult", "SharePartitionManager"]
+
+# (group id, topic id, partition index)
+_Key = tuple[str, uuid.UUID, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchResult:
+    """One partition's answer to a ShareFetch: the batches read and the offsets acquired."""
+
+    error_code: int
+    records: FetchDataInfo | None = None
+    acquired: Sequence[AcquiredRecords] = ()
+
+
+class SharePartitionManager:
+    """Every share-partition of this node (see the module)."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        limits: SharePartitionLimits,
+        clock_ms: Callable[[], int],
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.limits = limits
+        self.clock_ms = clock_ms
+        self.share_partitions: dict[_Key, SharePartition] = {}
+
+    def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
+        return self.share_partitions.get((group_id, topic_id, partition))
+
+    def of_group(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
+        """The share-partitions of ``group_id`` by (topic id, partition)."""
+        return {(t, p): sp for (g, t, p), sp in self.share_partitions.items() if g == group_id}
+
+    def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        tp: TopicPartition,
+        max_bytes: int,
+        max_records: int,
+    ) -> ShareFetchResult:
+        """Acquire records of ``tp`` for ``member_id`` and read the batches holding them."""
+        partition, error = self.replica_manager.leader_partition(tp)
+        if partition is None:
+            return ShareFetchResult(error)
+        key = (group_id, topic_id, tp.partition)
+        share_partition = self.share_partitions.get(key)
+        if share_partition is None:
+            share_partition = SharePartition(partition.high_watermark, self.limits)
+            self.share_partitions[key] = share_partition
+        now = self.clock_ms()
+        share_partition.expire_locks(now)
+        log_start = partition.log.log_start_offset
+        if share_partition.start_offset < log_start:
+            share_partition.reset(log_start)
+        first = _first_available(share_partition)
+        high_watermark = partition.high_watermark
+        if first >= high_watermark or max_records <= 0:
+            return ShareFetchResult(ErrorCode.NONE)
+        data = partition.read(first, max_bytes, min_one_batch=True)
+        last = _last_offset(data)
+        if last < first:
+            return ShareFetchResult(ErrorCode.NONE)
+        acquired = share_partition.acquire(
+            member_id, min(last + 1, high_watermark), max_records, now
+        )
+        if not acquired:
+            return ShareFetchResult(ErrorCode.NONE)
+        return ShareFetchResult(ErrorCode.NONE, data, acquired)
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        batches: Iterable[tuple[int, int, Sequence[int]]],
+    ) -> ErrorCode:
+        """Apply acknowledgement batches (first offset, last offset, types) of one partition."""
+        share_partition = self.share_partitions.get((group_id, topic_id, partition))
+        if share_partition is None:
+            return ErrorCode.INVALID_RECORD_STATE
+        now = self.clock_ms()
+        share_partition.expire_locks(now)
+        result = ErrorCode.NONE
+        for first, last, types in batches:
+            error = share_partition.acknowledge(member_id, first, last, types, now)
+            if error:
+                result = error
+        return result
+
+    def release_member(
+        self, group_id: str, member_id: str, keys: Iterable[tuple[uuid.UUID, int]]
+    ) -> None:
+        """Release what ``member_id`` holds on ``keys`` (its share session closed)."""
+        for topic_id, partition in keys:
+            share_partition = self.share_partitions.get((group_id, topic_id, partition))
+            if share_partition is not None:
+                share_partition.release_member(member_id)
+
+    def forget_group(self, group_id: str) -> None:
+        """Drop a deleted group's share-partitions."""
+        for key in [k for k in self.share_partitions if k[0] == group_id]:
+            del self.share_partitions[key]
+
+
+def _first_available(share_partition: SharePartition) -> int:
+    """The lowest offset a fetch may hand out: an AVAILABLE in-flight record, else the end."""
+    for offset, record in share_partition.in_flight():
+        if record.state is RecordState.AVAILABLE:
+            return offset
+    return share_partition.end_offset
+
+
+def _last_offset(data: FetchDataInfo) -> int:
+    """The last offset of the whole batches in ``data`` (-1 when there are none)."""
+    last = -1
+    for buffer in data.buffers:
+        view = memoryview(buffer)
+        position = 0
+        while position + LAST_OFFSET_DELTA_AT + 4 <= len(view):
+            base_offset, batch_length = FRAME.unpack_from(view, position + BASE_OFFSET_AT)
+            (delta,) = LAST_OFFSET_DELTA.unpack_from(view, position + LAST_OFFSET_DELTA_AT)
+            end = position + FRAME.size + batch_length
+            if end > len(view):
+                break
+            last = base_offset + delta
+            position = end
+    return last
