@@ -1,4 +1,6 @@
-"""Share groups (KIP-932) with confluent-kafka's ``ShareConsumer`` (librdkafka 2.16).
+"""Share groups (KIP-932) with confluent-kafka's ``ShareConsumer`` (librdkafka 2.16) and
+Java's ``KafkaShareConsumer`` (kafka-clients 4.x, ``tests/interop/java/ShareGroupConsumer.java``,
+compiled here with javac against ``compat/java/lib``).
 
 Two share consumers on a one-partition topic share its records, every record accepted once;
 a released record comes back with a higher delivery count, a rejected one never does, and a
@@ -11,7 +13,9 @@ bounded; the brokers listen on loopback; only the processes started here are sto
 from __future__ import annotations
 
 import shutil
+import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,7 +26,7 @@ from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .conftest import BrokerProcess
-from .support import unique_topic
+from .support import JAVA_DIR, unique_topic
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
 
@@ -199,3 +203,107 @@ def test_lock_timeout_redelivers_with_higher_delivery_count(
     finally:
         other.close()
         holder.close()
+
+
+@pytest.fixture(scope="module")
+def java_classes() -> Iterator[Path]:
+    if shutil.which("javac") is None or not list((JAVA_DIR / "lib").glob("kafka-clients-*.jar")):
+        pytest.fail("javac or compat/java/lib/kafka-clients-*.jar missing (run ./scripts/test)")
+    out = Path(tempfile.mkdtemp(prefix="share-java-"))
+    source = Path(__file__).resolve().parent / "java" / "ShareGroupConsumer.java"
+    subprocess.run(
+        ["javac", "-d", str(out), "-cp", f"{JAVA_DIR / 'lib'}/*", str(source)],
+        check=True,
+        timeout=120,
+    )
+    yield out
+    shutil.rmtree(out, ignore_errors=True)
+
+
+class JavaShareMember:
+    """One ShareGroupConsumer process (Java's KafkaShareConsumer); its stdout lines are
+    collected by a thread."""
+
+    def __init__(self, classes: Path, bootstrap: str, topic: str, group: str) -> None:
+        self.stop_file = classes / f"stop-{uuid.uuid4().hex}"
+        cmd = [
+            "java",
+            "-XX:+UseSerialGC",
+            "-XX:TieredStopAtLevel=1",
+            "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+            "-cp",
+            f"{classes}:{JAVA_DIR / 'lib'}/*",
+            "ShareGroupConsumer",
+            bootstrap,
+            topic,
+            group,
+            "60000",
+            str(self.stop_file),
+        ]
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.lines: list[str] = []
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def values(self) -> list[str]:
+        return [line.split()[2] for line in list(self.lines) if line.startswith("R ")]
+
+    def stop(self) -> None:
+        self.stop_file.touch()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+        self._thread.join(timeout=10)
+
+
+def test_java_and_librdkafka_share_consumers_share_one_partition(
+    share_broker: BrokerProcess, java_classes: Path
+) -> None:
+    bootstrap = share_broker.bootstrap
+    topic, group = _topic(bootstrap), f"g-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": bootstrap})
+    java = JavaShareMember(java_classes, bootstrap, topic, group)
+    consumer = _consumer(bootstrap, group, topic)
+    python_values: list[str] = []
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline and "warm-up" not in python_values + java.values():
+            producer.produce(topic, b"warm-up")
+            producer.flush(10)
+            messages = _poll(consumer)
+            python_values += [m.value().decode() for m in messages]
+            _accept(consumer, messages)
+        assert "warm-up" in python_values + java.values(), "no warm-up record within 30 s"
+        values = [f"j{i}" for i in range(100)]
+        for burst in range(10):
+            _produce(producer, topic, values[burst * 10 : burst * 10 + 10])
+            messages = _poll(consumer)
+            python_values += [m.value().decode() for m in messages]
+            _accept(consumer, messages)
+
+        def ours() -> list[str]:
+            return [v for v in python_values + java.values() if v != "warm-up"]
+
+        while len(ours()) < len(values) and time.monotonic() < deadline:
+            messages = _poll(consumer)
+            python_values += [m.value().decode() for m in messages]
+            _accept(consumer, messages)
+        java.stop()
+        print(
+            f"records: librdkafka {len([v for v in python_values if v != 'warm-up'])}, "
+            f"java {len([v for v in java.values() if v != 'warm-up'])}"
+        )
+        assert not [line for line in java.lines if line.startswith("E ")]
+        assert sorted(ours()) == sorted(values)
+    finally:
+        java.stop()
+        consumer.close()
