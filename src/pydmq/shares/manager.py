@@ -15,13 +15,8 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from pydmq.protocol.batch_header import (
-    BASE_OFFSET_AT,
-    FRAME,
-    LAST_OFFSET_DELTA,
-    LAST_OFFSET_DELTA_AT,
-)
 from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.records import iter_batch_headers
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.shares.partition import (
     AcquiredRecords,
@@ -153,14 +148,6 @@ def _last_offset(data: FetchDataInfo) -> int:
     """The last offset of the whole batches in ``data`` (-1 when there are none)."""
     last = -1
     for buffer in data.buffers:
-        view = memoryview(buffer)
-        position = 0
-        while position + LAST_OFFSET_DELTA_AT + 4 <= len(view):
-            base_offset, batch_length = FRAME.unpack_from(view, position + BASE_OFFSET_AT)
-            (delta,) = LAST_OFFSET_DELTA.unpack_from(view, position + LAST_OFFSET_DELTA_AT)
-            end = position + FRAME.size + batch_length
-            if end > len(view):
-                break
-            last = base_offset + delta
-            position = end
+        for header in iter_batch_headers(buffer):
+            last = header.last_offset
     return last
