@@ -69,6 +69,7 @@ from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.security.authorizer import build_authorizer
 from pydmq.shares.service import ShareGroupService
+from pydmq.shares.state_log import ShareGroupStateLog
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
 from pydmq.transactions.coordinator import (
@@ -178,7 +179,7 @@ class Broker:
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
         self.share_groups = ShareGroupService(
-            ShareSettings.from_config(config), self.replica_manager
+            ShareSettings.from_config(config), self.replica_manager, ShareGroupStateLog(self)
         )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(

@@ -1,7 +1,9 @@
 """What a broker keeps for share groups (KIP-932): the groups it coordinates
 (:class:`~pydmq.shares.group.ShareGroups`), the share sessions of its ShareFetch clients
 (:class:`~pydmq.shares.sessions.ShareSessionCache`) and the share-partitions it leads
-(:class:`~pydmq.shares.manager.SharePartitionManager`), tied together: a member that leaves
+(:class:`~pydmq.shares.manager.SharePartitionManager`, persisting to
+``__share_group_state`` through :class:`~pydmq.shares.state_log.ShareGroupStateLog`), tied
+together: a member that leaves
 its group, or whose session times out, loses its share session and its acquired records.
 
 Built once by the broker; used by the share handlers on the event loop.
@@ -18,6 +20,7 @@ from pydmq.shares.group import ShareGroups
 from pydmq.shares.manager import SharePartitionManager
 from pydmq.shares.partition import SharePartitionLimits
 from pydmq.shares.sessions import ShareSessionCache
+from pydmq.shares.state_log import ShareGroupStateLog
 
 __all__ = ["ShareGroupService"]
 
@@ -33,6 +36,7 @@ class ShareGroupService:
         self,
         settings: ShareSettings,
         replica_manager: ReplicaManager,
+        state_log: ShareGroupStateLog | None = None,
         clock_ms: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.settings = settings
@@ -47,6 +51,7 @@ class ShareGroupService:
                 delivery_count_limit=settings.delivery_count_limit,
             ),
             clock_ms,
+            state_log,
         )
         self.groups.on_member_removed = self._member_removed
 

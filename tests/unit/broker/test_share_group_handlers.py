@@ -163,3 +163,60 @@ def test_share_session_epochs_and_acknowledgement(broker: EmbeddedBroker) -> Non
         assert _fetch(client, group, member, 4, topic_id).error_code == (
             ErrorCode.SHARE_SESSION_NOT_FOUND
         )
+
+
+def test_restart_neither_loses_nor_duplicates_accepted_records(tmp_path: Path) -> None:
+    """Share-partition state survives a restart through ``__share_group_state``: accepted
+    and rejected records never return; what was acquired and not acknowledged returns with
+    its delivery counted; the start offset (latest at the first fetch) is kept."""
+    group, member = "restarted", uuid.uuid4().hex
+    data_dir = tmp_path / "d"
+    with EmbeddedBroker(data_dir) as b, RawClient(b.bootstrap) as client:
+        b.broker.topic_creator.create_topic(TOPIC, 1)
+        topic_id = b.broker.topics.get(TOPIC).topic_id
+        _produce(client, 2)  # before the group's first fetch: never delivered (latest)
+        assert _join(client, group, member).error_code == 0
+        assert _fetch(client, group, member, 0, topic_id).error_code == 0
+        _produce(client, 5)  # offsets 2-6
+        (data,) = _fetch(client, group, member, 1, topic_id).responses[0].partitions
+        assert [(a.first_offset, a.last_offset) for a in data.acquired_records] == [(2, 6)]
+        batch = sa.AcknowledgementBatch(first_offset=2, last_offset=4, acknowledge_types=[1, 3, 1])
+        request = sa.ShareAcknowledgeRequest(
+            group_id=group,
+            member_id=member,
+            share_session_epoch=2,
+            topics=[
+                sa.AcknowledgeTopic(
+                    topic_id=topic_id,
+                    partitions=[
+                        sa.AcknowledgePartition(partition_index=0, acknowledgement_batches=[batch])
+                    ],
+                )
+            ],
+        )
+        assert client.request(79, 1, request).body.responses[0].partitions[0].error_code == 0
+    with EmbeddedBroker(data_dir) as b, RawClient(b.bootstrap) as client:
+        assert _join(client, group, member).error_code == 0
+        (data,) = _fetch(client, group, member, 0, topic_id).responses[0].partitions
+        assert [
+            (a.first_offset, a.last_offset, a.delivery_count) for a in data.acquired_records
+        ] == [(5, 6, 2)]
+
+
+def _produce(client: RawClient, count: int) -> None:
+    produce = pr.ProduceRequest(
+        acks=-1,
+        timeout=5000,
+        topic_data=[
+            pr.TopicProduceData(
+                name=TOPIC,
+                partition_data=[
+                    pr.PartitionProduceData(
+                        index=0, records=build_batch([SimpleRecord(b"k", b"v")] * count)
+                    )
+                ],
+            )
+        ],
+    )
+    answer = client.request(0, 9, produce).body
+    assert answer.responses[0].partition_responses[0].error_code == 0

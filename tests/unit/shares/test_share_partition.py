@@ -3,6 +3,8 @@ on an injected clock, the delivery-count limit and the in-flight window."""
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from pydmq.protocol.errors import ErrorCode
@@ -149,3 +151,34 @@ def test_restore_makes_acquired_records_available() -> None:
         AcquiredRecords(7, 7, 1),
         AcquiredRecords(9, 9, 1),
     ]
+
+
+def test_snapshot_round_trip_in_kafkas_layout() -> None:
+    """A share-partition's ShareSnapshot (key version 0, value version 0 flexible) decodes to
+    the same state: acquired records are kept as available, runs are merged."""
+    from pydmq.shares.generated_records import (
+        ShareSnapshotKey,
+        StateBatch,
+        decode_key,
+        decode_share_snapshot_value,
+    )
+    from pydmq.shares.state_log import restore, snapshot_of
+
+    sp = _partition()
+    sp.acquire("a", 6, 10, 0)
+    sp.acknowledge("a", 1, 2, [ACCEPT, REJECT], 0)
+    snapshot = snapshot_of(sp, leader_epoch=3, now_ms=7)
+    assert snapshot.state_batches == (
+        StateBatch(0, 0, RecordState.AVAILABLE, 1),
+        StateBatch(1, 1, RecordState.ACKNOWLEDGED, 1),
+        StateBatch(2, 2, RecordState.ARCHIVED, 1),
+        StateBatch(3, 5, RecordState.AVAILABLE, 1),
+    )
+    key = ShareSnapshotKey("g", uuid.UUID(int=5), 0).encode()
+    assert key[:2] == b"\x00\x00"  # Kafka's ShareSnapshotKey: version 0
+    assert decode_key(key) == ShareSnapshotKey("g", uuid.UUID(int=5), 0)
+    decoded = decode_share_snapshot_value(snapshot.encode())
+    assert decoded == snapshot and decoded.delivery_complete_count == 2
+    loaded = _partition()
+    restore(loaded, decoded)
+    assert loaded.acquire("b", 6, 10, 0) == [AcquiredRecords(0, 0, 2), AcquiredRecords(3, 5, 2)]
