@@ -8,6 +8,12 @@ import uuid
 import pytest
 
 from pydmq.protocol.errors import ErrorCode
+from pydmq.shares.generated_records import (
+    ShareSnapshotKey,
+    StateBatch,
+    decode_key,
+    decode_share_snapshot_value,
+)
 from pydmq.shares.partition import (
     AcknowledgeType,
     AcquiredRecords,
@@ -16,6 +22,7 @@ from pydmq.shares.partition import (
     SharePartition,
     SharePartitionLimits,
 )
+from pydmq.shares.state_log import restore, snapshot_of
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -156,14 +163,6 @@ def test_restore_makes_acquired_records_available() -> None:
 def test_snapshot_round_trip_in_kafkas_layout() -> None:
     """A share-partition's ShareSnapshot (key version 0, value version 0 flexible) decodes to
     the same state: acquired records are kept as available, runs are merged."""
-    from pydmq.shares.generated_records import (
-        ShareSnapshotKey,
-        StateBatch,
-        decode_key,
-        decode_share_snapshot_value,
-    )
-    from pydmq.shares.state_log import restore, snapshot_of
-
     sp = _partition()
     sp.acquire("a", 6, 10, 0)
     sp.acknowledge("a", 1, 2, [ACCEPT, REJECT], 0)
