@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -179,7 +180,10 @@ class Broker:
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
         self.share_groups = ShareGroupService(
-            ShareSettings.from_config(config), self.replica_manager, ShareGroupStateLog(self)
+            ShareSettings.from_config(config),
+            self.replica_manager,
+            self._share_topic_partitions,
+            ShareGroupStateLog(self),
         )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
@@ -336,6 +340,14 @@ class Broker:
             scram_credentials=self.scram_credentials,
         )
 
+    def _share_topic_partitions(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """A topic a share group subscribes to: its id and partition count (None: unknown or
+        internal)."""
+        info = self.topics.get(name)
+        if info is None or info.internal:
+            return None
+        return info.topic_id, len(info.partitions)
+
     def scram_credentials(self) -> Mapping[tuple[str, int], ScramCredentialData]:
         """Users' SCRAM credentials as this node's metadata has them: a single node's
         metadata log, a cluster broker's metadata cache (from the controller's pushes)."""
@@ -439,6 +451,7 @@ class Broker:
                     self.replica_manager.cleanup_logs()
                     next_retention = time.monotonic() + retention_every
                 self.fetch_sessions.evict_expired()
+                self.share_groups.expire_members()
             except Exception:
                 log.exception("maintenance failed")
 

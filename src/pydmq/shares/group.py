@@ -7,7 +7,8 @@ server-side and simple, like Kafka's ``SimpleAssignor``: the subscribed partitio
 over the members round-robin, and when there are more members than partitions each partition
 is given to several members, so that every member reads something and every partition is read.
 Members are not fenced while an assignment moves (a share-partition may be read by many
-members at once): each heartbeat answers the member's current target assignment.
+members at once): a heartbeat answers the member's assignment whenever it differs from the
+one last answered to it, with the group epoch as the member's new epoch.
 
 Membership lives in memory (a restarted node's members rejoin: their next heartbeat answers
 UNKNOWN_MEMBER_ID). Owned by the broker's event loop; time is given as ``now_ms``.
@@ -47,6 +48,8 @@ class ShareMember:
     client_host: str
     session_deadline_ms: int
     assignment: dict[uuid.UUID, list[int]] = field(default_factory=dict)
+    # The assignment last answered to the member (None: none yet).
+    reported: dict[uuid.UUID, list[int]] | None = None
 
 
 @dataclass(slots=True)
@@ -147,11 +150,11 @@ class ShareGroups:
         if rack_id is not None:
             member.rack_id = rack_id
         member.session_deadline_ms = now_ms + self.session_timeout_ms
-        previous = member.assignment
         self._reassign(group, topics)
-        changed = member_epoch == 0 or member.assignment != previous
+        changed = member_epoch == 0 or member.assignment != member.reported
         if changed:
             member.member_epoch = group.group_epoch
+            member.reported = {t: list(ps) for t, ps in member.assignment.items()}
         return ShareGroupHeartbeatResult(
             ErrorCode.NONE,
             member_id=member_id,

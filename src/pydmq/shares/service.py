@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from pydmq.config.share import ShareSettings
 from pydmq.replication.replica_manager import ReplicaManager
-from pydmq.shares.group import ShareGroups
+from pydmq.shares.group import ShareGroups, TopicPartitions
 from pydmq.shares.manager import SharePartitionManager
 from pydmq.shares.partition import SharePartitionLimits
 from pydmq.shares.sessions import ShareSessionCache
@@ -36,11 +36,13 @@ class ShareGroupService:
         self,
         settings: ShareSettings,
         replica_manager: ReplicaManager,
+        topics: TopicPartitions,
         state_log: ShareGroupStateLog | None = None,
         clock_ms: Callable[[], int] = _wall_clock_ms,
     ) -> None:
         self.settings = settings
         self.clock_ms = clock_ms
+        self.topics = topics
         self.groups = ShareGroups(settings.session_timeout_ms, settings.heartbeat_interval_ms)
         self.sessions = ShareSessionCache(settings.max_share_sessions)
         self.partitions = SharePartitionManager(
@@ -59,6 +61,13 @@ class ShareGroupService:
         session = self.sessions.remove(group_id, member_id)
         if session is not None:
             self.partitions.release_member(group_id, member_id, session.partitions)
+
+    def expire_members(self) -> None:
+        """Remove the members of every group whose session timed out (the broker's
+        maintenance task calls this every few seconds)."""
+        now = self.clock_ms()
+        for group in list(self.groups.groups.values()):
+            self.groups.expire_sessions(group, self.topics, now)
 
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups of a share group: its membership and share-partitions go."""

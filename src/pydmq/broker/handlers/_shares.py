@@ -1,5 +1,5 @@
 """What the share group handlers (keys 76-79) share: the broker's share group service, the
-topic lookup their assignment uses, and the leader fields of their answers."""
+acknowledgement of one partition, and the leader fields of their answers."""
 
 from __future__ import annotations
 
@@ -14,20 +14,12 @@ from pydmq.protocol.errors import ErrorCode
 from pydmq.shares.service import ShareGroupService
 from pydmq.storage.api import TopicPartition
 
-__all__ = ["acknowledge", "leader_epoch", "share_groups", "topic_partitions"]
+__all__ = ["acknowledge", "leader_epoch", "share_groups"]
 
 
 def share_groups(ctx: BrokerContext) -> ShareGroupService:
     service: ShareGroupService = ctx.broker.share_groups
     return service
-
-
-def topic_partitions(ctx: BrokerContext, name: str) -> tuple[uuid.UUID, int] | None:
-    """A subscribed topic's id and partition count (None: unknown or internal)."""
-    info = ctx.broker.topics.get(name)
-    if info is None or info.internal:
-        return None
-    return info.topic_id, len(info.partitions)
 
 
 class AckBatch(Protocol):

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import GROUP_DENIED, group_denied
-from pydmq.broker.handlers._shares import share_groups, topic_partitions
+from pydmq.broker.handlers._shares import share_groups
 from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.share_group_heartbeat import (
     Assignment,
@@ -40,7 +40,7 @@ def handle(ctx: BrokerContext, request: ShareGroupHeartbeatRequest) -> ShareGrou
         request.subscribed_topic_names,
         ctx.client_id or "",
         f"/{ctx.client_host}",
-        lambda name: topic_partitions(ctx, name),
+        service.topics,
         service.clock_ms(),
     )
     assignment = (
