@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pydmq.cli import main
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages import delete_groups as dg
 from pydmq.protocol.messages import list_groups as lg
@@ -220,3 +221,33 @@ def _produce(client: RawClient, count: int) -> None:
     )
     answer = client.request(0, 9, produce).body
     assert answer.responses[0].partition_responses[0].error_code == 0
+
+
+def test_cli_lists_describes_and_deletes_a_share_group(
+    broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    group, member = f"cli-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    with RawClient(broker.bootstrap) as client:
+        assert _join(client, group, member).error_code == 0
+
+        def cli(*argv: str) -> tuple[int, str, str]:
+            capsys.readouterr()
+            rc = main(["groups", *argv, "-b", broker.bootstrap])
+            out, err = capsys.readouterr()
+            return rc, out, err
+
+        rc, out, _ = cli("list")
+        assert rc == 0 and any(
+            line.split()[:4] == [group, "Stable", "share", "share"] for line in out.splitlines()
+        )
+        rc, out, _ = cli("describe", group)
+        assert rc == 0
+        assert f"{group} share simple Stable" in " ".join(out.split())
+        assert member in out and f"{TOPIC}:0" in out
+        rc, _, err = cli("delete", group)
+        assert rc == 1 and "NON_EMPTY_GROUP" in err
+        leave = sh.ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1)
+        client.request(76, 1, leave)
+        assert cli("delete", group)[0] == 0
+        rc, _, err = cli("describe", group)
+        assert rc == 1 and "does not exist" in err
