@@ -4,7 +4,8 @@ compiled here with javac against ``compat/java/lib``).
 
 Two share consumers on a one-partition topic share its records, every record accepted once;
 a released record comes back with a higher delivery count, a rejected one never does, and a
-record whose acquisition lock times out is redelivered. ``share.auto.offset.reset`` is
+record whose acquisition lock times out is redelivered; the release/reject scenario gives the
+same deliveries on the reference Kafka 4.4 (``compat/kafka``). ``share.auto.offset.reset`` is
 latest (Kafka's default): a group starts at the log end at its first ShareFetch, so each
 test first produces warm-up records until one is delivered, then its own. Every wait is
 bounded; the brokers listen on loopback; only the processes started here are stopped.
@@ -26,6 +27,7 @@ from confluent_kafka import AcknowledgeType, Message, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from .conftest import BrokerProcess
+from .differential_support import ReferenceKafka, reference_kafka_unavailable
 from .support import JAVA_DIR, unique_topic
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(90)]
@@ -144,10 +146,9 @@ def test_two_consumers_share_one_partition_each_record_accepted_once(
             consumer.close()
 
 
-def test_released_record_returns_with_higher_delivery_count_rejected_never(
-    share_broker: BrokerProcess,
-) -> None:
-    bootstrap = share_broker.bootstrap
+def _release_and_reject(bootstrap: str) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """Three records accepted, released and rejected: every delivery (value, delivery count)
+    until the released one came back and was accepted, then what a further poll returns."""
     topic, group = _topic(bootstrap), f"g-{uuid.uuid4().hex[:8]}"
     producer = Producer({"bootstrap.servers": bootstrap})
     consumer = _consumer(bootstrap, group, topic)
@@ -156,26 +157,52 @@ def test_released_record_returns_with_higher_delivery_count_rejected_never(
         _produce(producer, topic, ["keep", "release", "reject"])
         seen: list[tuple[str, int]] = []
         deadline = time.monotonic() + WAIT_S
-        while len(seen) < 3 and time.monotonic() < deadline:
+        while len(seen) < 4 and time.monotonic() < deadline:
             for m in _poll(consumer):
                 value = m.value().decode()
                 seen.append((value, m.delivery_count()))
-                kind = {
-                    "release": AcknowledgeType.RELEASE,
-                    "reject": AcknowledgeType.REJECT,
-                }.get(value, AcknowledgeType.ACCEPT)
+                kind = AcknowledgeType.ACCEPT
+                if value == "release" and m.delivery_count() == 1:
+                    kind = AcknowledgeType.RELEASE
+                elif value == "reject":
+                    kind = AcknowledgeType.REJECT
                 consumer.acknowledge(m, kind)
             assert all(r is None for r in consumer.commit_sync(15).values())
-        assert sorted(seen) == [("keep", 1), ("reject", 1), ("release", 1)]
-        again: list[tuple[str, int]] = []
-        while not again and time.monotonic() < deadline:
-            messages = _poll(consumer)
-            again += [(m.value().decode(), m.delivery_count()) for m in messages]
-            _accept(consumer, messages)
-        assert again == [("release", 2)]
-        assert _poll(consumer, 0.5) == []  # the rejected record never returns
+        after = [(m.value().decode(), m.delivery_count()) for m in _poll(consumer, 1.0)]
+        return seen, after
     finally:
         consumer.close()
+
+
+def test_released_record_returns_with_higher_delivery_count_rejected_never(
+    share_broker: BrokerProcess,
+) -> None:
+    seen, after = _release_and_reject(share_broker.bootstrap)
+    assert seen == [("keep", 1), ("release", 1), ("reject", 1), ("release", 2)]
+    assert after == []  # the rejected record never returns, the accepted ones neither
+
+
+@pytest.mark.timeout(180)
+def test_release_and_reject_as_reference_kafka(share_broker: BrokerProcess) -> None:
+    """Differential: the same scenario on the reference Kafka 4.4 (share groups on by default
+    there: it finalizes ``share.version`` 2) gives the same deliveries."""
+    reason = reference_kafka_unavailable()
+    if reason:
+        pytest.skip(reason)
+    kafka = ReferenceKafka(
+        {
+            "offsets.topic.replication.factor": 1,
+            "share.coordinator.state.topic.replication.factor": 1,
+            "share.coordinator.state.topic.min.isr": 1,
+        }
+    ).start()
+    try:
+        kafka.wait_ready(90)
+        reference = _release_and_reject(kafka.bootstrap)
+    finally:
+        kafka.stop()
+        kafka.cleanup()
+    assert _release_and_reject(share_broker.bootstrap) == reference
 
 
 def test_lock_timeout_redelivers_with_higher_delivery_count(
