@@ -53,8 +53,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # partitions and replication; the request layer both roles sit on; the coordinator
     # runtime the coordinators over internal topics sit on
     ("pydmq.replication", "pydmq.api", "pydmq.coordinator"),
-    # the plugin host and hook specs; the group and transaction coordinators
-    ("pydmq.plugins", "pydmq.groups", "pydmq.transactions"),
+    # the plugin host and hook specs; the group, share group and transaction coordinators
+    ("pydmq.plugins", "pydmq.groups", "pydmq.shares", "pydmq.transactions"),
     # the controller role
     ("pydmq.controller",),
     # the broker role

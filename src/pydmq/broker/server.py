@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +51,7 @@ from pydmq.broker.txn_markers import RegistryPartitionLeaders, WriteTxnMarkersDe
 from pydmq.broker.txn_verification import AddPartitionsToTxnManager
 from pydmq.cleaner.manager import LogCleanerManager
 from pydmq.config.broker import BrokerConfig
+from pydmq.config.share import ShareSettings
 from pydmq.config.topic import TopicConfig
 from pydmq.controller.local import LocalController
 from pydmq.controller.local_log import (
@@ -67,6 +69,8 @@ from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.security.authorizer import build_authorizer
+from pydmq.shares.service import ShareGroupService
+from pydmq.shares.state_log import ShareGroupStateLog
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
 from pydmq.transactions.coordinator import (
@@ -174,6 +178,12 @@ class Broker:
             self.quotas.update(self.local_controller.image.client_quotas)
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
+        )
+        self.share_groups = ShareGroupService(
+            ShareSettings.from_config(config),
+            self.replica_manager,
+            self._share_topic_partitions,
+            ShareGroupStateLog(self),
         )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
@@ -320,6 +330,7 @@ class Broker:
             topic_creator=self.topic_creator,
             producer_ids=producer_ids,
             fetch_sessions=self.fetch_sessions,
+            share_groups=self.share_groups,
             advertised_endpoint=self.advertised_endpoint,
             inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
             served_apis=self.served_apis,
@@ -328,6 +339,14 @@ class Broker:
             quotas=self.quotas,
             scram_credentials=self.scram_credentials,
         )
+
+    def _share_topic_partitions(self, name: str) -> tuple[uuid.UUID, int] | None:
+        """A topic a share group subscribes to: its id and partition count (None: unknown or
+        internal)."""
+        info = self.topics.get(name)
+        if info is None or info.internal:
+            return None
+        return info.topic_id, len(info.partitions)
 
     def scram_credentials(self) -> Mapping[tuple[str, int], ScramCredentialData]:
         """Users' SCRAM credentials as this node's metadata has them: a single node's
@@ -432,6 +451,7 @@ class Broker:
                     self.replica_manager.cleanup_logs()
                     next_retention = time.monotonic() + retention_every
                 self.fetch_sessions.evict_expired()
+                self.share_groups.expire_members()
             except Exception:
                 log.exception("maintenance failed")
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from pydmq.quotas.manager import QuotaManagers
     from pydmq.replication.replica_manager import ReplicaManager
     from pydmq.security.authorizer import Authorizer
+    from pydmq.shares.service import ShareGroupService
     from pydmq.storage.api import TopicPartition
     from pydmq.transactions.coordinator import TransactionCoordinator
     from pydmq.transactions.log import TransactionStateLog
@@ -162,6 +163,8 @@ class BrokerServices:
     topic_creator: TopicCreator
     producer_ids: ProducerIdSource
     fetch_sessions: FetchSessionCache
+    # Share groups (KIP-932): membership, share sessions, share-partitions.
+    share_groups: ShareGroupService
     # This node's endpoint on a listener, as clients reach it.
     advertised_endpoint: Callable[[str], tuple[str, int]]
     # The listener follower fetches must come over (None: a single node has no followers).

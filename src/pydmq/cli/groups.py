@@ -1,4 +1,5 @@
-"""``pydmq groups``: list, describe, delete consumer groups and reset their offsets.
+"""``pydmq groups``: list, describe, delete consumer groups and reset their offsets (list,
+describe and delete also share groups, KIP-932; describe shows their state and members).
 
 What ``kafka-consumer-groups.sh`` does, through the Kafka protocol only (FindCoordinator,
 ListGroups, DescribeGroups, OffsetFetch, ListOffsets, OffsetCommit, DeleteGroups), so it works
@@ -27,6 +28,7 @@ from pydmq.client.admin import (
     offset_commit,
     offset_fetch,
 )
+from pydmq.client.share_admin import ShareGroupDescription, describe_share_groups
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = ["ResetPlan", "add_parser", "parse_datetime", "parse_topic_partitions", "plan_reset"]
@@ -336,10 +338,10 @@ def _run_describe(args: argparse.Namespace) -> int:
         show_offsets = args.offsets or not (args.members or args.state)
         status = 0
         blocks: list[str] = []
+        unknown: list[str] = []
         for group in describe_groups(client, names):
             if not group.exists:  # Dead, or GROUP_ID_NOT_FOUND from DescribeGroups v6
-                status = 1
-                print(f"Error: Consumer group '{group.group_id}' does not exist.", file=sys.stderr)
+                unknown.append(group.group_id)
                 continue
             if group.error_code:
                 status = 1
@@ -367,11 +369,51 @@ def _run_describe(args: argparse.Namespace) -> int:
                     parts.append(_no_members(group))
                 parts.append(_describe_offsets(client, group))
             blocks.append("\n\n".join(parts))
+        for share in describe_share_groups(client, unknown) if unknown else []:
+            if share.error_code:  # no share group either
+                status = 1
+                print(f"Error: Consumer group '{share.group_id}' does not exist.", file=sys.stderr)
+                continue
+            blocks.append(_describe_share_group(share))
         if blocks:
             print("\n\n".join(blocks))
         return status
 
     return run_with_client("groups", args, body)
+
+
+def _describe_share_group(group: ShareGroupDescription) -> str:
+    """A share group (KIP-932): its state and members; it has no committed offsets."""
+    state = format_table(
+        ("GROUP", "TYPE", "ASSIGNOR", "STATE", "GROUP-EPOCH", "#MEMBERS"),
+        [
+            (
+                group.group_id,
+                "share",
+                group.assignor,
+                group.state,
+                group.group_epoch,
+                len(group.members),
+            )
+        ],
+    )
+    if not group.members:
+        return state
+    rows = [
+        (
+            group.group_id,
+            m.member_id,
+            m.client_host,
+            m.client_id,
+            m.member_epoch,
+            ",".join(f"{t}:{p}" for t, ps in sorted(m.assignment.items()) for p in ps) or "-",
+        )
+        for m in sorted(group.members, key=lambda m: m.member_id)
+    ]
+    members = format_table(
+        ("GROUP", "MEMBER-ID", "HOST", "CLIENT-ID", "MEMBER-EPOCH", "ASSIGNMENT"), rows
+    )
+    return f"{state}\n\n{members}"
 
 
 # -- delete ---------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 from pydmq.config.listener_security import check_listener_security, security_protocol
 from pydmq.config.quotas import QUOTA_CONFIGS
 from pydmq.config.sasl_configs import SASL_CONFIGS, pop_listener_sasl
+from pydmq.config.share import SHARE_CONFIGS
 from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
 
 __all__ = [
@@ -629,6 +630,7 @@ BROKER_CONFIGS: tuple[ConfigDef, ...] = (
     *QUOTA_CONFIGS,
     *SASL_CONFIGS,
     *FEATURE_CONFIGS,
+    *SHARE_CONFIGS,
 )
 
 _DEFINED = frozenset(d.name for d in BROKER_CONFIGS)
@@ -819,8 +821,6 @@ class BrokerConfig(ConfigValues):
     def advertised_listeners(self) -> list[str]:
         advertised = self.get("advertised.listeners")
         return list(advertised) if isinstance(advertised, list) and advertised else self.listeners
-
-    # -- cluster mode ---------------------------------------------------------------------------
 
     @property
     def process_roles(self) -> frozenset[str]:

@@ -96,20 +96,18 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         """,
     ),
     _group(
-        "share groups (KIP-932) and streams groups (KIP-1071), which pydmq does not implement",
+        "the share group (KIP-932) settings pydmq does not apply, and streams groups (KIP-1071)",
         """
         group.share.assignment.interval.ms group.share.assignor.offload.enable
-        group.share.assignors group.share.delivery.count.limit group.share.dlq.manager.class.name
-        group.share.heartbeat.interval.ms group.share.initialize.retry.interval.ms
-        group.share.max.assignment.interval.ms group.share.max.delivery.count.limit
-        group.share.max.heartbeat.interval.ms group.share.max.partition.max.record.locks
-        group.share.max.record.lock.duration.ms group.share.max.session.timeout.ms
-        group.share.max.share.sessions group.share.max.size group.share.min.assignment.interval.ms
-        group.share.min.delivery.count.limit group.share.min.heartbeat.interval.ms
-        group.share.min.partition.max.record.locks group.share.min.record.lock.duration.ms
-        group.share.min.session.timeout.ms group.share.partition.max.record.locks
-        group.share.persister.class.name group.share.record.lock.duration.ms
-        group.share.session.timeout.ms share.coordinator.append.linger.ms
+        group.share.assignors group.share.dlq.manager.class.name
+        group.share.initialize.retry.interval.ms group.share.max.assignment.interval.ms
+        group.share.max.delivery.count.limit group.share.max.heartbeat.interval.ms
+        group.share.max.partition.max.record.locks group.share.max.record.lock.duration.ms
+        group.share.max.session.timeout.ms group.share.max.size
+        group.share.min.assignment.interval.ms group.share.min.delivery.count.limit
+        group.share.min.heartbeat.interval.ms group.share.min.partition.max.record.locks
+        group.share.min.record.lock.duration.ms group.share.min.session.timeout.ms
+        group.share.persister.class.name share.coordinator.append.linger.ms
         share.coordinator.cached.buffer.max.bytes
         share.coordinator.cold.partition.snapshot.interval.ms share.coordinator.load.buffer.size
         share.coordinator.snapshot.update.records.per.snapshot

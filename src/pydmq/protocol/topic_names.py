@@ -15,10 +15,10 @@ __all__ = [
 MAX_TOPIC_NAME_LENGTH = 249
 # Topics the broker itself writes (Kafka's Topic.isInternal): clients may read them, but only
 # the coordinators that own them append (Produce from a client: INVALID_TOPIC_EXCEPTION).
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-# Internal topics plus the names of logs that are not topics at all here (the Raft metadata
-# log, the share-group state of KIP-932): no client may create any of them.
-RESERVED_TOPICS = INTERNAL_TOPICS | {"__cluster_metadata", "__share_group_state"}
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
+# Internal topics plus the name of a log that is not a topic at all here (the Raft metadata
+# log): no client may create any of them.
+RESERVED_TOPICS = INTERNAL_TOPICS | {"__cluster_metadata"}
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 

@@ -23,6 +23,7 @@ def test_record_regeneration_matches_committed(tmp_path: Path) -> None:
         "pydmq/groups/consumer/generated_records.py",
         "pydmq/groups/generated_records.py",
         "pydmq/metadata/generated_records.py",
+        "pydmq/shares/generated_records.py",
         "pydmq/transactions/generated_records.py",
     ]
     for rel in fresh:

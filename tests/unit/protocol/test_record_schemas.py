@@ -73,6 +73,7 @@ def test_committed_schemas_load() -> None:
         "classic_group.json",
         "consumer_group.json",
         "cluster_metadata.json",
+        "share_group_state.json",
         "transaction_log.json",
     }
     assert len(families["cluster_metadata.json"].records) == 19  # 1000: RestAnswerRecord

@@ -1,6 +1,7 @@
 """DeleteGroups (key 42), v0-v2.
 
-Deletes Empty groups with their committed offsets (tombstones in ``__consumer_offsets``).
+Deletes Empty groups with their committed offsets (tombstones in ``__consumer_offsets``); an
+Empty share group (KIP-932) with its share-partitions' state.
 Per group: INVALID_GROUP_ID (empty id), GROUP_ID_NOT_FOUND (unknown or Dead), NON_EMPTY_GROUP
 (members present), NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS when the group is not
 coordinated here / still loading. Cluster mode: answered once the tombstones are committed.
@@ -17,6 +18,7 @@ from collections.abc import Awaitable, Mapping
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
+from pydmq.broker.handlers._shares import share_groups
 from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.delete_groups import (
     DeletableGroupResult,
@@ -31,8 +33,12 @@ def handle(ctx: BrokerContext, request: DeleteGroupsRequest) -> object:
     group_coordinator = coordinator(ctx)
     mark = group_coordinator.write_mark
     denied = [g for g in request.groups_names if group_denied(ctx, g, AclOperation.DELETE)]
+    shares = share_groups(ctx)
     allowed = [g for g in request.groups_names if g not in denied]
+    share_ids = [g for g in allowed if g in shares.groups.groups]
+    allowed = [g for g in allowed if g not in share_ids]
     results = group_coordinator.delete_groups(allowed) if allowed else {}
+    results.update((g, shares.delete_group(g)) for g in share_ids)
     results.update((g, GROUP_DENIED) for g in denied)
     committed = {
         g: group_coordinator.await_writes(g, mark)

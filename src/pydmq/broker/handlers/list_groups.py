@@ -3,7 +3,8 @@
 Every live group (groups that only hold committed offsets included, as Kafka lists them as
 Empty). States filter from v4 and types filter from v5, both case-insensitive; an empty filter
 matches everything. Group state in the response from v4, group type ("classic", or
-"consumer" for KIP-848 groups, whose protocol type is "consumer") from v5. Cluster mode: the
+"consumer" for KIP-848 groups, whose protocol type is "consumer"; "share" for KIP-932 share
+groups, protocol type "share", state Empty or Stable) from v5. Cluster mode: the
 groups of the ``__consumer_offsets`` partitions led here; COORDINATOR_LOAD_IN_PROGRESS (with
 the groups already loaded) while one of them loads.
 
@@ -17,10 +18,13 @@ from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import authorized_cluster
 from pydmq.broker.handlers._groups import coordinator, group_denied
+from pydmq.broker.handlers._shares import share_groups
 from pydmq.protocol.acl import AclOperation
 from pydmq.protocol.messages.list_groups import ListedGroup, ListGroupsRequest, ListGroupsResponse
 
 __all__ = ["HANDLER"]
+
+SHARE = "share"
 
 
 def handle(ctx: BrokerContext, request: ListGroupsRequest) -> ListGroupsResponse:
@@ -30,7 +34,10 @@ def handle(ctx: BrokerContext, request: ListGroupsRequest) -> ListGroupsResponse
     group_coordinator = coordinator(ctx)
     response = ListGroupsResponse(error_code=group_coordinator.list_groups_error())
     every_group = authorized_cluster(ctx, AclOperation.DESCRIBE)
-    for group_id, protocol_type, state, group_type in group_coordinator.list_groups_with_type():
+    listed = list(group_coordinator.list_groups_with_type())
+    shares = share_groups(ctx).groups.groups
+    listed += [(g.group_id, SHARE, g.state, SHARE) for g in shares.values()]
+    for group_id, protocol_type, state, group_type in listed:
         if not every_group and group_denied(ctx, group_id, AclOperation.DESCRIBE):
             continue
         if states and state.lower() not in states:

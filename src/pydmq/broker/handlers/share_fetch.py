@@ -1,0 +1,192 @@
+"""ShareFetch (key 78), v1-v2: records of share-partitions, acquired for one member (KIP-932).
+
+The request names the member's share session (see :mod:`pydmq.shares.sessions`: epoch 0
+opens it, -1 closes it, any other must be the session's current epoch, else
+INVALID_SHARE_SESSION_EPOCH / SHARE_SESSION_NOT_FOUND as a top-level error). Acknowledgement
+batches piggybacked on a partition are applied first (the partition's
+``acknowledge_error_code``); then every partition of the session is read: lock expiries are
+applied, and records are acquired from the lowest available offset, up to ``max_records`` in
+all and ``max_bytes`` (whole batches, at least one), each answered with its acquired offset
+runs and their delivery counts, and ``acquisition_lock_timeout`` =
+``group.share.record.lock.duration.ms``. A request with the final epoch only acknowledges and
+releases what the member still holds on the session's partitions. When nothing was acquired
+the request waits up to ``max_wait`` for records (checking every 50 ms).
+
+v2 (KIP-1222): ``is_renew_ack`` requests carry RENEW acknowledgements and fetch nothing;
+``batch_size`` and ``share_acquire_mode`` are accepted and not used (every acquisition is
+bounded by ``max_records`` only).
+
+Authorization (as Kafka): READ on the group (else GROUP_AUTHORIZATION_FAILED), READ on each
+topic (else TOPIC_AUTHORIZATION_FAILED on its partitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+from pydmq.api.handler import ApiHandlerSpec
+from pydmq.broker.context import BrokerContext
+from pydmq.broker.handlers._authorize import authorized
+from pydmq.broker.handlers._groups import GROUP_DENIED, group_denied
+from pydmq.broker.handlers._shares import acknowledge, leader_epoch, share_groups
+from pydmq.protocol.acl import AclOperation, ResourceType
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.messages.share_fetch import (
+    AcquiredRecords,
+    LeaderIdAndEpoch,
+    PartitionData,
+    ShareFetchableTopicResponse,
+    ShareFetchRequest,
+    ShareFetchResponse,
+)
+from pydmq.shares.sessions import FINAL_EPOCH
+from pydmq.storage.api import TopicPartition
+
+__all__ = ["HANDLER"]
+
+_POLL_SECONDS = 0.05
+
+
+def handle(ctx: BrokerContext, request: ShareFetchRequest) -> object:
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    if group_denied(ctx, group_id, AclOperation.READ):
+        return ShareFetchResponse(error_code=GROUP_DENIED)
+    if not group_id or not member_id:
+        return ShareFetchResponse(error_code=ErrorCode.INVALID_REQUEST)
+    service = share_groups(ctx)
+    epoch = request.share_session_epoch
+    error = service.sessions.check(group_id, member_id, epoch)
+    if error:
+        return ShareFetchResponse(error_code=error)
+    answers: dict[tuple[uuid.UUID, int], PartitionData] = {}
+    for topic in request.topics:
+        for p in topic.partitions:
+            data = _partition_data(ctx, topic.topic_id, p.partition_index)
+            answers[(topic.topic_id, p.partition_index)] = data
+            if p.acknowledgement_batches:
+                data.acknowledge_error_code = acknowledge(
+                    ctx,
+                    group_id,
+                    member_id,
+                    topic.topic_id,
+                    p.partition_index,
+                    p.acknowledgement_batches,
+                )
+    session = service.sessions.update(
+        group_id,
+        member_id,
+        epoch,
+        added=answers,
+        forgotten=[(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions],
+    )
+    if epoch == FINAL_EPOCH:
+        if session is not None:
+            service.partitions.release_member(group_id, member_id, session.partitions)
+        return _response(ctx, answers)
+    if request.is_renew_ack or session is None:
+        return _response(ctx, answers)
+    keys = sorted(session.partitions)
+    if _read(ctx, request, keys, answers) or request.max_wait <= 0:
+        return _response(ctx, answers)
+    return _long_poll(ctx, request, keys, answers)
+
+
+async def _long_poll(
+    ctx: BrokerContext,
+    request: ShareFetchRequest,
+    keys: list[tuple[uuid.UUID, int]],
+    answers: dict[tuple[uuid.UUID, int], PartitionData],
+) -> ShareFetchResponse:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request.max_wait / 1000
+    while loop.time() < deadline:
+        await asyncio.sleep(min(_POLL_SECONDS, max(0.0, deadline - loop.time())))
+        session = share_groups(ctx).sessions.get(request.group_id or "", request.member_id or "")
+        if session is None:
+            break
+        if _read(ctx, request, sorted(session.partitions), answers):
+            break
+    return _response(ctx, answers)
+
+
+def _read(
+    ctx: BrokerContext,
+    request: ShareFetchRequest,
+    keys: list[tuple[uuid.UUID, int]],
+    answers: dict[tuple[uuid.UUID, int], PartitionData],
+) -> bool:
+    """Acquire and read the session's partitions into ``answers``; whether any record was
+    acquired (or an error is to be answered)."""
+    service = share_groups(ctx)
+    max_records = request.max_records if request.max_records > 0 else 500
+    max_bytes = request.max_bytes if request.max_bytes > 0 else 2**31 - 1
+    found = False
+    for topic_id, index in keys:
+        if max_records <= 0 or max_bytes <= 0:
+            break
+        info = ctx.broker.topics.by_id(topic_id)
+        data = answers.get((topic_id, index))
+        if info is None or not authorized(ctx, AclOperation.READ, ResourceType.TOPIC, info.name):
+            data = data or _partition_data(ctx, topic_id, index)
+            data.error_code = (
+                ErrorCode.UNKNOWN_TOPIC_ID if info is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            )
+            answers[(topic_id, index)] = data
+            found = True
+            continue
+        result = service.partitions.fetch(
+            request.group_id or "",
+            request.member_id or "",
+            topic_id,
+            TopicPartition(info.name, index),
+            max_bytes,
+            max_records,
+        )
+        if result.error_code or result.acquired:
+            data = data or _partition_data(ctx, topic_id, index)
+            answers[(topic_id, index)] = data
+            data.error_code = result.error_code
+            found = True
+        if result.records is not None and result.acquired:
+            assert data is not None
+            data.records = b"".join(result.records.buffers)
+            data.acquired_records = [
+                AcquiredRecords(
+                    first_offset=a.first_offset,
+                    last_offset=a.last_offset,
+                    delivery_count=a.delivery_count,
+                )
+                for a in result.acquired
+            ]
+            max_records -= sum(a.last_offset - a.first_offset + 1 for a in result.acquired)
+            max_bytes -= result.records.size
+    return found
+
+
+def _partition_data(ctx: BrokerContext, topic_id: uuid.UUID, index: int) -> PartitionData:
+    return PartitionData(
+        partition_index=index,
+        records=b"",
+        current_leader=LeaderIdAndEpoch(
+            leader_id=ctx.broker.node_id, leader_epoch=leader_epoch(ctx, topic_id, index)
+        ),
+    )
+
+
+def _response(
+    ctx: BrokerContext, answers: dict[tuple[uuid.UUID, int], PartitionData]
+) -> ShareFetchResponse:
+    by_topic: dict[uuid.UUID, ShareFetchableTopicResponse] = {}
+    for (topic_id, _), data in sorted(answers.items()):
+        topic = by_topic.get(topic_id)
+        if topic is None:
+            topic = by_topic[topic_id] = ShareFetchableTopicResponse(topic_id=topic_id)
+        topic.partitions.append(data)
+    return ShareFetchResponse(
+        acquisition_lock_timeout=share_groups(ctx).settings.record_lock_duration_ms,
+        responses=list(by_topic.values()),
+    )
+
+
+HANDLER = ApiHandlerSpec(78, 1, 2, handle, "ShareFetch")

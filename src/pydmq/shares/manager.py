@@ -1,0 +1,199 @@
+"""The share-partitions this node leads, and how ShareFetch and ShareAcknowledge use them
+(Kafka's SharePartitionManager).
+
+One :class:`~pydmq.shares.partition.SharePartition` per (group, topic id, partition), created
+at the first ShareFetch of the group on that partition: from its persisted snapshot in
+``__share_group_state`` when there is one (:mod:`pydmq.shares.state_log`), else with its start
+offset at the log's high watermark (``share.auto.offset.reset`` latest, Kafka's default),
+persisted at once. A fetch applies the lock expiries, reads whole batches from the lowest
+offset it may hand out, and acquires the offsets those batches cover (never more than it
+returns). Every change of the records' states (acknowledgements, releases, expiries) is
+persisted as a new snapshot before the request is answered (a single node's append is
+immediate). Owned by the broker's event loop; the clock is injected.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from pydmq.protocol.errors import ErrorCode
+from pydmq.protocol.records import iter_batch_headers
+from pydmq.replication.replica_manager import ReplicaManager
+from pydmq.shares.generated_records import ShareSnapshotValue
+from pydmq.shares.partition import (
+    AcquiredRecords,
+    RecordState,
+    SharePartition,
+    SharePartitionLimits,
+)
+from pydmq.shares.state_log import ShareGroupStateLog, restore, snapshot_of
+from pydmq.storage.api import FetchDataInfo, TopicPartition
+
+__all__ = ["ShareFetchResult", "SharePartitionManager"]
+
+# (group id, topic id, partition index)
+_Key = tuple[str, uuid.UUID, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareFetchResult:
+    """One partition's answer to a ShareFetch: the batches read and the offsets acquired."""
+
+    error_code: int
+    records: FetchDataInfo | None = None
+    acquired: Sequence[AcquiredRecords] = ()
+
+
+class SharePartitionManager:
+    """Every share-partition of this node (see the module)."""
+
+    def __init__(
+        self,
+        replica_manager: ReplicaManager,
+        limits: SharePartitionLimits,
+        clock_ms: Callable[[], int],
+        state_log: ShareGroupStateLog | None = None,
+    ) -> None:
+        self.replica_manager = replica_manager
+        self.limits = limits
+        self.clock_ms = clock_ms
+        self.state_log = state_log
+        self.share_partitions: dict[_Key, SharePartition] = {}
+        self._leader_epochs: dict[_Key, int] = {}
+        # The persisted snapshots, read at the first share-partition created.
+        self._snapshots: dict[_Key, ShareSnapshotValue] | None = None
+
+    def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
+        return self.share_partitions.get((group_id, topic_id, partition))
+
+    def of_group(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
+        """The share-partitions of ``group_id`` by (topic id, partition)."""
+        return {(t, p): sp for (g, t, p), sp in self.share_partitions.items() if g == group_id}
+
+    def fetch(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        tp: TopicPartition,
+        max_bytes: int,
+        max_records: int,
+    ) -> ShareFetchResult:
+        """Acquire records of ``tp`` for ``member_id`` and read the batches holding them."""
+        partition, error = self.replica_manager.leader_partition(tp)
+        if partition is None:
+            return ShareFetchResult(error)
+        key = (group_id, topic_id, tp.partition)
+        share_partition = self.share_partitions.get(key)
+        if share_partition is None:
+            share_partition = self._create(key, partition.high_watermark, partition.leader_epoch)
+        now = self.clock_ms()
+        changed = share_partition.expire_locks(now) > 0
+        log_start = partition.log.log_start_offset
+        if share_partition.start_offset < log_start:
+            share_partition.reset(log_start)
+            changed = True
+        if changed:
+            self._persist(key, share_partition)
+        first = _first_available(share_partition)
+        high_watermark = partition.high_watermark
+        if first >= high_watermark or max_records <= 0:
+            return ShareFetchResult(ErrorCode.NONE)
+        data = partition.read(first, max_bytes, min_one_batch=True)
+        last = _last_offset(data)
+        if last < first:
+            return ShareFetchResult(ErrorCode.NONE)
+        acquired = share_partition.acquire(
+            member_id, min(last + 1, high_watermark), max_records, now
+        )
+        if not acquired:
+            return ShareFetchResult(ErrorCode.NONE)
+        return ShareFetchResult(ErrorCode.NONE, data, acquired)
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        batches: Iterable[tuple[int, int, Sequence[int]]],
+    ) -> ErrorCode:
+        """Apply acknowledgement batches (first offset, last offset, types) of one partition."""
+        share_partition = self.share_partitions.get((group_id, topic_id, partition))
+        if share_partition is None:
+            return ErrorCode.INVALID_RECORD_STATE
+        now = self.clock_ms()
+        share_partition.expire_locks(now)
+        result = ErrorCode.NONE
+        for first, last, types in batches:
+            error = share_partition.acknowledge(member_id, first, last, types, now)
+            if error:
+                result = error
+        self._persist((group_id, topic_id, partition), share_partition)
+        return result
+
+    def release_member(
+        self, group_id: str, member_id: str, keys: Iterable[tuple[uuid.UUID, int]]
+    ) -> None:
+        """Release what ``member_id`` holds on ``keys`` (its share session closed)."""
+        for topic_id, partition in keys:
+            key = (group_id, topic_id, partition)
+            share_partition = self.share_partitions.get(key)
+            if share_partition is not None and share_partition.release_member(member_id):
+                self._persist(key, share_partition)
+
+    def forget_group(self, group_id: str) -> None:
+        """Drop a deleted group's share-partitions and their persisted state."""
+        snapshots = self._load()
+        keys = {k for k in self.share_partitions if k[0] == group_id}
+        keys.update(k for k in snapshots if k[0] == group_id)
+        for key in keys:
+            self.share_partitions.pop(key, None)
+            self._leader_epochs.pop(key, None)
+            snapshots.pop(key, None)
+            if self.state_log is not None:
+                self.state_log.write(key, None)
+
+    def _load(self) -> dict[_Key, ShareSnapshotValue]:
+        if self._snapshots is None:
+            self._snapshots = {} if self.state_log is None else self.state_log.load()
+        return self._snapshots
+
+    def _create(self, key: _Key, high_watermark: int, leader_epoch: int) -> SharePartition:
+        snapshot = self._load().pop(key, None)
+        self._leader_epochs[key] = leader_epoch
+        if snapshot is not None:
+            share_partition = SharePartition(snapshot.start_offset, self.limits)
+            restore(share_partition, snapshot)
+            self.share_partitions[key] = share_partition
+            return share_partition
+        share_partition = SharePartition(high_watermark, self.limits)
+        self.share_partitions[key] = share_partition
+        self._persist(key, share_partition)
+        return share_partition
+
+    def _persist(self, key: _Key, share_partition: SharePartition) -> None:
+        if self.state_log is not None:
+            snapshot = snapshot_of(
+                share_partition, self._leader_epochs.get(key, -1), self.clock_ms()
+            )
+            self.state_log.write(key, snapshot)
+
+
+def _first_available(share_partition: SharePartition) -> int:
+    """The lowest offset a fetch may hand out: an AVAILABLE in-flight record, else the end."""
+    for offset, record in share_partition.in_flight():
+        if record.state is RecordState.AVAILABLE:
+            return offset
+    return share_partition.end_offset
+
+
+def _last_offset(data: FetchDataInfo) -> int:
+    """The last offset of the whole batches in ``data`` (-1 when there are none)."""
+    last = -1
+    for buffer in data.buffers:
+        for header in iter_batch_headers(buffer):
+            last = header.last_offset
+    return last

@@ -1,0 +1,77 @@
+"""What a broker keeps for share groups (KIP-932): the groups it coordinates
+(:class:`~pydmq.shares.group.ShareGroups`), the share sessions of its ShareFetch clients
+(:class:`~pydmq.shares.sessions.ShareSessionCache`) and the share-partitions it leads
+(:class:`~pydmq.shares.manager.SharePartitionManager`, persisting to
+``__share_group_state`` through :class:`~pydmq.shares.state_log.ShareGroupStateLog`), tied
+together: a member that leaves
+its group, or whose session times out, loses its share session and its acquired records.
+
+Built once by the broker; used by the share handlers on the event loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pydmq.config.share import ShareSettings
+from pydmq.replication.replica_manager import ReplicaManager
+from pydmq.shares.group import ShareGroups, TopicPartitions
+from pydmq.shares.manager import SharePartitionManager
+from pydmq.shares.partition import SharePartitionLimits
+from pydmq.shares.sessions import ShareSessionCache
+from pydmq.shares.state_log import ShareGroupStateLog
+
+__all__ = ["ShareGroupService"]
+
+
+def _wall_clock_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class ShareGroupService:
+    """The broker's share groups, share sessions and share-partitions (see the module)."""
+
+    def __init__(
+        self,
+        settings: ShareSettings,
+        replica_manager: ReplicaManager,
+        topics: TopicPartitions,
+        state_log: ShareGroupStateLog | None = None,
+        clock_ms: Callable[[], int] = _wall_clock_ms,
+    ) -> None:
+        self.settings = settings
+        self.clock_ms = clock_ms
+        self.topics = topics
+        self.groups = ShareGroups(settings.session_timeout_ms, settings.heartbeat_interval_ms)
+        self.sessions = ShareSessionCache(settings.max_share_sessions)
+        self.partitions = SharePartitionManager(
+            replica_manager,
+            SharePartitionLimits(
+                max_record_locks=settings.partition_max_record_locks,
+                record_lock_duration_ms=settings.record_lock_duration_ms,
+                delivery_count_limit=settings.delivery_count_limit,
+            ),
+            clock_ms,
+            state_log,
+        )
+        self.groups.on_member_removed = self._member_removed
+
+    def _member_removed(self, group_id: str, member_id: str) -> None:
+        session = self.sessions.remove(group_id, member_id)
+        if session is not None:
+            self.partitions.release_member(group_id, member_id, session.partitions)
+
+    def expire_members(self) -> None:
+        """Remove the members of every group whose session timed out (the broker's
+        maintenance task calls this every few seconds)."""
+        now = self.clock_ms()
+        for group in list(self.groups.groups.values()):
+            self.groups.expire_sessions(group, self.topics, now)
+
+    def delete_group(self, group_id: str) -> int:
+        """DeleteGroups of a share group: its membership and share-partitions go."""
+        error = self.groups.delete(group_id)
+        if not error:
+            self.partitions.forget_group(group_id)
+        return error
