@@ -2,13 +2,15 @@
 
 For each broker of ``--brokers`` and each N of ``--partitions`` (one broker at a time, a fresh
 data dir per N), the broker is started under ``prlimit --nofile`` (pydmq: ``--nofile``,
-4,096 by default, the issue's goal; Kafka: ``--kafka-nofile``, the file limit it needs) and:
+4,096 by default, the issue's goal; Kafka: ``--kafka-nofile``, the file limit it needs, by
+default this process's hard limit, which a process without CAP_SYS_RESOURCE cannot raise) and:
 
 1. **create**: N partitions as topics of ``--topic-partitions`` (RF 1) through
    confluent-kafka's AdminClient, ``--batch`` topics per CreateTopics, timed until Metadata
    shows every partition with a leader;
 2. **idle**: ``--idle`` seconds later, the broker's RSS, memory per idle partition ((RSS
-   with N - RSS empty) / N) and open files (entries of /proc/<pid>/fd);
+   with N - RSS empty) / N), open files (entries of /proc/<pid>/fd) and the CPU it uses
+   idle (over ``--idle-cpu`` seconds: maintenance passes over every partition);
 3. **Metadata** (all topics) and **DescribeTopicPartitions** (all topics, following its
    cursor page by page, Kafka's default limit of 2,000 partitions a page): the round trip to
    the last byte of the answer on a raw socket (nothing decoded inside the clock; the
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import socket
 import statistics
@@ -58,6 +61,7 @@ from benchmarks.omb.restart import (  # noqa: E402
     KafkaBroker,
     ManagedBroker,
     PydmqBroker,
+    tree_cpu_seconds,
     tree_rss_bytes,
     wait_until,
 )
@@ -250,6 +254,9 @@ def measure(
         curve.figures["rss_mib"] = rss / 2**20
         curve.figures["bytes_per_partition"] = (rss - empty_rss) / n
         curve.figures["open_files"] = open_files(broker.pid)
+        cpu = tree_cpu_seconds(broker.pid)
+        time.sleep(args.idle_cpu)
+        curve.figures["idle_cpu_pct"] = (tree_cpu_seconds(broker.pid) - cpu) / args.idle_cpu * 100
         step = "answers"
         rt = RawRoundTrip(broker.bootstrap)
         try:
@@ -279,6 +286,7 @@ COLUMNS = [
     ("rss_mib", "RSS MiB", "{:.0f}"),
     ("bytes_per_partition", "B/partition", "{:,.0f}"),
     ("open_files", "open files", "{:,.0f}"),
+    ("idle_cpu_pct", "idle CPU %", "{:.1f}"),
     ("metadata_ms", "Metadata ms", "{:.1f}"),
     ("describe_ms", "DTP ms (all pages)", "{:.1f}"),
     ("restart_clean_s", "restart s", "{:.2f}"),
@@ -309,8 +317,16 @@ def main() -> int:
     parser.add_argument("--topic-partitions", type=int, default=1000, help="per topic")
     parser.add_argument("--batch", type=int, default=10, help="topics per CreateTopics")
     parser.add_argument("--nofile", type=int, default=4096, help="pydmq's open-file limit")
-    parser.add_argument("--kafka-nofile", type=int, default=1_048_576, help="Kafka's limit")
+    parser.add_argument(
+        "--kafka-nofile",
+        type=int,
+        default=resource.getrlimit(resource.RLIMIT_NOFILE)[1],
+        help="Kafka's limit (default: the hard limit here, the most it can be given)",
+    )
     parser.add_argument("--idle", type=float, default=5.0, help="seconds before RSS")
+    parser.add_argument(
+        "--idle-cpu", type=float, default=10.0, help="seconds the idle CPU is measured over"
+    )
     parser.add_argument("--answers", type=int, default=3, help="Metadata/DTP answers timed")
     parser.add_argument("--dir", help="where the data dirs go (default: a temp dir on disk)")
     parser.add_argument("--out", default="build/scale_partitions.json")
