@@ -315,7 +315,13 @@ def main() -> int:
     parser.add_argument("--brokers", default="pydmq,kafka", help="comma-separated: pydmq,kafka")
     parser.add_argument("--partitions", type=int, action="append", help="N (repeatable)")
     parser.add_argument("--topic-partitions", type=int, default=1000, help="per topic")
-    parser.add_argument("--batch", type=int, default=10, help="topics per CreateTopics")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=5,
+        help="topics per CreateTopics (Kafka's controller refuses more than 10,000 records "
+        "in one operation: POLICY_VIOLATION)",
+    )
     parser.add_argument("--nofile", type=int, default=4096, help="pydmq's open-file limit")
     parser.add_argument(
         "--kafka-nofile",

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pydmq.cleaner import manager as manager_module
 from pydmq.cleaner.config import CleanerSettings
 from pydmq.cleaner.manager import LogCleanerManager, LoopOwner
 from pydmq.cleaner.offset_map import OffsetMap
@@ -199,3 +200,31 @@ def test_a_storage_error_is_retried_rather_than_marking_the_log(
     assert manager.uncleanable_partitions() == []
     retried = manager.grab_filthiest_log()
     assert retried is not None and retried.tp == tp
+
+
+def test_only_compacted_logs_are_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21: every cleaner pass planned every hosted log, compacted or not (a runtime
+    Protocol check, the cleaner checkpoint, the segment list): at 20,000 idle partitions a
+    tenth of the node's CPU. A log that is not compacted is now passed over unplanned."""
+    hosted = {
+        TopicPartition("plain", p): updated_log(TopicPartition("plain", p), 5, compact=False)
+        for p in range(3)
+    }
+    hosted[TopicPartition("keyed", 0)] = updated_log(TopicPartition("keyed", 0), 30)
+    planned: list[TopicPartition] = []
+    real_plan = manager_module.plan_cleaning
+
+    def plan(tp: TopicPartition, log: UnifiedLog, now_ms: int) -> object:
+        planned.append(tp)
+        return real_plan(tp, log, now_ms)
+
+    monkeypatch.setattr(manager_module, "plan_cleaning", plan)
+    manager = LogCleanerManager(
+        lambda: CleanerSettings(backoff_ms=0),
+        lambda: list(hosted.items()),
+        lambda f: f(),
+        threading.Event(),
+    )
+    best = manager.grab_filthiest_log()
+    assert best is not None and best.tp == TopicPartition("keyed", 0)
+    assert planned == [TopicPartition("keyed", 0)]
