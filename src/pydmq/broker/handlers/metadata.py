@@ -32,6 +32,11 @@ the controller (CreateTopics with the broker defaults; ``__consumer_offsets`` wi
 topic settings) and answers as being created until the topic arrives by UpdateMetadata, or
 the controller's error (INVALID_REPLICATION_FACTOR with too few brokers...).
 
+"All topics" is answered from ``BrokerServices.metadata_answers`` (issue 21): encoded once
+per metadata version (``MetadataView.image_version``), listener, request version and
+authorized-operations flag, and reused as a ``RawResponse`` until the metadata changes;
+built afresh when the answer depends on the client (an authorizer, a request quota).
+
 Authorization (with an authorizer, as Kafka's KafkaApis): a principal sees only the topics it
 may DESCRIBE; "all topics" leaves the others out, a named one (or one asked by id) is
 answered TOPIC_AUTHORIZATION_FAILED (no topic id when asked by name, so its existence is not
