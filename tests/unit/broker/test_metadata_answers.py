@@ -19,10 +19,18 @@ import pytest
 from pydmq.api.handler import RawResponse, RequestContext
 from pydmq.broker.cluster.metadata_cache import MetadataCache
 from pydmq.broker.cluster.metadata_view import ClusterMetadataView
-from pydmq.broker.handlers import metadata
+from pydmq.broker.handlers import describe_topic_partitions, metadata
 from pydmq.broker.server import Broker
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicState
+from pydmq.protocol.messages.describe_topic_partitions import (
+    Cursor,
+    DescribeTopicPartitionsRequest,
+)
+from pydmq.protocol.messages.describe_topic_partitions import TopicRequest as DtpTopicRequest
+from pydmq.protocol.messages.describe_topic_partitions import (
+    encode_response as encode_dtp_response,
+)
 from pydmq.protocol.messages.metadata import MetadataRequest, encode_response
 from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest
 from pydmq.protocol.primitives import Writer
@@ -159,3 +167,55 @@ def test_with_an_authorizer_each_request_is_answered_for_its_principal(
     finally:
         services.authorizer = None
     assert authorizer.asked >= 2
+
+
+def _describe(embedded: EmbeddedBroker, request: DescribeTopicPartitionsRequest) -> Any:
+    broker = embedded.broker
+    assert isinstance(broker, Broker)
+    ctx = RequestContext(broker.services, 75, 0, 1, "t", "127.0.0.1", 1, "PLAINTEXT", 1)
+
+    async def call() -> Any:
+        return describe_topic_partitions.handle(ctx, request)
+
+    return embedded.run_on_loop(call)
+
+
+def test_describe_topic_partitions_pages_are_encoded_once_and_follow_changes(
+    embedded: EmbeddedBroker,
+) -> None:
+    """Every page of "all topics", followed by its cursor, is reused until the metadata
+    changes, and is byte for byte the page built afresh."""
+    broker = embedded.broker
+    assert isinstance(broker, Broker)
+    cursor: Cursor | None = None
+    pages = 0
+    while True:
+        request = DescribeTopicPartitionsRequest(
+            topics=[], response_partition_limit=2, cursor=cursor
+        )
+        shared = _describe(embedded, request)
+        assert isinstance(shared, RawResponse)
+        assert _describe(embedded, request) is shared
+        broker.services.quotas.request.enabled = True
+        try:
+            fresh = _describe(embedded, request)
+        finally:
+            broker.services.quotas.request.enabled = False
+        writer = Writer()
+        encode_dtp_response(writer, fresh, 0)
+        assert _body(shared) == writer.getvalue()
+        pages += 1
+        cursor = fresh.next_cursor
+        if cursor is None:
+            break
+    assert pages >= 2
+    first = DescribeTopicPartitionsRequest(topics=[], response_partition_limit=2000, cursor=None)
+    before = _describe(embedded, first)
+    name = f"dtp-{uuid.uuid4().hex[:6]}"
+    embedded.run_on_loop(lambda: _create(embedded, name, 1))
+    after = _describe(embedded, first)
+    assert after is not before and name.encode() in _body(after)
+    named = DescribeTopicPartitionsRequest(
+        topics=[DtpTopicRequest(name=name)], response_partition_limit=2000, cursor=None
+    )
+    assert not isinstance(_describe(embedded, named), RawResponse)  # only all topics

@@ -82,6 +82,7 @@ from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
 
+METADATA = 3
 _ZERO_UUID = uuid.UUID(int=0)
 _AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 # Kafka 4.4's answer for a topic whose auto-creation is under way (observed at v0-v13).
@@ -219,7 +220,7 @@ def _all_topics(
     shared = (
         broker.authorizer is None or ctx.listener == IN_PROCESS
     ) and not broker.quotas.request.enabled
-    key = AnswerKey(ctx.listener, version, with_operations)
+    key = AnswerKey(METADATA, ctx.listener, version, with_operations)
     image_version = broker.metadata.image_version()
     if shared:
         cached = broker.metadata_answers.get(image_version, key)
@@ -307,4 +308,4 @@ async def _auto_create(broker: BrokerServices, names: list[str]) -> dict[str, in
     return {name: _BEING_CREATED if code in pending else code for name, code in codes.items()}
 
 
-HANDLER = ApiHandlerSpec(3, 0, 13, handle, "Metadata")
+HANDLER = ApiHandlerSpec(METADATA, 0, 13, handle, "Metadata")
