@@ -12,7 +12,9 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from pydmq.api.handler import RequestContext
+from pydmq.api.handler import RawResponse, RequestContext
+from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.primitives import Reader
 from pydmq.security.principal import KafkaPrincipal
 from pydmq.testing import EmbeddedBroker
 
@@ -30,7 +32,8 @@ def call_as(
     listener: str = "PLAINTEXT",
 ) -> Any:
     """The response of ``embedded``'s handler for ``api_key`` to ``request`` from
-    ``principal`` (``User:alice``) connected from ``host``."""
+    ``principal`` (``User:alice``) connected from ``host``, decoded when the handler
+    answered with encoded bytes (a ``RawResponse``)."""
     broker: Any = embedded.broker
     services = broker.services
     spec = services.served_apis(None)[api_key]
@@ -43,6 +46,9 @@ def call_as(
         answer = spec.handle(ctx, request)
         if inspect.isawaitable(answer):
             answer = await answer
+        if isinstance(answer, RawResponse):  # an answer the handler encoded itself
+            body = b"".join(bytes(part) for part in answer.buffers)
+            return API_SCHEMAS[api_key].decode_response(Reader(body), version)
         return answer
 
     return embedded.run_on_loop(run)

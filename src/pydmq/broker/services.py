@@ -25,10 +25,11 @@ counterpart: ``control_plane`` is None there, and their handlers answer INVALID_
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from pydmq.broker.metadata_answers import MetadataAnswerCache
 from pydmq.config.topic import TopicConfig
 
 if TYPE_CHECKING:
@@ -110,6 +111,12 @@ class MetadataView(Protocol):
         an alive broker, else the lowest alive broker (-1: none)."""
         ...
 
+    def image_version(self) -> int:
+        """A number that changes whenever an answer read from this view or from the topic
+        registry may change (topics, partitions, brokers, the controller): what encoded
+        answers are cached under (``metadata_answers.py``)."""
+        ...
+
     def offline_replicas(self, tp: TopicPartition) -> Sequence[int]: ...
 
     def finalized_features(self) -> FinalizedFeatures:
@@ -178,6 +185,8 @@ class BrokerServices:
     quotas: QuotaManagers
     # The authorizer authorizer.class.name names (None: every request allowed).
     authorizer: Authorizer | None = None
+    # Encoded "all topics" Metadata answers of the current metadata version.
+    metadata_answers: MetadataAnswerCache = field(default_factory=MetadataAnswerCache)
 
     def topic_config(self, name: str) -> TopicConfig:
         """The effective configs of topic ``name`` (the broker's defaults if unknown)."""

@@ -46,6 +46,11 @@ class SingleNodeMetadata:
     def controller_id(self) -> int:
         return self._node_id
 
+    def image_version(self) -> int:
+        """The offset of the image: the topic registry follows each committed delta before
+        anything else runs on the loop, and nothing else here changes."""
+        return self._image().offset
+
     def offline_replicas(self, tp: TopicPartition) -> Sequence[int]:
         return ()
 

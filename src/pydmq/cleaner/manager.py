@@ -39,7 +39,7 @@ from pydmq.cleaner.log_cleaner import (
 )
 from pydmq.cleaner.offset_map import OffsetMap
 from pydmq.cleaner.throttler import Throttler
-from pydmq.storage.api import TopicPartition
+from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.errors import KafkaStorageError
 from pydmq.storage.log import UnifiedLog
 
@@ -231,6 +231,8 @@ class LogCleanerManager:
         hosted = list(self._logs())
         self._forget_replaced_logs(hosted)
         for tp, unified in hosted:
+            if not _compacted(unified):
+                continue
             with self._lock:
                 if tp in self._in_progress or tp in self._uncleanable:
                     continue
@@ -260,3 +262,11 @@ class LogCleanerManager:
         """The partitions skipped since their cleaning failed (see the module docstring)."""
         with self._lock:
             return sorted(self._uncleanable)
+
+
+def _compacted(log: UnifiedLog) -> bool:
+    """Whether ``log`` is compacted (its engine log's ``LogConfig`` says so). Asked before
+    planning: most logs are not, and planning starts with a runtime Protocol check that cost
+    ~10 µs a log (at 20,000 partitions, a tenth of an idle node's CPU went to planning)."""
+    config = getattr(log.engine_log, "config", None)
+    return isinstance(config, LogConfig) and config.compact

@@ -1,8 +1,9 @@
 """MetricsSampler: the node's metrics registry read every few seconds into a ring buffer, for
 the console's rates (records and bytes per second per topic) and its lag plot.
 
-Only the families the console shows are kept (see ``SAMPLED``), each sample as
-``{family: {labels: value}}``. Reading the registry is what a ``/metrics`` scrape does (on the
+Only the families the console shows are read (see ``SAMPLED``), each sample as
+``{family: {labels: value}}``, and only those it computes rates and plots from are kept
+(``KEPT``). Reading the registry is what a ``/metrics`` scrape does (on the
 node's event loop); the first sample is taken one interval after start, so start-up never
 pays prometheus_client's import.
 """
@@ -42,6 +43,11 @@ GROUP_LAG = "pydmq_consumer_group_lag"  # {group, topic, partition}
 LOG_SIZE = "pydmq_log_size_bytes"  # {topic, partition}
 LOG_END_OFFSET = "pydmq_log_end_offset"  # {topic, partition}
 SAMPLED = frozenset({MESSAGES_IN, BYTES_IN, BYTES_OUT, GROUP_LAG, LOG_SIZE, LOG_END_OFFSET})
+KEPT = frozenset({MESSAGES_IN, BYTES_IN, BYTES_OUT, GROUP_LAG})
+"""The families the ring buffer keeps: the rates' counters and the lag plot's series. The
+per-partition log families are read by :meth:`MetricsSampler.now` alone (a topic's page):
+kept, they held two entries per hosted partition in each of the ``history / interval``
+samples (issue 21: ~1 GiB at 20,000 partitions after the default 10 minutes)."""
 
 Labels = tuple[tuple[str, str], ...]
 Collect = Callable[[], "Iterable[Metric]"]
@@ -92,9 +98,10 @@ class MetricsSampler:
         return read_families(self._collect, self._clock())
 
     def sample(self) -> MetricsSample:
-        """Read the registry and keep the sample."""
+        """Read the registry and keep the sample's :data:`KEPT` families."""
         taken = self.now()
-        self.samples.append(taken)
+        kept = {name: values for name, values in taken.values.items() if name in KEPT}
+        self.samples.append(MetricsSample(taken.at, kept))
         return taken
 
     def start(self) -> None:

@@ -102,6 +102,9 @@ log = logging.getLogger(__name__)
 SETTLE_EVERY = 250
 """Partitions opened between two :meth:`ReplicaManager.settle` calls."""
 
+_PASS_SLICE = 1000
+"""Partitions a checkpoint pass looks at between two yields to the event loop."""
+
 
 HIGH_WATERMARK = -1
 """The offset a DeleteRecords names to delete up to the high watermark."""
@@ -647,15 +650,19 @@ class ReplicaManager:
         What to write is captured here; the writes (each fsyncs twice) run on the checkpoint
         writer's thread, and this waits for them before the next pass. On the event loop, one
         fsync under a heavy write load stalled request handling for hundreds of ms. Logs of
-        engines without thread-safe checkpoint writes write here, yielding after each.
+        engines without thread-safe checkpoint writes write here, yielding after each. The
+        pass also yields every ``_PASS_SLICE`` partitions looked at: an idle pass over 100,000
+        partitions took ~200 ms, in one piece, every 5 s.
         """
         if self._checkpoint_writer is None:
             self._checkpoint_writer = CheckpointWriter()
         writer = self._checkpoint_writer
         written = 0
-        for partition in list(self.partitions.values()):
+        for looked, partition in enumerate(list(self.partitions.values()), 1):
             if partition.log.maybe_checkpoint(writer, producer_snapshot=producer_snapshots):
                 written += 1
+                await asyncio.sleep(0)
+            elif looked % _PASS_SLICE == 0:
                 await asyncio.sleep(0)
         await writer.drain()
         self.check_log_dirs()

@@ -17,8 +17,10 @@ import inspect
 import itertools
 from typing import TYPE_CHECKING, Any
 
-from pydmq.api.handler import RequestContext
+from pydmq.api.handler import RawResponse, RequestContext
 from pydmq.protocol.acl import AclOperation, ResourceType
+from pydmq.protocol.messages import API_SCHEMAS
+from pydmq.protocol.primitives import Reader
 from pydmq.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 
 if TYPE_CHECKING:
@@ -80,6 +82,9 @@ class BrokerCalls:
         result = spec.handle(self._context(http, api_key, version), request)
         if inspect.isawaitable(result):
             result = await result
+        if isinstance(result, RawResponse):  # an answer the handler encoded (Metadata's)
+            body = b"".join(bytes(part) for part in result.buffers)
+            return API_SCHEMAS[api_key].decode_response(Reader(body), version)
         return result
 
     def authorized(

@@ -235,3 +235,31 @@ def test_a_log_whose_plan_cannot_be_read_is_skipped_and_the_thread_lives_on(
             manager.stop()
 
     asyncio.run(scenario())
+
+
+def test_only_compacted_logs_are_planned(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 21: every cleaner pass planned every hosted log, compacted or not (a runtime
+    Protocol check, the cleaner checkpoint, the segment list): at 20,000 idle partitions a
+    tenth of the node's CPU. A log that is not compacted is now passed over unplanned."""
+    hosted = {
+        TopicPartition("plain", p): updated_log(TopicPartition("plain", p), 5, compact=False)
+        for p in range(3)
+    }
+    hosted[TopicPartition("keyed", 0)] = updated_log(TopicPartition("keyed", 0), 30)
+    planned: list[TopicPartition] = []
+    real_plan = manager_module.plan_cleaning
+
+    def plan(tp: TopicPartition, log: UnifiedLog, now_ms: int) -> object:
+        planned.append(tp)
+        return real_plan(tp, log, now_ms)
+
+    monkeypatch.setattr(manager_module, "plan_cleaning", plan)
+    manager = LogCleanerManager(
+        lambda: CleanerSettings(backoff_ms=0),
+        lambda: list(hosted.items()),
+        lambda f: f(),
+        threading.Event(),
+    )
+    best = manager.grab_filthiest_log()
+    assert best is not None and best.tp == TopicPartition("keyed", 0)
+    assert planned == [TopicPartition("keyed", 0)]

@@ -101,6 +101,8 @@ class MetadataCache:
         self.controller_id = -1
         self.controller_epoch = -1
         self.metadata_offset = -1
+        # UpdateMetadata requests applied: changes with everything the handlers read here.
+        self.updates = 0
         self.brokers: dict[int, CachedBroker] = {}
         self.offline_replicas: dict[TopicPartition, list[int]] = {}
         # Dynamic broker configs: the cluster default ("") and this broker's own layer.
@@ -149,6 +151,7 @@ class MetadataCache:
         offset = request.metadata_offset
         if 0 <= offset < self.metadata_offset:
             return MetadataUpdate(applied=False)
+        self.updates += 1
         self.controller_id = request.controller_id
         self.controller_epoch = max(self.controller_epoch, request.controller_epoch)
         if offset >= 0:

@@ -43,6 +43,9 @@ class ClusterMetadataView:
         alive = cache.alive_broker_ids()
         return alive[0] if alive else -1
 
+    def image_version(self) -> int:
+        return self._cache.updates
+
     def offline_replicas(self, tp: TopicPartition) -> Sequence[int]:
         return self._cache.offline(tp)
 

@@ -14,15 +14,20 @@ operations: every operation a TOPIC supports (no authorizer, as Kafka without on
 
 Authorization (as Kafka): all topics list only those the principal may DESCRIBE; a named
 topic it may not is TOPIC_AUTHORIZATION_FAILED.
+
+The pages of all topics are encoded once per metadata version (by cursor and partition limit)
+and reused from ``BrokerServices.metadata_answers`` when the answer is the same for every
+client (no authorizer, no request quota), as Metadata's "all topics" (issue 21).
 """
 
 from __future__ import annotations
 
 import uuid
 
-from pydmq.api.handler import ApiHandlerSpec
+from pydmq.api.handler import ApiHandlerSpec, RawResponse
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._authorize import authorized_names, authorized_operations
+from pydmq.broker.handlers._authorize import IN_PROCESS, authorized_names, authorized_operations
+from pydmq.broker.metadata_answers import AnswerKey
 from pydmq.protocol.acl import TOPIC_OPERATIONS, AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.describe_topic_partitions import (
@@ -31,11 +36,14 @@ from pydmq.protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsResponse,
     DescribeTopicPartitionsResponsePartition,
     DescribeTopicPartitionsResponseTopic,
+    encode_response,
 )
+from pydmq.protocol.primitives import Writer
 from pydmq.protocol.topic_names import topic_name_problem
 
 __all__ = ["HANDLER"]
 
+DESCRIBE_TOPIC_PARTITIONS = 75
 MAX_PARTITION_LIMIT = 2000
 _ZERO_UUID = uuid.UUID(int=0)
 
@@ -55,6 +63,36 @@ def _error_topic(name: str, code: int) -> DescribeTopicPartitionsResponseTopic:
 
 
 def handle(
+    ctx: BrokerContext, request: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse | RawResponse:
+    """Every topic's page from ``metadata_answers`` when the answer is the same for every
+    client (all topics, no authorizer, no request quota), else built."""
+    broker = ctx.broker
+    if request.topics or not (
+        (broker.authorizer is None or ctx.listener == IN_PROCESS)
+        and not broker.quotas.request.enabled
+    ):
+        return _answer(ctx, request)
+    cursor = request.cursor
+    page = (
+        None if cursor is None else cursor.topic_name,
+        0 if cursor is None else cursor.partition_index,
+        request.response_partition_limit,
+    )
+    key = AnswerKey(DESCRIBE_TOPIC_PARTITIONS, ctx.listener, ctx.api_version, True, page)
+    image_version = broker.metadata.image_version()
+    cached = broker.metadata_answers.get(image_version, key)
+    if cached is not None:
+        return cached
+    writer = Writer()
+    encode_response(writer, _answer(ctx, request), ctx.api_version)
+    body = writer.getvalue()
+    encoded = RawResponse((body,), len(body))
+    broker.metadata_answers.put(image_version, key, encoded)
+    return encoded
+
+
+def _answer(
     ctx: BrokerContext, request: DescribeTopicPartitionsRequest
 ) -> DescribeTopicPartitionsResponse:
     broker = ctx.broker
@@ -132,4 +170,4 @@ def handle(
     return response
 
 
-HANDLER = ApiHandlerSpec(75, 0, 0, handle, "DescribeTopicPartitions")
+HANDLER = ApiHandlerSpec(DESCRIBE_TOPIC_PARTITIONS, 0, 0, handle, "DescribeTopicPartitions")

@@ -32,6 +32,11 @@ the controller (CreateTopics with the broker defaults; ``__consumer_offsets`` wi
 topic settings) and answers as being created until the topic arrives by UpdateMetadata, or
 the controller's error (INVALID_REPLICATION_FACTOR with too few brokers...).
 
+"All topics" is answered from ``BrokerServices.metadata_answers`` (issue 21): encoded once
+per metadata version (``MetadataView.image_version``), listener, request version and
+authorized-operations flag, and reused as a ``RawResponse`` until the metadata changes;
+built afresh when the answer depends on the client (an authorizer, a request quota).
+
 Authorization (with an authorizer, as Kafka's KafkaApis): a principal sees only the topics it
 may DESCRIBE; "all topics" leaves the others out, a named one (or one asked by id) is
 answered TOPIC_AUTHORIZATION_FAILED (no topic id when asked by name, so its existence is not
@@ -47,14 +52,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable
 
-from pydmq.api.handler import ApiHandlerSpec
+from pydmq.api.handler import ApiHandlerSpec, RawResponse
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import (
+    IN_PROCESS,
     authorized_items,
     authorized_names,
     authorized_operations,
     authorized_to_create_topic,
 )
+from pydmq.broker.metadata_answers import AnswerKey
 from pydmq.broker.services import BrokerServices
 from pydmq.broker.topic_creator import NewTopic
 from pydmq.broker.topics import TopicInfo
@@ -67,12 +74,15 @@ from pydmq.protocol.messages.metadata import (
     MetadataResponseBroker,
     MetadataResponsePartition,
     MetadataResponseTopic,
+    encode_response,
 )
+from pydmq.protocol.primitives import Writer
 from pydmq.protocol.topic_names import INTERNAL_TOPICS, topic_name_problem
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
 
+METADATA = 3
 _ZERO_UUID = uuid.UUID(int=0)
 _AUTHORIZED_OPS_NOT_REQUESTED = -(2**31)
 # Kafka 4.4's answer for a topic whose auto-creation is under way (observed at v0-v13).
@@ -134,7 +144,7 @@ def _error_topic(
 
 def handle(
     ctx: BrokerContext, request: MetadataRequest
-) -> MetadataResponse | Awaitable[MetadataResponse]:
+) -> MetadataResponse | RawResponse | Awaitable[MetadataResponse]:
     broker = ctx.broker
     version = ctx.api_version
     response = MetadataResponse(
@@ -144,15 +154,7 @@ def handle(
     )
     all_topics = request.topics is None or (version == 0 and not request.topics)
     if all_topics:
-        visible = authorized_items(ctx, _DESCRIBE, _TOPIC, list(broker.topics), _name)
-        response.topics = [_topic_metadata(broker, t) for t in visible]
-        if version >= 8 and request.include_topic_authorized_operations:
-            for answer in response.topics:
-                assert answer.name is not None
-                answer.topic_authorized_operations = authorized_operations(
-                    ctx, _TOPIC, answer.name, TOPIC_OPERATIONS
-                )
-        return response
+        return _all_topics(ctx, request, response)
     assert request.topics is not None
     allow_auto = (version < 4 or request.allow_auto_topic_creation) and broker.config.get_bool(
         "auto.create.topics.enable"
@@ -204,6 +206,42 @@ def handle(
         response.topics = [a for a in answers if not isinstance(a, str)] + refused
         return response
     return _answer_after_creating(broker, response, answers, names, refused)
+
+
+def _all_topics(
+    ctx: BrokerContext, request: MetadataRequest, response: MetadataResponse
+) -> MetadataResponse | RawResponse:
+    """Every topic the principal may describe; encoded once per metadata version and
+    listener when the answer is the same for every client (no authorizer, no request
+    quota: ``metadata_answers.py``)."""
+    broker = ctx.broker
+    version = ctx.api_version
+    with_operations = version >= 8 and request.include_topic_authorized_operations
+    shared = (
+        broker.authorizer is None or ctx.listener == IN_PROCESS
+    ) and not broker.quotas.request.enabled
+    key = AnswerKey(METADATA, ctx.listener, version, with_operations)
+    image_version = broker.metadata.image_version()
+    if shared:
+        cached = broker.metadata_answers.get(image_version, key)
+        if cached is not None:
+            return cached
+    visible = authorized_items(ctx, _DESCRIBE, _TOPIC, list(broker.topics), _name)
+    response.topics = [_topic_metadata(broker, t) for t in visible]
+    if with_operations:
+        for answer in response.topics:
+            assert answer.name is not None
+            answer.topic_authorized_operations = authorized_operations(
+                ctx, _TOPIC, answer.name, TOPIC_OPERATIONS
+            )
+    if not shared:
+        return response
+    writer = Writer()
+    encode_response(writer, response, version)
+    body = writer.getvalue()
+    encoded = RawResponse((body,), len(body))
+    broker.metadata_answers.put(image_version, key, encoded)
+    return encoded
 
 
 def _name(topic: TopicInfo) -> str:
@@ -270,4 +308,4 @@ async def _auto_create(broker: BrokerServices, names: list[str]) -> dict[str, in
     return {name: _BEING_CREATED if code in pending else code for name, code in codes.items()}
 
 
-HANDLER = ApiHandlerSpec(3, 0, 13, handle, "Metadata")
+HANDLER = ApiHandlerSpec(METADATA, 0, 13, handle, "Metadata")
