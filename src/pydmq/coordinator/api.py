@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Sequence, Sized
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar, runtime_checkable
 
@@ -40,6 +40,8 @@ __all__ = [
     "CoordinatorSerde",
     "CoordinatorShard",
     "CoordinatorWriteError",
+    "HostedTopic",
+    "TopicLookup",
     "TransactionResult",
     "TransactionalCoordinatorLog",
     "TransactionalCoordinatorShard",
@@ -52,6 +54,19 @@ Rec_contra = TypeVar("Rec_contra", contravariant=True)
 
 CoordinatorRecord = tuple[bytes, bytes | None]
 """One record of an internal topic as stored: key and value (None: a tombstone)."""
+
+
+class HostedTopic(Protocol):
+    """An internal topic as its node hosts it: how many partitions it has."""
+
+    @property
+    def partitions(self) -> Sized: ...
+
+
+class TopicLookup(Protocol):
+    """The node's topics by name (the internal topic's, once it exists)."""
+
+    def get(self, name: str) -> HostedTopic | None: ...
 
 
 @dataclass(frozen=True, slots=True)

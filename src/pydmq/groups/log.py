@@ -33,13 +33,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydmq.coordinator.api import (
     CoordinatorBatch,
     CoordinatorRecord,
     CoordinatorWriteError,
+    TopicLookup,
     TransactionResult,
 )
 from pydmq.coordinator.partitions import InternalTopicPartitions
@@ -144,15 +145,6 @@ class OffsetsTopicWriter(Protocol):
         ...
 
 
-class _HostedTopic(Protocol):
-    @property
-    def partitions(self) -> Sized: ...
-
-
-class _TopicLookup(Protocol):
-    def get(self, name: str) -> _HostedTopic | None: ...
-
-
 class _TopicCreator(Protocol):
     def create_topic(
         self, name: str, *, num_partitions: int, configs: Mapping[str, str | None]
@@ -169,7 +161,7 @@ class OffsetsLogHost(Protocol):
     def config(self) -> BrokerConfig: ...
 
     @property
-    def topics(self) -> _TopicLookup: ...
+    def topics(self) -> TopicLookup: ...
 
     @property
     def topic_creator(self) -> _TopicCreator: ...

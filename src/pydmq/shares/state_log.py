@@ -18,10 +18,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Mapping, Sized
+from collections.abc import Mapping
 from typing import Protocol
 
 from pydmq.config.broker import BrokerConfig
+from pydmq.coordinator.api import TopicLookup
 from pydmq.coordinator.partitions import InternalTopicPartitions
 from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.replication.replica_manager import ReplicaManager
@@ -52,15 +53,6 @@ _COMMIT_TIMEOUT_MS = 5000
 StateKey = tuple[str, uuid.UUID, int]
 
 
-class _HostedTopic(Protocol):
-    @property
-    def partitions(self) -> Sized: ...
-
-
-class _TopicLookup(Protocol):
-    def get(self, name: str) -> _HostedTopic | None: ...
-
-
 class _TopicCreator(Protocol):
     def create_topic(
         self, name: str, *, num_partitions: int, configs: Mapping[str, str | None]
@@ -74,7 +66,7 @@ class ShareStateHost(Protocol):
     def config(self) -> BrokerConfig: ...
 
     @property
-    def topics(self) -> _TopicLookup: ...
+    def topics(self) -> TopicLookup: ...
 
     @property
     def topic_creator(self) -> _TopicCreator: ...

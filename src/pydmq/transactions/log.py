@@ -19,10 +19,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError
+from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError, TopicLookup
 from pydmq.coordinator.partitions import InternalTopicPartitions
 from pydmq.groups.log import java_string_hashcode
 from pydmq.protocol.errors import TopicError
@@ -75,15 +75,6 @@ def transactional_id_partition(transactional_id: str, partitions: int) -> int:
     return (0 if h == -(1 << 31) else abs(h)) % partitions
 
 
-class _HostedTopic(Protocol):
-    @property
-    def partitions(self) -> Sized: ...
-
-
-class _TopicLookup(Protocol):
-    def get(self, name: str) -> _HostedTopic | None: ...
-
-
 class _TopicCreator(Protocol):
     def create_topic(
         self, name: str, *, num_partitions: int, configs: Mapping[str, str | None]
@@ -104,7 +95,7 @@ class TransactionStateHost(Protocol):
     def config(self) -> BrokerConfig: ...
 
     @property
-    def topics(self) -> _TopicLookup: ...
+    def topics(self) -> TopicLookup: ...
 
     @property
     def topic_creator(self) -> _TopicCreator: ...
