@@ -12,7 +12,7 @@ Built once by the broker; used by the share handlers on the event loop.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pydmq.config.share import ShareSettings
 from pydmq.replication.replica_manager import ReplicaManager
@@ -39,8 +39,11 @@ class ShareGroupService:
         topics: TopicPartitions,
         state_log: ShareGroupStateLog | None = None,
         clock_ms: Callable[[], int] = _wall_clock_ms,
+        group_config: Callable[[str], Mapping[str, str]] = lambda _group_id: {},
     ) -> None:
         self.settings = settings
+        # The configs set on a group id (GROUP config resource), as this node's metadata has them.
+        self.group_config = group_config
         self.clock_ms = clock_ms
         self.topics = topics
         self.groups = ShareGroups(settings.session_timeout_ms, settings.heartbeat_interval_ms)
@@ -54,6 +57,7 @@ class ShareGroupService:
             ),
             clock_ms,
             state_log,
+            group_config,
         )
         self.groups.on_member_removed = self._member_removed
 
