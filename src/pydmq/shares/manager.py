@@ -178,6 +178,61 @@ class SharePartitionManager:
             if self.state_log is not None:
                 self.state_log.write(key, None)
 
+    # -- the group's offsets (DescribeShareGroupOffsets, Alter..., Delete...) -------------------
+
+    def has_state(self, group_id: str) -> bool:
+        """Whether ``group_id`` has any share-partition here (live or persisted)."""
+        return any(k[0] == group_id for k in self.share_partitions) or any(
+            k[0] == group_id for k in self._load()
+        )
+
+    def group_offsets(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
+        """The share-partitions of ``group_id`` by (topic id, partition), persisted ones
+        loaded."""
+        for key in [k for k in self._load() if k[0] == group_id]:
+            self._restored(key)
+        return self.of_group(group_id)
+
+    def leader_epoch_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
+        """The leader epoch a share-partition's state was last written at (-1: none)."""
+        return self._leader_epochs.get((group_id, topic_id, partition), -1)
+
+    def alter_start_offset(
+        self, group_id: str, topic_id: uuid.UUID, partition: Partition, start_offset: int
+    ) -> None:
+        """AlterShareGroupOffsets: the share-partition (created if new) starts at
+        ``start_offset`` with nothing in flight, persisted at once."""
+        key = (group_id, topic_id, partition.tp.partition)
+        share_partition = self.share_partitions.get(key) or self._restored(key)
+        if share_partition is None:
+            share_partition = SharePartition(start_offset, self.limits)
+            self.share_partitions[key] = share_partition
+        share_partition.reset(start_offset)
+        self._leader_epochs[key] = partition.leader_epoch
+        self._persist(key, share_partition)
+
+    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """DeleteShareGroupOffsets: forget the group's share-partitions of one topic."""
+        keys = {k for k in self.share_partitions if k[0] == group_id and k[1] == topic_id}
+        keys.update(k for k in self._load() if k[0] == group_id and k[1] == topic_id)
+        for key in keys:
+            self.share_partitions.pop(key, None)
+            self._leader_epochs.pop(key, None)
+            self._load().pop(key, None)
+            if self.state_log is not None:
+                self.state_log.write(key, None)
+
+    def _restored(self, key: _Key) -> SharePartition | None:
+        """The share-partition of ``key`` loaded from its persisted snapshot, if any."""
+        snapshot = self._load().pop(key, None)
+        if snapshot is None:
+            return None
+        share_partition = SharePartition(snapshot.start_offset, self.limits)
+        restore(share_partition, snapshot)
+        self.share_partitions[key] = share_partition
+        self._leader_epochs[key] = snapshot.leader_epoch
+        return share_partition
+
     def _load(self) -> dict[_Key, ShareSnapshotValue]:
         if self._snapshots is None:
             self._snapshots = {} if self.state_log is None else self.state_log.load()
