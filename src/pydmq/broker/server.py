@@ -184,6 +184,7 @@ class Broker:
             self.replica_manager,
             self._share_topic_partitions,
             ShareGroupStateLog(self),
+            group_config=self.group_config,
         )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
@@ -347,6 +348,13 @@ class Broker:
         if info is None or info.internal:
             return None
         return info.topic_id, len(info.partitions)
+
+    def group_config(self, group_id: str) -> Mapping[str, str]:
+        """The configs set on GROUP resource ``group_id`` (ConfigRecords of type 32): a
+        single node's metadata log; a cluster broker learns none yet (the defaults apply)."""
+        if self.local_controller is not None:
+            return self.local_controller.image.group_config(group_id)
+        return {}
 
     def scram_credentials(self) -> Mapping[tuple[str, int], ScramCredentialData]:
         """Users' SCRAM credentials as this node's metadata has them: a single node's

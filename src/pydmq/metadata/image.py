@@ -19,6 +19,7 @@ from uuid import UUID
 from pydmq.metadata.records import (
     NO_LEADER,
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     AccessControlEntryRecord,
     ClientQuotaRecord,
@@ -256,7 +257,7 @@ class MetadataImage:
     """The cluster metadata as of the record at ``offset`` (Raft ``epoch``) in the log.
 
     ``configs`` maps ``(resource_type, resource_name)`` to the explicitly set configs
-    (:data:`~pydmq.metadata.records.RESOURCE_TOPIC`, ``RESOURCE_BROKER``).
+    (:data:`~pydmq.metadata.records.RESOURCE_TOPIC`, ``RESOURCE_BROKER``, ``RESOURCE_GROUP``).
     ``next_producer_id`` is the first producer id not yet handed out. ``acls`` are the
     authorizer's ACLs by id (AccessControlEntryRecord, RemoveAccessControlEntryRecord).
     ``client_quotas``
@@ -300,6 +301,10 @@ class MetadataImage:
         """The dynamic configs of BROKER resource ``name``: a broker id, or "" for the
         cluster-wide default."""
         return dict(self.configs.get((RESOURCE_BROKER, name), {}))
+
+    def group_config(self, group_id: str) -> dict[str, str]:
+        """The explicitly set configs of GROUP resource ``group_id`` (no defaults)."""
+        return dict(self.configs.get((RESOURCE_GROUP, group_id), {}))
 
     def partitions_led_by(self, broker_id: int) -> list[tuple[UUID, int]]:
         return [

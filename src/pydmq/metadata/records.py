@@ -54,6 +54,7 @@ __all__ = [
     "NO_LEADER",
     "RECORD_CLASSES",
     "RESOURCE_BROKER",
+    "RESOURCE_GROUP",
     "RESOURCE_TOPIC",
     "AccessControlEntryRecord",
     "BrokerRegistrationChangeRecord",
@@ -90,6 +91,7 @@ NO_LEADER = -1
 
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
 """ConfigRecord.resource_type values (Kafka's ConfigResource.Type ids)."""
 
 _FRAME: Final = struct.Struct(">I")

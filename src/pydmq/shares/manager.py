@@ -4,8 +4,11 @@
 One :class:`~pydmq.shares.partition.SharePartition` per (group, topic id, partition), created
 at the first ShareFetch of the group on that partition: from its persisted snapshot in
 ``__share_group_state`` when there is one (:mod:`pydmq.shares.state_log`), else with its start
-offset at the log's high watermark (``share.auto.offset.reset`` latest, Kafka's default),
-persisted at once. A fetch applies the lock expiries, reads whole batches from the lowest
+offset where the group's ``share.auto.offset.reset`` says (a GROUP config: ``latest``, the
+default, the high watermark; ``earliest`` the log start offset; ``by_duration:<ISO-8601>``
+the first batch whose records reach now minus the duration, else the high watermark),
+persisted at once. New acquisitions lock records for the group's
+``share.record.lock.duration.ms`` when it sets one, else the broker's. A fetch applies the lock expiries, reads whole batches from the lowest
 offset it may hand out, and acquires the offsets those batches cover (never more than it
 returns). Every change of the records' states (acknowledgements, releases, expiries) is
 persisted as a new snapshot before the request is answered (a single node's append is
@@ -14,12 +17,20 @@ immediate). Owned by the broker's event loop; the clock is injected.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from pydmq.config.group_configs import (
+    SHARE_AUTO_OFFSET_RESET,
+    SHARE_RECORD_LOCK_DURATION,
+    auto_offset_reset_duration_ms,
+)
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import iter_batch_headers
+from pydmq.replication.partition import Partition
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.shares.generated_records import ShareSnapshotValue
 from pydmq.shares.partition import (
@@ -55,11 +66,16 @@ class SharePartitionManager:
         limits: SharePartitionLimits,
         clock_ms: Callable[[], int],
         state_log: ShareGroupStateLog | None = None,
+        group_config: Callable[[str], Mapping[str, str]] = lambda _group_id: {},
+        wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.replica_manager = replica_manager
         self.limits = limits
         self.clock_ms = clock_ms
         self.state_log = state_log
+        # The configs a group id sets (GROUP resource), and the clock by_duration counts back on.
+        self.group_config = group_config
+        self.wall_clock_ms = wall_clock_ms
         self.share_partitions: dict[_Key, SharePartition] = {}
         self._leader_epochs: dict[_Key, int] = {}
         # The persisted snapshots, read at the first share-partition created.
@@ -87,8 +103,14 @@ class SharePartitionManager:
             return ShareFetchResult(error)
         key = (group_id, topic_id, tp.partition)
         share_partition = self.share_partitions.get(key)
+        configs = self.group_config(group_id)
         if share_partition is None:
-            share_partition = self._create(key, partition.high_watermark, partition.leader_epoch)
+            share_partition = self._create(key, partition, configs)
+        lock_ms = int(configs.get(SHARE_RECORD_LOCK_DURATION, self.limits.record_lock_duration_ms))
+        if share_partition.limits.record_lock_duration_ms != lock_ms:
+            share_partition.limits = dataclasses.replace(
+                share_partition.limits, record_lock_duration_ms=lock_ms
+            )
         now = self.clock_ms()
         changed = share_partition.expire_locks(now) > 0
         log_start = partition.log.log_start_offset
@@ -156,23 +178,93 @@ class SharePartitionManager:
             if self.state_log is not None:
                 self.state_log.write(key, None)
 
+    # -- the group's offsets (DescribeShareGroupOffsets, Alter..., Delete...) -------------------
+
+    def has_state(self, group_id: str) -> bool:
+        """Whether ``group_id`` has any share-partition here (live or persisted)."""
+        return any(k[0] == group_id for k in self.share_partitions) or any(
+            k[0] == group_id for k in self._load()
+        )
+
+    def group_offsets(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
+        """The share-partitions of ``group_id`` by (topic id, partition), persisted ones
+        loaded."""
+        for key in [k for k in self._load() if k[0] == group_id]:
+            self._restored(key)
+        return self.of_group(group_id)
+
+    def leader_epoch_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
+        """The leader epoch a share-partition's state was last written at (-1: none)."""
+        return self._leader_epochs.get((group_id, topic_id, partition), -1)
+
+    def alter_start_offset(
+        self, group_id: str, topic_id: uuid.UUID, partition: Partition, start_offset: int
+    ) -> None:
+        """AlterShareGroupOffsets: the share-partition (created if new) starts at
+        ``start_offset`` with nothing in flight, persisted at once."""
+        key = (group_id, topic_id, partition.tp.partition)
+        share_partition = self.share_partitions.get(key) or self._restored(key)
+        if share_partition is None:
+            share_partition = SharePartition(start_offset, self.limits)
+            self.share_partitions[key] = share_partition
+        share_partition.reset(start_offset)
+        self._leader_epochs[key] = partition.leader_epoch
+        self._persist(key, share_partition)
+
+    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
+        """DeleteShareGroupOffsets: forget the group's share-partitions of one topic."""
+        keys = {k for k in self.share_partitions if k[0] == group_id and k[1] == topic_id}
+        keys.update(k for k in self._load() if k[0] == group_id and k[1] == topic_id)
+        for key in keys:
+            self.share_partitions.pop(key, None)
+            self._leader_epochs.pop(key, None)
+            self._load().pop(key, None)
+            if self.state_log is not None:
+                self.state_log.write(key, None)
+
+    def _restored(self, key: _Key) -> SharePartition | None:
+        """The share-partition of ``key`` loaded from its persisted snapshot, if any."""
+        snapshot = self._load().pop(key, None)
+        if snapshot is None:
+            return None
+        share_partition = SharePartition(snapshot.start_offset, self.limits)
+        restore(share_partition, snapshot)
+        self.share_partitions[key] = share_partition
+        self._leader_epochs[key] = snapshot.leader_epoch
+        return share_partition
+
     def _load(self) -> dict[_Key, ShareSnapshotValue]:
         if self._snapshots is None:
             self._snapshots = {} if self.state_log is None else self.state_log.load()
         return self._snapshots
 
-    def _create(self, key: _Key, high_watermark: int, leader_epoch: int) -> SharePartition:
+    def _create(
+        self, key: _Key, partition: Partition, configs: Mapping[str, str]
+    ) -> SharePartition:
         snapshot = self._load().pop(key, None)
-        self._leader_epochs[key] = leader_epoch
+        self._leader_epochs[key] = partition.leader_epoch
         if snapshot is not None:
             share_partition = SharePartition(snapshot.start_offset, self.limits)
             restore(share_partition, snapshot)
             self.share_partitions[key] = share_partition
             return share_partition
-        share_partition = SharePartition(high_watermark, self.limits)
+        start = self._reset_offset(partition, configs.get(SHARE_AUTO_OFFSET_RESET, "latest"))
+        share_partition = SharePartition(start, self.limits)
         self.share_partitions[key] = share_partition
         self._persist(key, share_partition)
         return share_partition
+
+    def _reset_offset(self, partition: Partition, reset: str) -> int:
+        """Where a new share-partition starts under ``share.auto.offset.reset``."""
+        if reset.lower() == "earliest":
+            return partition.log.log_start_offset
+        duration_ms = auto_offset_reset_duration_ms(reset)
+        if duration_ms is None:
+            return partition.high_watermark
+        found = partition.log.fetch_offset_by_timestamp(self.wall_clock_ms() - duration_ms)
+        if found is None:
+            return partition.high_watermark
+        return min(found.offset, partition.high_watermark)
 
     def _persist(self, key: _Key, share_partition: SharePartition) -> None:
         if self.state_log is not None:

@@ -12,11 +12,11 @@ Built once by the broker; used by the share handlers on the event loop.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pydmq.config.share import ShareSettings
 from pydmq.replication.replica_manager import ReplicaManager
-from pydmq.shares.group import ShareGroups, TopicPartitions
+from pydmq.shares.group import ShareGroup, ShareGroups, TopicPartitions
 from pydmq.shares.manager import SharePartitionManager
 from pydmq.shares.partition import SharePartitionLimits
 from pydmq.shares.sessions import ShareSessionCache
@@ -39,8 +39,11 @@ class ShareGroupService:
         topics: TopicPartitions,
         state_log: ShareGroupStateLog | None = None,
         clock_ms: Callable[[], int] = _wall_clock_ms,
+        group_config: Callable[[str], Mapping[str, str]] = lambda _group_id: {},
     ) -> None:
         self.settings = settings
+        # The configs set on a group id (GROUP config resource), as this node's metadata has them.
+        self.group_config = group_config
         self.clock_ms = clock_ms
         self.topics = topics
         self.groups = ShareGroups(settings.session_timeout_ms, settings.heartbeat_interval_ms)
@@ -54,6 +57,7 @@ class ShareGroupService:
             ),
             clock_ms,
             state_log,
+            group_config,
         )
         self.groups.on_member_removed = self._member_removed
 
@@ -68,6 +72,19 @@ class ShareGroupService:
         now = self.clock_ms()
         for group in list(self.groups.groups.values()):
             self.groups.expire_sessions(group, self.topics, now)
+
+    def exists(self, group_id: str) -> bool:
+        """Whether ``group_id`` is a share group here: with members, or with state."""
+        return group_id in self.groups.groups or self.partitions.has_state(group_id)
+
+    def is_empty(self, group_id: str) -> bool:
+        """Whether ``group_id`` has no members (an unknown group has none)."""
+        group = self.groups.groups.get(group_id)
+        return group is None or not group.members
+
+    def ensure_group(self, group_id: str) -> None:
+        """Create ``group_id`` as an empty share group when unknown (AlterShareGroupOffsets)."""
+        self.groups.groups.setdefault(group_id, ShareGroup(group_id))
 
     def delete_group(self, group_id: str) -> int:
         """DeleteGroups of a share group: its membership and share-partitions go."""

@@ -3,18 +3,18 @@
 Per resource, what the broker answers itself (Kafka's request checks): a resource named twice
 or a config named twice in one resource -> INVALID_REQUEST (:mod:`._config_resources`); a null
 value where the API needs one -> INVALID_REQUEST; a resource type other than TOPIC (2), BROKER
-(4) and, for IncrementalAlterConfigs, BROKER_LOGGER (8) -> INVALID_REQUEST "Unsupported
-resource type: N"; a BROKER or BROKER_LOGGER resource naming another broker -> INVALID_REQUEST
+(4), GROUP (32) and, for IncrementalAlterConfigs, BROKER_LOGGER (8) -> INVALID_REQUEST
+"Unsupported resource type: N"; a BROKER or BROKER_LOGGER resource naming another broker -> INVALID_REQUEST
 "Unexpected broker id, expected N, but received M" (Kafka's broker checks it before
 forwarding); BROKER_LOGGER of this node is this node's own business: its logger levels change
-here (:mod:`pydmq.config.log_levels`), never through the controller. The rest (TOPIC and
-BROKER resources) goes to the controller as one request at the
+here (:mod:`pydmq.config.log_levels`), never through the controller. The rest (TOPIC, BROKER and
+GROUP resources) goes to the controller as one request at the
 client's version (:func:`~pydmq.broker.handlers._forward.forward_to_controller`: the active
 controller in cluster mode, a single node's own in process), and the answers are merged back
 in request order. The controller commits BROKER changes as ConfigRecords; every node installs
 them (:mod:`pydmq.broker.dynamic_configs`).
 
-Authorization (as Kafka): ALTER_CONFIGS on the topic, or on the cluster for a BROKER or
+Authorization (as Kafka): ALTER_CONFIGS on the topic, the group, or on the cluster for a BROKER or
 BROKER_LOGGER resource, else TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED for
 that resource.
 """
@@ -36,6 +36,7 @@ __all__ = ["ConfigChange", "alter_configs"]
 TOPIC = 2
 BROKER = 4
 BROKER_LOGGER = 8
+GROUP = 32
 
 ConfigChange = tuple[str, int, str | None]
 """(config name, AlterConfigOp, value): one edit of a resource's configs."""

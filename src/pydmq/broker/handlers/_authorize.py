@@ -114,17 +114,21 @@ def authorized_to_create_topic(ctx: BrokerContext, name: str) -> bool:
 
 _CONFIG_TOPIC = 2  # Kafka's ConfigResource.Type TOPIC; BROKER (4) and BROKER_LOGGER (8) are
 # the cluster's
+_CONFIG_GROUP = 32  # Kafka's ConfigResource.Type GROUP: the group's
 
 
 def config_resource_refusal(
     ctx: BrokerContext, resource_type: int, name: str, operation: AclOperation
 ) -> int:
     """The error a config resource gets when the principal may not do ``operation``
-    (DESCRIBE_CONFIGS, ALTER_CONFIGS) on it: a topic's on the topic, a broker's on the
-    cluster; 0 when it may."""
+    (DESCRIBE_CONFIGS, ALTER_CONFIGS) on it: a topic's on the topic, a group's on the group,
+    a broker's on the cluster; 0 when it may."""
     if resource_type == _CONFIG_TOPIC:
         allowed = authorized(ctx, operation, ResourceType.TOPIC, name)
         return 0 if allowed else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+    if resource_type == _CONFIG_GROUP:
+        allowed = authorized(ctx, operation, ResourceType.GROUP, name)
+        return 0 if allowed else ErrorCode.GROUP_AUTHORIZATION_FAILED
     return 0 if authorized_cluster(ctx, operation) else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 

@@ -27,7 +27,7 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._alter_configs import BROKER, TOPIC, alter_configs
+from pydmq.broker.handlers._alter_configs import BROKER, GROUP, TOPIC, alter_configs
 from pydmq.protocol.messages.alter_configs import (
     AlterConfigsRequest,
     AlterConfigsResource,
@@ -50,7 +50,7 @@ def handle(ctx: BrokerContext, request: AlterConfigsRequest) -> Awaitable[AlterC
         ctx,
         request.resources,
         null_problem=_null_problem,
-        types=frozenset((TOPIC, BROKER)),
+        types=frozenset((TOPIC, BROKER, GROUP)),
         request_of=lambda resources: AlterConfigsRequest(
             resources=resources, validate_only=request.validate_only
         ),

@@ -24,6 +24,9 @@ Resource types:
 - BROKER_LOGGER (8): name must be this node's id (else INVALID_REQUEST); returns the effective
   levels, by Kafka's names, of the Python loggers "root" and those under "pydmq"
   (DYNAMIC_BROKER_LOGGER_CONFIG source; :mod:`pydmq.config.log_levels`).
+- GROUP (32, Kafka 4.x's GroupConfig): any group id (the group need not exist) -> every
+  group config (:mod:`pydmq.config.group_configs`): DYNAMIC_GROUP_CONFIG when the group sets
+  it, else DEFAULT_CONFIG with the broker property it defaults from (or Kafka's default).
 - Anything else -> INVALID_REQUEST ("Unsupported resource type").
 
 ``configuration_keys`` null or empty = all configs, else only the named ones (unknown names are
@@ -36,7 +39,8 @@ answers 72 configs with their synonyms, so repeating it would make a small reque
 megabytes of response. Many resources (up to the decode budget, 110,000) are described in
 slices (:mod:`pydmq.broker.handlers._slices`), each resource weighing the configs it returns.
 
-Authorization (as Kafka): DESCRIBE_CONFIGS on the topic, or on the cluster for a BROKER or
+Authorization (as Kafka): DESCRIBE_CONFIGS on the topic, on the group for a GROUP resource
+(else GROUP_AUTHORIZATION_FAILED), or on the cluster for a BROKER or
 BROKER_LOGGER resource, else TOPIC_AUTHORIZATION_FAILED / CLUSTER_AUTHORIZATION_FAILED for
 that resource.
 """
@@ -52,6 +56,7 @@ from pydmq.broker.handlers._authorize import config_resource_refusal
 from pydmq.broker.handlers._slices import in_slices
 from pydmq.config.broker import BROKER_CONFIGS, BrokerConfig
 from pydmq.config.definitions import ConfigDef, ConfigType
+from pydmq.config.group_configs import GROUP_CONFIGS, effective_group_configs
 from pydmq.config.kafka_broker_defs import KafkaOnlyConfig, kafka_only_configs
 from pydmq.config.log_levels import broker_loggers, kafka_level
 from pydmq.config.sources import CONFIG_SOURCES
@@ -82,6 +87,7 @@ RESOURCE_TYPES = {
 _TOPIC = RESOURCE_TYPES["TOPIC"]
 _BROKER = RESOURCE_TYPES["BROKER"]
 _BROKER_LOGGER = RESOURCE_TYPES["BROKER_LOGGER"]
+_GROUP = 32  # Kafka's ConfigResource.Type GROUP (the "GROUP" above is the ACL type's id)
 _BROKER_DEFS = {d.name: d for d in BROKER_CONFIGS}
 _SOURCE_NAMES = {code: name for name, code in CONFIG_SOURCES.items()}
 _UNKNOWN_TYPE = 0  # Kafka's ConfigType UNKNOWN: a custom key
@@ -360,6 +366,35 @@ def _logger_configs(
     return entries
 
 
+def _group_configs(
+    ctx: BrokerContext, request: DescribeConfigsRequest, resource: DescribeConfigsResource
+) -> list[DescribeConfigsResourceResult]:
+    explicit = ctx.broker.share_groups.group_config(resource.resource_name)
+    values = effective_group_configs(explicit, ctx.broker.config.static_configs())
+    wanted = _wanted(resource)
+    entries = []
+    for definition in GROUP_CONFIGS:
+        name = definition.name
+        if wanted is not None and name not in wanted:
+            continue
+        source = CONFIG_SOURCES["DYNAMIC_GROUP_CONFIG" if name in explicit else "DEFAULT_CONFIG"]
+        entries.append(
+            DescribeConfigsResourceResult(
+                name=name,
+                value=values[name],
+                read_only=False,
+                config_source=source,
+                is_sensitive=False,
+                synonyms=[DescribeConfigsSynonym(name=name, value=values[name], source=source)]
+                if request.include_synonyms
+                else [],
+                config_type=int(definition.type),
+                documentation=definition.doc if request.include_documentation else None,
+            )
+        )
+    return entries
+
+
 def handle(
     ctx: BrokerContext, request: DescribeConfigsRequest
 ) -> DescribeConfigsResponse | Awaitable[DescribeConfigsResponse]:
@@ -398,6 +433,8 @@ def _describe(
                 result.configs = _broker_configs(ctx, request, resource)
             elif resource.resource_type == _BROKER_LOGGER:
                 result.configs = _logger_configs(ctx, request, resource)
+            elif resource.resource_type == _GROUP:
+                result.configs = _group_configs(ctx, request, resource)
             else:
                 raise _ResourceError(
                     ErrorCode.INVALID_REQUEST,

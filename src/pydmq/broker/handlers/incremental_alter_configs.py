@@ -31,7 +31,13 @@ from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._alter_configs import BROKER, BROKER_LOGGER, TOPIC, alter_configs
+from pydmq.broker.handlers._alter_configs import (
+    BROKER,
+    BROKER_LOGGER,
+    GROUP,
+    TOPIC,
+    alter_configs,
+)
 from pydmq.config.log_levels import LoggerChange, alter_logger_levels
 from pydmq.protocol.messages.incremental_alter_configs import (
     AlterConfigsResource,
@@ -50,7 +56,7 @@ def handle(
         ctx,
         request.resources,
         null_problem=lambda _r: None,  # the controller's, per operation
-        types=frozenset((TOPIC, BROKER, BROKER_LOGGER)),
+        types=frozenset((TOPIC, BROKER, BROKER_LOGGER, GROUP)),
         request_of=lambda resources: IncrementalAlterConfigsRequest(
             resources=resources, validate_only=request.validate_only
         ),

@@ -6,7 +6,9 @@ as Kafka's controller accepts it), checked by :func:`pydmq.config.dynamic.update
 (Kafka's DynamicBrokerConfig rules and texts); a name that is neither "" nor a non-negative
 base-10 int is INVALID_REQUEST with Kafka's ControllerConfigurationValidator texts. Whether
 a broker id is the receiving broker's is the receiving broker's check, before it forwards.
-Other resource types are refused with INVALID_REQUEST.
+GROUP resources (32, Kafka 4.x's GroupConfig) edit a group id's configs, checked by
+:func:`pydmq.config.group_configs.check_group_configs` (INVALID_CONFIG); the group need not
+exist, as in Kafka. Other resource types are refused with INVALID_REQUEST.
 
 The result is a ConfigRecord per key whose value changes (a ``None`` value deletes the key),
 so brokers learn exactly what changed; ``validate_only`` checks and writes nothing.
@@ -27,6 +29,7 @@ from pydmq.config.dynamic import (
     DynamicConfigError,
     updated_layer,
 )
+from pydmq.config.group_configs import check_group_configs
 from pydmq.config.topic import check_known
 from pydmq.controller.operations.common import (
     DEFAULT_STRATEGY,
@@ -42,6 +45,7 @@ from pydmq.controller.operations.topics import (
 from pydmq.metadata.image import MetadataImage
 from pydmq.metadata.records import (
     RESOURCE_BROKER,
+    RESOURCE_GROUP,
     RESOURCE_TOPIC,
     ConfigRecord,
     MetadataRecord,
@@ -215,6 +219,38 @@ def _broker_records(
     return _config_records(RESOURCE_BROKER, name, current, layer)
 
 
+def _group_records(
+    image: MetadataImage,
+    ctx: OperationContext,
+    name: str,
+    changes: Sequence[tuple[str, int, str | None]],
+    *,
+    replace: bool,
+) -> list[MetadataRecord]:
+    """The ConfigRecords turning GROUP resource ``name``'s configs into those after
+    ``changes`` (SET and DELETE; ``replace``: starting from none, AlterConfigs). Raises
+    TopicOperationError or ConfigError."""
+    if not name:
+        raise TopicOperationError(ErrorCode.INVALID_REQUEST, "Group name must not be empty.")
+    current = image.group_config(name)
+    configs: dict[str, str] = {} if replace else dict(current)
+    for key, op, value in changes:
+        if op == OP_DELETE:
+            configs.pop(key, None)
+        elif op != OP_SET:
+            raise TopicOperationError(
+                ErrorCode.INVALID_REQUEST, f"Unsupported operation {op} on a group config: {key}"
+            )
+        elif value is None:
+            raise TopicOperationError(
+                ErrorCode.INVALID_REQUEST, f"Null value not supported for : {key}"
+            )
+        else:
+            configs[key] = value
+    check_group_configs(configs, ctx.static_broker_configs)
+    return _config_records(RESOURCE_GROUP, name, current, configs)
+
+
 def alter_configs(
     image: MetadataImage,
     ctx: OperationContext,
@@ -228,6 +264,14 @@ def alter_configs(
     def changes(res: AlterConfigsResource) -> list[MetadataRecord]:
         if res.resource_type == RESOURCE_BROKER:
             return _broker_records(
+                image,
+                ctx,
+                res.resource_name,
+                [(key, OP_SET, value) for key, value in res.configs.items()],
+                replace=True,
+            )
+        if res.resource_type == RESOURCE_GROUP:
+            return _group_records(
                 image,
                 ctx,
                 res.resource_name,
@@ -257,6 +301,8 @@ def incremental_alter_configs(
     def changes(res: IncrementalAlterConfigsResource) -> list[MetadataRecord]:
         if res.resource_type == RESOURCE_BROKER:
             return _broker_records(image, ctx, res.resource_name, res.operations, replace=False)
+        if res.resource_type == RESOURCE_GROUP:
+            return _group_records(image, ctx, res.resource_name, res.operations, replace=False)
         _topic_exists(image, res.resource_type, res.resource_name)
         new = _apply_operations(image.topic_config(res.resource_name), res.operations)
         return _replace(image, ctx, res.resource_name, new)
