@@ -37,9 +37,8 @@ NOTES = [
     "Python clients the v1 flow. Cluster-mode rows "
     "run a 3-node cluster of real processes (RF=3, min.insync.replicas=2) with kill -9 and "
     "SIGSTOP faults; the Java and kafka-python row follows a leader change.",
-    "franz-go's row runs the 30 pkg/kgo broker tests pydmq passes of the 38 Apache Kafka 4.4 "
-    "passes; the eight others need share groups or a SASL listener in its runner "
-    "(compat/franz-go/FINDINGS.md).",
+    "franz-go's row runs all 38 pkg/kgo broker tests Apache Kafka 4.4 passes, the share-group "
+    "and SASL ones included (compat/franz-go/FINDINGS.md).",
     "kafka-go's row runs 67 broker tests: all 65 Apache Kafka 4.4 passes (ACLs, SCRAM and "
     "quotas included, over its SASL listener), and two Kafka fails "
     "(compat/kafka-go/FINDINGS.md).",
@@ -88,6 +87,8 @@ SCENARIOS = {
     "test_quotas_differential.py": "client quotas: answers and throttles vs Apache Kafka 4.4",
     "test_cluster_quotas.py": "client quotas: a 3-node cluster, restarts",
     "test_cluster_health.py": "HTTP health and metrics on a 3-node cluster",
+    "test_share_groups.py": "share groups (KIP-932): confluent-kafka ShareConsumer, Java KafkaShareConsumer",
+    "test_connection_quotas.py": "connection limits: a connection flood cannot starve storage",
 }
 # A test's variant against the reference Apache Kafka (the transaction proofs run each scenario
 # on Kafka too): not a row of what pydmq does.
