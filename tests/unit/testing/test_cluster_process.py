@@ -88,14 +88,24 @@ def test_cluster_of_fake_nodes(tmp_path: Path) -> None:
     assert "--- node 3" in cluster.log_tails()
 
 
-def test_stop_kills_stragglers_and_paused_nodes(tmp_path: Path) -> None:
+def test_stop_kills_stragglers(tmp_path: Path) -> None:
     cluster = ClusterProcess(
-        2, tmp_path, node_config={1: {"fake.ignore.sigterm": "true"}}, launcher=LAUNCHER
+        1, tmp_path, node_config={1: {"fake.ignore.sigterm": "true"}}, launcher=LAUNCHER
     )
     cluster.start(timeout=20)
-    cluster.pause(2)
     assert cluster.stop(timeout=0.5) == [1]
     assert cluster.running() == []
+
+
+def test_stop_resumes_paused_nodes_and_stops_them_gracefully(tmp_path: Path) -> None:
+    """A paused node gets SIGCONT before SIGTERM. The wait is generous (a loaded machine may
+    take seconds to schedule the woken process) and ends as soon as the node exits."""
+    cluster = ClusterProcess(2, tmp_path, launcher=LAUNCHER)
+    cluster.start(timeout=20)
+    cluster.pause(2)
+    assert cluster.stop(timeout=30) == []
+    assert cluster.running() == []
+    assert "fake node stopping" in cluster.node(2).log_tail()
 
 
 def test_kill_with_sigterm_waits(tmp_path: Path) -> None:
