@@ -46,6 +46,7 @@ __all__ = ["ShareFetchResult", "SharePartitionManager"]
 
 # (group id, topic id, partition index)
 _Key = tuple[str, uuid.UUID, int]
+_RELEASE = 2  # the acknowledgement type that makes records available again
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,8 @@ class SharePartitionManager:
         self.wall_clock_ms = wall_clock_ms
         self.share_partitions: dict[_Key, SharePartition] = {}
         self._leader_epochs: dict[_Key, int] = {}
+        # Topic names by id, as met by fetches (to wake the parked ShareFetches of a topic).
+        self._topic_names: dict[uuid.UUID, str] = {}
         # The persisted snapshots, read at the first share-partition created.
         self._snapshots: dict[_Key, ShareSnapshotValue] | None = None
 
@@ -102,6 +105,7 @@ class SharePartitionManager:
         if partition is None:
             return ShareFetchResult(error)
         key = (group_id, topic_id, tp.partition)
+        self._topic_names[topic_id] = tp.topic
         share_partition = self.share_partitions.get(key)
         configs = self.group_config(group_id)
         if share_partition is None:
@@ -149,11 +153,15 @@ class SharePartitionManager:
         now = self.clock_ms()
         share_partition.expire_locks(now)
         result = ErrorCode.NONE
+        released = False
         for first, last, types in batches:
             error = share_partition.acknowledge(member_id, first, last, types, now)
             if error:
                 result = error
+            released = released or _RELEASE in types
         self._persist((group_id, topic_id, partition), share_partition)
+        if released:
+            self._wake(topic_id, partition)
         return result
 
     def release_member(
@@ -165,6 +173,27 @@ class SharePartitionManager:
             share_partition = self.share_partitions.get(key)
             if share_partition is not None and share_partition.release_member(member_id):
                 self._persist(key, share_partition)
+                self._wake(topic_id, partition)
+
+    def next_lock_deadline(
+        self, group_id: str, keys: Iterable[tuple[uuid.UUID, int]]
+    ) -> int | None:
+        """The earliest acquisition lock deadline (``clock_ms``) on ``group_id``'s
+        share-partitions of ``keys``; None when no record there is acquired."""
+        deadlines = []
+        for topic_id, partition in keys:
+            share_partition = self.share_partitions.get((group_id, topic_id, partition))
+            deadline = None if share_partition is None else share_partition.next_lock_deadline()
+            if deadline is not None:
+                deadlines.append(deadline)
+        return min(deadlines) if deadlines else None
+
+    def _wake(self, topic_id: uuid.UUID, partition: int) -> None:
+        """Records of the partition became available again: wake the ShareFetches parked on
+        it (in the fetch purgatory, which appends notify too)."""
+        name = self._topic_names.get(topic_id)
+        if name is not None:
+            self.replica_manager.fetch_purgatory.notify(TopicPartition(name, partition))
 
     def forget_group(self, group_id: str) -> None:
         """Drop a deleted group's share-partitions and their persisted state."""
@@ -210,6 +239,7 @@ class SharePartitionManager:
         share_partition.reset(start_offset)
         self._leader_epochs[key] = partition.leader_epoch
         self._persist(key, share_partition)
+        self.replica_manager.fetch_purgatory.notify(partition.tp)
 
     def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
         """DeleteShareGroupOffsets: forget the group's share-partitions of one topic."""

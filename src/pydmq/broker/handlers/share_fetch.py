@@ -10,7 +10,10 @@ all and ``max_bytes`` (whole batches, at least one), each answered with its acqu
 runs and their delivery counts, and ``acquisition_lock_timeout`` =
 ``group.share.record.lock.duration.ms``. A request with the final epoch only acknowledges and
 releases what the member still holds on the session's partitions. When nothing was acquired
-the request waits up to ``max_wait`` for records (checking every 50 ms).
+the request parks up to ``max_wait`` (as a Fetch does, in the fetch purgatory) and reads
+again when one of the session's partitions is notified (an append, a high-watermark move, or
+records of it released by another member) or the earliest acquisition lock of those
+partitions runs out.
 
 v2 (KIP-1222): ``is_renew_ack`` requests carry RENEW acknowledgements and fetch nothing;
 ``batch_size`` and ``share_acquire_mode`` are accepted and not used (every acquisition is
@@ -40,12 +43,11 @@ from pydmq.protocol.messages.share_fetch import (
     ShareFetchRequest,
     ShareFetchResponse,
 )
+from pydmq.replication.purgatory import wait_for_notification
 from pydmq.shares.sessions import FINAL_EPOCH
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
-
-_POLL_SECONDS = 0.05
 
 
 def handle(ctx: BrokerContext, request: ShareFetchRequest) -> object:
@@ -100,14 +102,33 @@ async def _long_poll(
 ) -> ShareFetchResponse:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + request.max_wait / 1000
-    while loop.time() < deadline:
-        await asyncio.sleep(min(_POLL_SECONDS, max(0.0, deadline - loop.time())))
-        session = share_groups(ctx).sessions.get(request.group_id or "", request.member_id or "")
+    group_id, member_id = request.group_id or "", request.member_id or ""
+    service = share_groups(ctx)
+    purgatory = ctx.broker.replica_manager.fetch_purgatory
+    while True:
+        timeout = deadline - loop.time()
+        lock_expiry = service.partitions.next_lock_deadline(group_id, keys)
+        if lock_expiry is not None:
+            timeout = min(timeout, (lock_expiry - service.partitions.clock_ms()) / 1000)
+        if deadline - loop.time() <= 0:
+            break
+        await wait_for_notification(purgatory, _watched(ctx, keys), max(0.0, timeout))
+        session = service.sessions.get(group_id, member_id)
         if session is None:
             break
-        if _read(ctx, request, sorted(session.partitions), answers):
+        keys = sorted(session.partitions)
+        if _read(ctx, request, keys, answers):
             break
     return _response(ctx, answers)
+
+
+def _watched(ctx: BrokerContext, keys: list[tuple[uuid.UUID, int]]) -> list[TopicPartition]:
+    watched = []
+    for topic_id, index in keys:
+        info = ctx.broker.topics.by_id(topic_id)
+        if info is not None:
+            watched.append(TopicPartition(info.name, index))
+    return watched
 
 
 def _read(
