@@ -41,7 +41,15 @@ from pydmq.config.definitions import ConfigError
 from pydmq.config.http import HttpSettings
 from pydmq.config.listener_security import security_protocol
 from pydmq.net.connection import KafkaConnection
-from pydmq.net.connection_quotas import ConnectionQuotas, descriptor_budget, limits_from_config
+from pydmq.net.connection_quotas import (
+    Admission,
+    ConnectionLimits,
+    ConnectionQuotas,
+    descriptor_budget,
+    ip_connection_rates,
+    limits_from_config,
+)
+from pydmq.net.connection_rates import ConnectionCreationRates
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.host import PluginHost
 from pydmq.security.sasl.protocols import is_sasl_listener
@@ -138,22 +146,42 @@ class Node:
         share = config.get("pydmq.log.open.files.share")
         assert isinstance(share, float)
         descriptors = descriptor_budget(share)
-        return ConnectionQuotas(lambda: limits_from_config(config, descriptors), exempt)
+        ip_rates: dict[str | None, int] = {}
+        seen: list[object] = [None]  # the client quotas ip_rates was read from
 
-    def _admit_connection(self, connection: KafkaConnection) -> str | None:
-        refusal = self.connection_quotas.admit(
-            connection.connection_id, connection.listener, connection.client_host
+        def limits() -> ConnectionLimits:
+            quotas = None if self.broker is None else self.broker.quotas.client_quotas
+            if quotas is not seen[0]:
+                seen[0] = quotas
+                ip_rates.clear()
+                ip_rates.update(ip_connection_rates(quotas or {}))
+            return limits_from_config(config, descriptors, config.listener_limits, ip_rates)
+
+        rates = ConnectionCreationRates(
+            config.get_int("quota.window.num"),
+            config.get_int("quota.window.size.seconds") * 1000,
+            exempt,
         )
-        if refusal is not None:
-            now = asyncio.get_running_loop().time()
+        return ConnectionQuotas(limits, exempt, rates)
+
+    def _admit_connection(self, connection: KafkaConnection) -> Admission | None:
+        loop = asyncio.get_running_loop()
+        verdict = self.connection_quotas.admit(
+            connection.connection_id,
+            connection.listener,
+            connection.client_host,
+            int(loop.time() * 1000),
+        )
+        if verdict is not None and verdict.refusal is not None:
+            now = loop.time()
             if now - self._quota_warned_at >= _QUOTA_WARNING_INTERVAL_S:
                 self._quota_warned_at = now
                 log.warning(
                     "closing new connections: %s (%d refused since start)",
-                    refusal,
+                    verdict.refusal,
                     self.connection_quotas.refused,
                 )
-        return refusal
+        return verdict
 
     @property
     def sasl_listeners(self) -> Mapping[str, SaslListener]:

@@ -23,7 +23,7 @@ from pydmq.config.features import FEATURE_CONFIGS
 from pydmq.config.http import HTTP_CONFIGS
 from pydmq.config.kafka_only import kafka_only_reason, unknown_property_message
 from pydmq.config.listener_security import check_listener_security, security_protocol
-from pydmq.config.quotas import QUOTA_CONFIGS
+from pydmq.config.quotas import QUOTA_CONFIGS, pop_listener_limits
 from pydmq.config.sasl_configs import SASL_CONFIGS, pop_listener_sasl
 from pydmq.config.share import SHARE_CONFIGS
 from pydmq.config.ssl_configs import SSL_CONFIGS, pop_listener_ssl
@@ -677,8 +677,8 @@ class BrokerConfig(ConfigValues):
     def __init__(self, explicit: Mapping[str, object] | None = None) -> None:
         values = dict(explicit or {})
         self.listener_ssl = pop_listener_ssl(values)  # listener.name.<name>.ssl.*
-        # Listener name (lower case) -> its listener.name.<listener>.* SASL properties.
-        self.listener_sasl = pop_listener_sasl(values)
+        self.listener_sasl = pop_listener_sasl(values)  # listener.name.<name>.* of SASL
+        self.listener_limits = pop_listener_limits(values)  # ...<name>.max.connection*
         self.without_effect: dict[str, str] = {}
         kafka_only: dict[str, object] = {}
         for name in [n for n in values if n not in _DEFINED]:

@@ -221,10 +221,9 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         """,
     ),
     _group(
-        "the connection creation rate, replication throttles and static quota defaults, "
-        "which pydmq does not enforce (client quotas are metadata: AlterClientQuotas)",
+        "replication throttles and static quota defaults, which pydmq does not enforce "
+        "(client quotas are metadata: AlterClientQuotas)",
         """
-        max.connection.creation.rate
         replication.quota.window.num replication.quota.window.size.seconds
         alter.log.dirs.replication.quota.window.num
         alter.log.dirs.replication.quota.window.size.seconds client.quota.callback.class

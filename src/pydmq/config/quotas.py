@@ -9,11 +9,11 @@ themselves are metadata (AlterClientQuotas), not properties. The connection quot
 
 from __future__ import annotations
 
-from pydmq.config.connection_quotas import CONNECTION_QUOTA_CONFIGS
+from pydmq.config.connection_quotas import CONNECTION_QUOTA_CONFIGS, pop_listener_limits
 from pydmq.config.definitions import ConfigDef, at_least
 from pydmq.config.definitions import ConfigType as T
 
-__all__ = ["QUOTA_CONFIGS"]
+__all__ = ["QUOTA_CONFIGS", "pop_listener_limits"]
 
 QUOTA_CONFIGS: tuple[ConfigDef, ...] = (
     ConfigDef(

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TypeAlias, cast
 from pydmq.security.principal import ANONYMOUS, KafkaPrincipal
 
 if TYPE_CHECKING:
+    from pydmq.net.connection_quotas import Admission
     from pydmq.security.sasl.authenticator import SaslAuthenticator
 
 __all__ = ["CloseConnection", "KafkaConnection", "Outcome"]
@@ -104,7 +105,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
         listener: str,
         on_close: Callable[[KafkaConnection], None] | None = None,
         authenticate: Callable[[asyncio.BaseTransport], KafkaPrincipal] | None = None,
-        admit: Callable[[KafkaConnection], str | None] | None = None,
+        admit: Callable[[KafkaConnection], Admission | None] | None = None,
     ) -> None:
         self.connection_id = next(_ids)
         self.listener = listener
@@ -121,7 +122,8 @@ class KafkaConnection(asyncio.BufferedProtocol):
         self._dispatch = dispatch
         self._max_request_size = max_request_size
         self._on_close = on_close
-        # The node's connection quotas: None admits the connection, else why it is closed.
+        # The node's connection quotas: None serves the connection now; an Admission closes
+        # it (a refusal) or delays it (see pydmq.net.connection_quotas).
         self._admit = admit
         self._buf = _NO_BUFFER
         self._view = _NO_VIEW
@@ -148,18 +150,26 @@ class KafkaConnection(asyncio.BufferedProtocol):
         peer = transport.get_extra_info("peername")
         if isinstance(peer, tuple) and len(peer) >= 2:
             self.client_host, self.client_port = str(peer[0]), int(peer[1])
-        refusal = None if self._admit is None else self._admit(self)
-        if refusal is not None:
+        verdict = None if self._admit is None else self._admit(self)
+        if verdict is not None and verdict.refusal is not None:
             log.debug(
                 "closing connection %s from %s:%s on listener %s: %s",
                 self.connection_id,
                 self.client_host,
                 self.client_port,
                 self.listener,
-                refusal,
+                verdict.refusal,
             )
-            self.close()
+            if verdict.delay_ms > 0:  # held like a muted client: nothing is served meanwhile
+                self._unmute = asyncio.get_running_loop().call_later(
+                    verdict.delay_ms / 1000, self.close
+                )
+                self._pause_reading()
+            else:
+                self.close()
             return
+        if verdict is not None:
+            self.mute_for(verdict.delay_ms / 1000)  # its turn under the creation rate
         if self._authenticate is not None:
             try:
                 self.principal = self._authenticate(transport)
@@ -193,6 +203,10 @@ class KafkaConnection(asyncio.BufferedProtocol):
 
     def buffer_updated(self, nbytes: int) -> None:
         self._end += nbytes
+        if self._reading_paused and self._transport is not None:
+            # uvloop starts reading after connection_made() even when it paused reading
+            # (a delayed or refused connection): pause again, so it holds what it has.
+            self._transport.pause_reading()
         self._process_frames()
 
     def eof_received(self) -> bool | None:
