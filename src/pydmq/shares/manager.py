@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from pydmq.config.group_configs import (
     SHARE_AUTO_OFFSET_RESET,
+    SHARE_ISOLATION_LEVEL,
     SHARE_RECORD_LOCK_DURATION,
     auto_offset_reset_duration_ms,
 )
@@ -40,7 +41,7 @@ from pydmq.shares.partition import (
     SharePartitionLimits,
 )
 from pydmq.shares.state_log import ShareGroupStateLog, restore, snapshot_of
-from pydmq.storage.api import FetchDataInfo, TopicPartition
+from pydmq.storage.api import AbortedTxn, FetchDataInfo, TopicPartition
 
 __all__ = ["ShareFetchResult", "SharePartitionManager"]
 
@@ -124,16 +125,26 @@ class SharePartitionManager:
         if changed:
             self._persist(key, share_partition)
         first = _first_available(share_partition)
-        high_watermark = partition.high_watermark
-        if first >= high_watermark or max_records <= 0:
+        read_committed = configs.get(SHARE_ISOLATION_LEVEL) == "read_committed"
+        upper = partition.log.last_stable_offset if read_committed else partition.high_watermark
+        if first >= upper or max_records <= 0:
             return ShareFetchResult(ErrorCode.NONE)
-        data = partition.read(first, max_bytes, min_one_batch=True)
+        data = partition.read(first, max_bytes, min_one_batch=True, read_committed=read_committed)
         last = _last_offset(data)
         if last < first:
             return ShareFetchResult(ErrorCode.NONE)
-        acquired = share_partition.acquire(
-            member_id, min(last + 1, high_watermark), max_records, now
-        )
+        acquired = share_partition.acquire(member_id, min(last + 1, upper), max_records, now)
+        if read_committed and acquired:
+            aborted = _aborted_ranges(data, partition.log.collect_aborted_txns(first, upper))
+            dropped = [
+                offset
+                for run in acquired
+                for offset in range(run.first_offset, run.last_offset + 1)
+                if any(lo <= offset <= hi for lo, hi in aborted)
+            ]
+            if share_partition.archive_acquired(dropped):
+                self._persist(key, share_partition)
+                acquired = _without(acquired, set(dropped))
         if not acquired:
             return ShareFetchResult(ErrorCode.NONE)
         return ShareFetchResult(ErrorCode.NONE, data, acquired)
@@ -310,6 +321,41 @@ def _first_available(share_partition: SharePartition) -> int:
         if record.state is RecordState.AVAILABLE:
             return offset
     return share_partition.end_offset
+
+
+def _aborted_ranges(data: FetchDataInfo, aborted: Sequence[AbortedTxn]) -> list[tuple[int, int]]:
+    """The offset ranges of ``data``'s transactional data batches that ``aborted`` covers
+    (a batch of the aborted transaction's producer from its first offset to its marker)."""
+    if not aborted:
+        return []
+    out = []
+    for buffer in data.buffers:
+        for header in iter_batch_headers(buffer):
+            if not header.is_transactional or header.is_control:
+                continue
+            for txn in aborted:
+                if (
+                    txn.producer_id == header.producer_id
+                    and txn.first_offset <= header.base_offset <= txn.last_offset
+                ):
+                    out.append((header.base_offset, header.last_offset))
+                    break
+    return out
+
+
+def _without(acquired: Sequence[AcquiredRecords], dropped: set[int]) -> list[AcquiredRecords]:
+    """``acquired``'s runs with the ``dropped`` offsets taken out (split where needed)."""
+    out: list[AcquiredRecords] = []
+    for run in acquired:
+        start = None
+        for offset in range(run.first_offset, run.last_offset + 2):
+            kept = offset <= run.last_offset and offset not in dropped
+            if kept and start is None:
+                start = offset
+            elif not kept and start is not None:
+                out.append(dataclasses.replace(run, first_offset=start, last_offset=offset - 1))
+                start = None
+    return out
 
 
 def _last_offset(data: FetchDataInfo) -> int:

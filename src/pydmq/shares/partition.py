@@ -15,7 +15,7 @@ leader's event loop); it never reads a clock: every call that depends on time is
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -217,6 +217,19 @@ class SharePartition:
         if released:
             self._maybe_advance_start()
         return released
+
+    def archive_acquired(self, offsets: Iterable[int]) -> int:
+        """Archive records just acquired that must never be delivered (a read_committed
+        group's records of aborted transactions). Returns how many were archived."""
+        archived = 0
+        for offset in offsets:
+            record = self._in_flight.get(offset)
+            if record is not None and record.state is RecordState.ACQUIRED:
+                self._finish(record, RecordState.ARCHIVED)
+                archived += 1
+        if archived:
+            self._maybe_advance_start()
+        return archived
 
     # -- start offset ----------------------------------------------------------------------
 
