@@ -89,6 +89,8 @@ SCENARIOS = {
     "test_cluster_health.py": "HTTP health and metrics on a 3-node cluster",
     "test_share_groups.py": "share groups (KIP-932): confluent-kafka ShareConsumer, Java KafkaShareConsumer",
     "test_connection_quotas.py": "connection limits: a connection flood cannot starve storage",
+    "test_connection_rates.py": "connection creation rates (KIP-612): per address, per listener",
+    "test_hostile_peers_secured.py": "SASL cluster with ACLs: an authenticated forger refused",
 }
 # A test's variant against the reference Apache Kafka (the transaction proofs run each scenario
 # on Kafka too): not a row of what pydmq does.
