@@ -113,3 +113,39 @@ def test_short_transactional_chaos_pass_is_clean(tmp_path: Path) -> None:
         TXN_FAULTS.split(",")
     )
     assert report["ok"] is True and proc.returncode == 0, summary
+
+
+SECURED_FAULTS = "kill_leader,kill_controller,pause_leader,isolate_leader"
+
+
+def test_short_chaos_pass_on_a_secured_cluster_loses_nothing(tmp_path: Path) -> None:
+    """``pydmq chaos --sasl``: every listener SASL_PLAINTEXT with ACLs on, the workload a user
+    with only its ACLs; restarted and re-elected nodes must authenticate and authorize it
+    (a node serving clients before it has the ACLs would show as client errors)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    output = ARTIFACTS / "short-sasl-pass.log"
+    with output.open("wb") as out:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pydmq", "chaos", "--sasl", "--duration", "24",
+             "--seed", str(SEED), "--faults", SECURED_FAULTS,
+             "--data-dir", str(tmp_path / "run"),
+             "--json-out", str(ARTIFACTS / "short-sasl-pass.json")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            timeout=400,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )  # fmt: skip
+    text = output.read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith("{"), f"no JSON report; output tail:\n{text[-4000:]}"
+    assert "SASL on every listener; the workload's 4 ACLs on every node" in text
+    report = json.loads(lines[-1])
+    summary = "\n".join(lines[-40:-1])
+    for name in ANOMALY_NAMES:
+        assert report[name]["count"] == 0, f"{name}: {report[name]}\n{summary}"
+    assert not report["run"]["harness_errors"], summary
+    assert report["writes"]["acked"] > 1000 and report["writes"]["failed"] == 0, summary
+    assert set(report["faults"]["by_kind"]) <= set(SECURED_FAULTS.split(",")), summary
+    assert report["faults"]["total"] >= 3, summary
+    assert report["ok"] is True and proc.returncode == 0, summary

@@ -27,6 +27,7 @@ from pydmq.chaos.history import (
     Write,
     encode_value,
 )
+from pydmq.chaos.security import harness_client_kwargs, workload_config
 from pydmq.client import KafkaClient
 from pydmq.client.admin import offset_fetch
 
@@ -109,6 +110,7 @@ class ProducerWorker(threading.Thread):
                 "reconnect.backoff.max.ms": 500,
                 "topic.metadata.refresh.interval.ms": 1000,
                 "error_cb": on_error,
+                **workload_config(),
                 **client_logging(self.client_name),
             }
         )
@@ -193,6 +195,7 @@ class ReaderWorker(threading.Thread):
                 "enable.auto.commit": False,
                 "enable.partition.eof": False,
                 "topic.metadata.refresh.interval.ms": 1000,
+                **workload_config(),
                 **client_logging(self.client_name),
             }
         )
@@ -317,7 +320,9 @@ class CommitSampler(threading.Thread):
         wanted: dict[str, list[int]] = {}
         for topic, partition in self.partitions:
             wanted.setdefault(topic, []).append(partition)
-        with KafkaClient(self.bootstrap, client_id="chaos-observer", timeout=2.0) as client:
+        with KafkaClient(
+            self.bootstrap, client_id="chaos-observer", timeout=2.0, **harness_client_kwargs()
+        ) as client:
             committed = offset_fetch(client, self.group, wanted)
         now = time.monotonic()
         out: dict[TopicPartitionKey, int] = {}

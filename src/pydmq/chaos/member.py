@@ -20,6 +20,8 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from pydmq.chaos.security import workload_config
+
 __all__ = ["main"]
 
 
@@ -45,6 +47,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "session.timeout.ms": 6000,
             "heartbeat.interval.ms": 500,
             "partition.assignment.strategy": "range",
+            **workload_config(),
         }
     )
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pydmq.chaos.history import TopicPartitionKey
+from pydmq.chaos.security import harness_client_kwargs
 from pydmq.client import KafkaClient
 
 __all__ = ["LeaderWatch", "Observer", "PartitionState"]
@@ -118,7 +119,12 @@ class Observer(threading.Thread):
     def _fetch(self, node_id: int) -> tuple[int, dict[TopicPartitionKey, PartitionState]]:
         client = self._clients.get(node_id)
         if client is None:
-            client = KafkaClient(self.addresses[node_id], client_id="chaos-observer", timeout=1.0)
+            client = KafkaClient(
+                self.addresses[node_id],
+                client_id="chaos-observer",
+                timeout=1.0,
+                **harness_client_kwargs(),
+            )
             self._clients[node_id] = client
         response = client.refresh_metadata(self.topics)
         state: dict[TopicPartitionKey, PartitionState] = {}

@@ -25,6 +25,7 @@ from pydmq.chaos.clients import (
 from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, STORAGE_FAULT_KINDS, Nemesis
 from pydmq.chaos.history import History, TopicPartitionKey
 from pydmq.chaos.observer import Observer
+from pydmq.chaos.security import create_workload_acls, harness_config, secured
 from pydmq.chaos.storage import storage_faults_unavailable
 from pydmq.chaos.topology import ChaosCluster
 from pydmq.testing.cluster import replica_batches, replica_headers
@@ -51,6 +52,7 @@ class ChaosConfig:
     node_disk_mb: int = 512  # each node's tmpfs, when storage faults are among the kinds
     # Both built-in replication strategies, each its own RF=3, min.insync.replicas=2 topic.
     strategies: Sequence[str] = ("isr", "quorum")
+    sasl: bool = False  # every listener SASL_PLAINTEXT, ACLs on (pydmq.chaos.security)
 
 
 @dataclass(slots=True)
@@ -70,7 +72,9 @@ def uses_storage_faults(kinds: Iterable[str]) -> bool:
 def _create_topics(bootstrap: str, config: ChaosConfig) -> list[str]:
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "chaos-admin"})
+    admin = AdminClient(
+        {"bootstrap.servers": bootstrap, "client.id": "chaos-admin", **harness_config()}
+    )
     topics = [f"chaos-{s}" for s in config.strategies]
     new = [
         NewTopic(
@@ -105,6 +109,7 @@ def _drain(
             "group.id": "chaos-drain",
             "enable.auto.commit": False,
             "enable.partition.eof": False,
+            **harness_config(),
         }
     )
     try:
@@ -194,6 +199,11 @@ def _batch_producers(
 
 
 def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
+    with secured(config.sasl):
+        return _run(config, log)
+
+
+def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
     temp = config.base_dir is None
     base = Path(tempfile.mkdtemp(prefix="pydmq-chaos-")) if temp else Path(config.base_dir)  # type: ignore[arg-type]
     rng = random.Random(config.seed)
@@ -215,6 +225,9 @@ def run(config: ChaosConfig, log: Callable[[str], None] = print) -> RunResult:
     members: list[GroupMember] = []
     try:
         topics = _create_topics(cluster.bootstrap, config)
+        if config.sasl:
+            acls = create_workload_acls([cluster.direct_address(i) for i in cluster.node_ids])
+            log(f"chaos: SASL on every listener; the workload's {acls} ACLs on every node")
         partitions = [(t, p) for t in topics for p in range(config.partitions_per_topic)]
         addresses = {i: cluster.direct_address(i) for i in cluster.node_ids}
         nemesis_ref: list[Nemesis] = []

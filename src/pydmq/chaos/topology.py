@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from pydmq.chaos.proxy import ProxyProcess, Route
+from pydmq.chaos.security import harness_client_kwargs, node_config
 from pydmq.chaos.storage import NodeDisk, NodeFailpoints
 from pydmq.cluster_process import CONTROL_PLANE
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, free_ports
@@ -43,7 +44,9 @@ class ChaosCluster:
         """``disk_mb``: give each node's data dir a tmpfs of that size (root only);
         ``failpoints``: give each node a failpoint file the nemesis can arm at run time."""
         self.base_dir = base_dir
-        self.cluster = ClusterProcess(n, base_dir, {**NODE_CONFIG, **(extra_config or {})})
+        self.cluster = ClusterProcess(
+            n, base_dir, {**NODE_CONFIG, **node_config(), **(extra_config or {})}
+        )
         self.disks: dict[int, NodeDisk] = {}
         self.failpoints: dict[int, NodeFailpoints] = {}
         for node_id, node in self.cluster.nodes.items():
@@ -107,7 +110,9 @@ class ChaosCluster:
         try:
             self.proxy.start()
             self.cluster.start()
-            self.cluster.wait_for_brokers(len(self.cluster.nodes), timeout=60)
+            self.cluster.wait_for_brokers(
+                len(self.cluster.nodes), timeout=60, client_kwargs=harness_client_kwargs()
+            )
         except BaseException:
             self.stop()
             self._unmount()

@@ -71,6 +71,9 @@ def _run(args: argparse.Namespace) -> int:
         kinds = [k for k in kinds if k not in STORAGE_FAULT_KINDS]
         print(f"chaos: storage faults left out ({missing})", flush=True)
     if args.workload == "transactions":
+        if args.sasl:
+            print("--sasl is for the records workload", file=sys.stderr)
+            return 2
         return _run_transactions(args, kinds)
     config = ChaosConfig(
         duration=args.duration,
@@ -82,6 +85,7 @@ def _run(args: argparse.Namespace) -> int:
         acks=args.acks,
         kinds=kinds,
         node_disk_mb=args.node_disk_mb,
+        sasl=args.sasl,
     )
     result = run(config, log=lambda line: print(line, flush=True))
     print(result.report.text())
@@ -183,6 +187,12 @@ def add_parser(sub: Any) -> None:
         choices=("all", "1"),
         default="all",
         help="producer acks (default all, idempotent); 1 shows the loss acks=1 allows",
+    )
+    parser.add_argument(
+        "--sasl",
+        action="store_true",
+        help="records workload: every listener SASL_PLAINTEXT with ACLs on; the nodes and the "
+        "harness log in as a super user, the workload as a user with only its ACLs",
     )
     parser.add_argument("--data-dir", help="keep node data and logs here (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir even on success")

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydmq.cluster_process import (
     DEFAULT_LAUNCHER,
@@ -343,15 +343,21 @@ class ClusterProcess:
             time.sleep(interval)
         raise TimeoutError(f"{predicate_name} not reached in {timeout} s (last error: {last!r})")
 
-    def wait_for_brokers(self, count: int | None = None, timeout: float = 30.0) -> None:
-        """Until Metadata from some node lists ``count`` (default N) brokers."""
+    def wait_for_brokers(
+        self,
+        count: int | None = None,
+        timeout: float = 30.0,
+        client_kwargs: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Until Metadata from some node lists ``count`` (default N) brokers;
+        ``client_kwargs``: how to log in (:class:`~pydmq.client.KafkaClient`'s ``sasl``...)."""
         from pydmq.client import KafkaClient
 
         want = len(self.nodes) if count is None else count
         addresses = [self.nodes[i].bootstrap for i in self.running()]
 
         def check() -> bool:
-            with KafkaClient(addresses, timeout=2.0) as client:
+            with KafkaClient(addresses, timeout=2.0, **(client_kwargs or {})) as client:
                 return len(client.refresh_metadata([]).brokers) >= want
 
         self.wait_for(f"{want} brokers in Metadata", check, timeout)
