@@ -28,7 +28,12 @@ from pydmq.client.admin import (
     offset_commit,
     offset_fetch,
 )
-from pydmq.client.share_admin import ShareGroupDescription, describe_share_groups
+from pydmq.client.share_admin import (
+    ShareGroupDescription,
+    alter_share_group_offsets,
+    describe_share_groups,
+    share_group_offsets,
+)
 from pydmq.protocol.errors import ErrorCode
 
 __all__ = ["ResetPlan", "add_parser", "parse_datetime", "parse_topic_partitions", "plan_reset"]
@@ -154,6 +159,12 @@ def add_parser(sub: Any) -> None:
     )
     to.add_argument(
         "--shift-by", type=int, metavar="N", help="move the committed offset by N (may be < 0)"
+    )
+    reset.add_argument(
+        "--share",
+        action="store_true",
+        help="GROUP is a share group (KIP-932) even if it does not exist yet: reset its start "
+        "offsets (an existing share group is found without it)",
     )
     mode = reset.add_mutually_exclusive_group()
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
@@ -549,11 +560,66 @@ def plan_reset(
     return plans
 
 
+def _run_share_reset(client: KafkaClient, args: argparse.Namespace) -> int:
+    """reset-offsets of a share group: its start offsets (DescribeShareGroupOffsets), set
+    with AlterShareGroupOffsets, which the coordinator accepts only while it has no member."""
+    (share,) = describe_share_groups(client, [args.group])
+    members = 0 if share.error_code else len(share.members)
+    try:
+        starts = share_group_offsets(client, args.group)
+    except KafkaError as exc:
+        if exc.code != ErrorCode.GROUP_ID_NOT_FOUND:
+            raise
+        starts = {}
+    committed = {k: CommittedOffset(v) for k, v in starts.items()}
+    plans = plan_reset(client, args, committed)
+    print(
+        format_table(
+            ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "NEW-START-OFFSET"),
+            [
+                (args.group, p.topic, p.partition, p.current if p.current >= 0 else "-", p.new)
+                for p in plans
+            ],
+        )
+    )
+    if not args.execute:
+        if members:
+            print(
+                f"Warning: share group '{args.group}' has {members} member(s); --execute will "
+                "be refused until it has none.",
+                file=sys.stderr,
+            )
+        print("Dry run: pass --execute to set these start offsets.", file=sys.stderr)
+        return 0
+    try:
+        results = alter_share_group_offsets(
+            client, args.group, {(p.topic, p.partition): p.new for p in plans}
+        )
+    except KafkaError as exc:
+        if exc.code == ErrorCode.NON_EMPTY_GROUP:
+            raise KafkaError(
+                exc.code,
+                f"cannot reset offsets of share group '{args.group}': it has {members} "
+                "member(s); start offsets can only be reset while it has none",
+            ) from None
+        raise
+    failed = {k: c for k, c in results.items() if c}
+    if failed:
+        (topic, partition), code = sorted(failed.items())[0]
+        raise KafkaError(code, f"cannot reset share group '{args.group}' at {topic}-{partition}")
+    print(f"Set new start offsets for share group '{args.group}'.")
+    return 0
+
+
 def _run_reset(args: argparse.Namespace) -> int:
     def body(client: KafkaClient) -> int:
         (group,) = describe_groups(client, [args.group])
         if group.error_code and group.error_code != ErrorCode.GROUP_ID_NOT_FOUND:
             raise KafkaError(group.error_code, f"group {args.group!r}")
+        if args.share or (
+            not group.exists and not describe_share_groups(client, [args.group])[0].error_code
+        ):
+            return _run_share_reset(client, args)
         active = group.exists and group.state not in ("Empty", "Dead")
         committed = offset_fetch(client, args.group)
         plans = plan_reset(client, args, committed)

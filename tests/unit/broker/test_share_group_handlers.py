@@ -251,3 +251,41 @@ def test_cli_lists_describes_and_deletes_a_share_group(
         assert cli("delete", group)[0] == 0
         rc, _, err = cli("describe", group)
         assert rc == 1 and "does not exist" in err
+
+
+def test_cli_resets_a_share_groups_start_offsets(
+    broker: EmbeddedBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``groups reset-offsets`` finds a share group and sets its start offsets with
+    AlterShareGroupOffsets: refused while it has a member, then the next fetch starts there."""
+    group, member = f"reset-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    topic_id = broker.broker.topics.get(TOPIC).topic_id
+
+    def cli(*argv: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        rc = main(
+            ["groups", "reset-offsets", group, "--topic", TOPIC, *argv, "-b", broker.bootstrap]
+        )
+        out, err = capsys.readouterr()
+        return rc, out, err
+
+    with RawClient(broker.bootstrap) as client:
+        _produce(client, 3)
+        assert _join(client, group, member).error_code == 0
+        opened = _fetch(client, group, member, 0, topic_id)  # starts at the log end (latest)
+        assert opened.error_code == 0
+        end = broker.broker.share_groups.partitions.get(group, topic_id, 0).start_offset
+        assert end >= 3
+        rc, out, err = cli("--to-earliest")  # a dry run: prints, changes nothing
+        assert rc == 0 and "Dry run" in err and "1 member(s)" in err
+        assert [group, TOPIC, "0", str(end), "0"] in [line.split() for line in out.splitlines()]
+        rc, _, err = cli("--to-earliest", "--execute")
+        assert rc == 1 and "it has 1 member(s)" in err
+        leave = sh.ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=-1)
+        client.request(76, 1, leave)
+        rc, out, _ = cli("--to-earliest", "--execute")
+        assert rc == 0 and f"Set new start offsets for share group '{group}'" in out
+        again = uuid.uuid4().hex
+        assert _join(client, group, again).error_code == 0
+        (data,) = _fetch(client, group, again, 0, topic_id).responses[0].partitions
+        assert data.acquired_records[0].first_offset == 0
