@@ -385,7 +385,7 @@ def _run_describe(args: argparse.Namespace) -> int:
                 status = 1
                 print(f"Error: Consumer group '{share.group_id}' does not exist.", file=sys.stderr)
                 continue
-            blocks.append(_describe_share_group(share))
+            blocks.append(_describe_share_group(share, share_group_offsets(client, share.group_id)))
         if blocks:
             print("\n\n".join(blocks))
         return status
@@ -393,8 +393,11 @@ def _run_describe(args: argparse.Namespace) -> int:
     return run_with_client("groups", args, body)
 
 
-def _describe_share_group(group: ShareGroupDescription) -> str:
-    """A share group (KIP-932): its state and members; it has no committed offsets."""
+def _describe_share_group(
+    group: ShareGroupDescription, offsets: dict[tuple[str, int], tuple[int, int]]
+) -> str:
+    """A share group (KIP-932): its state, its start offset and lag per partition (it has no
+    committed offsets), and its members."""
     state = format_table(
         ("GROUP", "TYPE", "ASSIGNOR", "STATE", "GROUP-EPOCH", "#MEMBERS"),
         [
@@ -408,6 +411,21 @@ def _describe_share_group(group: ShareGroupDescription) -> str:
             )
         ],
     )
+    if offsets:
+        table = format_table(
+            ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"),
+            [
+                (
+                    group.group_id,
+                    topic,
+                    partition,
+                    start if start >= 0 else "-",
+                    lag if lag >= 0 else "-",
+                )
+                for (topic, partition), (start, lag) in sorted(offsets.items())
+            ],
+        )
+        state = f"{state}\n\n{table}"
     if not group.members:
         return state
     rows = [
@@ -571,7 +589,7 @@ def _run_share_reset(client: KafkaClient, args: argparse.Namespace) -> int:
         if exc.code != ErrorCode.GROUP_ID_NOT_FOUND:
             raise
         starts = {}
-    committed = {k: CommittedOffset(v) for k, v in starts.items()}
+    committed = {k: CommittedOffset(start) for k, (start, _lag) in starts.items()}
     plans = plan_reset(client, args, committed)
     print(
         format_table(

@@ -93,9 +93,11 @@ def describe_share_groups(
     return out
 
 
-def share_group_offsets(client: KafkaClient, group_id: str) -> dict[tuple[str, int], int]:
-    """The start offset of every share-partition ``group_id`` has ((topic, partition) ->
-    offset; -1 where the partition has none yet); KafkaError for a group-level error."""
+def share_group_offsets(
+    client: KafkaClient, group_id: str
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """The start offset and lag of every share-partition ``group_id`` has ((topic, partition)
+    -> (start offset, lag); -1 where unknown); KafkaError for a group-level error."""
     coordinator = find_coordinator(client, group_id)
     request = DescribeShareGroupOffsetsRequest(
         groups=[DescribeShareGroupOffsetsRequestGroup(group_id=group_id, topics=None)]
@@ -105,7 +107,7 @@ def share_group_offsets(client: KafkaClient, group_id: str) -> dict[tuple[str, i
     if group.error_code:
         raise KafkaError(group.error_code, group.error_message or f"group {group_id!r}")
     return {
-        (t.topic_name, p.partition_index): p.start_offset
+        (t.topic_name, p.partition_index): (p.start_offset, p.lag)
         for t in group.topics
         for p in t.partitions
         if not p.error_code

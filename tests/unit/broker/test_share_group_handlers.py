@@ -285,6 +285,10 @@ def test_cli_resets_a_share_groups_start_offsets(
         client.request(76, 1, leave)
         rc, out, _ = cli("--to-earliest", "--execute")
         assert rc == 0 and f"Set new start offsets for share group '{group}'" in out
+        capsys.readouterr()
+        assert main(["groups", "describe", group, "-b", broker.bootstrap]) == 0
+        shown = [line.split() for line in capsys.readouterr().out.splitlines()]
+        assert [group, TOPIC, "0", "0", str(end)] in shown  # start offset 0, lag = the log
         again = uuid.uuid4().hex
         assert _join(client, group, again).error_code == 0
         (data,) = _fetch(client, group, again, 0, topic_id).responses[0].partitions
