@@ -100,8 +100,11 @@ class SharePartitionManager:
         tp: TopicPartition,
         max_bytes: int,
         max_records: int,
+        whole_batches: bool = False,
     ) -> ShareFetchResult:
-        """Acquire records of ``tp`` for ``member_id`` and read the batches holding them."""
+        """Acquire records of ``tp`` for ``member_id`` and read the batches holding them;
+        ``whole_batches``: ``max_records`` is soft, acquisition ends at the end of the batch
+        holding the ``max_records``-th offset (KIP-1206's batch_optimized)."""
         partition, error = self.replica_manager.leader_partition(tp)
         if partition is None:
             return ShareFetchResult(error)
@@ -133,7 +136,12 @@ class SharePartitionManager:
         last = _last_offset(data)
         if last < first:
             return ShareFetchResult(ErrorCode.NONE)
-        acquired = share_partition.acquire(member_id, min(last + 1, upper), max_records, now)
+        end = min(last + 1, upper)
+        limit = max_records
+        if whole_batches:
+            batch_end = _batch_end(data, first + max_records - 1)
+            limit = max(max_records, min(batch_end, end) - first)
+        acquired = share_partition.acquire(member_id, end, limit, now)
         if read_committed and acquired:
             aborted = _aborted_ranges(data, partition.log.collect_aborted_txns(first, upper))
             dropped = [
@@ -356,6 +364,18 @@ def _without(acquired: Sequence[AcquiredRecords], dropped: set[int]) -> list[Acq
                 out.append(dataclasses.replace(run, first_offset=start, last_offset=offset - 1))
                 start = None
     return out
+
+
+def _batch_end(data: FetchDataInfo, offset: int) -> int:
+    """The offset after the batch of ``data`` holding ``offset`` (after the last batch when
+    none holds it)."""
+    end = -1
+    for buffer in data.buffers:
+        for header in iter_batch_headers(buffer):
+            end = header.last_offset + 1
+            if header.last_offset >= offset:
+                return end
+    return end
 
 
 def _last_offset(data: FetchDataInfo) -> int:

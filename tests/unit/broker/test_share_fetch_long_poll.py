@@ -216,3 +216,21 @@ def test_with_nothing_to_wake_it_a_share_fetch_waits_out_max_wait_without_pollin
         assert body.error_code == 0 and _acquired(body) == []
         assert answered - sent >= 1.0
         assert len(reads) == 2
+
+
+@pytest.mark.parametrize(("mode", "acquired"), [(0, 10), (1, 3)])
+def test_acquire_mode_batch_optimized_rounds_up_to_the_batch_record_limit_does_not(
+    broker: EmbeddedBroker, mode: int, acquired: int
+) -> None:
+    """KIP-1206: with max_records 3 and one batch of 10 records, batch_optimized (0, the
+    default) acquires the whole batch, record_limit (1) exactly 3."""
+    group, member = f"g-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    topic_id = broker.broker.topics.get(TOPIC).topic_id
+    with RawClient(broker.bootstrap) as client:
+        _open(client, group, member, topic_id)
+        start = _produce(client, 10)
+        request = _fetch_request(group, member, 1, topic_id, 0)
+        request.max_records = 3
+        request.share_acquire_mode = mode
+        body = client.request(78, 2, request).body
+        assert _acquired(body) == [(start, start + acquired - 1, 1)]

@@ -15,9 +15,11 @@ again when one of the session's partitions is notified (an append, a high-waterm
 records of it released by another member) or the earliest acquisition lock of those
 partitions runs out.
 
-v2 (KIP-1222): ``is_renew_ack`` requests carry RENEW acknowledgements and fetch nothing;
-``batch_size`` and ``share_acquire_mode`` are accepted and not used (every acquisition is
-bounded by ``max_records`` only).
+v2 (KIP-1222): ``is_renew_ack`` requests carry RENEW acknowledgements and fetch nothing.
+``share_acquire_mode`` (KIP-1206): 0, batch_optimized (the default, and v1's behaviour),
+treats ``max_records`` as soft: acquisition ends at the end of the batch holding the
+``max_records``-th record, so whole batches are handed out; 1, record_limit, acquires at most
+``max_records`` records. ``batch_size`` is accepted and not used.
 
 Authorization (as Kafka): READ on the group (else GROUP_AUTHORIZATION_FAILED), READ on each
 topic (else TOPIC_AUTHORIZATION_FAILED on its partitions).
@@ -48,6 +50,8 @@ from pydmq.shares.sessions import FINAL_EPOCH
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
+
+RECORD_LIMIT = 1  # share_acquire_mode: max_records is a hard limit (KIP-1206)
 
 
 def handle(ctx: BrokerContext, request: ShareFetchRequest) -> object:
@@ -163,6 +167,7 @@ def _read(
             TopicPartition(info.name, index),
             max_bytes,
             max_records,
+            whole_batches=request.share_acquire_mode != RECORD_LIMIT,
         )
         if result.error_code or result.acquired:
             data = data or _partition_data(ctx, topic_id, index)
