@@ -5,6 +5,7 @@ Owned by the broker; used from its event loop.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -17,6 +18,11 @@ from pydmq.engines.segment.handles import (
 )
 from pydmq.engines.segment.index import LogIndex
 from pydmq.engines.segment.log import SegmentLog
+from pydmq.engines.segment.prescan import (
+    CLEAN_SHUTDOWN_MARKER,
+    RecoveryPrescan,
+    last_segment_files,
+)
 from pydmq.engines.segment.shared import SharedDurability
 from pydmq.storage.api import LogConfig, TopicPartition
 from pydmq.storage.checkpoint import make_dirs_durably
@@ -27,6 +33,8 @@ __all__ = ["INDEX_DIR_NAME", "SegmentStorageEngine"]
 INDEX_DIR_NAME = ".index.lmdb"
 _LOG_DIR = re.compile(r"^(.+)-(\d+)$")
 _READ_MODES = ("pread", "mmap")
+
+_MARKER_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
 
 
 class SegmentStorageEngine:
@@ -39,6 +47,11 @@ class SegmentStorageEngine:
     ``open.files.share`` (that budget as a share of the soft ``RLIMIT_NOFILE``, default 0.5).
 
     A partition directory is created by its log's first write, not by :meth:`open_log`.
+
+    After an unclean shutdown (no clean-shutdown marker in ``data_dir``), the first
+    :meth:`open_log` starts a :class:`~pydmq.engines.segment.prescan.RecoveryPrescan` of every
+    partition's last segment on ``recovery.threads`` threads (default 2, Kafka's
+    ``num.recovery.threads.per.data.dir`` default); a clean :meth:`close` writes the marker.
     """
 
     def __init__(self, data_dir: str, options: Mapping[str, str] | None = None) -> None:
@@ -60,6 +73,14 @@ class SegmentStorageEngine:
             int(budget) if budget is not None else open_files_budget(share)
         )
         self._logs: dict[TopicPartition, SegmentLog] = {}
+        self._recovery_threads = int(options.get("recovery.threads", "2"))
+        marker = os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER)
+        self._clean_start = os.path.exists(marker)
+        if self._clean_start:
+            with contextlib.suppress(OSError):
+                os.unlink(marker)  # from now on a crash is unclean
+        self._prescan: RecoveryPrescan | None = None
+        self._prescan_decided = False
 
     @property
     def offline(self) -> KafkaStorageError | None:
@@ -73,6 +94,12 @@ class SegmentStorageEngine:
         log = self._logs.get(tp)
         if log is not None and not log.closed:
             return log
+        if not self._prescan_decided:
+            self._prescan_decided = True
+            if not self._clean_start and self._recovery_threads > 0:
+                files = last_segment_files([self._log_dir(t) for t in self.list_logs()])
+                if files:
+                    self._prescan = RecoveryPrescan(files, self._recovery_threads)
         log = SegmentLog(
             tp,
             self._log_dir(tp),
@@ -81,6 +108,7 @@ class SegmentStorageEngine:
             self.handles,
             read_mode=self._read_mode,
             index_flush_ms=self._index_flush_ms,
+            prescan=self._prescan,
         )
         self._logs[tp] = log
         return log
@@ -105,6 +133,8 @@ class SegmentStorageEngine:
         return sorted(found)
 
     def close(self) -> None:
+        if self._prescan is not None:
+            self._prescan.close()
         try:
             for log in self._logs.values():
                 log.close()
@@ -112,3 +142,11 @@ class SegmentStorageEngine:
             self._logs.clear()
             # An offline dir promises nothing more: its index is closed without a sync.
             self.index.close(sync=self._shared.offline is None)
+        if self._shared.offline is None:
+            # Every log closed and synced: the next start needs no recovery prescan.
+            with contextlib.suppress(OSError):
+                os.close(os.open(os.path.join(self.data_dir, CLEAN_SHUTDOWN_MARKER), _MARKER_FLAGS))
+
+    def recovery_prescans_used(self) -> int:
+        """How many recovery scans were taken from the prescan (tests, benchmarks)."""
+        return 0 if self._prescan is None else self._prescan.used

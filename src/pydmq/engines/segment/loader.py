@@ -49,6 +49,7 @@ from dataclasses import dataclass
 from pydmq.engines.segment.compaction import CLEANED_SUFFIX, complete_swaps
 from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, segment_prefix
+from pydmq.engines.segment.prescan import RecoveryPrescan
 from pydmq.engines.segment.segment import LogSegment
 from pydmq.engines.segment.segments import LogSegments
 from pydmq.engines.segment.verify import Damage
@@ -93,8 +94,10 @@ class LogLoader:
         index: LogIndex,
         read_mode: str,
         handles: FileHandleCache,
+        prescan: RecoveryPrescan | None = None,
     ) -> None:
         self._dir = log_dir
+        self._prescan = prescan
         self._tp = tp
         self._config = config
         self._index = index
@@ -196,7 +199,7 @@ class LogLoader:
                 segment.close()
             recovered += 1
             segment = self._segment(base)
-            damage = segment.recover()
+            damage = segment.recover(self._prescan)
             if (
                 damage is None
                 and meta is not None

@@ -25,6 +25,7 @@ from pydmq.engines.segment.loader import (
     LoadedLog,
     LogLoader,
 )
+from pydmq.engines.segment.prescan import RecoveryPrescan
 from pydmq.engines.segment.segment import LogSegment, TornWriteError
 from pydmq.engines.segment.segments import LogSegments
 from pydmq.engines.segment.shared import IndexBatch, SharedDurability
@@ -88,7 +89,10 @@ class SegmentLog:
         *,
         read_mode: str = "pread",
         index_flush_ms: int = 500,
+        prescan: RecoveryPrescan | None = None,
     ) -> None:
+        """``prescan``: recovery scans run ahead after an unclean shutdown (see
+        :mod:`~pydmq.engines.segment.prescan`)."""
         self.tp = tp
         self.dir = log_dir
         self.config = config
@@ -102,7 +106,7 @@ class SegmentLog:
         self._index_flush_s = index_flush_ms / 1000.0
         self._dir_exists = _is_directory(log_dir)
         if self._dir_exists:
-            loaded = LogLoader(log_dir, tp, config, index, read_mode, handles).load()
+            loaded = LogLoader(log_dir, tp, config, index, read_mode, handles, prescan).load()
         else:
             loaded = self._new_log()
         self._segments = loaded.segments

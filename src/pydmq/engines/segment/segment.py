@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from pydmq.engines.segment.handles import FileHandleCache
 from pydmq.engines.segment.index import LogIndex, SegmentMeta, offset_key, segment_prefix, time_key
+from pydmq.engines.segment.prescan import RecoveryPrescan
 from pydmq.engines.segment.verify import (
     CheckedRanges,
     Damage,
@@ -615,11 +616,12 @@ class LogSegment:
         self._pending_offsets = []
         self._pending_times = []
 
-    def recover(self) -> Damage | None:
+    def recover(self, prescan: RecoveryPrescan | None = None) -> Damage | None:
         """Rescan the whole file (framing, CRC32C, offset order), rebuilding tracking and index
         entries (in memory) over its intact prefix. Returns the first damage found (``size``
         then ends before it) or None. Neither the file nor the index is changed: the loader
-        decides what a damaged tail means (:meth:`discard_damaged_tail`)."""
+        decides what a damaged tail means (:meth:`discard_damaged_tail`). ``prescan``: a scan
+        of this very file made ahead on a thread is taken instead of scanning it again."""
         self.reset_tracking()
         self._drop_mmap()
         fd = self._file()
@@ -627,11 +629,15 @@ class LogSegment:
         damage = None
         valid = 0
         if file_size:
-            with (
-                mmap.mmap(fd, file_size, prot=mmap.PROT_READ, flags=_SCAN_FLAGS) as mm,
-                memoryview(mm) as view,
-            ):
-                good, damage = check_batches(view, 0, file_size, self.base_offset)
+            ahead = None if prescan is None else prescan.take(self.path, fd)
+            if ahead is not None:
+                good, damage = ahead
+            else:
+                with (
+                    mmap.mmap(fd, file_size, prot=mmap.PROT_READ, flags=_SCAN_FLAGS) as mm,
+                    memoryview(mm) as view,
+                ):
+                    good, damage = check_batches(view, 0, file_size, self.base_offset)
             self._track(good, 0)
             valid = file_size if damage is None else damage.position
         self.size = valid
