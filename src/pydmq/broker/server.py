@@ -385,9 +385,11 @@ class Broker:
 
     # -- lifecycle (driven by the node) -----------------------------------------------
     def open_logs(self) -> None:
-        for topic in self.topics:
+        # In (topic, partition) order: the order the segment engine scans ahead in after an
+        # unclean shutdown (pydmq.engines.segment.prescan).
+        for topic in sorted(self.topics, key=lambda t: t.name):
             topic_config = self.topic_config(topic.name)
-            for p in topic.partitions:
+            for p in sorted(topic.partitions, key=lambda p: p.index):
                 self.replica_manager.make_leader(
                     TopicPartition(topic.name, p.index),
                     topic.topic_id,
