@@ -45,19 +45,9 @@ from pydmq.protocol.messages.describe_quorum import (
     TopicData,
 )
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from pydmq.protocol.messages.leader_and_isr import (
-    LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
-    LeaderAndIsrTopicState,
-)
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
-from pydmq.protocol.messages.stop_replica import (
-    StopReplicaPartitionState,
-    StopReplicaRequest,
-    StopReplicaTopicState,
-)
-from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, replica_batches
+from support.forged_pushes import forged_pushes
 from support.raw_client import RawClient, encode_request_frame
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -68,8 +58,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]
 TOPIC = "victim"
 RECORDS = 3010
 HUGE_EPOCH = 2**31 - 1
-FULL = 2
-INCREMENTAL = 1
 # key -> version pydmq speaks between nodes
 LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA, CONTROLLED_SHUTDOWN = 4, 5, 6, 7
 VERSIONS = {4: 7, 5: 4, 6: 8, 7: 3, 52: 2, 53: 1, 54: 1, 59: 1}
@@ -132,75 +120,10 @@ def _broker_epoch(cluster: ClusterProcess, node_id: int) -> int:
     return found[-1]
 
 
-def _stop_replica(controller_id: int, epoch: int, broker_epoch: int) -> StopReplicaRequest:
-    return StopReplicaRequest(
-        controller_id=controller_id,
-        is_k_raft_controller=True,
-        controller_epoch=epoch,
-        broker_epoch=broker_epoch,
-        topic_states=[
-            StopReplicaTopicState(
-                topic_name=TOPIC,
-                partition_states=[
-                    StopReplicaPartitionState(
-                        partition_index=0, leader_epoch=-1, delete_partition=True
-                    )
-                ],
-            )
-        ],
-    )
-
-
-def _leader_and_isr(
-    controller_id: int, epoch: int, broker_epoch: int, topic_id: uuid.UUID, new_leader: int
-) -> LeaderAndIsrRequest:
-    return LeaderAndIsrRequest(
-        controller_id=controller_id,
-        is_k_raft_controller=True,
-        controller_epoch=epoch,
-        broker_epoch=broker_epoch,
-        type_=INCREMENTAL,
-        topic_states=[
-            LeaderAndIsrTopicState(
-                topic_name=TOPIC,
-                topic_id=topic_id,
-                partition_states=[
-                    LeaderAndIsrPartitionState(
-                        partition_index=0,
-                        controller_epoch=epoch,
-                        leader=new_leader,
-                        leader_epoch=1000,
-                        isr=[new_leader],
-                        partition_epoch=1000,
-                        replicas=[1, 2, 3],
-                    )
-                ],
-            )
-        ],
-    )
-
-
-def _update_metadata(controller_id: int, epoch: int, broker_epoch: int) -> UpdateMetadataRequest:
-    return UpdateMetadataRequest(
-        controller_id=controller_id,
-        is_k_raft_controller=True,
-        controller_epoch=epoch,
-        broker_epoch=broker_epoch,
-        type_=FULL,
-        live_brokers=[],
-        topic_states=[],
-        metadata_offset=2**62,
-    )
-
-
 def _forgeries(
     controller_id: int, epoch: int, broker_epoch: int, topic_id: uuid.UUID, follower: int
 ) -> list[tuple[int, Any]]:
-    return [
-        (STOP_REPLICA, _stop_replica(controller_id, epoch, broker_epoch)),
-        (LEADER_AND_ISR, _leader_and_isr(controller_id, epoch, broker_epoch, topic_id, follower)),
-        (UPDATE_METADATA, _update_metadata(controller_id, epoch, broker_epoch)),
-    ]
+    return forged_pushes(TOPIC, controller_id, epoch, broker_epoch, topic_id, follower)
 
 
 def _assert_closed_like_an_unknown_key(address: str, api_key: int, request: Any) -> None:

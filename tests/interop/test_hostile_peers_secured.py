@@ -44,22 +44,14 @@ from pydmq.protocol.messages import describe_quorum as dq
 from pydmq.protocol.messages import vote as vo
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
-from pydmq.protocol.messages.leader_and_isr import (
-    LeaderAndIsrPartitionState,
-    LeaderAndIsrRequest,
-    LeaderAndIsrTopicState,
-)
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pydmq.protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from pydmq.protocol.messages.sasl_handshake import SaslHandshakeRequest
-from pydmq.protocol.messages.stop_replica import (
-    StopReplicaPartitionState,
-    StopReplicaRequest,
-    StopReplicaTopicState,
-)
-from pydmq.protocol.messages.update_metadata import UpdateMetadataRequest
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
+from support.forged_pushes import forged_pushes
 from support.raw_client import RawClient
+
+from .sasl_support import JAAS_PLAIN, USERS
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
 confluent_admin = pytest.importorskip("confluent_kafka.admin")
@@ -68,13 +60,6 @@ pytestmark = [pytest.mark.interop, pytest.mark.timeout(180)]
 
 TOPIC = "guarded"
 RECORDS = 500
-USERS = {"admin": "admin-secret", "alice": "alice-secret"}
-JAAS = (
-    "org.apache.kafka.common.security.plain.PlainLoginModule required "
-    'username="admin" password="admin-secret" '
-    + " ".join(f'user_{name}="{password}"' for name, password in USERS.items())
-    + ";"
-)
 SECURED = {
     **FAST_FAILOVER,
     "listener.security.protocol.map": (
@@ -83,7 +68,7 @@ SECURED = {
     "sasl.enabled.mechanisms": "PLAIN",
     "sasl.mechanism.inter.broker.protocol": "PLAIN",
     "sasl.mechanism.controller.protocol": "PLAIN",
-    "sasl.jaas.config": JAAS,
+    "sasl.jaas.config": JAAS_PLAIN,
     "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
     "super.users": "User:admin",
     "allow.everyone.if.no.acl.found": "false",
@@ -166,62 +151,6 @@ def _broker_epochs(cluster: ClusterProcess) -> dict[int, int]:
         assert words, f"node {node_id} never logged its registration"
         out[node_id] = int(words[-1][words[-1].index("epoch") + 1].rstrip(",.;"))
     return out
-
-
-def _control_plane_forgeries(
-    controller: int, epoch: int, broker_epoch: int, topic_id: uuid.UUID, follower: int
-) -> list[tuple[int, Any]]:
-    stop = StopReplicaRequest(
-        controller_id=controller,
-        is_k_raft_controller=True,
-        controller_epoch=epoch,
-        broker_epoch=broker_epoch,
-        topic_states=[
-            StopReplicaTopicState(
-                topic_name=TOPIC,
-                partition_states=[
-                    StopReplicaPartitionState(
-                        partition_index=0, leader_epoch=-1, delete_partition=True
-                    )
-                ],
-            )
-        ],
-    )
-    lead = LeaderAndIsrRequest(
-        controller_id=controller,
-        is_k_raft_controller=True,
-        controller_epoch=epoch,
-        broker_epoch=broker_epoch,
-        type_=1,
-        topic_states=[
-            LeaderAndIsrTopicState(
-                topic_name=TOPIC,
-                topic_id=topic_id,
-                partition_states=[
-                    LeaderAndIsrPartitionState(
-                        partition_index=0,
-                        controller_epoch=epoch,
-                        leader=follower,
-                        leader_epoch=1000,
-                        isr=[follower],
-                        partition_epoch=1000,
-                        replicas=[1, 2, 3],
-                    )
-                ],
-            )
-        ],
-    )
-    wipe = UpdateMetadataRequest(
-        controller_id=controller,
-        is_k_raft_controller=True,
-        controller_epoch=epoch,
-        broker_epoch=broker_epoch,
-        type_=2,
-        live_brokers=[],
-        topic_states=[],
-        metadata_offset=2**62,
-    )
-    return [(5, stop), (4, lead), (6, wipe)]
 
 
 def _controller_forgeries(
@@ -380,8 +309,8 @@ def test_authenticated_forger_is_refused_on_every_listener(cluster: ClusterProce
 
     for node_id, node in cluster.nodes.items():
         with Session(f"{node.host}:{node.control_plane_port}", "alice") as s:
-            for key, request in _control_plane_forgeries(
-                quorum[0], quorum[1], epochs[node_id], topic_id, follower
+            for key, request in forged_pushes(
+                TOPIC, quorum[0], quorum[1], epochs[node_id], topic_id, follower
             ):
                 assert _top_level_error(s.request(key, request)) == DENIED, (node_id, key)
         with Session(node.controller_address, "alice") as s:

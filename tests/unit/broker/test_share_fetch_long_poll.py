@@ -17,16 +17,14 @@ from typing import Any
 
 import pytest
 
-from pydmq.protocol.messages import produce as pr
 from pydmq.protocol.messages import share_acknowledge as sa
 from pydmq.protocol.messages import share_fetch as sf
-from pydmq.protocol.messages import share_group_heartbeat as sh
-from pydmq.protocol.records import SimpleRecord, build_batch
 from pydmq.testing import EmbeddedBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from support.raw_client import RawClient, decode_response_frame
+from support.share_client import acquired, fetch_request, join, produce
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -43,37 +41,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
         yield b
 
 
-def _join(client: RawClient, group: str, member: str) -> None:
-    request = sh.ShareGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[TOPIC]
-    )
-    assert client.request(76, 1, request).body.error_code == 0
-
-
-def _fetch_request(
-    group: str, member: str, epoch: int, topic_id: uuid.UUID, max_wait: int
-) -> sf.ShareFetchRequest:
-    return sf.ShareFetchRequest(
-        group_id=group,
-        member_id=member,
-        share_session_epoch=epoch,
-        max_wait=max_wait,
-        max_records=100,
-        topics=[
-            sf.FetchTopic(topic_id=topic_id, partitions=[sf.FetchPartition(partition_index=0)])
-        ],
-    )
-
-
-def _acquired(body: sf.ShareFetchResponse) -> list[tuple[int, int, int]]:
-    return [
-        (a.first_offset, a.last_offset, a.delivery_count)
-        for topic in body.responses
-        for p in topic.partitions
-        for a in p.acquired_records
-    ]
-
-
 def _park(client: RawClient, request: sf.ShareFetchRequest) -> float:
     """Send a ShareFetch without reading its answer; the time it was sent."""
     client.send_request_no_response(78, 1, request)
@@ -85,26 +52,6 @@ def _answer(client: RawClient) -> tuple[sf.ShareFetchResponse, float]:
     assert frame is not None, "no answer to the parked ShareFetch"
     body: sf.ShareFetchResponse = decode_response_frame(frame, 78, 1).body
     return body, time.monotonic()
-
-
-def _produce(client: RawClient, count: int) -> int:
-    produce = pr.ProduceRequest(
-        acks=-1,
-        timeout=5000,
-        topic_data=[
-            pr.TopicProduceData(
-                name=TOPIC,
-                partition_data=[
-                    pr.PartitionProduceData(
-                        index=0, records=build_batch([SimpleRecord(b"k", b"v")] * count)
-                    )
-                ],
-            )
-        ],
-    )
-    answer = client.request(0, 9, produce).body.responses[0].partition_responses[0]
-    assert answer.error_code == 0
-    return int(answer.base_offset)
 
 
 def _ack(
@@ -137,9 +84,9 @@ def _ack(
 
 def _open(client: RawClient, group: str, member: str, topic_id: uuid.UUID) -> sf.ShareFetchResponse:
     """Join and open the share session (the group starts at the log end: latest)."""
-    _join(client, group, member)
+    join(client, group, member, TOPIC)
     body: sf.ShareFetchResponse = client.request(
-        78, 1, _fetch_request(group, member, 0, topic_id, 0)
+        78, 1, fetch_request(group, member, 0, topic_id, 0)
     ).body
     assert body.error_code == 0
     return body
@@ -150,11 +97,11 @@ def test_parked_share_fetch_is_answered_when_records_arrive(broker: EmbeddedBrok
     topic_id = broker.broker.topics.get(TOPIC).topic_id
     with RawClient(broker.bootstrap) as waiter, RawClient(broker.bootstrap) as producer:
         _open(waiter, group, member, topic_id)
-        sent = _park(waiter, _fetch_request(group, member, 1, topic_id, MAX_WAIT_MS))
+        sent = _park(waiter, fetch_request(group, member, 1, topic_id, MAX_WAIT_MS))
         time.sleep(0.2)  # let it park (if it answered already, the check below fails)
-        start = _produce(producer, 3)
+        start = produce(producer, TOPIC, 3)
         body, answered = _answer(waiter)
-        assert _acquired(body) == [(start, start + 2, 1)]
+        assert acquired(body) == [(start, start + 2, 1)]
         assert answered - sent < MAX_WAIT_MS / 1000 / 2
 
 
@@ -166,14 +113,14 @@ def test_records_released_by_another_member_wake_a_parked_share_fetch(
     with RawClient(broker.bootstrap) as ca, RawClient(broker.bootstrap) as cb:
         _open(ca, group, a, topic_id)
         _open(cb, group, b, topic_id)
-        start = _produce(ca, 2)
-        got = ca.request(78, 1, _fetch_request(group, a, 1, topic_id, 0)).body
-        assert _acquired(got) == [(start, start + 1, 1)]
-        sent = _park(cb, _fetch_request(group, b, 1, topic_id, MAX_WAIT_MS))
+        start = produce(ca, TOPIC, 2)
+        got = ca.request(78, 1, fetch_request(group, a, 1, topic_id, 0)).body
+        assert acquired(got) == [(start, start + 1, 1)]
+        sent = _park(cb, fetch_request(group, b, 1, topic_id, MAX_WAIT_MS))
         time.sleep(0.2)
         _ack(ca, group, a, 2, topic_id, start, start + 1, kind=2)  # RELEASE
         body, answered = _answer(cb)
-        assert _acquired(body) == [(start, start + 1, 2)]
+        assert acquired(body) == [(start, start + 1, 2)]
         assert answered - sent < MAX_WAIT_MS / 1000 / 2
 
 
@@ -183,12 +130,12 @@ def test_an_expiring_lock_wakes_a_parked_share_fetch(broker: EmbeddedBroker) -> 
     with RawClient(broker.bootstrap) as ca, RawClient(broker.bootstrap) as cb:
         _open(ca, group, a, topic_id)
         _open(cb, group, b, topic_id)
-        start = _produce(ca, 1)
-        got = ca.request(78, 1, _fetch_request(group, a, 1, topic_id, 0)).body
-        assert _acquired(got) == [(start, start, 1)]
-        sent = _park(cb, _fetch_request(group, b, 1, topic_id, MAX_WAIT_MS))
+        start = produce(ca, TOPIC, 1)
+        got = ca.request(78, 1, fetch_request(group, a, 1, topic_id, 0)).body
+        assert acquired(got) == [(start, start, 1)]
+        sent = _park(cb, fetch_request(group, b, 1, topic_id, MAX_WAIT_MS))
         body, answered = _answer(cb)  # a never acknowledges: its lock runs out after 1 s
-        assert _acquired(body) == [(start, start, 2)]
+        assert acquired(body) == [(start, start, 2)]
         assert answered - sent < MAX_WAIT_MS / 1000 / 2
 
 
@@ -211,16 +158,16 @@ def test_with_nothing_to_wake_it_a_share_fetch_waits_out_max_wait_without_pollin
     with RawClient(broker.bootstrap) as client:
         _open(client, group, member, topic_id)
         monkeypatch.setattr(manager, "fetch", counted)
-        sent = _park(client, _fetch_request(group, member, 1, topic_id, 1000))
+        sent = _park(client, fetch_request(group, member, 1, topic_id, 1000))
         body, answered = _answer(client)
-        assert body.error_code == 0 and _acquired(body) == []
+        assert body.error_code == 0 and acquired(body) == []
         assert answered - sent >= 1.0
         assert len(reads) == 2
 
 
-@pytest.mark.parametrize(("mode", "acquired"), [(0, 10), (1, 3)])
+@pytest.mark.parametrize(("mode", "count"), [(0, 10), (1, 3)])
 def test_acquire_mode_batch_optimized_rounds_up_to_the_batch_record_limit_does_not(
-    broker: EmbeddedBroker, mode: int, acquired: int
+    broker: EmbeddedBroker, mode: int, count: int
 ) -> None:
     """KIP-1206: with max_records 3 and one batch of 10 records, batch_optimized (0, the
     default) acquires the whole batch, record_limit (1) exactly 3."""
@@ -228,9 +175,9 @@ def test_acquire_mode_batch_optimized_rounds_up_to_the_batch_record_limit_does_n
     topic_id = broker.broker.topics.get(TOPIC).topic_id
     with RawClient(broker.bootstrap) as client:
         _open(client, group, member, topic_id)
-        start = _produce(client, 10)
-        request = _fetch_request(group, member, 1, topic_id, 0)
+        start = produce(client, TOPIC, 10)
+        request = fetch_request(group, member, 1, topic_id, 0)
         request.max_records = 3
         request.share_acquire_mode = mode
         body = client.request(78, 2, request).body
-        assert _acquired(body) == [(start, start + acquired - 1, 1)]
+        assert acquired(body) == [(start, start + count - 1, 1)]

@@ -19,13 +19,12 @@ from pathlib import Path
 import pytest
 
 from pydmq.protocol.messages import incremental_alter_configs as iac
-from pydmq.protocol.messages import share_fetch as sf
-from pydmq.protocol.messages import share_group_heartbeat as sh
 from pydmq.testing import EmbeddedBroker
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from support.raw_client import RawClient, decode_response_frame
+from support.share_client import acquired, fetch_request, join
 
 ck = pytest.importorskip("confluent_kafka")
 
@@ -66,38 +65,13 @@ def _group(client: RawClient, isolation: str) -> str:
     return group
 
 
-def _fetch_request(
-    group: str, member: str, epoch: int, topic_id: uuid.UUID, max_wait: int = 0
-) -> sf.ShareFetchRequest:
-    return sf.ShareFetchRequest(
-        group_id=group,
-        member_id=member,
-        share_session_epoch=epoch,
-        max_wait=max_wait,
-        max_records=100,
-        topics=[
-            sf.FetchTopic(topic_id=topic_id, partitions=[sf.FetchPartition(partition_index=0)])
-        ],
-    )
-
-
-def _acquired(body: sf.ShareFetchResponse) -> list[tuple[int, int]]:
-    return [
-        (a.first_offset, a.last_offset)
-        for t in body.responses
-        for p in t.partitions
-        for a in p.acquired_records
-    ]
-
-
-def _join_and_fetch(client: RawClient, group: str, member: str, topic_id: uuid.UUID) -> list:
-    beat = sh.ShareGroupHeartbeatRequest(
-        group_id=group, member_id=member, member_epoch=0, subscribed_topic_names=[TOPIC]
-    )
-    assert client.request(76, 1, beat).body.error_code == 0
-    body = client.request(78, 1, _fetch_request(group, member, 0, topic_id)).body
+def _join_and_fetch(
+    client: RawClient, group: str, member: str, topic_id: uuid.UUID
+) -> list[tuple[int, int]]:
+    assert join(client, group, member, TOPIC).error_code == 0
+    body = client.request(78, 1, fetch_request(group, member, 0, topic_id)).body
     assert body.error_code == 0
-    return _acquired(body)
+    return [(first, last) for first, last, _count in acquired(body)]
 
 
 def _transaction(bootstrap: str, values: list[bytes], commit: bool | None) -> object:
@@ -133,13 +107,13 @@ def test_read_committed_share_group_skips_aborted_and_waits_for_open_transaction
         assert _join_and_fetch(client, committed, member, topic_id) == [(0, 3), (6, 6)]
         # Nothing else until the open transaction ends: a parked ShareFetch wakes on commit.
         client.send_request_no_response(
-            78, 1, _fetch_request(committed, member, 1, topic_id, 20_000)
+            78, 1, fetch_request(committed, member, 1, topic_id, 20_000)
         )
         open_txn.commit_transaction(15)  # type: ignore[attr-defined]
         frame = client.read_frame(timeout=30)
         assert frame is not None
         woken = decode_response_frame(frame, 78, 1).body
-        assert _acquired(woken) == [(7, 8)]
+        assert [(f, last) for f, last, _c in acquired(woken)] == [(7, 8)]
 
         uncommitted = _group(client, "")  # the default, read_uncommitted
         assert _join_and_fetch(client, uncommitted, uuid.uuid4().hex, topic_id) == [(0, 8)]
