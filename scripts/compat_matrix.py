@@ -88,6 +88,7 @@ SCENARIOS = {
     "test_cluster_quotas.py": "client quotas: a 3-node cluster, restarts",
     "test_cluster_health.py": "HTTP health and metrics on a 3-node cluster",
     "test_share_groups.py": "share groups (KIP-932): confluent-kafka ShareConsumer, Java KafkaShareConsumer",
+    "test_share_groups_cluster.py": "share groups on 3 nodes: state kept through leader and share-coordinator kills",
     "test_connection_quotas.py": "connection limits: a connection flood cannot starve storage",
     "test_connection_rates.py": "connection creation rates (KIP-612): per address, per listener",
     "test_hostile_peers_secured.py": "SASL cluster with ACLs: an authenticated forger refused",

@@ -13,7 +13,9 @@ here ``alice`` logs in with her own password and sends requests that are right i
 * controller listener: BrokerHeartbeat asking to fence and to shut down each broker,
   AlterPartition shrinking the ISR to one replica, Vote and BeginQuorumEpoch with a higher
   epoch, BrokerRegistration of a node id that exists;
-* client listener: a follower Fetch claiming a replica's id.
+* client listener: a follower Fetch claiming a replica's id; the share-state requests of a
+  partition leader to a share coordinator (Write, Initialize, Delete and Read
+  ShareGroupState, the leader epoch far ahead).
 
 Each is answered CLUSTER_AUTHORIZATION_FAILED (the Fetch: TOPIC_AUTHORIZATION_FAILED and no
 records) and nothing changes: leader, epoch and ISR on every node, the quorum's leader and
@@ -40,8 +42,12 @@ from pydmq.protocol.messages import alter_partition as ap
 from pydmq.protocol.messages import begin_quorum_epoch as bq
 from pydmq.protocol.messages import broker_heartbeat as bh
 from pydmq.protocol.messages import broker_registration as br
+from pydmq.protocol.messages import delete_share_group_state as ds
 from pydmq.protocol.messages import describe_quorum as dq
+from pydmq.protocol.messages import initialize_share_group_state as ini
+from pydmq.protocol.messages import read_share_group_state as rs
 from pydmq.protocol.messages import vote as vo
+from pydmq.protocol.messages import write_share_group_state as ws
 from pydmq.protocol.messages.api_versions import ApiVersionsRequest
 from pydmq.protocol.messages.fetch import FetchPartition, FetchRequest, FetchTopic
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
@@ -249,6 +255,62 @@ def _controller_forgeries(
     return out
 
 
+def _share_state_forgeries(topic_id: uuid.UUID) -> list[tuple[int, Any]]:
+    """A partition leader's requests to a share coordinator (KIP-932): state written at a
+    leader epoch far ahead (which would fence the real leader), re-initialized, deleted, read."""
+    return [
+        (
+            85,
+            ws.WriteShareGroupStateRequest(
+                group_id="forged",
+                topics=[
+                    ws.WriteStateData(
+                        topic_id=topic_id,
+                        partitions=[
+                            ws.PartitionData(partition=0, leader_epoch=1 << 20, start_offset=0)
+                        ],
+                    )
+                ],
+            ),
+        ),
+        (
+            83,
+            ini.InitializeShareGroupStateRequest(
+                group_id="forged",
+                topics=[
+                    ini.InitializeStateData(
+                        topic_id=topic_id,
+                        partitions=[ini.PartitionData(partition=0, state_epoch=1 << 20)],
+                    )
+                ],
+            ),
+        ),
+        (
+            86,
+            ds.DeleteShareGroupStateRequest(
+                group_id="forged",
+                topics=[
+                    ds.DeleteStateData(
+                        topic_id=topic_id, partitions=[ds.PartitionData(partition=0)]
+                    )
+                ],
+            ),
+        ),
+        (
+            84,
+            rs.ReadShareGroupStateRequest(
+                group_id="forged",
+                topics=[
+                    rs.ReadStateData(
+                        topic_id=topic_id,
+                        partitions=[rs.PartitionData(partition=0, leader_epoch=1 << 20)],
+                    )
+                ],
+            ),
+        ),
+    ]
+
+
 def _top_level_error(body: Any) -> int:
     if hasattr(body, "error_code"):
         return int(body.error_code)
@@ -331,6 +393,10 @@ def test_authenticated_forger_is_refused_on_every_listener(cluster: ClusterProce
             (data,) = s.request(1, fetch).responses[0].partitions
             assert data.error_code == ErrorCode.TOPIC_AUTHORIZATION_FAILED, data.error_code
             assert not data.records
+            for key, request in _share_state_forgeries(topic_id):
+                answer = s.request(key, request)
+                (result,) = answer.results[0].partitions
+                assert result.error_code == DENIED, (node_id, key)
 
     # Nothing changed.
     time.sleep(2)  # two broker session timeouts: a fence or shutdown would have shown by now

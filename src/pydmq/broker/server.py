@@ -59,9 +59,10 @@ from pydmq.controller.local_log import (
     LocalMetadataLog,
     convert_dynamic_broker_configs,
 )
+from pydmq.coordinator.leadership import coordinator_leadership_listener
 from pydmq.groups.api import GroupConfig
-from pydmq.groups.coordinator import GroupCoordinator, offsets_leadership_listener
-from pydmq.groups.log import ConsumerOffsetsLog, partition_for
+from pydmq.groups.coordinator import GroupCoordinator
+from pydmq.groups.log import OFFSETS_TOPIC, ConsumerOffsetsLog, partition_for
 from pydmq.net.listeners import NodeListeners
 from pydmq.plugins.builtin import control_plane_handlers
 from pydmq.plugins.host import PluginHost
@@ -69,15 +70,16 @@ from pydmq.producers.id_manager import ProducerIdManager
 from pydmq.quotas.manager import QuotaManagers, QuotaSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.security.authorizer import build_authorizer
+from pydmq.shares.coordinator import ShareCoordinator
+from pydmq.shares.persister import SharePersister
 from pydmq.shares.service import ShareGroupService
-from pydmq.shares.state_log import ShareGroupStateLog
+from pydmq.shares.state_log import SHARE_GROUP_STATE_TOPIC, ShareStateLog
 from pydmq.storage.api import TopicPartition
 from pydmq.transactions.api import TransactionConfig
 from pydmq.transactions.coordinator import (
     TransactionCoordinator,
-    transaction_state_leadership_listener,
 )
-from pydmq.transactions.log import TransactionStateLog
+from pydmq.transactions.log import TRANSACTION_STATE_TOPIC, TransactionStateLog
 from pydmq.transactions.markers import TransactionMarkerChannel
 
 if TYPE_CHECKING:
@@ -179,13 +181,6 @@ class Broker:
         self.fetch_sessions = FetchSessionCache(
             config.get_int("max.incremental.fetch.session.cache.slots")
         )
-        self.share_groups = ShareGroupService(
-            ShareSettings.from_config(config),
-            self.replica_manager,
-            self._share_topic_partitions,
-            ShareGroupStateLog(self),
-            group_config=self.group_config,
-        )
         self.group_coordinator_log = ConsumerOffsetsLog(self)
         self.group_coordinator = GroupCoordinator(
             GroupConfig.from_broker_config(config),
@@ -204,6 +199,35 @@ class Broker:
             self.inter_broker_sasl = node_sasl_client(
                 config, config.inter_broker_listener_name, "sasl.mechanism.inter.broker.protocol"
             )
+        # Share-partition state lives with the share coordinators (__share_group_state
+        # leaders): this node's in process, the others' over the inter-broker listener.
+        self.share_state_log = ShareStateLog(self)
+        self.share_coordinator = ShareCoordinator(
+            self.share_state_log, owns_all_partitions=self.cluster is None
+        )
+        share_connections = (
+            None
+            if self.cluster is None
+            else InterBrokerConnections(
+                lambda: self.services.metadata,
+                config.inter_broker_listener_name,
+                "share-state",
+                self.cluster.inter_broker_ssl,
+                self.inter_broker_sasl,
+            )
+        )
+        self.share_persister = SharePersister(
+            self.node_id, self.share_coordinator, self._share_state_leader, share_connections
+        )
+        self.share_groups = ShareGroupService(
+            ShareSettings.from_config(config),
+            self.replica_manager,
+            self._share_topic_partitions,
+            self.share_persister,
+            group_config=self.group_config,
+            topic_registry=self.topics,
+            remote=share_connections,
+        )
         self.txn_marker_delivery = WriteTxnMarkersDelivery(
             self.node_id,
             lambda: self.services,
@@ -245,15 +269,16 @@ class Broker:
         self.replica_manager.txn_verifier = self.txn_verification
         if self.cluster is not None:
             # __consumer_offsets leadership makes this broker a group coordinator (or not),
-            # __transaction_state leadership a transaction coordinator.
-            self.cluster.leadership_listeners.append(
-                offsets_leadership_listener(self.group_coordinator, self.replica_manager)
-            )
-            self.cluster.leadership_listeners.append(
-                transaction_state_leadership_listener(
-                    self.transaction_coordinator, self.replica_manager
+            # __transaction_state a transaction coordinator, __share_group_state a share
+            # coordinator.
+            for topic, coordinator in (
+                (OFFSETS_TOPIC, self.group_coordinator),
+                (TRANSACTION_STATE_TOPIC, self.transaction_coordinator),
+                (SHARE_GROUP_STATE_TOPIC, self.share_coordinator),
+            ):
+                self.cluster.leadership_listeners.append(
+                    coordinator_leadership_listener(topic, coordinator, self.replica_manager)
                 )
-            )
         self.services = self._services()
         handlers = dict(plugins.api_handlers())
         # The answer to an unsupported ApiVersions version on any listener of the node.
@@ -332,6 +357,7 @@ class Broker:
             producer_ids=producer_ids,
             fetch_sessions=self.fetch_sessions,
             share_groups=self.share_groups,
+            share_coordinator=self.share_coordinator,
             advertised_endpoint=self.advertised_endpoint,
             inter_broker_listener=None if cluster is None else cluster.inter_broker_listener,
             served_apis=self.served_apis,
@@ -348,6 +374,13 @@ class Broker:
         if info is None or info.internal:
             return None
         return info.topic_id, len(info.partitions)
+
+    def _share_state_leader(self, partition: int) -> int:
+        """The leader of ``__share_group_state`` partition ``partition`` (-1: none known)."""
+        topic = self.topics.get(SHARE_GROUP_STATE_TOPIC)
+        if topic is None:
+            return -1
+        return next((p.leader for p in topic.partitions if p.index == partition), -1)
 
     def group_config(self, group_id: str) -> Mapping[str, str]:
         """The configs set on GROUP resource ``group_id`` (ConfigRecords of type 32): a
@@ -410,6 +443,7 @@ class Broker:
         self.group_coordinator.start()
         self.transaction_coordinator.load()
         self.transaction_coordinator.start()
+        self.share_coordinator.load()
         self.log_cleaner = LogCleanerManager.on_loop(
             self.config.cleaner_settings, self.replica_manager.logs, asyncio.get_running_loop()
         )
@@ -483,6 +517,7 @@ class Broker:
             await self.cluster.stop()
             await self.txn_marker_delivery.close()
             await self.txn_verification.close()
+            await self.share_persister.close()
 
     def close(self) -> None:
         """Last: waiters woken, the group and transaction coordinators stopped, ``pydmq_broker_shutdown``,
@@ -490,6 +525,7 @@ class Broker:
         self.replica_manager.wake_waiters()
         self.group_coordinator.stop()
         self.transaction_coordinator.stop()
+        self.share_coordinator.stop()
         self.plugins.broker_shutdown(self)
         if self.log_cleaner is not None:
             self.log_cleaner.stop()  # before the logs close

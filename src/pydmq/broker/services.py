@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from pydmq.quotas.manager import QuotaManagers
     from pydmq.replication.replica_manager import ReplicaManager
     from pydmq.security.authorizer import Authorizer
+    from pydmq.shares.coordinator import ShareCoordinator
     from pydmq.shares.service import ShareGroupService
     from pydmq.storage.api import TopicPartition
     from pydmq.transactions.coordinator import TransactionCoordinator
@@ -171,6 +172,7 @@ class BrokerServices:
     producer_ids: ProducerIdSource
     fetch_sessions: FetchSessionCache
     # Share groups (KIP-932): membership, share sessions, share-partitions.
+    share_coordinator: ShareCoordinator
     share_groups: ShareGroupService
     # This node's endpoint on a listener, as clients reach it.
     advertised_endpoint: Callable[[str], tuple[str, int]]

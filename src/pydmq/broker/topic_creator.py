@@ -192,6 +192,29 @@ class TopicCreator:
         )
         return (await self.create_topics([new]))[TRANSACTION_STATE_TOPIC]
 
+    async def ensure_share_state_topic(self) -> int:
+        """Cluster mode: create ``__share_group_state`` unless it exists; its error code.
+        ``share.coordinator.state.topic.num.partitions``, the replication factor capped at the
+        brokers alive, :func:`~pydmq.shares.state_log.share_state_topic_configs` (a single
+        node's share coordinator creates it itself, with the same configs)."""
+        from pydmq.config.share import STATE_TOPIC_PARTITIONS, STATE_TOPIC_REPLICATION
+        from pydmq.shares.state_log import SHARE_GROUP_STATE_TOPIC, share_state_topic_configs
+
+        broker = self._broker
+        cluster = broker.cluster
+        if broker.topics.get(SHARE_GROUP_STATE_TOPIC) is not None or cluster is None:
+            return ErrorCode.NONE
+        config = broker.config
+        alive = len(cluster.metadata_cache.brokers)
+        replication = max(1, min(config.get_int(STATE_TOPIC_REPLICATION), alive))
+        new = NewTopic(
+            SHARE_GROUP_STATE_TOPIC,
+            config.get_int(STATE_TOPIC_PARTITIONS),
+            replication,
+            share_state_topic_configs(config, replication),
+        )
+        return (await self.create_topics([new]))[SHARE_GROUP_STATE_TOPIC]
+
     def create_topic(
         self,
         name: str,

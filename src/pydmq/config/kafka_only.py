@@ -111,10 +111,8 @@ KAFKA_ONLY: tuple[KafkaOnlyGroup, ...] = (
         share.coordinator.cached.buffer.max.bytes
         share.coordinator.cold.partition.snapshot.interval.ms share.coordinator.load.buffer.size
         share.coordinator.snapshot.update.records.per.snapshot
-        share.coordinator.state.topic.compression.codec share.coordinator.state.topic.min.isr
-        share.coordinator.state.topic.num.partitions share.coordinator.state.topic.prune.interval.ms
-        share.coordinator.state.topic.replication.factor
-        share.coordinator.state.topic.segment.bytes share.coordinator.threads
+        share.coordinator.state.topic.compression.codec
+        share.coordinator.state.topic.prune.interval.ms share.coordinator.threads
         share.coordinator.write.timeout.ms share.fetch.purgatory.purge.interval.requests
         errors.deadletterqueue.auto.create.topics.enable errors.deadletterqueue.topic.name.prefix
         group.streams.acceptable.recovery.lag group.streams.assignment.interval.ms

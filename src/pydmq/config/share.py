@@ -10,7 +10,14 @@ from dataclasses import dataclass
 
 from pydmq.config.definitions import ConfigDef, ConfigType, ConfigValues, at_least
 
-__all__ = ["SHARE_CONFIGS", "ShareSettings"]
+__all__ = [
+    "SHARE_CONFIGS",
+    "STATE_TOPIC_MIN_ISR",
+    "STATE_TOPIC_PARTITIONS",
+    "STATE_TOPIC_REPLICATION",
+    "STATE_TOPIC_SEGMENT_BYTES",
+    "ShareSettings",
+]
 
 RECORD_LOCK_DURATION = "group.share.record.lock.duration.ms"
 DELIVERY_COUNT_LIMIT = "group.share.delivery.count.limit"
@@ -18,6 +25,10 @@ PARTITION_MAX_RECORD_LOCKS = "group.share.partition.max.record.locks"
 SESSION_TIMEOUT = "group.share.session.timeout.ms"
 HEARTBEAT_INTERVAL = "group.share.heartbeat.interval.ms"
 MAX_SHARE_SESSIONS = "group.share.max.share.sessions"
+STATE_TOPIC_PARTITIONS = "share.coordinator.state.topic.num.partitions"
+STATE_TOPIC_REPLICATION = "share.coordinator.state.topic.replication.factor"
+STATE_TOPIC_MIN_ISR = "share.coordinator.state.topic.min.isr"
+STATE_TOPIC_SEGMENT_BYTES = "share.coordinator.state.topic.segment.bytes"
 
 
 def _delivery_count_limit(value: object) -> str | None:
@@ -72,6 +83,40 @@ SHARE_CONFIGS: tuple[ConfigDef, ...] = (
         2000,
         "Share sessions (ShareFetch) this broker keeps at most.",
         at_least(1),
+        read_only=True,
+    ),
+    ConfigDef(
+        STATE_TOPIC_PARTITIONS,
+        ConfigType.INT,
+        50,
+        "Partitions of __share_group_state when it is created (each share-partition's state "
+        "lives in one, led by its share coordinator).",
+        at_least(1),
+        read_only=True,
+    ),
+    ConfigDef(
+        STATE_TOPIC_REPLICATION,
+        ConfigType.SHORT,
+        3,
+        "Replication factor of __share_group_state when it is created (capped at the "
+        "brokers alive).",
+        at_least(1),
+        read_only=True,
+    ),
+    ConfigDef(
+        STATE_TOPIC_MIN_ISR,
+        ConfigType.SHORT,
+        2,
+        "min.insync.replicas of __share_group_state (capped at its replication factor).",
+        at_least(1),
+        read_only=True,
+    ),
+    ConfigDef(
+        STATE_TOPIC_SEGMENT_BYTES,
+        ConfigType.INT,
+        104857600,
+        "segment.bytes of __share_group_state.",
+        at_least(14),
         read_only=True,
     ),
 )

@@ -15,14 +15,16 @@ the event loop; the waiting tasks run on it.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from typing import Any
 
-from pydmq.coordinator.api import CoordinatorWriteError
+from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.records import (
     BatchHeader,
     Record,
+    SimpleRecord,
+    build_batch,
     decode_records,
     iter_batch_headers,
     validate_crc,
@@ -77,6 +79,29 @@ class InternalTopicPartitions:
                 result.error_message or f"{tp}: {ErrorCode(result.error_code).name}",
             )
         return None
+
+    def append_records(
+        self, partition: int, records: Sequence[CoordinatorRecord], per_batch: int = 500
+    ) -> asyncio.Future[int] | None:
+        """Append ``records`` (key, value) as batches of at most ``per_batch`` records, the
+        :meth:`~pydmq.coordinator.api.CoordinatorLog.append` of a coordinator's topic: None
+        when committed already, else the future of the last batch (whose commit commits the
+        earlier ones)."""
+        pending: asyncio.Future[int] | None = None
+        for start in range(0, len(records), per_batch):
+            chunk = records[start : start + per_batch]
+            batch = build_batch([SimpleRecord(k, v) for k, v in chunk])
+            waiter = self.append_batch(partition, memoryview(bytearray(batch)))
+            if waiter is not None:
+                pending = waiter
+        return pending
+
+    def data_records(self, partition: int) -> Iterator[Record]:
+        """The records of ``partition``'s data batches up to its log end offset of now
+        (control batches skipped): a coordinator's load."""
+        for header, records in self.read_batches(partition):
+            if not header.is_control:
+                yield from records
 
     def await_log_end(self, partition: int) -> asyncio.Future[int] | None:
         """The high watermark reaching the partition's log end offset of now: None when it

@@ -1,6 +1,6 @@
 """CoordinatorRuntime: one shard per internal-topic partition led here (Kafka's runtime).
 
-A coordinator (groups now; transactions and share groups next) keeps its state in the
+A coordinator (groups, transactions, share-partition state) keeps its state in the
 partitions of an internal compacted topic. The runtime hosts one shard per partition this node
 leads and owns everything that is not the coordinator's own logic:
 

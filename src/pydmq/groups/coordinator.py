@@ -81,7 +81,6 @@ from pydmq.groups.shard import (
 )
 from pydmq.groups.writes import GroupWrites
 from pydmq.protocol.errors import ErrorCode
-from pydmq.storage.api import TopicPartition
 
 if TYPE_CHECKING:
     from pydmq.assignment.api import GroupAssignorSpec
@@ -89,7 +88,6 @@ if TYPE_CHECKING:
 __all__ = [
     "GroupCoordinator",
     "OffsetsLog",
-    "offsets_leadership_listener",
 ]
 
 log = logging.getLogger(__name__)
@@ -111,37 +109,6 @@ class OffsetsLog(CoordinatorLog, Protocol):
     def num_partitions(self) -> int: ...
 
     def partition_for(self, group_id: str) -> int: ...
-
-
-class _HostedReplicas(Protocol):
-    """The replica manager as :func:`offsets_leadership_listener` reads it."""
-
-    def get(self, tp: TopicPartition) -> _LedReplica | None: ...
-
-
-class _LedReplica(Protocol):
-    @property
-    def leader_epoch(self) -> int: ...
-
-
-def offsets_leadership_listener(
-    coordinator: GroupCoordinator, replicas: _HostedReplicas
-) -> Callable[[TopicPartition, bool], None]:
-    """A leadership listener (``BrokerCluster.leadership_listeners``: called with
-    ``(partition, is_leader)`` after LeaderAndIsr or StopReplica changed a partition here)
-    that elects or resigns the coordinator for ``__consumer_offsets`` partitions, with the
-    leader epoch the replica now has (None when the replica is gone)."""
-
-    def listener(tp: TopicPartition, is_leader: bool) -> None:
-        if tp.topic != OFFSETS_TOPIC:
-            return
-        replica = replicas.get(tp)
-        if is_leader and replica is not None:
-            coordinator.on_elected(tp.partition, replica.leader_epoch)
-        else:
-            coordinator.on_resigned(tp.partition, None if replica is None else replica.leader_epoch)
-
-    return listener
 
 
 def _classic_delete_error(group: ClassicGroup | None) -> int:

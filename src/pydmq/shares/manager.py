@@ -1,26 +1,32 @@
 """The share-partitions this node leads, and how ShareFetch and ShareAcknowledge use them
 (Kafka's SharePartitionManager).
 
-One :class:`~pydmq.shares.partition.SharePartition` per (group, topic id, partition), created
-at the first ShareFetch of the group on that partition: from its persisted snapshot in
-``__share_group_state`` when there is one (:mod:`pydmq.shares.state_log`), else with its start
-offset where the group's ``share.auto.offset.reset`` says (a GROUP config: ``latest``, the
-default, the high watermark; ``earliest`` the log start offset; ``by_duration:<ISO-8601>``
-the first batch whose records reach now minus the duration, else the high watermark),
-persisted at once. New acquisitions lock records for the group's
+One :class:`~pydmq.shares.partition.SharePartition` per (group, topic id, partition) this node
+leads, loaded at the first ShareFetch of the group there (:meth:`SharePartitionManager.prepare`,
+awaited by the handler before it reads): read from its share coordinator at this leader's
+epoch (:class:`~pydmq.shares.persister.SharePersister`, which fences the previous leader),
+else started where the group's ``share.auto.offset.reset`` says (a GROUP config: ``latest``,
+the default, the high watermark; ``earliest`` the log start offset;
+``by_duration:<ISO-8601>`` the first batch whose records reach now minus the duration, else
+the high watermark) and persisted at once. A share-partition whose partition this node led at
+another leader epoch, or whose write the coordinator fenced, is dropped and loaded again. New acquisitions lock records for the group's
 ``share.record.lock.duration.ms`` when it sets one, else the broker's. A fetch applies the lock expiries, reads whole batches from the lowest
 offset it may hand out, and acquires the offsets those batches cover (never more than it
 returns). Every change of the records' states (acknowledgements, releases, expiries) is
-persisted as a new snapshot before the request is answered (a single node's append is
-immediate). Owned by the broker's event loop; the clock is injected.
+persisted as a new snapshot (:class:`~pydmq.shares.state_writer.StateWriter`) and the handlers
+await it (:meth:`SharePartitionManager.persisted`) before answering. Owned by the broker's event
+loop; the clock is injected.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
+import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pydmq.config.group_configs import (
@@ -40,10 +46,14 @@ from pydmq.shares.partition import (
     SharePartition,
     SharePartitionLimits,
 )
-from pydmq.shares.state_log import ShareGroupStateLog, restore, snapshot_of
+from pydmq.shares.persister import SharePersister
+from pydmq.shares.state_log import restore, snapshot_of
+from pydmq.shares.state_writer import StateWriter
 from pydmq.storage.api import AbortedTxn, FetchDataInfo, TopicPartition
 
 __all__ = ["ShareFetchResult", "SharePartitionManager"]
+
+log = logging.getLogger(__name__)
 
 # (group id, topic id, partition index)
 _Key = tuple[str, uuid.UUID, int]
@@ -67,23 +77,25 @@ class SharePartitionManager:
         replica_manager: ReplicaManager,
         limits: SharePartitionLimits,
         clock_ms: Callable[[], int],
-        state_log: ShareGroupStateLog | None = None,
+        persister: SharePersister | None = None,
         group_config: Callable[[str], Mapping[str, str]] = lambda _group_id: {},
         wall_clock_ms: Callable[[], int] = lambda: int(time.time() * 1000),
     ) -> None:
         self.replica_manager = replica_manager
         self.limits = limits
         self.clock_ms = clock_ms
-        self.state_log = state_log
+        self.persister = persister
         # The configs a group id sets (GROUP resource), and the clock by_duration counts back on.
         self.group_config = group_config
         self.wall_clock_ms = wall_clock_ms
         self.share_partitions: dict[_Key, SharePartition] = {}
         self._leader_epochs: dict[_Key, int] = {}
+        self._state_epochs: dict[_Key, int] = {}
         # Topic names by id, as met by fetches (to wake the parked ShareFetches of a topic).
         self._topic_names: dict[uuid.UUID, str] = {}
-        # The persisted snapshots, read at the first share-partition created.
-        self._snapshots: dict[_Key, ShareSnapshotValue] | None = None
+        self._loads: dict[_Key, asyncio.Task[None]] = {}
+        self._load_errors: dict[_Key, int] = {}
+        self._writer = StateWriter(self._write_state, self._fenced)
 
     def get(self, group_id: str, topic_id: uuid.UUID, partition: int) -> SharePartition | None:
         return self.share_partitions.get((group_id, topic_id, partition))
@@ -110,10 +122,12 @@ class SharePartitionManager:
             return ShareFetchResult(error)
         key = (group_id, topic_id, tp.partition)
         self._topic_names[topic_id] = tp.topic
-        share_partition = self.share_partitions.get(key)
+        share_partition = self._led(key, partition)
         configs = self.group_config(group_id)
         if share_partition is None:
-            share_partition = self._create(key, partition, configs)
+            if self.persister is not None:
+                return ShareFetchResult(self._load_errors.pop(key, ErrorCode.NONE))
+            share_partition = self._create(key, partition, configs, None)
         lock_ms = int(configs.get(SHARE_RECORD_LOCK_DURATION, self.limits.record_lock_duration_ms))
         if share_partition.limits.record_lock_duration_ms != lock_ms:
             share_partition.limits = dataclasses.replace(
@@ -214,92 +228,125 @@ class SharePartitionManager:
         if name is not None:
             self.replica_manager.fetch_purgatory.notify(TopicPartition(name, partition))
 
-    def forget_group(self, group_id: str) -> None:
-        """Drop a deleted group's share-partitions and their persisted state."""
-        snapshots = self._load()
-        keys = {k for k in self.share_partitions if k[0] == group_id}
-        keys.update(k for k in snapshots if k[0] == group_id)
-        for key in keys:
+    # -- loading and persisting ------------------------------------------------------------
+
+    def prepare(
+        self,
+        group_id: str,
+        partitions: Iterable[tuple[uuid.UUID, str, int]],
+        refresh: bool = False,
+    ) -> list[asyncio.Task[None]]:
+        """Start loading the share-partitions of ``group_id`` on ``partitions`` (topic id,
+        name, index) this node leads and has not loaded (with ``refresh``, a new share
+        session: also those loaded with nothing acquired, whose state may have been altered
+        since); the loads still running."""
+        if self.persister is None:
+            return []
+        running = []
+        for topic_id, name, index in partitions:
+            key = (group_id, topic_id, index)
+            if refresh and key not in self._loads:
+                self.invalidate(key)
+            task = self._loads.get(key)
+            if task is None:
+                partition, _ = self.replica_manager.leader_partition(TopicPartition(name, index))
+                if partition is None or self._led(key, partition) is not None:
+                    continue
+                self._topic_names[topic_id] = name
+                task = asyncio.get_running_loop().create_task(
+                    self._load_state(key, partition.tp, partition.leader_epoch)
+                )
+                self._loads[key] = task
+                task.add_done_callback(functools.partial(self._loaded, key))
+            running.append(task)
+        return running
+
+    def persisted(self, keys: Iterable[_Key]) -> dict[_Key, asyncio.Future[int]]:
+        """Futures of the state changes of ``keys`` not yet persisted, each resolved with its
+        write's error code; taken in the turn of the loop that made the changes."""
+        return self._writer.waiters(keys)
+
+    def _loaded(self, key: _Key, task: asyncio.Task[None]) -> None:
+        if self._loads.get(key) is task:
+            del self._loads[key]
+        if not task.cancelled() and task.exception() is not None:
+            log.error("loading the share state of %s failed", key, exc_info=task.exception())
+            self._load_errors[key] = ErrorCode.UNKNOWN_SERVER_ERROR
+
+    def _led(self, key: _Key, partition: Partition) -> SharePartition | None:
+        """The loaded share-partition of ``key`` when it was loaded at the partition's leader
+        epoch of now (one of another epoch is dropped: leadership moved and came back)."""
+        share_partition = self.share_partitions.get(key)
+        if share_partition is not None and self._leader_epochs.get(key) != partition.leader_epoch:
             self.share_partitions.pop(key, None)
-            self._leader_epochs.pop(key, None)
-            snapshots.pop(key, None)
-            if self.state_log is not None:
-                self.state_log.write(key, None)
-
-    # -- the group's offsets (DescribeShareGroupOffsets, Alter..., Delete...) -------------------
-
-    def has_state(self, group_id: str) -> bool:
-        """Whether ``group_id`` has any share-partition here (live or persisted)."""
-        return any(k[0] == group_id for k in self.share_partitions) or any(
-            k[0] == group_id for k in self._load()
-        )
-
-    def group_offsets(self, group_id: str) -> dict[tuple[uuid.UUID, int], SharePartition]:
-        """The share-partitions of ``group_id`` by (topic id, partition), persisted ones
-        loaded."""
-        for key in [k for k in self._load() if k[0] == group_id]:
-            self._restored(key)
-        return self.of_group(group_id)
-
-    def leader_epoch_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> int:
-        """The leader epoch a share-partition's state was last written at (-1: none)."""
-        return self._leader_epochs.get((group_id, topic_id, partition), -1)
-
-    def alter_start_offset(
-        self, group_id: str, topic_id: uuid.UUID, partition: Partition, start_offset: int
-    ) -> None:
-        """AlterShareGroupOffsets: the share-partition (created if new) starts at
-        ``start_offset`` with nothing in flight, persisted at once."""
-        key = (group_id, topic_id, partition.tp.partition)
-        share_partition = self.share_partitions.get(key) or self._restored(key)
-        if share_partition is None:
-            share_partition = SharePartition(start_offset, self.limits)
-            self.share_partitions[key] = share_partition
-        share_partition.reset(start_offset)
-        self._leader_epochs[key] = partition.leader_epoch
-        self._persist(key, share_partition)
-        self.replica_manager.fetch_purgatory.notify(partition.tp)
-
-    def delete_topic_state(self, group_id: str, topic_id: uuid.UUID) -> None:
-        """DeleteShareGroupOffsets: forget the group's share-partitions of one topic."""
-        keys = {k for k in self.share_partitions if k[0] == group_id and k[1] == topic_id}
-        keys.update(k for k in self._load() if k[0] == group_id and k[1] == topic_id)
-        for key in keys:
-            self.share_partitions.pop(key, None)
-            self._leader_epochs.pop(key, None)
-            self._load().pop(key, None)
-            if self.state_log is not None:
-                self.state_log.write(key, None)
-
-    def _restored(self, key: _Key) -> SharePartition | None:
-        """The share-partition of ``key`` loaded from its persisted snapshot, if any."""
-        snapshot = self._load().pop(key, None)
-        if snapshot is None:
             return None
-        share_partition = SharePartition(snapshot.start_offset, self.limits)
-        restore(share_partition, snapshot)
-        self.share_partitions[key] = share_partition
-        self._leader_epochs[key] = snapshot.leader_epoch
         return share_partition
 
-    def _load(self) -> dict[_Key, ShareSnapshotValue]:
-        if self._snapshots is None:
-            self._snapshots = {} if self.state_log is None else self.state_log.load()
-        return self._snapshots
+    async def _load_state(self, key: _Key, tp: TopicPartition, leader_epoch: int) -> None:
+        assert self.persister is not None
+        await self._writer.flush([key])  # a write of the previous load goes first
+        code, snapshot = await self.persister.read(key, leader_epoch)
+        partition, _ = self.replica_manager.leader_partition(tp)
+        if partition is None or partition.leader_epoch != leader_epoch:
+            return  # leadership moved while loading
+        if code:
+            log.info("share state of %s not loaded: %s", key, ErrorCode(code).name)
+            self._load_errors[key] = code
+            return
+        if key not in self.share_partitions:
+            share_partition = self._create(key, partition, self.group_config(key[0]), snapshot)
+            log.info(
+                "share-partition %s-%d of %s loaded at leader epoch %d: start offset %d, "
+                "%d in flight%s",
+                tp.topic,
+                tp.partition,
+                key[0],
+                leader_epoch,
+                share_partition.start_offset,
+                sum(1 for _ in share_partition.in_flight()),
+                "" if snapshot is not None else " (new)",
+            )
+        self._wake(key[1], key[2])
+
+    def _write_state(self, key: _Key, snapshot: ShareSnapshotValue | None) -> Awaitable[int]:
+        assert self.persister is not None
+        if snapshot is None:
+            return self.persister.delete(key)
+        return self.persister.write(key, snapshot)
+
+    def _fenced(self, key: _Key, code: int) -> None:
+        """The coordinator refused a write of ``key`` (a newer leader, or its offsets were
+        altered): load it again at the next fetch."""
+        log.info("share state of %s fenced (%s): reloading", key, ErrorCode(code).name)
+        self.share_partitions.pop(key, None)
+        self._leader_epochs.pop(key, None)
+
+    def invalidate(self, key: _Key) -> None:
+        """The state of ``key`` was changed at its share coordinator (offsets altered or
+        deleted): drop this node's copy unless records are acquired there (a write of that
+        copy is fenced then, and it is reloaded)."""
+        share_partition = self.share_partitions.get(key)
+        if share_partition is not None and share_partition.next_lock_deadline() is None:
+            self.share_partitions.pop(key, None)
+            self._leader_epochs.pop(key, None)
 
     def _create(
-        self, key: _Key, partition: Partition, configs: Mapping[str, str]
+        self,
+        key: _Key,
+        partition: Partition,
+        configs: Mapping[str, str],
+        snapshot: ShareSnapshotValue | None,
     ) -> SharePartition:
-        snapshot = self._load().pop(key, None)
         self._leader_epochs[key] = partition.leader_epoch
         if snapshot is not None:
-            share_partition = SharePartition(snapshot.start_offset, self.limits)
-            restore(share_partition, snapshot)
+            share_partition = _from_snapshot(snapshot, self.limits)
             self.share_partitions[key] = share_partition
+            self._state_epochs[key] = snapshot.state_epoch
             return share_partition
         start = self._reset_offset(partition, configs.get(SHARE_AUTO_OFFSET_RESET, "latest"))
         share_partition = SharePartition(start, self.limits)
         self.share_partitions[key] = share_partition
+        self._state_epochs[key] = 0
         self._persist(key, share_partition)
         return share_partition
 
@@ -316,11 +363,20 @@ class SharePartitionManager:
         return min(found.offset, partition.high_watermark)
 
     def _persist(self, key: _Key, share_partition: SharePartition) -> None:
-        if self.state_log is not None:
+        if self.persister is not None:
             snapshot = snapshot_of(
-                share_partition, self._leader_epochs.get(key, -1), self.clock_ms()
+                share_partition,
+                self._leader_epochs.get(key, -1),
+                self.clock_ms(),
+                max(0, self._state_epochs.get(key, 0)),
             )
-            self.state_log.write(key, snapshot)
+            self._writer.write(key, snapshot)
+
+
+def _from_snapshot(snapshot: ShareSnapshotValue, limits: SharePartitionLimits) -> SharePartition:
+    share_partition = SharePartition(snapshot.start_offset, limits)
+    restore(share_partition, snapshot)
+    return share_partition
 
 
 def _first_available(share_partition: SharePartition) -> int:

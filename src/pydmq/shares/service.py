@@ -1,9 +1,8 @@
 """What a broker keeps for share groups (KIP-932): the groups it coordinates
 (:class:`~pydmq.shares.group.ShareGroups`), the share sessions of its ShareFetch clients
 (:class:`~pydmq.shares.sessions.ShareSessionCache`) and the share-partitions it leads
-(:class:`~pydmq.shares.manager.SharePartitionManager`, persisting to
-``__share_group_state`` through :class:`~pydmq.shares.state_log.ShareGroupStateLog`), tied
-together: a member that leaves
+(:class:`~pydmq.shares.manager.SharePartitionManager`, persisting their state with the share
+coordinators through :class:`~pydmq.shares.persister.SharePersister`), tied together: a member that leaves
 its group, or whose session times out, loses its share session and its acquired records.
 
 Built once by the broker; used by the share handlers on the event loop.
@@ -18,9 +17,10 @@ from pydmq.config.share import ShareSettings
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.shares.group import ShareGroup, ShareGroups, TopicPartitions
 from pydmq.shares.manager import SharePartitionManager
+from pydmq.shares.offsets import ShareGroupOffsets, TopicRegistry
 from pydmq.shares.partition import SharePartitionLimits
+from pydmq.shares.persister import RemoteStates, SharePersister
 from pydmq.shares.sessions import ShareSessionCache
-from pydmq.shares.state_log import ShareGroupStateLog
 
 __all__ = ["ShareGroupService"]
 
@@ -37,9 +37,11 @@ class ShareGroupService:
         settings: ShareSettings,
         replica_manager: ReplicaManager,
         topics: TopicPartitions,
-        state_log: ShareGroupStateLog | None = None,
+        persister: SharePersister | None = None,
         clock_ms: Callable[[], int] = _wall_clock_ms,
         group_config: Callable[[str], Mapping[str, str]] = lambda _group_id: {},
+        topic_registry: TopicRegistry | None = None,
+        remote: RemoteStates | None = None,
     ) -> None:
         self.settings = settings
         # The configs set on a group id (GROUP config resource), as this node's metadata has them.
@@ -56,10 +58,22 @@ class ShareGroupService:
                 delivery_count_limit=settings.delivery_count_limit,
             ),
             clock_ms,
-            state_log,
+            persister,
             group_config,
         )
         self.groups.on_member_removed = self._member_removed
+        # The group's offsets through the share coordinators (None: nothing persisted).
+        self.offsets: ShareGroupOffsets | None = None
+        if persister is not None and topic_registry is not None:
+            self.offsets = ShareGroupOffsets(
+                persister.node_id,
+                persister,
+                self.partitions,
+                replica_manager,
+                lambda: iter(topic_registry),
+                topic_registry.by_id,
+                remote,
+            )
 
     def _member_removed(self, group_id: str, member_id: str) -> None:
         session = self.sessions.remove(group_id, member_id)
@@ -73,10 +87,6 @@ class ShareGroupService:
         for group in list(self.groups.groups.values()):
             self.groups.expire_sessions(group, self.topics, now)
 
-    def exists(self, group_id: str) -> bool:
-        """Whether ``group_id`` is a share group here: with members, or with state."""
-        return group_id in self.groups.groups or self.partitions.has_state(group_id)
-
     def is_empty(self, group_id: str) -> bool:
         """Whether ``group_id`` has no members (an unknown group has none)."""
         group = self.groups.groups.get(group_id)
@@ -87,8 +97,6 @@ class ShareGroupService:
         self.groups.groups.setdefault(group_id, ShareGroup(group_id))
 
     def delete_group(self, group_id: str) -> int:
-        """DeleteGroups of a share group: its membership and share-partitions go."""
-        error = self.groups.delete(group_id)
-        if not error:
-            self.partitions.forget_group(group_id)
-        return error
+        """DeleteGroups of a share group: its membership goes (its share-partitions' state is
+        deleted through :attr:`offsets`)."""
+        return self.groups.delete(group_id)

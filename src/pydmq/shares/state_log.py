@@ -1,46 +1,57 @@
-"""The internal compacted topic ``__share_group_state``: share-partition state, persisted.
+"""The internal compacted topic ``__share_group_state``: where share-partition state is kept.
 
-The share coordinator's log (KIP-932): one ShareSnapshot record (Kafka's key and value
-layout, :mod:`pydmq.shares.generated_records`) per (group, topic id, partition), rewritten
-whole after each change the records' states went through (acknowledgements, releases, lock
-expiries), so compaction keeps the last one; a tombstone when the group is deleted. Acquired
-records are written as AVAILABLE with their delivery count (an acquisition does not survive a
-restart; the delivery it made is counted). At start the topic is read back, the last record
-of each key winning.
+The share coordinator's log (KIP-932): one ShareSnapshot record (Kafka's key and value layout,
+:mod:`pydmq.shares.generated_records`) per (group, topic id, partition), rewritten whole after
+each change the records' states went through (acknowledgements, releases, lock expiries), so
+compaction keeps the last one; a tombstone when the state is deleted. Acquired records are
+written as AVAILABLE with their delivery count (an acquisition does not survive a restart or a
+leader change; the delivery it made is counted).
 
-Single node only: the topic is created with one partition at the first write
-(``share.coordinator.state.topic.*`` are not applied); cluster mode does not persist share
-state yet (docs/SHARE_GROUPS.md). Owned by the broker's event loop.
+A share-partition's state lives in partition ``abs(java hashCode("group:topicId:partition")) %
+partitions`` (Kafka's share coordinator key), whose leader is its share coordinator
+(:mod:`pydmq.shares.coordinator`). :class:`ShareStateLog` is that coordinator's
+:class:`~pydmq.coordinator.api.CoordinatorLog`: appends as leader with acks=-1, replays at
+load. The topic is created on first use with ``share.coordinator.state.topic.*``: by a single
+node at once, in cluster mode by the controller (asked through the topic creator; the topic
+comes with a later UpdateMetadata). Owned by the broker's event loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import inspect
 import logging
 import uuid
-from collections.abc import Mapping
-from typing import Protocol
+from collections.abc import Awaitable, Iterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from pydmq.config.broker import BrokerConfig
-from pydmq.coordinator.api import TopicLookup
+from pydmq.config.share import (
+    STATE_TOPIC_MIN_ISR,
+    STATE_TOPIC_PARTITIONS,
+    STATE_TOPIC_SEGMENT_BYTES,
+)
+from pydmq.coordinator.api import CoordinatorRecord, CoordinatorWriteError, TopicLookup
 from pydmq.coordinator.partitions import InternalTopicPartitions
-from pydmq.protocol.records import SimpleRecord, build_batch
+from pydmq.groups.log import java_string_hashcode
+from pydmq.protocol.errors import ErrorCode, TopicError
+from pydmq.protocol.records import Record
 from pydmq.replication.replica_manager import ReplicaManager
 from pydmq.shares.generated_records import (
-    KEY_VERSIONS,
-    ShareSnapshotKey,
     ShareSnapshotValue,
     StateBatch,
-    decode_key,
-    decode_share_snapshot_value,
 )
 from pydmq.shares.partition import InFlightRecord, RecordState, SharePartition
 
 __all__ = [
     "SHARE_GROUP_STATE_TOPIC",
-    "ShareGroupStateLog",
     "ShareStateHost",
+    "ShareStateLog",
+    "StateKey",
     "restore",
+    "share_state_partition",
+    "share_state_topic_configs",
     "snapshot_of",
 ]
 
@@ -49,14 +60,41 @@ log = logging.getLogger(__name__)
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 _COMMIT_TIMEOUT_MS = 5000
 
-# (group id, topic id, partition index)
 StateKey = tuple[str, uuid.UUID, int]
+"""A share-partition: (group id, topic id, partition index)."""
+
+
+def share_state_partition(key: StateKey, partitions: int) -> int:
+    """Kafka's ``Utils.abs(("group:topicId:partition").hashCode) % partitions``, the topic id
+    in Kafka's form (URL-safe base64 without padding)."""
+    group_id, topic_id, partition = key
+    topic = base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("=")
+    h = java_string_hashcode(f"{group_id}:{topic}:{partition}")
+    return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+def share_state_topic_configs(config: BrokerConfig, replication_factor: int) -> dict[str, str]:
+    """The configs ``__share_group_state`` is created with, in both modes: compacted,
+    uncompressed, ``share.coordinator.state.topic.segment.bytes``, and
+    ``share.coordinator.state.topic.min.isr`` capped at the replication factor it gets."""
+    min_isr = min(config.get_int(STATE_TOPIC_MIN_ISR), replication_factor)
+    return {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "min.insync.replicas": str(max(1, min_isr)),
+        "segment.bytes": str(config.get_int(STATE_TOPIC_SEGMENT_BYTES)),
+        "unclean.leader.election.enable": "false",
+    }
 
 
 class _TopicCreator(Protocol):
     def create_topic(
         self, name: str, *, num_partitions: int, configs: Mapping[str, str | None]
     ) -> object: ...
+
+    def ensure_share_state_topic(self) -> Awaitable[int]:
+        """Ask the controller for ``__share_group_state`` (cluster mode)."""
+        ...
 
 
 class ShareStateHost(Protocol):
@@ -76,7 +114,7 @@ class ShareStateHost(Protocol):
 
 
 def snapshot_of(
-    share_partition: SharePartition, leader_epoch: int, now_ms: int
+    share_partition: SharePartition, leader_epoch: int, now_ms: int, state_epoch: int = 0
 ) -> ShareSnapshotValue:
     """The ShareSnapshot value of a share-partition's state now (runs of equal state and
     delivery count; ACQUIRED written as AVAILABLE)."""
@@ -98,7 +136,7 @@ def snapshot_of(
             batches.append(StateBatch(offset, offset, state, record.delivery_count))
     return ShareSnapshotValue(
         snapshot_epoch=0,
-        state_epoch=0,
+        state_epoch=state_epoch,
         leader_epoch=leader_epoch,
         start_offset=share_partition.start_offset,
         create_timestamp=now_ms,
@@ -118,55 +156,78 @@ def restore(share_partition: SharePartition, snapshot: ShareSnapshotValue) -> No
     share_partition.restore(snapshot.start_offset, records)
 
 
-class ShareGroupStateLog:
-    """``__share_group_state`` of a single node (see the module)."""
+class ShareStateLog:
+    """``__share_group_state`` of one node (see the module): the share coordinator's
+    :class:`~pydmq.coordinator.api.CoordinatorLog`."""
 
     def __init__(self, host: ShareStateHost, timeout_ms: int = _COMMIT_TIMEOUT_MS) -> None:
         self._host = host
         self._partitions = InternalTopicPartitions(
             SHARE_GROUP_STATE_TOPIC, lambda: host.replica_manager, timeout_ms
         )
+        self._creation: asyncio.Future[Any] | None = None
 
     @property
-    def enabled(self) -> bool:
-        """Whether share state is persisted here (a single node)."""
-        return not self._host.config.is_cluster_mode
+    def cluster_mode(self) -> bool:
+        return self._host.config.is_cluster_mode
 
-    def write(self, key: StateKey, value: ShareSnapshotValue | None) -> asyncio.Future[int] | None:
-        """Append the snapshot of ``key`` (a tombstone for None); a future when the append
-        is still to be committed."""
-        if not self.enabled:
-            return None
-        if self._host.topics.get(SHARE_GROUP_STATE_TOPIC) is None:
-            self._host.topic_creator.create_topic(
-                SHARE_GROUP_STATE_TOPIC,
-                num_partitions=1,
-                configs={"cleanup.policy": "compact", "compression.type": "uncompressed"},
-            )
-            log.info("created %s", SHARE_GROUP_STATE_TOPIC)
-        group_id, topic_id, partition = key
-        record = SimpleRecord(
-            ShareSnapshotKey(group_id, topic_id, partition).encode(),
-            None if value is None else value.encode(),
+    @property
+    def exists(self) -> bool:
+        topic = self._host.topics.get(SHARE_GROUP_STATE_TOPIC)
+        return topic is not None and bool(topic.partitions)
+
+    @property
+    def num_partitions(self) -> int:
+        topic = self._host.topics.get(SHARE_GROUP_STATE_TOPIC)
+        if topic is not None and topic.partitions:
+            return len(topic.partitions)
+        return self._host.config.get_int(STATE_TOPIC_PARTITIONS)
+
+    def partition_for(self, key: StateKey) -> int:
+        return share_state_partition(key, self.num_partitions)
+
+    def ensure_created(self) -> bool:
+        """Whether the topic exists now. Single node: created at once (raises TopicError).
+        Cluster mode: its creation asked of the controller (one request in flight at most)."""
+        if self.exists:
+            return True
+        creator = self._host.topic_creator
+        if self.cluster_mode:
+            if self._creation is None or self._creation.done():
+                result = creator.ensure_share_state_topic()
+                if inspect.isawaitable(result):
+                    self._creation = asyncio.ensure_future(result)
+                    self._creation.add_done_callback(_log_creation_failure)
+            return False
+        config = self._host.config
+        creator.create_topic(
+            SHARE_GROUP_STATE_TOPIC,
+            num_partitions=config.get_int(STATE_TOPIC_PARTITIONS),
+            configs=share_state_topic_configs(config, 1),
         )
-        batch = build_batch([record])
-        return self._partitions.append_batch(0, memoryview(bytearray(batch)))
+        log.info("created %s", SHARE_GROUP_STATE_TOPIC)
+        return True
 
-    def load(self) -> dict[StateKey, ShareSnapshotValue]:
-        """Every share-partition's last snapshot (tombstoned keys left out)."""
-        snapshots: dict[StateKey, ShareSnapshotValue] = {}
-        if not self.enabled:
-            return snapshots
-        for header, records in self._partitions.read_batches(0):
-            if header.is_control:
-                continue
-            for record in records:
-                if record.key is None or int.from_bytes(record.key[:2], "big") not in KEY_VERSIONS:
-                    continue
-                key = decode_key(record.key)
-                state_key = (key.group_id, key.topic_id, key.partition)
-                if record.value is None:
-                    snapshots.pop(state_key, None)
-                else:
-                    snapshots[state_key] = decode_share_snapshot_value(record.value)
-        return snapshots
+    # -- CoordinatorLog ------------------------------------------------------------------
+    def append(
+        self, partition: int, records: Sequence[CoordinatorRecord]
+    ) -> asyncio.Future[int] | None:
+        if not records:
+            return None
+        try:
+            if not self.ensure_created():
+                raise CoordinatorWriteError(ErrorCode.NOT_COORDINATOR)
+        except TopicError as exc:
+            raise CoordinatorWriteError(exc.error_code, exc.message) from None
+        return self._partitions.append_records(partition, records)
+
+    def await_committed(self, partition: int) -> asyncio.Future[int] | None:
+        return self._partitions.await_log_end(partition)
+
+    def replay_partition(self, partition: int) -> Iterator[Record]:
+        return self._partitions.data_records(partition)
+
+
+def _log_creation_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.warning("creating %s failed: %s", SHARE_GROUP_STATE_TOPIC, future.exception())

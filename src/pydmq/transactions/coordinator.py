@@ -72,7 +72,6 @@ __all__ = [
     "ProducerIds",
     "TransactionCoordinator",
     "TransactionStateLogPort",
-    "transaction_state_leadership_listener",
 ]
 
 log = logging.getLogger(__name__)
@@ -725,34 +724,6 @@ class TransactionCoordinator:
                     ListedTransaction(md.transactional_id, md.producer_id, md.state.kafka_name)
                 )
         return ErrorCode.NONE, unknown, listed
-
-
-class _LedReplica(Protocol):
-    @property
-    def leader_epoch(self) -> int: ...
-
-
-class _HostedReplicas(Protocol):
-    def get(self, tp: TopicPartition) -> _LedReplica | None: ...
-
-
-def transaction_state_leadership_listener(
-    coordinator: TransactionCoordinator, replicas: _HostedReplicas
-) -> Callable[[TopicPartition, bool], None]:
-    """A leadership listener (``BrokerCluster.leadership_listeners``) that elects or resigns
-    the transaction coordinator for ``__transaction_state`` partitions, at the leader epoch the
-    replica has (None when it is gone), as the group coordinator's does for its topic."""
-
-    def listener(tp: TopicPartition, is_leader: bool) -> None:
-        if tp.topic != TRANSACTION_STATE_TOPIC:
-            return
-        replica = replicas.get(tp)
-        if is_leader and replica is not None:
-            coordinator.on_elected(tp.partition, replica.leader_epoch)
-        else:
-            coordinator.on_resigned(tp.partition, None if replica is None else replica.leader_epoch)
-
-    return listener
 
 
 def _rotating_to(md: TransactionMetadata | None, producer_id: int, producer_epoch: int) -> bool:

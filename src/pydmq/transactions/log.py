@@ -28,8 +28,6 @@ from pydmq.groups.log import java_string_hashcode
 from pydmq.protocol.errors import TopicError
 from pydmq.protocol.records import (
     Record,
-    SimpleRecord,
-    build_batch,
 )
 
 if TYPE_CHECKING:
@@ -167,22 +165,13 @@ class TransactionStateLog:
                 self.ensure_created()
             except TopicError as exc:
                 raise CoordinatorWriteError(exc.error_code, exc.message) from None
-        pending: asyncio.Future[int] | None = None
-        for start in range(0, len(records), _RECORDS_PER_BATCH):
-            chunk = records[start : start + _RECORDS_PER_BATCH]
-            batch = build_batch([SimpleRecord(k, v) for k, v in chunk])
-            waiter = self._partitions.append_batch(partition, memoryview(bytearray(batch)))
-            if waiter is not None:
-                pending = waiter  # the last batch committing commits the earlier ones
-        return pending
+        return self._partitions.append_records(partition, records, _RECORDS_PER_BATCH)
 
     def await_committed(self, partition: int) -> asyncio.Future[int] | None:
         return self._partitions.await_log_end(partition)
 
     def replay_partition(self, partition: int) -> Iterator[Record]:
-        for header, records in self._partitions.read_batches(partition):
-            if not header.is_control:
-                yield from records
+        return self._partitions.data_records(partition)
 
 
 def _log_creation_failure(future: asyncio.Future[Any]) -> None:

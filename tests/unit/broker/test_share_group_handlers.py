@@ -293,3 +293,132 @@ def test_cli_resets_a_share_groups_start_offsets(
         assert _join(client, group, again).error_code == 0
         (data,) = _fetch(client, group, again, 0, topic_id).responses[0].partitions
         assert data.acquired_records[0].first_offset == 0
+
+
+def test_share_state_apis_round_trip(broker: EmbeddedBroker) -> None:
+    """The share coordinator's APIs (83-87) as a partition leader of another node would call
+    them: write, read (a higher leader epoch fences the older one), summary, initialize at a
+    higher state epoch, delete."""
+    from pydmq.protocol.messages import delete_share_group_state as ds
+    from pydmq.protocol.messages import initialize_share_group_state as ini
+    from pydmq.protocol.messages import read_share_group_state as rs
+    from pydmq.protocol.messages import read_share_group_state_summary as rss
+    from pydmq.protocol.messages import write_share_group_state as ws
+
+    group, topic_id = f"state-{uuid.uuid4().hex[:8]}", uuid.uuid4()
+
+    def one(key: int, version: int, request: object) -> object:
+        with RawClient(broker.bootstrap) as client:
+            (result,) = client.request(key, version, request).body.results[0].partitions
+        return result
+
+    def write(leader_epoch: int, state_epoch: int, start: int) -> int:
+        batch = ws.StateBatch(
+            first_offset=start, last_offset=start + 2, delivery_state=2, delivery_count=1
+        )
+        partition = ws.PartitionData(
+            partition=0,
+            state_epoch=state_epoch,
+            leader_epoch=leader_epoch,
+            start_offset=start,
+            delivery_complete_count=3,
+            state_batches=[batch],
+        )
+        request = ws.WriteShareGroupStateRequest(
+            group_id=group, topics=[ws.WriteStateData(topic_id=topic_id, partitions=[partition])]
+        )
+        return int(one(85, 1, request).error_code)  # type: ignore[attr-defined]
+
+    def read(leader_epoch: int) -> rs.PartitionResult:
+        partition = rs.PartitionData(partition=0, leader_epoch=leader_epoch)
+        request = rs.ReadShareGroupStateRequest(
+            group_id=group, topics=[rs.ReadStateData(topic_id=topic_id, partitions=[partition])]
+        )
+        return one(84, 0, request)  # type: ignore[return-value]
+
+    assert read(0).start_offset == -1  # nothing yet
+    assert write(1, 0, 10) == ErrorCode.NONE
+    found = read(2)  # a new leader: its epoch is recorded
+    assert found.error_code == ErrorCode.NONE and found.start_offset == 10
+    assert [(b.first_offset, b.last_offset, b.delivery_state) for b in found.state_batches] == [
+        (10, 12, 2)
+    ]
+    assert write(1, 0, 11) == ErrorCode.FENCED_LEADER_EPOCH
+    summary = one(
+        87,
+        1,
+        rss.ReadShareGroupStateSummaryRequest(
+            group_id=group,
+            topics=[
+                rss.ReadStateSummaryData(
+                    topic_id=topic_id, partitions=[rss.PartitionData(partition=0, leader_epoch=-1)]
+                )
+            ],
+        ),
+    )
+    assert (summary.start_offset, summary.leader_epoch, summary.delivery_complete_count) == (  # type: ignore[attr-defined]
+        10,
+        2,
+        3,
+    )
+    initialize = ini.InitializeShareGroupStateRequest(
+        group_id=group,
+        topics=[
+            ini.InitializeStateData(
+                topic_id=topic_id,
+                partitions=[ini.PartitionData(partition=0, state_epoch=1, start_offset=50)],
+            )
+        ],
+    )
+    assert one(83, 0, initialize).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    assert read(2).start_offset == 50 and read(2).state_batches == []
+    assert write(2, 0, 60) == ErrorCode.FENCED_STATE_EPOCH
+    delete = ds.DeleteShareGroupStateRequest(
+        group_id=group,
+        topics=[ds.DeleteStateData(topic_id=topic_id, partitions=[ds.PartitionData(partition=0)])],
+    )
+    assert one(86, 0, delete).error_code == ErrorCode.NONE  # type: ignore[attr-defined]
+    assert read(2).start_offset == -1
+
+
+def test_an_acknowledgement_not_persisted_is_answered_with_the_write_error(
+    tmp_path: Path,
+) -> None:
+    """A ShareAcknowledge, and a ShareFetch carrying acknowledgements, is answered only once
+    the new state is written at the share coordinator: a write that fails (here the storage:
+    KAFKA_STORAGE_ERROR) is the partition's error, never a success the client would trust."""
+    group, member = f"g-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
+    with EmbeddedBroker(tmp_path / "d") as b:
+        b.broker.topic_creator.create_topic(TOPIC, 1)
+        topic_id = b.broker.topics.get(TOPIC).topic_id
+        with RawClient(b.bootstrap) as client:
+            assert _join(client, group, member).error_code == 0
+            assert _fetch(client, group, member, 0, topic_id).error_code == 0  # starts at 0
+            _produce(client, 4)
+            (data,) = _fetch(client, group, member, 1, topic_id).responses[0].partitions
+            assert data.acquired_records[0].first_offset == 0
+
+            async def failing_write(key: object, value: object) -> int:
+                return ErrorCode.KAFKA_STORAGE_ERROR
+
+            b.broker.share_persister.write = failing_write  # type: ignore[method-assign]
+            (answer,) = _ack(client, group, member, 2, topic_id, 1).responses[0].partitions
+            assert answer.error_code == ErrorCode.KAFKA_STORAGE_ERROR
+            batch = sf.AcknowledgementBatch(first_offset=2, last_offset=3, acknowledge_types=[1])
+            request = sf.ShareFetchRequest(
+                group_id=group,
+                member_id=member,
+                share_session_epoch=3,
+                max_wait=0,
+                topics=[
+                    sf.FetchTopic(
+                        topic_id=topic_id,
+                        partitions=[
+                            sf.FetchPartition(partition_index=0, acknowledgement_batches=[batch])
+                        ],
+                    )
+                ],
+            )
+            body = client.request(78, 1, request).body
+            (data,) = body.responses[0].partitions
+            assert data.acknowledge_error_code == ErrorCode.KAFKA_STORAGE_ERROR

@@ -64,8 +64,6 @@ KAFKA4_WITHOUT_EFFECT = {
     "num.network.threads",
     "num.io.threads",
     "num.recovery.threads.per.data.dir",
-    "share.coordinator.state.topic.replication.factor",
-    "share.coordinator.state.topic.min.isr",
 }
 
 
@@ -81,7 +79,7 @@ def test_kafka4_server_properties_load(tmp_path: Path) -> None:
     assert config.listeners[1] == "CONTROLLER://127.0.0.1:9093"
     warning = config.without_effect_warning()
     assert warning is not None
-    assert warning.startswith("6 Kafka broker properties have no effect in pydmq")
+    assert warning.startswith("4 Kafka broker properties have no effect in pydmq")
     for name in KAFKA4_WITHOUT_EFFECT:
         assert warning.count(name) == 1
     # one line per reason
@@ -265,7 +263,7 @@ def test_serve_starts_from_kafkas_server_properties(tmp_path: Path) -> None:
     assert proc.returncode == 0
     warnings = [line for line in content.splitlines() if " WARNING " in line]
     assert len(warnings) == 1, content
-    assert "6 Kafka broker properties have no effect in pydmq and are ignored:" in warnings[0]
+    assert "4 Kafka broker properties have no effect in pydmq and are ignored:" in warnings[0]
     for name in KAFKA4_WITHOUT_EFFECT:
         assert content.count(name) == 1, name
 

@@ -442,7 +442,7 @@ def _offset_value(offset: int) -> bytes:
 
 
 def test_leadership_listener_elects_and_resigns() -> None:
-    from pydmq.groups.coordinator import offsets_leadership_listener
+    from pydmq.coordinator.leadership import coordinator_leadership_listener
     from pydmq.storage.api import TopicPartition
 
     class Replica:
@@ -452,7 +452,7 @@ def test_leadership_listener_elects_and_resigns() -> None:
     async def scenario() -> None:
         c = make(PartitionedLog())
         hosted: dict[TopicPartition, Replica] = {}
-        listener = offsets_leadership_listener(c, hosted)
+        listener = coordinator_leadership_listener(OFFSETS_TOPIC, c, hosted)
         tp = TopicPartition(OFFSETS_TOPIC, 1)
         hosted[tp] = Replica(7)
         listener(tp, True)

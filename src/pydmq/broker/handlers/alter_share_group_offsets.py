@@ -1,8 +1,9 @@
 """AlterShareGroupOffsets (key 91), v0: set a share group's start offset on partitions
 (KIP-932). The group is created (empty) when unknown, as Kafka does; a group with members ->
 NON_EMPTY_GROUP. Each partition's share-partition starts at the given offset with nothing in
-flight, persisted in ``__share_group_state``. Unknown topic or partition ->
-UNKNOWN_TOPIC_OR_PARTITION; a partition this node does not lead -> its leader error.
+flight: InitializeShareGroupState at its share coordinator, at the next state epoch (which
+fences the partition leader's older state). Unknown topic or partition ->
+UNKNOWN_TOPIC_OR_PARTITION; the share coordinator's error when it cannot be reached.
 
 Authorization (as Kafka): READ on the group (else GROUP_AUTHORIZATION_FAILED), READ on each
 topic (else TOPIC_AUTHORIZATION_FAILED). Runs on the event loop.
@@ -25,15 +26,16 @@ from pydmq.protocol.messages.alter_share_group_offsets import (
     AlterShareGroupOffsetsResponsePartition,
     AlterShareGroupOffsetsResponseTopic,
 )
-from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
 
 
-def handle(
+async def handle(
     ctx: BrokerContext, request: AlterShareGroupOffsetsRequest
 ) -> AlterShareGroupOffsetsResponse:
     service = share_groups(ctx)
+    offsets = service.offsets
+    assert offsets is not None  # the broker persists share state
     group_id = request.group_id
     if group_denied(ctx, group_id, AclOperation.READ):
         return AlterShareGroupOffsetsResponse(error_code=GROUP_DENIED)
@@ -59,12 +61,8 @@ def handle(
             elif info is None or not 0 <= wanted.partition_index < len(info.partitions):
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                tp = TopicPartition(topic.topic_name, wanted.partition_index)
-                led, code = ctx.broker.replica_manager.leader_partition(tp)
-                if led is not None:
-                    service.partitions.alter_start_offset(
-                        group_id, info.topic_id, led, wanted.start_offset
-                    )
+                key = (group_id, info.topic_id, wanted.partition_index)
+                code = await offsets.alter(key, wanted.start_offset)
             out.partitions.append(
                 AlterShareGroupOffsetsResponsePartition(
                     partition_index=wanted.partition_index, error_code=code

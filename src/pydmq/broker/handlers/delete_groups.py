@@ -20,11 +20,13 @@ from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._groups import GROUP_DENIED, coordinator, group_denied
 from pydmq.broker.handlers._shares import share_groups
 from pydmq.protocol.acl import AclOperation
+from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.delete_groups import (
     DeletableGroupResult,
     DeleteGroupsRequest,
     DeleteGroupsResponse,
 )
+from pydmq.shares.offsets import ShareGroupOffsets
 
 __all__ = ["HANDLER"]
 
@@ -40,14 +42,25 @@ def handle(ctx: BrokerContext, request: DeleteGroupsRequest) -> object:
     results = group_coordinator.delete_groups(allowed) if allowed else {}
     results.update((g, shares.delete_group(g)) for g in share_ids)
     results.update((g, GROUP_DENIED) for g in denied)
-    committed = {
+    committed: dict[str, Awaitable[int]] = {
         g: group_coordinator.await_writes(g, mark)
         for g, code in results.items()
         if code == 0 and group_coordinator.wrote_since(g, mark)
     }
+    offsets = shares.offsets
+    if offsets is not None:
+        committed.update(
+            (g, _state_deleted(offsets, g)) for g in share_ids if results[g] == ErrorCode.NONE
+        )
     if committed:
         return _when_committed(committed, request, results)
     return _response(request, results)
+
+
+async def _state_deleted(offsets: ShareGroupOffsets, group_id: str) -> int:
+    """A deleted share group's share-partitions' state deleted; the first error."""
+    codes = await offsets.delete(offsets.candidates(group_id))
+    return next((c for c in codes.values() if c), ErrorCode.NONE)
 
 
 async def _when_committed(

@@ -27,14 +27,17 @@ from pydmq.protocol.messages.delete_share_group_offsets import (
 __all__ = ["HANDLER"]
 
 
-def handle(
+async def handle(
     ctx: BrokerContext, request: DeleteShareGroupOffsetsRequest
 ) -> DeleteShareGroupOffsetsResponse:
     service = share_groups(ctx)
+    offsets = service.offsets
+    assert offsets is not None  # the broker persists share state
     group_id = request.group_id
     if group_denied(ctx, group_id, AclOperation.DELETE):
         return DeleteShareGroupOffsetsResponse(error_code=GROUP_DENIED)
-    if not service.exists(group_id):
+    known = group_id in service.groups.groups
+    if not known and not await offsets.states(offsets.candidates(group_id)):
         return DeleteShareGroupOffsetsResponse(
             error_code=ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"Group {group_id} not found."
         )
@@ -56,7 +59,8 @@ def handle(
         elif info is None:
             out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         else:
-            service.partitions.delete_topic_state(group_id, info.topic_id)
+            codes = await offsets.delete(offsets.candidates(group_id, [info.topic_id]))
+            out.error_code = next((c for c in codes.values() if c), ErrorCode.NONE)
     return response
 
 

@@ -1,11 +1,12 @@
 """DescribeShareGroupOffsets (key 90), v0-v1: each share group's share-partition start
-offsets (KIP-932), from the share-partition state this node keeps and persists in
-``__share_group_state``.
+offsets (KIP-932), read from the share coordinators (ReadShareGroupStateSummary, through
+:class:`~pydmq.shares.offsets.ShareGroupOffsets`).
 
 Per group: unknown (no members and no share-partition state) -> GROUP_ID_NOT_FOUND. Topics
 null -> every share-partition the group has state for; else the named partitions, those
 without state answered with start offset -1. v1's ``lag``: high watermark minus start offset
-minus the in-flight records already acknowledged or archived (-1 without state).
+minus the in-flight records already acknowledged or archived (-1 without state, or when the
+partition's leader cannot be asked for its high watermark).
 
 Authorization (as Kafka): DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED), DESCRIBE
 on each topic (else TOPIC_AUTHORIZATION_FAILED for its partitions). Runs on the event loop.
@@ -29,58 +30,64 @@ from pydmq.protocol.messages.describe_share_group_offsets import (
     DescribeShareGroupOffsetsResponsePartition,
     DescribeShareGroupOffsetsResponseTopic,
 )
-from pydmq.shares.partition import RecordState, SharePartition
-from pydmq.storage.api import TopicPartition
+from pydmq.shares.offsets import PartitionOffsets
 
 __all__ = ["HANDLER"]
 
-_DONE = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
-
 
 def _partition(
-    ctx: BrokerContext,
-    group_id: str,
-    name: str,
-    topic_id: uuid.UUID,
-    index: int,
-    share_partition: SharePartition | None,
+    index: int, found: PartitionOffsets | None
 ) -> DescribeShareGroupOffsetsResponsePartition:
-    if share_partition is None:
+    if found is None:
         return DescribeShareGroupOffsetsResponsePartition(
             partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1
         )
-    led, _ = ctx.broker.replica_manager.leader_partition(TopicPartition(name, index))
-    done = sum(1 for _, r in share_partition.in_flight() if r.state in _DONE)
-    lag = -1 if led is None else max(0, led.high_watermark - share_partition.start_offset - done)
     return DescribeShareGroupOffsetsResponsePartition(
         partition_index=index,
-        start_offset=share_partition.start_offset,
-        leader_epoch=share_groups(ctx).partitions.leader_epoch_of(group_id, topic_id, index),
-        lag=lag,
+        start_offset=found.start_offset,
+        leader_epoch=found.leader_epoch,
+        lag=found.lag,
     )
 
 
-def handle(
+async def handle(
     ctx: BrokerContext, request: DescribeShareGroupOffsetsRequest
 ) -> DescribeShareGroupOffsetsResponse:
     service = share_groups(ctx)
+    offsets = service.offsets
+    assert offsets is not None  # the broker persists share state
     topics = ctx.broker.topics
     response = DescribeShareGroupOffsetsResponse()
     for group in request.groups:
-        answer = DescribeShareGroupOffsetsResponseGroup(group_id=group.group_id)
+        group_id = group.group_id
+        answer = DescribeShareGroupOffsetsResponseGroup(group_id=group_id)
         response.groups.append(answer)
-        if group_denied(ctx, group.group_id, AclOperation.DESCRIBE):
+        if group_denied(ctx, group_id, AclOperation.DESCRIBE):
             answer.error_code = GROUP_DENIED
             continue
-        if not service.exists(group.group_id):
+        known = group_id in service.groups.groups
+        if group.topics is None:
+            found = await offsets.describe(group_id, offsets.candidates(group_id))
+            known = known or bool(found)
+        else:
+            named = [topics.get(t.topic_name) for t in group.topics]
+            wanted_keys = [
+                (group_id, info.topic_id, i)
+                for info, t in zip(named, group.topics, strict=True)
+                if info is not None
+                for i in t.partitions
+            ]
+            found = await offsets.describe(group_id, wanted_keys)
+            if not known and not found:
+                known = bool(await offsets.states(offsets.candidates(group_id)))
+        if not known:
             answer.error_code = ErrorCode.GROUP_ID_NOT_FOUND
-            answer.error_message = f"Group {group.group_id} not found."
+            answer.error_message = f"Group {group_id} not found."
             continue
-        state = service.partitions.group_offsets(group.group_id)
         wanted: list[tuple[str, list[int]]] = []
         if group.topics is None:
             by_topic: dict[uuid.UUID, list[int]] = {}
-            for topic_id, index in sorted(state):
+            for _, topic_id, index in sorted(found):
                 by_topic.setdefault(topic_id, []).append(index)
             for topic_id, indexes in by_topic.items():
                 info = topics.by_id(topic_id)
@@ -104,10 +111,7 @@ def handle(
                     for i in indexes
                 ]
                 continue
-            out.partitions = [
-                _partition(ctx, group.group_id, name, topic_id, i, state.get((topic_id, i)))
-                for i in indexes
-            ]
+            out.partitions = [_partition(i, found.get((group_id, topic_id, i))) for i in indexes]
     return response
 
 

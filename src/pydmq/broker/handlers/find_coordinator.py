@@ -1,6 +1,8 @@
 """FindCoordinator (key 10), v0-v6.
 
-Key type 0 (group) and key type 1 (transaction, a transactional id). Single-node mode: every
+Key type 0 (group), key type 1 (transaction, a transactional id) and key type 2 (share, a
+share-partition as ``group:topicId:partition``, KIP-932: the leader of its
+``__share_group_state`` partition; asked by brokers, CLUSTER_ACTION on the cluster). Single-node mode: every
 group and transactional id is coordinated by this node, answered with the advertised host/port
 of the listener the request came in on; ``__consumer_offsets`` or ``__transaction_state`` is
 created (internal, compacted) on first use. Cluster mode: the coordinator is the leader of the
@@ -24,7 +26,7 @@ from collections.abc import Callable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
-from pydmq.broker.handlers._authorize import authorized
+from pydmq.broker.handlers._authorize import authorized, authorized_cluster
 from pydmq.groups.log import OFFSETS_TOPIC, is_cluster_mode, partition_for
 from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
@@ -33,6 +35,7 @@ from pydmq.protocol.messages.find_coordinator import (
     FindCoordinatorRequest,
     FindCoordinatorResponse,
 )
+from pydmq.shares.state_log import SHARE_GROUP_STATE_TOPIC
 from pydmq.transactions.log import TRANSACTION_STATE_TOPIC
 
 __all__ = ["HANDLER"]
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 
 _GROUP = 0
 _TRANSACTION = 1
+_SHARE = 2
 _DESCRIBE = AclOperation.DESCRIBE
 _TXN_ID = ResourceType.TRANSACTIONAL_ID
 
@@ -57,7 +61,7 @@ def _not_available(key: str) -> Coordinator:
 
 
 def _coordinator_in_cluster(
-    ctx: BrokerContext, key: str, topic_name: str, request_creation: Callable[[], None]
+    ctx: BrokerContext, key: str, topic_name: str, request_creation: Callable[[], object]
 ) -> Coordinator:
     broker = ctx.broker
     topic = broker.topics.get(topic_name)
@@ -81,7 +85,7 @@ def _coordinator_in_cluster(
     return Coordinator(key=key, node_id=leader, host=endpoint[0], port=endpoint[1])
 
 
-def _this_node(ctx: BrokerContext, key: str, ensure_created: Callable[[], None]) -> Coordinator:
+def _this_node(ctx: BrokerContext, key: str, ensure_created: Callable[[], object]) -> Coordinator:
     try:
         ensure_created()
     except Exception:
@@ -100,6 +104,8 @@ def _find(ctx: BrokerContext, key: str, key_type: int) -> Coordinator:
         return _denied(key, ErrorCode.GROUP_AUTHORIZATION_FAILED)
     if key_type == _TRANSACTION and not authorized(ctx, _DESCRIBE, _TXN_ID, key):
         return _denied(key, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if key_type == _SHARE and not authorized_cluster(ctx, AclOperation.CLUSTER_ACTION):
+        return _denied(key, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     broker = ctx.broker
     cluster = is_cluster_mode(broker.config)
     if key_type == _GROUP:
@@ -114,6 +120,13 @@ def _find(ctx: BrokerContext, key: str, key_type: int) -> Coordinator:
                 ctx, key, TRANSACTION_STATE_TOPIC, state_log.ensure_created
             )
         return _this_node(ctx, key, state_log.ensure_created)
+    if key_type == _SHARE:
+        share_log = broker.share_coordinator.state_log
+        if cluster:
+            return _coordinator_in_cluster(
+                ctx, key, SHARE_GROUP_STATE_TOPIC, share_log.ensure_created
+            )
+        return _this_node(ctx, key, share_log.ensure_created)
     return Coordinator(
         key=key,
         node_id=-1,

@@ -21,6 +21,10 @@ treats ``max_records`` as soft: acquisition ends at the end of the batch holding
 ``max_records``-th record, so whole batches are handed out; 1, record_limit, acquires at most
 ``max_records`` records. ``batch_size`` is accepted and not used.
 
+A share-partition is read once its state is loaded from its share coordinator (the first
+fetch of a group on a partition this node leads waits for it, up to ``max_wait`` and at
+least half a second); piggybacked acknowledgements are answered once persisted there.
+
 Authorization (as Kafka): READ on the group (else GROUP_AUTHORIZATION_FAILED), READ on each
 topic (else TOPIC_AUTHORIZATION_FAILED on its partitions).
 """
@@ -29,12 +33,18 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from collections.abc import Awaitable
 
 from pydmq.api.handler import ApiHandlerSpec
 from pydmq.broker.context import BrokerContext
 from pydmq.broker.handlers._authorize import authorized
 from pydmq.broker.handlers._groups import GROUP_DENIED, group_denied
-from pydmq.broker.handlers._shares import acknowledge, leader_epoch, share_groups
+from pydmq.broker.handlers._shares import (
+    acknowledge,
+    leader_epoch,
+    once_persisted,
+    share_groups,
+)
 from pydmq.protocol.acl import AclOperation, ResourceType
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages.share_fetch import (
@@ -46,12 +56,13 @@ from pydmq.protocol.messages.share_fetch import (
     ShareFetchResponse,
 )
 from pydmq.replication.purgatory import wait_for_notification
-from pydmq.shares.sessions import FINAL_EPOCH
+from pydmq.shares.sessions import FINAL_EPOCH, INITIAL_EPOCH
 from pydmq.storage.api import TopicPartition
 
 __all__ = ["HANDLER"]
 
 RECORD_LIMIT = 1  # share_acquire_mode: max_records is a hard limit (KIP-1206)
+_LOAD_WAIT_MS = 500  # the least a fetch waits for its share-partitions' state to load
 
 
 def handle(ctx: BrokerContext, request: ShareFetchRequest) -> object:
@@ -89,13 +100,58 @@ def handle(ctx: BrokerContext, request: ShareFetchRequest) -> object:
     if epoch == FINAL_EPOCH:
         if session is not None:
             service.partitions.release_member(group_id, member_id, session.partitions)
-        return _response(ctx, answers)
+        return _persisted(ctx, group_id, answers, _response(ctx, answers))
     if request.is_renew_ack or session is None:
-        return _response(ctx, answers)
+        return _persisted(ctx, group_id, answers, _response(ctx, answers))
     keys = sorted(session.partitions)
+    # A new share session reloads what may have been altered while no session read it.
+    refresh = epoch == INITIAL_EPOCH
+    loads = service.partitions.prepare(group_id, _named(ctx, keys), refresh=refresh)
+    persisted = once_persisted(ctx, group_id, answers, "acknowledge_error_code", None)
+    if loads or persisted is not None:
+        return _after_loads(ctx, request, keys, answers, loads, persisted)
     if _read(ctx, request, keys, answers) or request.max_wait <= 0:
         return _response(ctx, answers)
     return _long_poll(ctx, request, keys, answers)
+
+
+def _persisted(
+    ctx: BrokerContext,
+    group_id: str,
+    answers: dict[tuple[uuid.UUID, int], PartitionData],
+    response: ShareFetchResponse,
+) -> object:
+    return once_persisted(ctx, group_id, answers, "acknowledge_error_code", response)
+
+
+async def _after_loads(
+    ctx: BrokerContext,
+    request: ShareFetchRequest,
+    keys: list[tuple[uuid.UUID, int]],
+    answers: dict[tuple[uuid.UUID, int], PartitionData],
+    loads: list[asyncio.Task[None]],
+    persisted: Awaitable[None] | None,
+) -> ShareFetchResponse:
+    """The fetch once its acknowledgements are persisted and the share-partitions it reads
+    are loaded (up to ``max_wait``, at least half a second)."""
+    if persisted is not None:
+        await persisted
+    if loads:
+        await asyncio.wait(loads, timeout=max(request.max_wait, _LOAD_WAIT_MS) / 1000)
+    if _read(ctx, request, keys, answers) or request.max_wait <= 0:
+        return _response(ctx, answers)
+    return await _long_poll(ctx, request, keys, answers)
+
+
+def _named(
+    ctx: BrokerContext, keys: list[tuple[uuid.UUID, int]]
+) -> list[tuple[uuid.UUID, str, int]]:
+    named = []
+    for topic_id, index in keys:
+        info = ctx.broker.topics.by_id(topic_id)
+        if info is not None:
+            named.append((topic_id, info.name, index))
+    return named
 
 
 async def _long_poll(
@@ -121,6 +177,7 @@ async def _long_poll(
         if session is None:
             break
         keys = sorted(session.partitions)
+        service.partitions.prepare(group_id, _named(ctx, keys))  # a load wakes this wait
         if _read(ctx, request, keys, answers):
             break
     return _response(ctx, answers)
