@@ -3,9 +3,11 @@
 replica segment).
 
 It runs the real command in a child process (3 node processes behind the proxy, 3 idempotent
-acks=all producers, a reader, a 2-member group) and fails on any anomaly the checker reports:
-lost, moved, duplicated, reordered or inconsistent acknowledged writes, reads of truncated
-data, consumer skips, committed-offset regressions, replicas that differ offline. The longer
+acks=all producers, a reader, a 2-member group, a 2-member share group) and fails on any
+anomaly the checkers report: lost, moved, duplicated, reordered or inconsistent acknowledged
+writes, reads of truncated data, consumer skips, committed-offset regressions, replicas that
+differ offline; a record the share group accepted twice, handed out again after its
+acceptance, or never handed out. The longer
 documented run (docs/RELIABILITY.md) is the same command with a longer ``--duration``.
 """
 
@@ -23,6 +25,7 @@ pytest.importorskip("confluent_kafka")
 
 from pydmq.chaos.checker import ANOMALY_NAMES
 from pydmq.chaos.faults import FAULT_KINDS, PROCESS_FAULT_KINDS
+from pydmq.chaos.share_checker import SHARE_ANOMALY_NAMES
 from pydmq.chaos.storage import storage_faults_unavailable
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(600)]
@@ -68,6 +71,10 @@ def test_short_chaos_pass_loses_nothing(tmp_path: Path) -> None:
         assert report[name]["count"] == 0, f"{name}: {report[name]}\n{summary}"
     assert not report["run"]["harness_errors"], summary
     assert report["writes"]["acked"] > 1000, summary
+    share = report["share"]  # the share group (KIP-932) reading every topic
+    for name in SHARE_ANOMALY_NAMES:
+        assert share[name]["count"] == 0, f"{name}: {share[name]}\n{summary}"
+    assert share["finished"] and share["accepted"] > 1000, summary
     by_kind = report["faults"]["by_kind"]
     # Storage faults need a tmpfs per node (root, as CI runs); elsewhere the command leaves
     # them out and says so.

@@ -31,7 +31,15 @@ from pydmq.chaos.security import harness_client_kwargs, workload_config
 from pydmq.client import KafkaClient
 from pydmq.client.admin import offset_fetch
 
-__all__ = ["CommitSampler", "GroupMember", "ProducerWorker", "ReaderWorker", "read_deliveries"]
+__all__ = [
+    "CLASSIC",
+    "SHARE",
+    "CommitSampler",
+    "GroupMember",
+    "ProducerWorker",
+    "ReaderWorker",
+    "read_deliveries",
+]
 
 
 # librdkafka debug contexts for the runner's clients (e.g. "eos,protocol,msg"), logged to
@@ -219,11 +227,25 @@ class ReaderWorker(threading.Thread):
             consumer.close()
 
 
-class GroupMember:
-    """One :mod:`.member` process; every start writes a new output file."""
+CLASSIC = "pydmq.chaos.member"
+SHARE = "pydmq.chaos.share_member"
 
-    def __init__(self, name: str, bootstrap: str, group: str, topics: Sequence[str], out: Path):
+
+class GroupMember:
+    """One :mod:`.member` process (a consumer group's) or :mod:`.share_member` process (a share
+    group's: ``module`` :data:`SHARE`); every start writes a new output file."""
+
+    def __init__(
+        self,
+        name: str,
+        bootstrap: str,
+        group: str,
+        topics: Sequence[str],
+        out: Path,
+        module: str = CLASSIC,
+    ):
         self.name = name
+        self.module = module
         self.bootstrap = bootstrap
         self.group = group
         self.topics = list(topics)
@@ -245,7 +267,7 @@ class GroupMember:
             [
                 sys.executable,
                 "-m",
-                "pydmq.chaos.member",
+                self.module,
                 self.bootstrap,
                 self.group,
                 ",".join(self.topics),

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydmq.chaos.checker import Report, check
 from pydmq.chaos.clients import (
+    SHARE,
     CommitSampler,
     GroupMember,
     ProducerWorker,
@@ -25,7 +26,13 @@ from pydmq.chaos.clients import (
 from pydmq.chaos.faults import FAULT_KINDS, REPLICATION_FACTOR, STORAGE_FAULT_KINDS, Nemesis
 from pydmq.chaos.history import History, TopicPartitionKey
 from pydmq.chaos.observer import Observer
-from pydmq.chaos.security import create_workload_acls, harness_config, secured
+from pydmq.chaos.security import (
+    create_workload_acls,
+    harness_client_kwargs,
+    harness_config,
+    secured,
+)
+from pydmq.chaos.share_checker import ShareReport, check_shares, read_share_events
 from pydmq.chaos.storage import storage_faults_unavailable
 from pydmq.chaos.topology import ChaosCluster
 from pydmq.testing.cluster import replica_batches, replica_headers
@@ -33,6 +40,7 @@ from pydmq.testing.cluster import replica_batches, replica_headers
 __all__ = ["ChaosConfig", "RunResult", "run", "uses_storage_faults"]
 
 GROUP = "chaos-group"
+SHARE_GROUP = "chaos-share-group"
 
 
 @dataclass(slots=True)
@@ -53,16 +61,19 @@ class ChaosConfig:
     # Both built-in replication strategies, each its own RF=3, min.insync.replicas=2 topic.
     strategies: Sequence[str] = ("isr", "quorum")
     sasl: bool = False  # every listener SASL_PLAINTEXT, ACLs on (pydmq.chaos.security)
+    share_members: int = 2  # members of a share group (KIP-932) reading every topic
 
 
 @dataclass(slots=True)
 class RunResult:
     report: Report
     summary: dict[str, Any] = field(default_factory=dict)
+    share: ShareReport | None = None  # None: no share members
 
     @property
     def ok(self) -> bool:
-        return self.report.ok and not self.summary.get("harness_errors")
+        share_ok = self.share is None or self.share.ok
+        return self.report.ok and share_ok and not self.summary.get("harness_errors")
 
 
 def uses_storage_faults(kinds: Iterable[str]) -> bool:
@@ -223,6 +234,7 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
     producers: list[ProducerWorker] = []
     readers: list[ReaderWorker] = []
     members: list[GroupMember] = []
+    share_members: list[GroupMember] = []
     try:
         topics = _create_topics(cluster.bootstrap, config)
         if config.sasl:
@@ -238,6 +250,10 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
         members = [
             GroupMember(f"member-{i}", cluster.bootstrap, GROUP, topics, base)
             for i in range(config.members)
+        ]
+        share_members = [
+            GroupMember(f"share-member-{i}", cluster.bootstrap, SHARE_GROUP, topics, base, SHARE)
+            for i in range(config.share_members)
         ]
         producers = [
             ProducerWorker(
@@ -258,10 +274,10 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
         nemesis = Nemesis(
             cluster,
             observer,
-            members,
+            members + share_members,
             [p.client_name for p in producers]
             + [r.client_name for r in readers]
-            + [m.name for m in members],
+            + [m.name for m in members + share_members],
             rng,
             config.kinds,
             log=log,
@@ -269,11 +285,13 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
         nemesis_ref.append(nemesis)
         if not _wait(lambda: observer.healthy(REPLICATION_FACTOR), 60):
             raise RuntimeError("topics never got a full ISR")
+        if share_members and not _wait(lambda: _share_group_from_zero(cluster, partitions), 60):
+            raise RuntimeError("the share group's start offsets could not be set to 0")
 
         started = time.monotonic()
         for worker in [*producers, *readers]:
             worker.start()
-        for member in members:
+        for member in members + share_members:
             member.start()
         sampler.start()
         if not _wait(lambda: all(_acked(p) > 0 for p in producers), 60):
@@ -299,6 +317,13 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
         if not _wait(lambda: _caught_up(sampler, ends), 90):
             harness_errors.append("the group did not commit up to the high watermarks")
         for member in members:
+            member.stop()
+        share_finished = not share_members or _wait(
+            lambda: _share_caught_up(cluster.bootstrap, ends), 120
+        )
+        if not share_finished:
+            harness_errors.append("the share group did not accept every record (see clients)")
+        for member in share_members:
             member.stop()
         sampler.stop_event.set()
         sampler.join(10)
@@ -343,6 +368,10 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
             + [e for r in readers for e in r.errors][:20],
         )
         report = check(history)
+        share_report = None
+        if share_members:
+            events = [e for m in share_members for e in read_share_events(m.name, m.files)]
+            share_report = check_shares(events, final_log, share_finished)
         clients = _client_figures(producers, readers, ends)
         summary = {
             "seed": config.seed,
@@ -354,6 +383,7 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
             "acks": config.acks,
             "readers": config.readers,
             "members": config.members,
+            "share_members": config.share_members,
             "clients": clients,
             "unhealthy": nemesis.unhealthy,
             "broker_sequence_errors": _sequence_errors(
@@ -362,7 +392,7 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
             "harness_errors": harness_errors,
             "data_dir": str(base) if config.keep or not temp else None,
         }
-        result = RunResult(report, summary)
+        result = RunResult(report, summary, share_report)
         ok = result.ok
         return result
     finally:
@@ -370,7 +400,7 @@ def _run(config: ChaosConfig, log: Callable[[str], None]) -> RunResult:
             producer.stop_event.set()
         for reader in readers:
             reader.stop_event.set()
-        for member in members:
+        for member in members + share_members:
             member.stop(5)
         cluster.stop()
         cluster.release_disks()
@@ -425,6 +455,33 @@ def _acked(producer: ProducerWorker) -> int:
 def _caught_up(sampler: CommitSampler, ends: dict[TopicPartitionKey, int]) -> bool:
     committed = sampler.sample()
     return all(committed.get(tp, 0) >= end for tp, end in ends.items() if end > 0)
+
+
+def _share_group_from_zero(cluster: ChaosCluster, partitions: Sequence[TopicPartitionKey]) -> bool:
+    """The share group starts at offset 0 of every partition (AlterShareGroupOffsets; the
+    group is empty and unknown yet), so no record produced before its members' first fetch
+    is skipped."""
+    from pydmq.client import KafkaClient
+    from pydmq.client.share_admin import alter_share_group_offsets
+
+    with KafkaClient(
+        cluster.bootstrap, client_id="chaos-observer", timeout=5.0, **harness_client_kwargs()
+    ) as client:
+        codes = alter_share_group_offsets(client, SHARE_GROUP, {tp: 0 for tp in partitions})
+    return all(code == 0 for code in codes.values())
+
+
+def _share_caught_up(bootstrap: str, ends: dict[TopicPartitionKey, int]) -> bool:
+    """Whether the share group's start offset reached the end of every partition (every
+    record accepted, or archived past the delivery limit)."""
+    from pydmq.client import KafkaClient
+    from pydmq.client.share_admin import share_group_offsets
+
+    with KafkaClient(
+        bootstrap, client_id="chaos-observer", timeout=5.0, **harness_client_kwargs()
+    ) as client:
+        starts = share_group_offsets(client, SHARE_GROUP)
+    return all(starts.get(tp, (-1, -1))[0] >= end for tp, end in ends.items() if end > 0)
 
 
 def _wait(check_fn: Callable[[], bool], timeout: float) -> bool:

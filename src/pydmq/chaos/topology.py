@@ -20,8 +20,17 @@ from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, free_ports
 
 __all__ = ["NODE_CONFIG", "ChaosCluster", "node_label"]
 
-# A 1 s broker session, as the availability goal assumes (see FAST_FAILOVER).
-NODE_CONFIG: dict[str, object] = dict(FAST_FAILOVER)
+# A 1 s broker session, as the availability goal assumes (see FAST_FAILOVER). The share
+# group's member sessions and acquisition locks short enough that a killed share member's
+# partitions and records come back within the run, and deliveries up to Kafka's limit of 10
+# before a record is archived.
+NODE_CONFIG: dict[str, object] = {
+    **FAST_FAILOVER,
+    "group.share.session.timeout.ms": 6000,
+    "group.share.heartbeat.interval.ms": 1000,
+    "group.share.record.lock.duration.ms": 10000,
+    "group.share.delivery.count.limit": 10,
+}
 
 
 def node_label(node_id: int) -> str:

@@ -81,6 +81,7 @@ def _run(args: argparse.Namespace) -> int:
         base_dir=Path(args.data_dir) if args.data_dir else None,
         keep=args.keep,
         producers=args.producers,
+        share_members=args.share_members,
         rate=args.rate,
         acks=args.acks,
         kinds=kinds,
@@ -89,6 +90,8 @@ def _run(args: argparse.Namespace) -> int:
     )
     result = run(config, log=lambda line: print(line, flush=True))
     print(result.report.text())
+    if result.share is not None:
+        print(result.share.text())
     refused = result.summary.get("broker_sequence_errors") or {}
     if refused:
         listed = ", ".join(f"{code} {n}" for code, n in refused.items())
@@ -96,6 +99,8 @@ def _run(args: argparse.Namespace) -> int:
     for note in result.summary.get("harness_errors", []):
         print(f"HARNESS ERROR: {note}")
     document: dict[str, Any] = {**result.report.to_json(), "run": result.summary}
+    if result.share is not None:
+        document["share"] = result.share.to_json()
     document["ok"] = result.ok
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(document, indent=2) + "\n")
@@ -179,6 +184,13 @@ def add_parser(sub: Any) -> None:
         "included (default 90; a call that outlives it by 15 s is given up for stuck)",
     )
     parser.add_argument("--producers", type=int, default=3, help="producers (default 3)")
+    parser.add_argument(
+        "--share-members",
+        type=int,
+        default=2,
+        help="members of a share group (KIP-932) reading every topic, each record accepted "
+        "once (default 2; 0: none)",
+    )
     parser.add_argument(
         "--rate", type=_positive_float, default=150.0, help="records/s per producer (default 150)"
     )
