@@ -113,10 +113,15 @@ class SharePartitionManager:
         max_bytes: int,
         max_records: int,
         whole_batches: bool = False,
+        shared: bool = True,
     ) -> ShareFetchResult:
         """Acquire records of ``tp`` for ``member_id`` and read the batches holding them;
         ``whole_batches``: ``max_records`` is soft, acquisition ends at the end of the batch
-        holding the ``max_records``-th offset (KIP-1206's batch_optimized)."""
+        holding the ``max_records``-th offset (KIP-1206's batch_optimized), unless that batch
+        alone holds more than ``max_records`` records and the partition is ``shared`` (other
+        members' share sessions read it here): it is then split at ``max_records``, so one
+        consumer does not take a whole large batch (and the in-flight window) while the
+        group's other members wait."""
         partition, error = self.replica_manager.leader_partition(tp)
         if partition is None:
             return ShareFetchResult(error)
@@ -153,8 +158,9 @@ class SharePartitionManager:
         end = min(last + 1, upper)
         limit = max_records
         if whole_batches:
-            batch_end = _batch_end(data, first + max_records - 1)
-            limit = max(max_records, min(batch_end, end) - first)
+            batch_start, batch_end = _batch_holding(data, first + max_records - 1)
+            if not shared or batch_end - batch_start <= max_records:
+                limit = max(max_records, min(batch_end, end) - first)
         acquired = share_partition.acquire(member_id, end, limit, now)
         if read_committed and acquired:
             aborted = _aborted_ranges(data, partition.log.collect_aborted_txns(first, upper))
@@ -169,7 +175,7 @@ class SharePartitionManager:
                 acquired = _without(acquired, set(dropped))
         if not acquired:
             return ShareFetchResult(ErrorCode.NONE)
-        return ShareFetchResult(ErrorCode.NONE, data, acquired)
+        return ShareFetchResult(ErrorCode.NONE, _through(data, acquired[-1].last_offset), acquired)
 
     def acknowledge(
         self,
@@ -185,6 +191,7 @@ class SharePartitionManager:
             return ErrorCode.INVALID_RECORD_STATE
         now = self.clock_ms()
         share_partition.expire_locks(now)
+        start = share_partition.start_offset
         result = ErrorCode.NONE
         released = False
         for first, last, types in batches:
@@ -193,7 +200,9 @@ class SharePartitionManager:
                 result = error
             released = released or _RELEASE in types
         self._persist((group_id, topic_id, partition), share_partition)
-        if released:
+        if released or share_partition.start_offset != start:
+            # Records to hand out again, or the in-flight window moved on: a member parked
+            # on a full window may acquire now.
             self._wake(topic_id, partition)
         return result
 
@@ -422,16 +431,35 @@ def _without(acquired: Sequence[AcquiredRecords], dropped: set[int]) -> list[Acq
     return out
 
 
-def _batch_end(data: FetchDataInfo, offset: int) -> int:
-    """The offset after the batch of ``data`` holding ``offset`` (after the last batch when
-    none holds it)."""
-    end = -1
+def _through(data: FetchDataInfo, offset: int) -> FetchDataInfo:
+    """``data`` up to the batch holding ``offset`` (included): a fetch answers the batches of
+    the records it acquired, not the whole read (which may reach ``max_bytes``)."""
+    buffers: list[bytes | memoryview] = []
+    size = 0
+    for buffer in data.buffers:
+        end = 0
+        for header in iter_batch_headers(buffer):
+            if header.base_offset > offset:
+                break
+            end = header.position + header.size
+        if end:
+            buffers.append(memoryview(buffer)[:end] if end < len(buffer) else buffer)
+            size += end
+        if end < len(buffer):
+            break
+    return FetchDataInfo(buffers, size, data.first_offset)
+
+
+def _batch_holding(data: FetchDataInfo, offset: int) -> tuple[int, int]:
+    """The first offset and the offset after the batch of ``data`` holding ``offset`` (the
+    last batch when none holds it; (-1, -1) when there is none)."""
+    found = (-1, -1)
     for buffer in data.buffers:
         for header in iter_batch_headers(buffer):
-            end = header.last_offset + 1
+            found = (header.base_offset, header.last_offset + 1)
             if header.last_offset >= offset:
-                return end
-    return end
+                return found
+    return found
 
 
 def _last_offset(data: FetchDataInfo) -> int:

@@ -13,6 +13,7 @@ SHARE_SESSION_LIMIT_REACHED. Owned by the broker's event loop.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -50,12 +51,18 @@ class ShareSessionCache:
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
         self._sessions: dict[tuple[str, str], ShareSession] = {}
+        # (group id, share-partition) -> how many of the group's sessions read it
+        self._readers: Counter[tuple[str, SharePartitionKey]] = Counter()
 
     def __len__(self) -> int:
         return len(self._sessions)
 
     def get(self, group_id: str, member_id: str) -> ShareSession | None:
         return self._sessions.get((group_id, member_id))
+
+    def readers(self, group_id: str, key: SharePartitionKey) -> int:
+        """How many of ``group_id``'s share sessions here read the share-partition ``key``."""
+        return self._readers.get((group_id, key), 0)
 
     def sessions_of(self, group_id: str) -> list[ShareSession]:
         return [s for s in self._sessions.values() if s.group_id == group_id]
@@ -88,17 +95,35 @@ class ShareSessionCache:
         Returns the session to serve (the closed one for the final epoch)."""
         key = (group_id, member_id)
         if epoch == FINAL_EPOCH:
-            return self._sessions.pop(key, None)
+            return self.remove(group_id, member_id)
         if epoch == INITIAL_EPOCH:
+            self.remove(group_id, member_id)
             session = ShareSession(group_id, member_id)
             self._sessions[key] = session
         else:
             session = self._sessions[key]
             session.epoch = 1 if session.epoch == _MAX_EPOCH else session.epoch + 1
-        session.partitions.update(added)
-        session.partitions.difference_update(forgotten)
+        for tp in added:
+            if tp not in session.partitions:
+                session.partitions.add(tp)
+                self._readers[(group_id, tp)] += 1
+        for tp in forgotten:
+            if tp in session.partitions:
+                session.partitions.discard(tp)
+                self._unread(group_id, tp)
         return session
 
     def remove(self, group_id: str, member_id: str) -> ShareSession | None:
         """Drop a member's session (it left the group)."""
-        return self._sessions.pop((group_id, member_id), None)
+        session = self._sessions.pop((group_id, member_id), None)
+        if session is not None:
+            for tp in session.partitions:
+                self._unread(group_id, tp)
+        return session
+
+    def _unread(self, group_id: str, tp: SharePartitionKey) -> None:
+        count = self._readers[(group_id, tp)] - 1
+        if count > 0:
+            self._readers[(group_id, tp)] = count
+        else:
+            del self._readers[(group_id, tp)]

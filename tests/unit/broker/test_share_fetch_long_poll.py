@@ -165,19 +165,41 @@ def test_with_nothing_to_wake_it_a_share_fetch_waits_out_max_wait_without_pollin
         assert len(reads) == 2
 
 
-@pytest.mark.parametrize(("mode", "count"), [(0, 10), (1, 3)])
+@pytest.mark.parametrize(
+    ("mode", "batches", "max_records", "readers", "count"),
+    [
+        (0, (4, 4), 6, 1, 8),
+        (1, (4, 4), 6, 1, 6),
+        (0, (10,), 3, 1, 10),
+        (1, (10,), 3, 1, 3),
+        (0, (10,), 3, 2, 3),
+        (0, (4, 4), 6, 2, 8),
+    ],
+)
 def test_acquire_mode_batch_optimized_rounds_up_to_the_batch_record_limit_does_not(
-    broker: EmbeddedBroker, mode: int, count: int
+    broker: EmbeddedBroker,
+    mode: int,
+    batches: tuple[int, ...],
+    max_records: int,
+    readers: int,
+    count: int,
 ) -> None:
-    """KIP-1206: with max_records 3 and one batch of 10 records, batch_optimized (0, the
-    default) acquires the whole batch, record_limit (1) exactly 3."""
+    """KIP-1206: batch_optimized (0, the default) acquires through the end of the batch
+    holding the max_records-th record (two batches of 4, max_records 6: 8; one batch of 10,
+    max_records 3: 10), record_limit (1) exactly max_records. When another member's share
+    session reads the partition too, a single batch larger than max_records is split at
+    max_records, so one member does not take it while the others wait."""
     group, member = f"g-{uuid.uuid4().hex[:8]}", uuid.uuid4().hex
     topic_id = broker.broker.topics.get(TOPIC).topic_id
     with RawClient(broker.bootstrap) as client:
         _open(client, group, member, topic_id)
-        start = produce(client, TOPIC, 10)
+        for _ in range(readers - 1):
+            _open(client, group, uuid.uuid4().hex, topic_id)
+        start = produce(client, TOPIC, batches[0])
+        for size in batches[1:]:
+            produce(client, TOPIC, size)
         request = fetch_request(group, member, 1, topic_id, 0)
-        request.max_records = 3
+        request.max_records = max_records
         request.share_acquire_mode = mode
         body = client.request(78, 2, request).body
         assert acquired(body) == [(start, start + count - 1, 1)]

@@ -18,8 +18,11 @@ partitions runs out.
 v2 (KIP-1222): ``is_renew_ack`` requests carry RENEW acknowledgements and fetch nothing.
 ``share_acquire_mode`` (KIP-1206): 0, batch_optimized (the default, and v1's behaviour),
 treats ``max_records`` as soft: acquisition ends at the end of the batch holding the
-``max_records``-th record, so whole batches are handed out; 1, record_limit, acquires at most
-``max_records`` records. ``batch_size`` is accepted and not used.
+``max_records``-th record, so whole batches are handed out (a batch holding more than
+``max_records`` records alone is split at ``max_records`` when other members' sessions read
+the partition here); 1, record_limit, acquires at most
+``max_records`` records. ``batch_size`` is accepted and not used. The answer carries the
+batches that hold acquired records, as they are read (not copied).
 
 A share-partition is read once its state is loaded from its share coordinator (the first
 fetch of a group on a partition this node leads waits for it, up to ``max_wait`` and at
@@ -55,6 +58,7 @@ from pydmq.protocol.messages.share_fetch import (
     ShareFetchRequest,
     ShareFetchResponse,
 )
+from pydmq.protocol.scatter import RecordsView
 from pydmq.replication.purgatory import wait_for_notification
 from pydmq.shares.sessions import FINAL_EPOCH, INITIAL_EPOCH
 from pydmq.storage.api import TopicPartition
@@ -132,13 +136,15 @@ async def _after_loads(
     loads: list[asyncio.Task[None]],
     persisted: Awaitable[None] | None,
 ) -> ShareFetchResponse:
-    """The fetch once its acknowledgements are persisted and the share-partitions it reads
-    are loaded (up to ``max_wait``, at least half a second)."""
-    if persisted is not None:
-        await persisted
+    """The fetch once the share-partitions it reads are loaded (up to ``max_wait``, at least
+    half a second), answered once its acknowledgements are persisted (records are acquired
+    meanwhile)."""
     if loads:
         await asyncio.wait(loads, timeout=max(request.max_wait, _LOAD_WAIT_MS) / 1000)
-    if _read(ctx, request, keys, answers) or request.max_wait <= 0:
+    found = _read(ctx, request, keys, answers)
+    if persisted is not None:
+        await persisted
+    if found or request.max_wait <= 0:
         return _response(ctx, answers)
     return await _long_poll(ctx, request, keys, answers)
 
@@ -225,6 +231,7 @@ def _read(
             max_bytes,
             max_records,
             whole_batches=request.share_acquire_mode != RECORD_LIMIT,
+            shared=service.sessions.readers(request.group_id or "", (topic_id, index)) > 1,
         )
         if result.error_code or result.acquired:
             data = data or _partition_data(ctx, topic_id, index)
@@ -233,7 +240,8 @@ def _read(
             found = True
         if result.records is not None and result.acquired:
             assert data is not None
-            data.records = b"".join(result.records.buffers)
+            records = RecordsView(result.records.buffers, result.records.size)
+            data.records = records  # type: ignore[assignment]  # written as they are
             data.acquired_records = [
                 AcquiredRecords(
                     first_offset=a.first_offset,
