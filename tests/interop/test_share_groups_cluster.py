@@ -13,6 +13,10 @@ partition loads the replicated state, and only records produced afterwards are d
 Last, ``pydmq groups describe`` shows the group's start offset and lag read from the share
 coordinators, and ``pydmq groups reset-offsets --to-earliest`` (InitializeShareGroupState at
 a new state epoch) makes every record deliverable again.
+
+A GROUP config (``share.auto.offset.reset=earliest``) set through a node that does not lead
+the partition reaches the leader with the controller's UpdateMetadata: a new group reads the
+records produced before its first fetch.
 Every wait is bounded; the brokers listen on loopback; only the processes started here are
 stopped.
 """
@@ -36,6 +40,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydmq.protocol.messages.find_coordinator import FindCoordinatorRequest
+from pydmq.protocol.messages.incremental_alter_configs import (
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pydmq.shares.state_log import share_state_partition
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
@@ -269,3 +278,46 @@ def _groups_cli(*argv: str) -> list[list[str]]:
 
 def _bootstrap(cluster: ClusterProcess, nodes: list[int]) -> str:
     return ",".join(cluster.node(n).bootstrap for n in nodes)
+
+
+def test_a_group_config_reaches_the_partition_leader(cluster: ClusterProcess) -> None:
+    """A GROUP config set on any node (IncrementalAlterConfigs, resource type 32) is applied
+    by the partition leader, which learns it from the controller's UpdateMetadata:
+    ``share.auto.offset.reset=earliest`` makes a new group read records produced before its
+    first fetch."""
+    bootstrap = cluster.bootstrap
+    topic, group = f"share-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    values = [f"e{i}" for i in range(30)]
+    for value in values:
+        producer.produce(topic, value.encode())
+    producer.flush(15)
+    leader = _leaders(cluster, topic)[0]
+    other = next(n for n in (1, 2, 3) if n != leader)
+    request = IncrementalAlterConfigsRequest(
+        resources=[
+            AlterConfigsResource(
+                resource_type=32,
+                resource_name=group,
+                configs=[
+                    AlterableConfig(
+                        name="share.auto.offset.reset", config_operation=0, value="earliest"
+                    )
+                ],
+            )
+        ]
+    )
+    with RawClient(cluster.node(other).bootstrap, timeout=30) as raw:
+        [answer] = raw.request(44, 1, request).body.responses
+    assert answer.error_code == 0, answer
+    consumer = _consumer(bootstrap, group, topic)
+    try:
+        got: list[str] = []
+        deadline = time.monotonic() + WAIT_S
+        while len(got) < len(values) and time.monotonic() < deadline:
+            _take(consumer, got)
+        assert sorted(got) == sorted(values)
+    finally:
+        consumer.close()

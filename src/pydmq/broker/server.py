@@ -384,10 +384,12 @@ class Broker:
 
     def group_config(self, group_id: str) -> Mapping[str, str]:
         """The configs set on GROUP resource ``group_id`` (ConfigRecords of type 32): a
-        single node's metadata log; a cluster broker learns none yet (the defaults apply)."""
+        single node's metadata log, a cluster broker's metadata cache (from the controller's
+        UpdateMetadata)."""
         if self.local_controller is not None:
             return self.local_controller.image.group_config(group_id)
-        return {}
+        assert self.cluster is not None
+        return self.cluster.metadata_cache.group_configs.get(group_id, {})
 
     def scram_credentials(self) -> Mapping[tuple[str, int], ScramCredentialData]:
         """Users' SCRAM credentials as this node's metadata has them: a single node's

@@ -29,6 +29,9 @@ Rules (docs/CLUSTER.md, "Controller -> broker messages"):
   one the layers among those two that the delta changed (a broker whose own layer changed,
   or every broker when the default changed, gets an UpdateMetadata for it). Another
   broker's layer is never sent.
+- Group configs (pydmq's tagged ``group_configs``, GROUP config resources, KIP-848/932): the
+  FULL UpdateMetadata carries every group's configs; an incremental one, to every broker, the
+  groups the delta changed, each complete (empty: removed).
 - Client quotas (pydmq's tagged ``client_quotas``): the FULL UpdateMetadata lists every client
   quota entity with its values; an incremental one (sent to every broker when quotas changed)
   the entities the delta changed, each with its complete values (none: removed).
@@ -93,6 +96,7 @@ __all__ = [
 
 TOPIC_RESOURCE: Final = 2
 BROKER_RESOURCE: Final = 4
+GROUP_RESOURCE: Final = 32
 LEADER_AND_ISR_KEY: Final = 4
 STOP_REPLICA_KEY: Final = 5
 UPDATE_METADATA_KEY: Final = 6
@@ -227,9 +231,17 @@ def _broker_config_layers(
     image: MetadataImage, names: Iterable[str]
 ) -> list[UpdateMetadataBrokerConfigs]:
     """The dynamic broker config layers ``names`` ("" or a broker id), each complete."""
+    return _config_resources(image, BROKER_RESOURCE, names)
+
+
+def _config_resources(
+    image: MetadataImage, resource_type: int, names: Iterable[str]
+) -> list[UpdateMetadataBrokerConfigs]:
+    """The configs of the ``resource_type`` resources ``names``, each complete (none: all
+    removed)."""
     out: list[UpdateMetadataBrokerConfigs] = []
     for name in names:
-        layer = image.configs.get((BROKER_RESOURCE, name), {})
+        layer = image.configs.get((resource_type, name), {})
         configs = [UpdateMetadataBrokerConfig(name=k, value=layer[k]) for k in sorted(layer)]
         out.append(UpdateMetadataBrokerConfigs(resource_name=name, configs=configs))
     return out
@@ -325,6 +337,7 @@ def _update_metadata(
     with_acls: bool = False,
     client_quotas: list[UpdateMetadataClientQuota],
     scram: bool = False,
+    group_configs: list[UpdateMetadataBrokerConfigs] | None = None,
 ) -> UpdateMetadataRequest:
     """``scram``: include every SCRAM credential of ``image``."""
     return UpdateMetadataRequest(
@@ -342,6 +355,7 @@ def _update_metadata(
         client_quotas=client_quotas,
         scram_credentials=_scram_credentials(image) if scram else [],
         scram_credentials_included=scram,
+        group_configs=group_configs or [],
     )
 
 
@@ -430,6 +444,11 @@ def delta_pushes(
         for resource_type, name in delta.changed_config_resources()
         if resource_type == BROKER_RESOURCE
     }
+    changed_groups = sorted(
+        name
+        for resource_type, name in delta.changed_config_resources()
+        if resource_type == GROUP_RESOURCE
+    )
 
     # broker -> topic id -> accumulator
     per_broker: dict[int, dict[uuid.UUID, _TopicPartitions]] = {}
@@ -537,7 +556,7 @@ def delta_pushes(
     quota_entities = delta.changed_client_quotas()
     client_quotas = _client_quotas(new, quota_entities)
     scram = delta.scram_credentials_changed()
-    send_metadata = bool(um_topics or changed_brokers or quota_entities or scram)
+    send_metadata = bool(um_topics or changed_brokers or quota_entities or scram or changed_groups)
     live = _live_brokers(new) if send_metadata or broker_layers or acls_changed else []
 
     pushes: dict[int, BrokerPush] = {}
@@ -573,6 +592,7 @@ def delta_pushes(
                 with_acls=acls_changed,
                 client_quotas=client_quotas,
                 scram=scram,
+                group_configs=_config_resources(new, GROUP_RESOURCE, changed_groups),
             )
         if push:
             pushes[broker_id] = push
@@ -637,5 +657,8 @@ def full_push(
         with_acls=True,
         client_quotas=_client_quotas(image, image.client_quotas),
         scram=True,
+        group_configs=_config_resources(
+            image, GROUP_RESOURCE, sorted(n for t, n in image.configs if t == GROUP_RESOURCE)
+        ),
     )
     return push

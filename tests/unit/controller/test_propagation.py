@@ -413,3 +413,37 @@ def test_the_full_update_metadata_lists_every_client_quota_and_others_none() -> 
     assert _pushed_quotas(push) == [([("client-id", "a")], [("producer_byte_rate", 10.0)])]
     other = _pushes(image, [ConfigRecord(2, "orders", "retention.ms", "5")])
     assert all(_pushed_quotas(p) == [] for p in other.values())
+
+
+def _pushed_groups(push: BrokerPush) -> list[tuple[str, list[tuple[str, str]]]]:
+    assert push.update_metadata is not None
+    return [
+        (g.resource_name, [(c.name, c.value) for c in g.configs])
+        for g in push.update_metadata.group_configs
+    ]
+
+
+def test_group_config_changes_go_to_every_broker_complete_and_in_full_pushes() -> None:
+    """GROUP config resources (type 32: share.auto.offset.reset...) reach every broker, each
+    group's configs complete (empty: removed), and a FULL UpdateMetadata carries them all."""
+    base, _ = _replay(_base(), [ConfigRecord(32, "g1", "share.auto.offset.reset", "earliest")])
+    pushes = _pushes(
+        base,
+        [
+            ConfigRecord(32, "g2", "share.record.lock.duration.ms", "20000"),
+            ConfigRecord(32, "g1", "share.auto.offset.reset", None),
+        ],
+    )
+    assert sorted(pushes) == [1, 2, 3]
+    for push in pushes.values():
+        assert push.leader_and_isr is None
+        assert _pushed_groups(push) == [
+            ("g1", []),
+            ("g2", [("share.record.lock.duration.ms", "20000")]),
+        ]
+    push = full_push(
+        base, 2, controller_id=CONTROLLER, controller_epoch=EPOCH, listener_name="PLAINTEXT"
+    )
+    assert _pushed_groups(push) == [("g1", [("share.auto.offset.reset", "earliest")])]
+    other = _pushes(base, [ConfigRecord(2, "orders", "retention.ms", "5")])
+    assert all(_pushed_groups(p) == [] for p in other.values())

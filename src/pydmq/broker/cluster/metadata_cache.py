@@ -23,6 +23,8 @@ Update rules (as Kafka's ZooKeeper-era MetadataCache):
 - ``broker_configs`` (pydmq tagged field) carries dynamic broker config layers: the cluster
   default ("") and this broker's own (its id); a listed layer replaces ours, a FULL update
   also empties the layers it does not list (layers of other brokers are ignored);
+- ``group_configs`` (pydmq tagged field) carries GROUP config resources, each complete (empty:
+  removed); a FULL request replaces them all.
 - ``client_quotas`` (pydmq tagged field) carries client quota entities with their complete
   values: a listed entity replaces ours (no values: removed), a FULL update also drops the
   entities it does not list.
@@ -116,6 +118,8 @@ class MetadataCache:
         self.client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = {}
         # Users' SCRAM credentials by (user, mechanism type id).
         self.scram_credentials: dict[tuple[str, int], ScramCredentialData] = {}
+        # The configs set on GROUP resources (KIP-848/932), by group id.
+        self.group_configs: dict[str, dict[str, str]] = {}
 
     # -- reads -----------------------------------------------------------------------
     def alive_broker_ids(self) -> list[int]:
@@ -175,6 +179,7 @@ class MetadataCache:
         if request.acls_included:
             self._apply_acls(request, result)
         self._apply_client_quotas(request, result)
+        self._apply_group_configs(request)
         if request.scram_credentials_included:
             self.scram_credentials = {
                 (c.name, c.mechanism): ScramCredentialData(
@@ -183,6 +188,18 @@ class MetadataCache:
                 for c in request.scram_credentials
             }
         return result
+
+    def _apply_group_configs(self, request: UpdateMetadataRequest) -> None:
+        """A FULL request replaces every group's configs; an incremental one those of the
+        groups it names (each complete; empty: the group's configs are gone)."""
+        if request.type_ == UPDATE_FULL:
+            self.group_configs = {}
+        for group in request.group_configs:
+            configs = {c.name: c.value for c in group.configs}
+            if configs:
+                self.group_configs[group.resource_name] = configs
+            else:
+                self.group_configs.pop(group.resource_name, None)
 
     def _apply_acls(self, request: UpdateMetadataRequest, result: MetadataUpdate) -> None:
         acls = {

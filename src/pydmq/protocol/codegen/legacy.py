@@ -340,6 +340,7 @@ def update_metadata() -> ApiSpec:
         a.structs("client_quotas", client_quota, tag=5),  # pydmq extension
         a.structs("scram_credentials", scram_credential, tag=6),  # pydmq extension
         a.field("scram_credentials_included", "bool", default=False, tag=7),  # pydmq extension
+        a.structs("group_configs", broker_configs, tag=8),  # pydmq extension
     )
     response = a.struct(
         "UpdateMetadataResponse",

@@ -730,6 +730,7 @@ class UpdateMetadataRequest:
         "client_quotas",
         "controller_epoch",
         "controller_id",
+        "group_configs",
         "is_k_raft_controller",
         "live_brokers",
         "metadata_offset",
@@ -755,6 +756,7 @@ class UpdateMetadataRequest:
     client_quotas: list[UpdateMetadataClientQuota]
     scram_credentials: list[UpdateMetadataScramCredential]
     scram_credentials_included: bool
+    group_configs: list[UpdateMetadataBrokerConfigs]
     unknown_tagged_fields: dict[int, bytes]
 
     def __init__(
@@ -774,6 +776,7 @@ class UpdateMetadataRequest:
         client_quotas: list[UpdateMetadataClientQuota] = _MISSING,
         scram_credentials: list[UpdateMetadataScramCredential] = _MISSING,
         scram_credentials_included: bool = False,
+        group_configs: list[UpdateMetadataBrokerConfigs] = _MISSING,
         unknown_tagged_fields: dict[int, bytes] = _MISSING,
     ) -> None:
         self.controller_id = controller_id
@@ -790,6 +793,7 @@ class UpdateMetadataRequest:
         self.client_quotas = [] if client_quotas is _MISSING else client_quotas
         self.scram_credentials = [] if scram_credentials is _MISSING else scram_credentials
         self.scram_credentials_included = scram_credentials_included
+        self.group_configs = [] if group_configs is _MISSING else group_configs
         self.unknown_tagged_fields = (
             {} if unknown_tagged_fields is _MISSING else unknown_tagged_fields
         )
@@ -812,6 +816,7 @@ class UpdateMetadataRequest:
             self.client_quotas,
             self.scram_credentials,
             self.scram_credentials_included,
+            self.group_configs,
             self.unknown_tagged_fields,
         ) == (
             other.controller_id,
@@ -828,6 +833,7 @@ class UpdateMetadataRequest:
             other.client_quotas,
             other.scram_credentials,
             other.scram_credentials_included,
+            other.group_configs,
             other.unknown_tagged_fields,
         )
 
@@ -848,6 +854,7 @@ class UpdateMetadataRequest:
             f"client_quotas={self.client_quotas!r}, "
             f"scram_credentials={self.scram_credentials!r}, "
             f"scram_credentials_included={self.scram_credentials_included!r}, "
+            f"group_configs={self.group_configs!r}, "
             f"unknown_tagged_fields={self.unknown_tagged_fields!r})"
         )
 
@@ -1280,6 +1287,7 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
     f_client_quotas: list[UpdateMetadataClientQuota] = []
     f_scram_credentials: list[UpdateMetadataScramCredential] = []
     f_scram_credentials_included: bool = False
+    f_group_configs: list[UpdateMetadataBrokerConfigs] = []
     unknown: dict[int, bytes]
     unknown = {}
     for _ in range(r.tagged_count()):
@@ -1314,6 +1322,10 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
         elif tag == 7:
             f_scram_credentials_included = r.bool()
             r.expect_end_of_tag(end)
+        elif tag == 8:
+            n = r.compact_array_length()
+            f_group_configs = [_read_UpdateMetadataBrokerConfigs(r, version) for _ in range(n)]
+            r.expect_end_of_tag(end)
         else:
             unknown[tag] = r.raw(end - r.pos)
     return UpdateMetadataRequest(
@@ -1331,6 +1343,7 @@ def _read_UpdateMetadataRequest(r: Reader, version: int) -> UpdateMetadataReques
         client_quotas=f_client_quotas,
         scram_credentials=f_scram_credentials,
         scram_credentials_included=f_scram_credentials_included,
+        group_configs=f_group_configs,
         unknown_tagged_fields=unknown,
     )
 
@@ -1387,6 +1400,12 @@ def _write_UpdateMetadataRequest(w: Writer, msg: UpdateMetadataRequest, version:
         t = Writer()
         t.bool(msg.scram_credentials_included)
         tagged.append((7, t.getvalue()))
+    if msg.group_configs:
+        t = Writer()
+        t.uvarint(len(msg.group_configs) + 1)
+        for e_group_configs in msg.group_configs:
+            _write_UpdateMetadataBrokerConfigs(t, e_group_configs, version)
+        tagged.append((8, t.getvalue()))
     w.merged_tagged_fields(tagged, msg.unknown_tagged_fields)
 
 

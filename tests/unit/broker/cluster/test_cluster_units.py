@@ -257,3 +257,39 @@ def test_client_quotas_follow_update_metadata() -> None:
     assert cache.client_quotas == {(("client-id", "b"),): {"request_percentage": 3.0}}
     assert cache.update(_quotas_update(6, UPDATE_FULL)).client_quotas_changed
     assert cache.client_quotas == {}
+
+
+def test_group_configs_follow_update_metadata() -> None:
+    """GROUP config resources (pydmq's tagged ``group_configs``): an incremental update
+    replaces the groups it names (empty: removed), a FULL one replaces them all."""
+    from pydmq.broker.cluster.metadata_cache import UPDATE_INCREMENTAL
+    from pydmq.protocol.messages.update_metadata import (
+        UpdateMetadataBrokerConfig,
+        UpdateMetadataBrokerConfigs,
+    )
+
+    def update(offset: int, type_: int, **groups: dict[str, str]) -> UpdateMetadataRequest:
+        return UpdateMetadataRequest(
+            controller_epoch=2,
+            type_=type_,
+            metadata_offset=offset,
+            group_configs=[
+                UpdateMetadataBrokerConfigs(
+                    resource_name=name,
+                    configs=[UpdateMetadataBrokerConfig(name=k, value=v) for k, v in c.items()],
+                )
+                for name, c in groups.items()
+            ],
+        )
+
+    cache = MetadataCache(1)
+    cache.update(update(1, UPDATE_INCREMENTAL, g1={"share.auto.offset.reset": "earliest"}))
+    cache.update(update(2, UPDATE_INCREMENTAL, g2={"share.isolation.level": "read_committed"}))
+    assert cache.group_configs == {
+        "g1": {"share.auto.offset.reset": "earliest"},
+        "g2": {"share.isolation.level": "read_committed"},
+    }
+    cache.update(update(3, UPDATE_INCREMENTAL, g1={}))
+    assert cache.group_configs == {"g2": {"share.isolation.level": "read_committed"}}
+    cache.update(update(4, UPDATE_FULL, g3={"share.record.lock.duration.ms": "20000"}))
+    assert cache.group_configs == {"g3": {"share.record.lock.duration.ms": "20000"}}
