@@ -232,8 +232,8 @@ def test_lock_timeout_redelivers_with_higher_delivery_count(
         holder.close()
 
 
-@pytest.fixture(scope="module")
-def java_classes() -> Iterator[Path]:
+def compiled_share_consumer() -> Iterator[Path]:
+    """``java/ShareGroupConsumer.java`` compiled into a temporary directory (removed after)."""
     if shutil.which("javac") is None or not list((JAVA_DIR / "lib").glob("kafka-clients-*.jar")):
         pytest.fail("javac or compat/java/lib/kafka-clients-*.jar missing (run ./scripts/test)")
     out = Path(tempfile.mkdtemp(prefix="share-java-"))
@@ -245,6 +245,11 @@ def java_classes() -> Iterator[Path]:
     )
     yield out
     shutil.rmtree(out, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def java_classes() -> Iterator[Path]:
+    yield from compiled_share_consumer()
 
 
 class JavaShareMember:

@@ -16,7 +16,8 @@ a new state epoch) makes every record deliverable again.
 
 A GROUP config (``share.auto.offset.reset=earliest``) set through a node that does not lead
 the partition reaches the leader with the controller's UpdateMetadata: a new group reads the
-records produced before its first fetch.
+records produced before its first fetch. Java's KafkaShareConsumer consumes across a leader kill: every record accepted,
+none accepted twice.
 Every wait is bounded; the brokers listen on loopback; only the processes started here are
 stopped.
 """
@@ -50,11 +51,18 @@ from pydmq.shares.state_log import share_state_partition
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
 from support.raw_client import RawClient
 
+from .test_share_groups import JavaShareMember, compiled_share_consumer
+
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
 LOG_DIR = Path(__file__).resolve().parents[2] / "build" / "cluster-logs"
 WAIT_S = 60.0
 STATE_TOPIC = "__share_group_state"
+
+
+@pytest.fixture(scope="module")
+def java_classes() -> Iterator[Path]:
+    yield from compiled_share_consumer()
 
 
 @pytest.fixture
@@ -276,6 +284,24 @@ def _groups_cli(*argv: str) -> list[list[str]]:
     return [line.split() for line in done.stdout.splitlines()]
 
 
+def _set_group_config(
+    cluster: ClusterProcess, node_id: int, group: str, name: str, value: str
+) -> None:
+    """IncrementalAlterConfigs SET on GROUP resource ``group`` (type 32), through ``node_id``."""
+    request = IncrementalAlterConfigsRequest(
+        resources=[
+            AlterConfigsResource(
+                resource_type=32,
+                resource_name=group,
+                configs=[AlterableConfig(name=name, config_operation=0, value=value)],
+            )
+        ]
+    )
+    with RawClient(cluster.node(node_id).bootstrap, timeout=30) as raw:
+        [answer] = raw.request(44, 1, request).body.responses
+    assert answer.error_code == 0, answer
+
+
 def _bootstrap(cluster: ClusterProcess, nodes: list[int]) -> str:
     return ",".join(cluster.node(n).bootstrap for n in nodes)
 
@@ -296,22 +322,7 @@ def test_a_group_config_reaches_the_partition_leader(cluster: ClusterProcess) ->
     producer.flush(15)
     leader = _leaders(cluster, topic)[0]
     other = next(n for n in (1, 2, 3) if n != leader)
-    request = IncrementalAlterConfigsRequest(
-        resources=[
-            AlterConfigsResource(
-                resource_type=32,
-                resource_name=group,
-                configs=[
-                    AlterableConfig(
-                        name="share.auto.offset.reset", config_operation=0, value="earliest"
-                    )
-                ],
-            )
-        ]
-    )
-    with RawClient(cluster.node(other).bootstrap, timeout=30) as raw:
-        [answer] = raw.request(44, 1, request).body.responses
-    assert answer.error_code == 0, answer
+    _set_group_config(cluster, other, group, "share.auto.offset.reset", "earliest")
     consumer = _consumer(bootstrap, group, topic)
     try:
         got: list[str] = []
@@ -321,3 +332,72 @@ def test_a_group_config_reaches_the_partition_leader(cluster: ClusterProcess) ->
         assert sorted(got) == sorted(values)
     finally:
         consumer.close()
+
+
+def _java_accepted(lines: list[str]) -> tuple[list[str], list[str]]:
+    """Java's ShareGroupConsumer output: the values whose acceptance a commit confirmed
+    ("C" after their "R" lines), and every value delivered."""
+    accepted: list[str] = []
+    delivered: list[str] = []
+    batch: list[str] = []
+    for line in lines:
+        if line.startswith("R "):
+            batch.append(line.split()[2])
+            delivered.append(line.split()[2])
+        elif line == "C":
+            accepted += batch
+            batch = []
+        elif line.startswith("E "):
+            batch = []  # unknown outcome: may come back
+    return accepted, delivered
+
+
+def test_java_share_consumer_across_a_leader_kill(
+    cluster: ClusterProcess, java_classes: Path
+) -> None:
+    """Java's KafkaShareConsumer (kafka-clients 4.x) on the cluster: the partition leader is
+    killed while it consumes; every record is delivered, the group ends past all of them, and
+    none is accepted twice (an acceptance a commit confirmed never comes back)."""
+    bootstrap = cluster.bootstrap
+    topic, group = f"share-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, 1, 3)])[topic].result(30)
+    _set_group_config(cluster, 1, group, "share.auto.offset.reset", "earliest")
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    first = [f"a{i}" for i in range(5000)]
+    for value in first:
+        producer.produce(topic, value.encode())
+    producer.flush(15)
+    java = JavaShareMember(java_classes, bootstrap, topic, group)
+    try:
+        _until(lambda: len(java.values()) >= 200, "Java received records")
+        leader = _leaders(cluster, topic)[0]
+        cluster.kill(leader)
+        _until(
+            lambda: _leaders(cluster, topic).get(0, -1) not in (-1, leader),
+            "a new leader for the partition",
+        )
+        survivors = [n for n in (1, 2, 3) if n != leader]
+        producer = Producer({"bootstrap.servers": _bootstrap(cluster, survivors), "acks": "all"})
+        second = [f"b{i}" for i in range(100)]
+        for value in second:
+            producer.produce(topic, value.encode())
+        producer.flush(15)
+        wanted = set(first + second)
+        bootstrap = _bootstrap(cluster, survivors)
+
+        def done() -> bool:
+            # Every record delivered, and the group past all of them: an acknowledgement
+            # whose answer the kill cut off may have been accepted without a "C".
+            if not set(_java_accepted(java.lines)[1]) >= wanted:
+                return False
+            rows = _groups_cli("describe", group, "-b", bootstrap)
+            return [group, topic, "0", str(len(wanted)), "0"] in rows
+
+        _until(done, "every record delivered and the group's start offset at the end")
+    finally:
+        java.stop()
+    accepted, delivered = _java_accepted(java.lines)
+    print(f"java: {len(delivered)} deliveries, {len(accepted)} confirmed acceptances")
+    assert len(accepted) == len(set(accepted)), "a record accepted twice"
+    assert set(accepted) <= wanted

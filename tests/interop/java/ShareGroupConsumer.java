@@ -4,7 +4,8 @@
 //
 // Polls until MAX_MS elapsed or STOP_FILE exists, acknowledging every record ACCEPT (explicit
 // mode, commitSync after each poll), then close()s. Prints one line per event, flushed:
-// "R <offset> <value> <deliveryCount>" per record, "E <error>" on failures, "X" once closed.
+// "R <offset> <value> <deliveryCount>" per record, "C" after a commit of them all that
+// succeeded, "E <error>" on failures, "X" once closed.
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -44,8 +45,15 @@ public class ShareGroupConsumer {
                     if (!records.isEmpty()) {
                         Map<TopicIdPartition, Optional<org.apache.kafka.common.KafkaException>> result =
                             consumer.commitSync();
+                        boolean failed = false;
                         for (Optional<org.apache.kafka.common.KafkaException> e : result.values()) {
-                            e.ifPresent(x -> System.out.println("E " + x));
+                            if (e.isPresent()) {
+                                failed = true;
+                                System.out.println("E " + e.get());
+                            }
+                        }
+                        if (!failed) {
+                            System.out.println("C");
                         }
                     }
                     System.out.flush();
