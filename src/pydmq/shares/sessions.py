@@ -78,7 +78,9 @@ class ShareSessionCache:
             return ErrorCode.NONE
         session = self._sessions.get((group_id, member_id))
         if session is None:
-            return ErrorCode.SHARE_SESSION_NOT_FOUND
+            # Closing a session that is gone already (the member left the group first) is
+            # not an error: its acknowledgements are still applied, as Kafka answers them.
+            return ErrorCode.NONE if epoch == FINAL_EPOCH else ErrorCode.SHARE_SESSION_NOT_FOUND
         if epoch != FINAL_EPOCH and epoch != session.epoch:
             return ErrorCode.INVALID_SHARE_SESSION_EPOCH
         return ErrorCode.NONE
