@@ -15,9 +15,7 @@ their principal in ``super.users``; docs/SECURITY.md).
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from pydmq.protocol.messages.create_acls import AclCreation, CreateAclsRequest
 from pydmq.protocol.messages.delete_acls import DeleteAclsFilter, DeleteAclsRequest
 from pydmq.protocol.messages.describe_acls import DescribeAclsRequest
-from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, running_cluster
 from support.raw_client import RawClient
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
@@ -48,16 +46,8 @@ ACLS = [
 
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-acls-"))
-    c = ClusterProcess(3, root, SETTINGS)
-    c.start()
-    try:
-        c.wait_for_brokers(3, timeout=30)
+    with running_cluster(3, "pydmq-acls-", SETTINGS, LOG_DIR / request.node.name) as c:
         yield c
-    finally:
-        c.stop()
-        c.copy_logs(LOG_DIR / request.node.name)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def listed(cluster: ClusterProcess, node_id: int) -> set[tuple[str, int, str, int]]:

@@ -13,9 +13,7 @@ the controller answered INVALID_REQUEST to every BROKER resource.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +26,7 @@ from pydmq.client import KafkaClient
 from pydmq.protocol.errors import ErrorCode
 from pydmq.protocol.messages import describe_configs as dc
 from pydmq.protocol.messages import incremental_alter_configs as iac
-from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, running_cluster
 from support.raw_client import RawClient
 
 confluent_kafka = pytest.importorskip("confluent_kafka")
@@ -45,16 +43,13 @@ LOG_DIR = Path(__file__).resolve().parents[2] / "build" / "cluster-logs"
 
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-brokercfg-"))
-    c = ClusterProcess(3, root, {**FAST_FAILOVER, "log.retention.check.interval.ms": 200})
-    c.start()
-    try:
-        c.wait_for_brokers(3, timeout=30)
+    with running_cluster(
+        3,
+        "pydmq-brokercfg-",
+        {**FAST_FAILOVER, "log.retention.check.interval.ms": 200},
+        LOG_DIR / request.node.name,
+    ) as c:
         yield c
-    finally:
-        c.stop()
-        c.copy_logs(LOG_DIR / request.node.name)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def alter(cluster: ClusterProcess, via: int, name: str, key: str, value: str) -> tuple[int, str]:

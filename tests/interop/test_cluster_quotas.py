@@ -10,9 +10,7 @@ local metadata log).
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +24,7 @@ from pydmq.protocol.messages import describe_client_quotas as dq
 from pydmq.protocol.messages import produce as pr
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pydmq.protocol.records import SimpleRecord, build_batch
-from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, running_cluster
 from pydmq.testing.process import BrokerProcess
 from support.raw_client import RawClient
 
@@ -85,16 +83,13 @@ def produce_throttle(bootstrap: str, client_id: str, topic: str) -> int:
 
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-quotas-cluster-"))
-    c = ClusterProcess(3, root, {**FAST_FAILOVER, "auto.create.topics.enable": "true"})
-    c.start()
-    try:
-        c.wait_for_brokers(3, timeout=30)
+    with running_cluster(
+        3,
+        "pydmq-quotas-cluster-",
+        {**FAST_FAILOVER, "auto.create.topics.enable": "true"},
+        LOG_DIR / request.node.name,
+    ) as c:
         yield c
-    finally:
-        c.stop()
-        c.copy_logs(LOG_DIR / request.node.name)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _everywhere(cluster: ClusterProcess, nodes: list[int], expected: Any, what: str) -> None:

@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,7 +36,7 @@ from pydmq.protocol.messages.create_topics import (
     CreateTopicsRequest,
     CreateTopicsResponse,
 )
-from pydmq.testing.cluster import ClusterProcess
+from pydmq.testing.cluster import ClusterProcess, running_cluster
 
 from .cluster_up import cluster_up
 
@@ -78,16 +76,13 @@ def test_cluster_up_is_ready_when_it_prints_its_bootstrap_line(tmp_path: Path) -
 
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-readiness-"))
-    c = ClusterProcess(3, root, {"broker.session.timeout.ms": SESSION_MS})
-    c.start()
-    try:
-        c.wait_for_brokers(3, timeout=30)
+    with running_cluster(
+        3,
+        "pydmq-readiness-",
+        {"broker.session.timeout.ms": SESSION_MS},
+        LOG_DIR / request.node.name,
+    ) as c:
         yield c
-    finally:
-        c.stop()
-        c.copy_logs(LOG_DIR / request.node.name)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _active_controller(cluster: ClusterProcess) -> int:

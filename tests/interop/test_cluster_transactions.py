@@ -15,9 +15,7 @@ coordinator must finish the commit from what it loaded: CompleteCommit, then a n
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -37,7 +35,7 @@ from pydmq.protocol.messages.describe_transactions import DescribeTransactionsRe
 from pydmq.protocol.messages.end_txn import EndTxnRequest
 from pydmq.protocol.messages.find_coordinator import FindCoordinatorRequest
 from pydmq.protocol.messages.init_producer_id import InitProducerIdRequest
-from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, running_cluster
 from support.raw_client import RawClient
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
@@ -48,17 +46,9 @@ TXN = "cluster-txn"
 
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-txn-"))
     overrides = {**FAST_FAILOVER, "transaction.state.log.num.partitions": 3}
-    c = ClusterProcess(3, root, overrides)
-    c.start()
-    try:
-        c.wait_for_brokers(3, timeout=30)
+    with running_cluster(3, "pydmq-txn-", overrides, LOG_DIR / request.node.name) as c:
         yield c
-    finally:
-        c.stop()
-        c.copy_logs(LOG_DIR / request.node.name)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _until(check: Callable[[], Any], what: str, timeout: float = 60) -> Any:

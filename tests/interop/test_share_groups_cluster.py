@@ -25,10 +25,8 @@ stopped.
 from __future__ import annotations
 
 import base64
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -48,7 +46,7 @@ from pydmq.protocol.messages.incremental_alter_configs import (
 )
 from pydmq.protocol.messages.metadata import MetadataRequest, MetadataRequestTopic
 from pydmq.shares.state_log import share_state_partition
-from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess
+from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, running_cluster
 from support.raw_client import RawClient
 
 from .test_share_groups import JavaShareMember, compiled_share_consumer
@@ -67,22 +65,14 @@ def java_classes() -> Iterator[Path]:
 
 @pytest.fixture
 def cluster(request: pytest.FixtureRequest) -> Iterator[ClusterProcess]:
-    root = Path(tempfile.mkdtemp(prefix="pydmq-share-cluster-"))
     overrides = {
         **FAST_FAILOVER,
         "share.coordinator.state.topic.num.partitions": 3,
         "group.share.heartbeat.interval.ms": 500,
         "group.share.record.lock.duration.ms": 5000,
     }
-    c = ClusterProcess(3, root, overrides)
-    c.start()
-    try:
-        c.wait_for_brokers(3, timeout=30)
+    with running_cluster(3, "pydmq-share-cluster-", overrides, LOG_DIR / request.node.name) as c:
         yield c
-    finally:
-        c.stop()
-        c.copy_logs(LOG_DIR / request.node.name)
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _topic_id(cluster: ClusterProcess, topic: str) -> uuid.UUID:

@@ -17,25 +17,32 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 
 from pydmq.chaos.security import workload_config
 
-__all__ = ["main"]
+__all__ = ["main", "stop_requested"]
+
+
+def stop_requested() -> Callable[[], bool]:
+    """A member process's stop flag: SIGTERM sets it, the member's loop polls it and then
+    closes its consumer."""
+    requested = False
+
+    def on_term(signum: int, frame: FrameType | None) -> None:
+        nonlocal requested
+        requested = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    return lambda: requested
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     bootstrap, group, topics, client_id, out_path = list(sys.argv[1:] if argv is None else argv)
-    stopping = False
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, on_term)
+    stopping = stop_requested()
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -77,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         topics.split(","), on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke
     )
     try:
-        while not stopping:
+        while not stopping():
             before = rebalances
             messages = consumer.consume(500, 0.2)
             lines: list[str] = []

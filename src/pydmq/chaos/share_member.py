@@ -16,12 +16,11 @@ group) and exits 0.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from collections.abc import Sequence
-from types import FrameType
 
+from pydmq.chaos.member import stop_requested
 from pydmq.chaos.security import workload_config
 
 __all__ = ["main"]
@@ -31,13 +30,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
 
     bootstrap, group, topics, client_id, out_path = list(sys.argv[1:] if argv is None else argv)
-    stopping = False
-
-    def on_term(signum: int, frame: FrameType | None) -> None:
-        nonlocal stopping
-        stopping = True
-
-    signal.signal(signal.SIGTERM, on_term)
+    stopping = stop_requested()
     consumer = ShareConsumer(
         {
             "bootstrap.servers": bootstrap,
@@ -51,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     consumer.subscribe(topics.split(","))
     fd = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        while not stopping:
+        while not stopping():
             try:
                 polled = consumer.poll(0.5)
             except KafkaException as exc:

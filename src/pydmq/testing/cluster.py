@@ -17,7 +17,8 @@ from __future__ import annotations
 import shutil
 import signal
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ __all__ = [
     "free_ports",
     "replica_batches",
     "replica_headers",
+    "running_cluster",
 ]
 
 # Node settings for fault tests: a 1 s broker session (a killed or paused leader is replaced
@@ -388,3 +390,24 @@ class ClusterProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+@contextmanager
+def running_cluster(
+    n: int, prefix: str, overrides: Mapping[str, object], logs_to: Path
+) -> Iterator[ClusterProcess]:
+    """A started ``n``-node cluster in a temporary directory named after ``prefix``, every
+    broker registered: stopped on the way out, its node logs copied to ``logs_to`` and the
+    directory removed (a test fixture's body)."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(prefix=prefix))
+    cluster = ClusterProcess(n, root, dict(overrides))
+    cluster.start()
+    try:
+        cluster.wait_for_brokers(n, timeout=30)
+        yield cluster
+    finally:
+        cluster.stop()
+        cluster.copy_logs(logs_to)
+        shutil.rmtree(root, ignore_errors=True)
