@@ -209,3 +209,34 @@ def test_real_dispatcher_answers_or_closes(
         f"{r.getMessage()}\n{logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}"
         for r in errors.records
     )
+
+
+def test_a_request_header_over_the_decode_budget_closes_the_connection_quietly(
+    live: tuple[Any, asyncio.AbstractEventLoop],
+) -> None:
+    """A flexible request header claiming more tagged fields than its frame could hold is over
+    the decode budget: the connection is closed with one warning, and nothing fails while
+    doing it (the warning's once-per-connection set once raised TypeError: the connection's
+    slots had no ``__weakref__``; found by the fuzzer above)."""
+    broker, loop = live
+    errors = _Errors()
+    logging.getLogger("pydmq").addHandler(errors)
+    try:
+        conn = KafkaConnection(broker.dispatcher, 1 << 20, "PLAINTEXT")
+        transport = FakeTransport()
+        conn.connection_made(transport)  # type: ignore[arg-type]
+        # Produce v9 (flexible: header v2): api key, version, correlation id, client id, then
+        # a tagged-field count of 116 (over the header's budget of 64) with bytes enough
+        # behind it for so many fields.
+        frame = struct.pack(">hhih", 0, 9, 42, 4) + b"fuzz" + bytes([116]) + b"\x00" * 400
+        stream = struct.pack(">i", len(frame)) + frame
+
+        async def drive() -> None:
+            feed(conn, stream, [len(stream)])
+            conn.connection_lost(None)
+
+        loop.run_until_complete(drive())
+        assert transport.closed
+    finally:
+        logging.getLogger("pydmq").removeHandler(errors)
+    assert not errors.records, [r.getMessage() for r in errors.records]

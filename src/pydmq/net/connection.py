@@ -71,6 +71,7 @@ class KafkaConnection(asyncio.BufferedProtocol):
     10,000 idle connections so cost their objects and the kernel's socket, not 16 KiB each."""
 
     __slots__ = (
+        "__weakref__",  # the dispatcher's once-per-connection warnings keep weak references
         "_admit",
         "_authenticate",
         "_backlog",
