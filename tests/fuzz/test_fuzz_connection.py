@@ -179,13 +179,15 @@ def _handled_pairs() -> list[tuple[int, int]]:
 _LIVE_FRAMES = {pair: valid_request_frame(*pair) for pair in _handled_pairs()}
 
 
-@fuzz_settings(600)
-@given(frame=st.sampled_from(sorted(_LIVE_FRAMES)).flatmap(lambda p: mutated(_LIVE_FRAMES[p])))
-def test_real_dispatcher_answers_or_closes(
-    live: tuple[Any, asyncio.AbstractEventLoop], frame: bytes
-) -> None:
+def _serve(
+    live: tuple[Any, asyncio.AbstractEventLoop], frame: bytes, cuts: list[int] | None = None
+) -> tuple[bool, list[logging.LogRecord]]:
+    """Feed one request frame to a connection of the live broker's real dispatcher (cut at
+    ``cuts``, default its middle), wait a bounded time for an async answer, close it; whether
+    the broker had closed it, and what was logged at ERROR meanwhile."""
     broker, loop = live
     errors = _Errors()
+    closed_by_broker = False
     logging.getLogger("pydmq").addHandler(errors)
     try:
         conn = KafkaConnection(broker.dispatcher, 1 << 20, "PLAINTEXT")
@@ -194,20 +196,31 @@ def test_real_dispatcher_answers_or_closes(
         stream = struct.pack(">i", len(frame)) + frame
 
         async def drive() -> None:
-            feed(conn, stream, [len(stream) // 2])
+            nonlocal closed_by_broker
+            feed(conn, stream, [len(stream) // 2] if cuts is None else cuts)
             for _ in range(30):  # async handlers (long polls, joins): bounded wait
                 if conn._pending is None:
                     break
                 await asyncio.sleep(0.01)
+            closed_by_broker = transport.closed
             conn.close()
             conn.connection_lost(None)
 
         loop.run_until_complete(drive())
     finally:
         logging.getLogger("pydmq").removeHandler(errors)
-    assert not errors.records, "\n".join(
+    return closed_by_broker, errors.records
+
+
+@fuzz_settings(600)
+@given(frame=st.sampled_from(sorted(_LIVE_FRAMES)).flatmap(lambda p: mutated(_LIVE_FRAMES[p])))
+def test_real_dispatcher_answers_or_closes(
+    live: tuple[Any, asyncio.AbstractEventLoop], frame: bytes
+) -> None:
+    _, errors = _serve(live, frame)
+    assert not errors, "\n".join(
         f"{r.getMessage()}\n{logging.Formatter().formatException(r.exc_info) if r.exc_info else ''}"
-        for r in errors.records
+        for r in errors
     )
 
 
@@ -218,25 +231,10 @@ def test_a_request_header_over_the_decode_budget_closes_the_connection_quietly(
     the decode budget: the connection is closed with one warning, and nothing fails while
     doing it (the warning's once-per-connection set once raised TypeError: the connection's
     slots had no ``__weakref__``; found by the fuzzer above)."""
-    broker, loop = live
-    errors = _Errors()
-    logging.getLogger("pydmq").addHandler(errors)
-    try:
-        conn = KafkaConnection(broker.dispatcher, 1 << 20, "PLAINTEXT")
-        transport = FakeTransport()
-        conn.connection_made(transport)  # type: ignore[arg-type]
-        # Produce v9 (flexible: header v2): api key, version, correlation id, client id, then
-        # a tagged-field count of 116 (over the header's budget of 64) with bytes enough
-        # behind it for so many fields.
-        frame = struct.pack(">hhih", 0, 9, 42, 4) + b"fuzz" + bytes([116]) + b"\x00" * 400
-        stream = struct.pack(">i", len(frame)) + frame
-
-        async def drive() -> None:
-            feed(conn, stream, [len(stream)])
-            conn.connection_lost(None)
-
-        loop.run_until_complete(drive())
-        assert transport.closed
-    finally:
-        logging.getLogger("pydmq").removeHandler(errors)
-    assert not errors.records, [r.getMessage() for r in errors.records]
+    # Produce v9 (flexible: header v2): api key, version, correlation id, client id, then
+    # a tagged-field count of 116 (over the header's budget of 64) with bytes enough
+    # behind it for so many fields.
+    frame = struct.pack(">hhih", 0, 9, 42, 4) + b"fuzz" + bytes([116]) + b"\x00" * 400
+    closed_by_broker, errors = _serve(live, frame, cuts=[len(frame) + 4])
+    assert closed_by_broker
+    assert not errors, [r.getMessage() for r in errors]

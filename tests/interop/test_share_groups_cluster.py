@@ -49,7 +49,7 @@ from pydmq.shares.state_log import share_state_partition
 from pydmq.testing.cluster import FAST_FAILOVER, ClusterProcess, running_cluster
 from support.raw_client import RawClient
 
-from .test_share_groups import JavaShareMember, compiled_share_consumer
+from .test_share_groups import JavaShareMember, _consumer, compiled_share_consumer
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(300)]
 
@@ -120,18 +120,6 @@ def _until(check, what: str, timeout: float = WAIT_S):  # type: ignore[no-untype
             return result
         time.sleep(0.2)
     raise AssertionError(f"not within {timeout} s: {what}")
-
-
-def _consumer(bootstrap: str, group: str, topic: str) -> ShareConsumer:
-    consumer = ShareConsumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": group,
-            "share.acknowledgement.mode": "explicit",
-        }
-    )
-    consumer.subscribe([topic])
-    return consumer
 
 
 def _take(consumer: ShareConsumer, accepted: list[str], limit: int | None = None) -> None:
